@@ -1,0 +1,114 @@
+"""Command line: `python -m llmviz generate|trace ...` (see README). Errors: one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from llmviz import service
+from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EngineConfig, SamplingConfig
+from llmviz.errors import LlmvizError
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompt", required=True, help="text to run the model on")
+    p.add_argument("--model", default=service.EMBEDDED_MODEL,
+                   help="hub id or local folder (default: the embedded llmviz-tiny)")
+    p.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=50, help="0 = off")
+    p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
+    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
+    p.add_argument("--dtype", default="fp32", choices=DTYPES)
+    p.add_argument("--attn", default="sdpa", choices=ATTN_BACKENDS, help="attention backend")
+    p.add_argument("--max-seq-len", type=int, default=None, help="KV cache length (default: context, <= 2048)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m llmviz", description="Run a language model step by step "
+                                  "on llmviz's own engine and report what happened.")
+    sub = top.add_subparsers(dest="command")
+    gen = sub.add_parser("generate", help="generate text; timings taken with capture off")
+    _common(gen)
+    gen.add_argument("--max-new-tokens", type=int, default=32,
+                     help="tokens to generate: the prefill's token plus N-1 decode steps")
+    gen.add_argument("--json", action="store_true", help="print one JSON object")
+    tr = sub.add_parser("trace", help="record a replayable trace: the prefill plus N decode steps")
+    _common(tr)
+    tr.add_argument("--steps", type=int, default=8, help="decode steps after the prefill")
+    tr.add_argument("--capture", default="meta", choices=("meta", "full"))
+    tr.add_argument("--filter", nargs="*", default=[], help="hook-name glob patterns for --capture full")
+    tr.add_argument("--out", required=True, help="folder for trace.json + arrays.npz")
+    return top
+
+
+def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
+    sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                              repetition_penalty=args.repetition_penalty)
+    return EngineConfig(device=args.device, dtype=args.dtype, attn_backend=args.attn, max_seq_len=args.max_seq_len,
+                        sampling=sampling, seed=args.seed, capture=capture, capture_filter=tuple(patterns),
+                        logit_lens_top_k=lens, threads=args.threads)
+
+
+def generate(args) -> int:
+    if args.max_new_tokens < 1:
+        raise LlmvizError("--max-new-tokens must be at least 1")
+    config = engine_config(args, capture="off", lens=0)
+    lm = service.load(args.model, config)
+    trace = service.run(lm, args.prompt, config, args.max_new_tokens)
+    c, last = lm.cfg, trace.steps[-1]
+    decode_ms = [s.timings["total_ms"] for s in trace.steps[1:]]
+    result = {
+        "model": args.model, "device": str(lm.device), "dtype": args.dtype, "attn": args.attn,
+        "threads": last.timings["threads"], "capture": "off",
+        "config": {"num_layers": c.num_layers, "num_heads": c.num_heads, "num_kv_heads": c.num_kv_heads,
+                   "head_dim": c.head_dim, "hidden_size": c.hidden_size, "vocab_size": c.vocab_size},
+        "prompt_ids": trace.prompt_ids, "output_ids": trace.output_ids,
+        "text": lm.tokenizer.hf.decode(trace.output_ids, skip_special_tokens=True),
+        "finished": last.finished or "max_new_tokens",
+        "prefill_ms": trace.steps[0].timings["total_ms"],
+        "decode_ms_per_token": statistics.fmean(decode_ms) if decode_ms else None,
+        "kv_cache_bytes": last.kv["bytes_used"], "kv_cache_bytes_allocated": last.kv["bytes_allocated"],
+    }
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(args.prompt + result["text"])
+        per_token = "n/a" if result["decode_ms_per_token"] is None else f"{result['decode_ms_per_token']:.2f} ms"
+        print(f"\n[{len(trace.output_ids)} tokens on {result['device']} {args.dtype}, {args.attn}: prefill "
+              f"{result['prefill_ms']:.2f} ms for {len(trace.prompt_ids)} tokens, decode {per_token}/token; "
+              f"KV cache {result['kv_cache_bytes']:,} B used of {result['kv_cache_bytes_allocated']:,} B]",
+              file=sys.stderr)
+    return 0
+
+
+def trace_cmd(args) -> int:
+    if args.steps < 0:
+        raise LlmvizError("--steps must be >= 0")
+    config = engine_config(args, capture=args.capture, lens=5, patterns=args.filter)
+    lm = service.load(args.model, config)
+    trace = service.run(lm, args.prompt, config, args.steps + 1)
+    folder = trace.save(args.out)
+    print(f"wrote {len(trace.steps)} steps ({args.capture} capture) to {folder}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    if args.command is None:
+        parser().print_help()
+        return 0
+    try:
+        return generate(args) if args.command == "generate" else trace_cmd(args)
+    except LlmvizError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:
+        print(f"error: out of memory ({exc}); try a shorter --max-seq-len or --dtype bf16", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,116 @@
+"""RunContext: the per-step object the forward pass calls its hook points through.
+
+One is made for every step of every session, so two sessions on one cached model never share
+captures, and nothing is registered on the model. Capture levels:
+  off  - hooks return at once; only timings are kept.
+  meta - shape, dtype, bytes and L2 norm of every hook tensor (norms read once at the end of the step).
+  full - meta plus a float32 CPU copy of every tensor whose name passes the filter patterns.
+The copy is made inside the timed region (its cost shows); turning it into numpy happens after.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from llmviz.engine.hook_points import matches
+from llmviz.engine.timing import StepTimer
+
+CAPTURE_LEVELS = ("off", "meta", "full")
+
+
+@dataclass
+class _Pending:
+    shape: tuple
+    dtype: str
+    nbytes: int
+    norm: torch.Tensor | None
+    copy: torch.Tensor | None
+    note: str
+
+
+@dataclass
+class PendingAttention:
+    """What a fast attention backend leaves behind so the map can be rebuilt after the timed region."""
+
+    layer: int
+    scores_name: str
+    probs_name: str
+    q: torch.Tensor  # [b, h, n, hd]
+    k: torch.Tensor  # [b, kv, n_k, hd]
+    mask: torch.Tensor | None  # [b, 1, n, n_k] bool, True = may attend
+    scale: float
+
+
+@dataclass
+class RunContext:
+    capture: str = "off"
+    patterns: tuple = ()
+    timer: StepTimer | None = None
+    keep_lens: bool = False  # keep each layer's last-position residual for the logit lens
+    records: dict = field(default_factory=dict)
+    pending_attention: list = field(default_factory=list)
+    lens_resid: list = field(default_factory=list)  # [b, d] views, one per layer
+
+    def __post_init__(self):
+        if self.capture not in CAPTURE_LEVELS:
+            from llmviz.errors import ConfigError
+            raise ConfigError(f"capture={self.capture!r} is not one of {CAPTURE_LEVELS}")
+        self.active = self.capture != "off"
+        self._match_cache: dict[str, bool] = {}
+
+    def wants(self, name: str) -> bool:
+        if not self.active:
+            return False
+        hit = self._match_cache.get(name)
+        if hit is None:
+            hit = self._match_cache[name] = matches(name, self.patterns)
+        return hit
+
+    def hook(self, name: str, tensor: torch.Tensor, note: str = "", masked: bool = False) -> torch.Tensor:
+        """Record `tensor` under `name` at the run's capture level; always returns it unchanged."""
+        if self.active and self.wants(name):
+            self.records[name] = self._pending(tensor, note, masked)
+        return tensor
+
+    def _pending(self, tensor: torch.Tensor, note: str, masked: bool) -> _Pending:
+        t = tensor.detach()
+        values = torch.nan_to_num(t.float(), neginf=0.0) if masked else t.float()
+        copy = t.to("cpu", torch.float32, copy=True) if self.capture == "full" else None
+        return _Pending(tuple(t.shape), str(t.dtype).removeprefix("torch."), t.numel() * t.element_size(),
+                        values.norm(), copy, note)
+
+    def mark(self, label: str) -> None:
+        if self.timer is not None:
+            self.timer.mark(label)
+
+    def rebuild_attention(self) -> None:
+        """Recompute scores/probs that a fused backend never materialized (after the timed region)."""
+        for item in self.pending_attention:
+            k = item.k.repeat_interleave(item.q.shape[1] // item.k.shape[1], dim=1)  # [b, h, n_k, hd]
+            scores = (item.q.float() @ k.float().transpose(-2, -1)) * item.scale  # [b, h, n, n_k]
+            if item.mask is not None:
+                scores = scores.masked_fill(~item.mask, float("-inf"))
+            note = "recomputed after the timed region from the recorded q and k (the backend never built it)"
+            if self.wants(item.scores_name):
+                self.records[item.scores_name] = self._pending(scores, note, masked=True)
+            if self.wants(item.probs_name):
+                self.records[item.probs_name] = self._pending(scores.softmax(-1), note, masked=False)
+        self.pending_attention.clear()
+
+    def finish(self) -> list[dict]:
+        """Hook records as plain dicts of numbers and numpy arrays (one device sync here)."""
+        out = []
+        norms = [p.norm for p in self.records.values()]
+        values = torch.stack(norms).cpu().tolist() if norms else []
+        for (name, p), norm in zip(self.records.items(), values, strict=True):
+            out.append({
+                "name": name, "shape": list(p.shape), "dtype": p.dtype, "nbytes": p.nbytes,
+                "norm": float(norm) if math.isfinite(norm) else None, "note": p.note,
+                "array": None if p.copy is None else p.copy.numpy().astype(np.float32, copy=False),
+            })
+        self.records = {}
+        return out

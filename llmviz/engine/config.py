@@ -1,0 +1,94 @@
+"""EngineConfig: every setting a run depends on, validated on construction (C5).
+
+No torch here, so the UI can build and show one; every trace stores it, so two runs can be compared.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, replace
+
+from llmviz.errors import ConfigError
+
+DTYPES = ("fp32", "fp16", "bf16")
+KV_DTYPES = ("auto", *DTYPES)  # auto: the model's dtype
+ATTN_BACKENDS = ("eager", "sdpa")
+KV_LAYOUTS = ("contiguous",)
+CAPTURE_LEVELS = ("off", "meta", "full")
+DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model does not preallocate 128k
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    temperature: float = 0.7  # 0 = greedy
+    top_k: int = 50  # 0 = off
+    top_p: float = 1.0  # 1 = off
+    repetition_penalty: float = 1.0  # 1 = off; > 1 discourages tokens already in the sequence
+
+    def __post_init__(self):
+        if not self.temperature >= 0:
+            raise ConfigError(f"temperature must be >= 0 (0 is greedy), got {self.temperature}")
+        if not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ConfigError(f"top_k must be an integer >= 0 (0 turns it off), got {self.top_k!r}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if not self.repetition_penalty > 0:
+            raise ConfigError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    device: str = "auto"  # auto picks cuda, then mps, then cpu
+    dtype: str = "fp32"  # weights and activations
+    attn_backend: str = "sdpa"
+    kv_layout: str = "contiguous"
+    kv_dtype: str = "auto"
+    max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ
+    batch_size: int = 1
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    seed: int = 0
+    stop_at_eos: bool = True
+    capture: str = "off"
+    capture_filter: tuple = ()  # glob patterns over hook names; empty = every hook
+    logit_lens_top_k: int = 5  # 0 = no logit lens; computed after the timed region
+    threads: int | None = None  # torch CPU threads; None leaves torch's choice
+
+    def __post_init__(self):
+        if not isinstance(self.device, str) or not _DEVICE.match(self.device):
+            raise ConfigError(f"device={self.device!r} is not one of auto, cpu, cuda, cuda:N, mps")
+        checks = (("dtype", DTYPES), ("kv_dtype", KV_DTYPES), ("attn_backend", ATTN_BACKENDS),
+                  ("kv_layout", KV_LAYOUTS), ("capture", CAPTURE_LEVELS))
+        for name, allowed in checks:
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name}={getattr(self, name)!r} is not one of {', '.join(allowed)}")
+        if self.max_seq_len is not None and (not isinstance(self.max_seq_len, int) or self.max_seq_len < 2):
+            raise ConfigError(f"max_seq_len must be an integer >= 2, got {self.max_seq_len!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.seed, int):
+            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ConfigError(f"threads must be a positive integer, got {self.threads!r}")
+        if self.logit_lens_top_k < 0:
+            raise ConfigError("logit_lens_top_k must be >= 0")
+        object.__setattr__(self, "capture_filter", tuple(self.capture_filter))
+
+    def with_(self, **changes) -> EngineConfig:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["capture_filter"] = list(self.capture_filter)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EngineConfig:
+        data = dict(data)
+        data["sampling"] = SamplingConfig(**data.get("sampling", {}))
+        data["capture_filter"] = tuple(data.get("capture_filter", ()))
+        return cls(**data)

@@ -1,0 +1,47 @@
+"""Device and dtype names -> torch objects, with clear errors for what this machine lacks."""
+
+from __future__ import annotations
+
+import torch
+
+from llmviz.errors import ConfigError, DeviceUnavailableError
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+def resolve_device(name: str) -> torch.device:
+    """auto -> cuda, then mps, then cpu; an explicit device must exist here."""
+    name = (name or "auto").strip().lower()
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("mps") if _mps_available() else torch.device("cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as exc:
+        raise ConfigError(f"device={name!r} is not a device name (auto, cpu, cuda, cuda:N, mps)") from exc
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceUnavailableError("cuda was chosen but this machine has no CUDA GPU (or torch is a CPU "
+                                         "build): use device auto or cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise DeviceUnavailableError(f"{name} does not exist: {torch.cuda.device_count()} GPU(s) here")
+    elif device.type == "mps" and not _mps_available():
+        raise DeviceUnavailableError("mps was chosen but this machine has no Apple GPU: use auto or cpu")
+    elif device.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"device={name!r} is not supported (auto, cpu, cuda, cuda:N, mps)")
+    return device
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    if name not in DTYPES:
+        raise ConfigError(f"dtype={name!r} is not one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return {v: k for k, v in DTYPES.items()}[dtype]

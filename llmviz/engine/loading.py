@@ -1,0 +1,163 @@
+"""load_model: a local folder or hub id -> our DecoderModel with its tokenizer and model card.
+
+Never trust_remote_code, never unpickle (safetensors only), never wait on a network that is not there:
+local files first; the hub only when HF_HUB_OFFLINE is unset and the hub answers within seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from llmviz.engine import hub
+from llmviz.engine.devices import resolve_device, torch_dtype
+from llmviz.engine.models import FAMILIES, SUPPORTED_MODEL_TYPES
+from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.models.layers import rope_inv_freq
+from llmviz.engine.models.transformer import DecoderModel
+from llmviz.engine.tokens import Tokenizer
+from llmviz.errors import ModelNotFoundError, UnsupportedArchitectureError, WeightLoadError
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+EMBEDDED_MODEL = "llmviz-tiny"
+EMBEDDED_DRAFT = "llmviz-tiny-draft"
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to run: shared read-only by every session that uses it."""
+
+    name: str
+    path: Path
+    model: DecoderModel
+    tokenizer: Tokenizer
+    cfg: ModelConfig
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())  # tied weights are counted once
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(p.numel() * p.element_size() for p in self.model.parameters())
+
+    def card(self) -> dict:
+        c = self.cfg
+        return {
+            "name": self.name, "path": str(self.path), "family": c.family, "config": c.to_dict(),
+            "parameters": self.parameters, "weight_bytes": self.weight_bytes,
+            "dtype": str(self.dtype).removeprefix("torch."), "device": str(self.device),
+            "position_scheme": "RoPE" if c.position == "rope" else "learned absolute",
+            "tokenizer_vocab": len(self.tokenizer.hf), "byte_level": self.tokenizer.byte_level,
+        }
+
+
+def resolve_path(name_or_path: str | None) -> Path:
+    """The local folder holding the model: the embedded one, a folder, or a hub snapshot."""
+    name = (name_or_path or EMBEDDED_MODEL).strip()
+    if name in (EMBEDDED_MODEL, EMBEDDED_DRAFT):
+        return ASSETS / name
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelNotFoundError(f"{path} has no config.json: not a Hugging Face model folder")
+        return path
+    return hub.snapshot(name)
+
+
+def read_config(path: Path) -> dict:
+    try:
+        raw = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelNotFoundError(f"cannot read {path / 'config.json'}: {exc}") from exc
+    model_type = raw.get("model_type")
+    if model_type not in FAMILIES:
+        raise UnsupportedArchitectureError(
+            f"model type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)} "
+            "(SmolLM checkpoints are 'llama')")
+    from transformers import AutoConfig  # normalizes rope_theta/rope_scaling into rope_parameters
+
+    config = AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    return config.to_dict()
+
+
+def checkpoint_tensors(path: Path) -> dict[str, torch.Tensor]:
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        files = [path / s for s in shards]
+    elif (path / "model.safetensors").is_file():
+        files = [path / "model.safetensors"]
+    else:
+        pickles = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt*")]
+        hint = f" (found only {', '.join(pickles)}: pickle files are never loaded)" if pickles else ""
+        raise WeightLoadError(f"{path} has no model.safetensors{hint}")
+    tensors: dict[str, torch.Tensor] = {}
+    for f in files:
+        tensors.update(load_file(str(f), device="cpu"))
+    return tensors
+
+
+def load_weights(model: DecoderModel, cfg: ModelConfig, tensors: dict[str, torch.Tensor]) -> None:
+    family = FAMILIES[cfg.family]
+    expected = model.state_dict()
+    loaded: dict[str, torch.Tensor] = {}
+    unexpected = []
+    for hf_name, tensor in tensors.items():
+        ours = family.hf_to_ours(hf_name)
+        if ours is None or (cfg.tie_embeddings and ours == "lm_head.weight"):
+            continue
+        if ours not in expected:
+            unexpected.append(hf_name)
+            continue
+        tensor = family.transform(ours, tensor)
+        if tuple(tensor.shape) != tuple(expected[ours].shape):
+            raise WeightLoadError(f"{hf_name}: checkpoint shape {list(tensor.shape)} but the config implies "
+                                  f"{list(expected[ours].shape)}")
+        loaded[ours] = tensor
+    skip = {"lm_head.weight"} if cfg.tie_embeddings else set()
+    missing = sorted(set(expected) - set(loaded) - skip)
+    if missing or unexpected:
+        raise WeightLoadError(f"checkpoint does not match the {cfg.family} architecture: "
+                              f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+                              f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
+    model.load_state_dict(loaded, strict=False, assign=True)
+
+
+def build(cfg: ModelConfig, tensors: dict[str, torch.Tensor], device: torch.device,
+          dtype: torch.dtype) -> DecoderModel:
+    with torch.device("meta"):
+        model = DecoderModel(cfg)
+    load_weights(model, cfg, tensors)
+    if cfg.tie_embeddings:
+        model.lm_head.weight = model.embed.weight
+    if cfg.position == "rope":  # computed, not loaded; kept in fp32 whatever the weights' dtype
+        model.rotary.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
+    model = model.to(device=device, dtype=dtype).eval()
+    if cfg.position == "rope":
+        model.rotary.inv_freq = rope_inv_freq(cfg).to(device)
+    model.requires_grad_(False)
+    return model
+
+
+def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str = "fp32") -> LoadedModel:
+    """Load a supported model; raises the typed errors of llmviz.errors, never hangs."""
+    dev, dt = resolve_device(device), torch_dtype(dtype)
+    path = resolve_path(name_or_path)
+    hf_config = read_config(path)
+    cfg = FAMILIES[hf_config["model_type"]].config_from_hf(hf_config)
+    model = build(cfg, checkpoint_tensors(path), dev, dt)
+    from transformers import AutoTokenizer
+
+    try:
+        hf_tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
+        raise ModelNotFoundError(f"{path} has no usable tokenizer: {exc}") from exc
+    return LoadedModel(name_or_path or EMBEDDED_MODEL, path, model,
+                       Tokenizer(hf_tok, cfg.vocab_size, cfg.eos_token_ids), cfg, dev, dt)

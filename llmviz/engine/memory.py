@@ -1,0 +1,39 @@
+"""Device memory: what is free before we allocate, and what the process holds now (C17)."""
+
+from __future__ import annotations
+
+import psutil
+import torch
+
+from llmviz.errors import KVCacheTooLargeError
+
+# Leave this share of the free memory to everything else (activations, the OS, the browser).
+HEADROOM = 0.8
+
+
+def free_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    return int(psutil.virtual_memory().available)  # CPU, and MPS (unified memory)
+
+
+def check_fits(nbytes: int, device: torch.device, what: str, fixes: str) -> None:
+    """Refuse, with the figures and the fix, an allocation that would not fit in free memory."""
+    free = free_bytes(device)
+    if nbytes > HEADROOM * free:
+        raise KVCacheTooLargeError(
+            f"{what} needs {nbytes / 2**20:,.1f} MiB but {device.type} has {free / 2**20:,.1f} MiB free "
+            f"(we use at most {HEADROOM:.0%} of it); {fixes}")
+
+
+def process_memory(device: torch.device) -> dict:
+    """Resident memory of this process, plus CUDA allocator figures on a GPU."""
+    info = {"rss_bytes": int(psutil.Process().memory_info().rss)}
+    if device.type == "cuda":
+        info.update(
+            cuda_allocated_bytes=int(torch.cuda.memory_allocated(device)),
+            cuda_reserved_bytes=int(torch.cuda.memory_reserved(device)),
+            cuda_peak_allocated_bytes=int(torch.cuda.max_memory_allocated(device)),
+        )
+    return info

@@ -1,0 +1,92 @@
+"""ModelConfig: the architecture-neutral description every model family is built from (C2, C3).
+
+No torch here: the UI reads it through the model card. Family files (llama.py, gpt2.py) translate a
+Hugging Face config dict into this; the transformer in transformer.py is built from it alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from llmviz.errors import ConfigError
+
+NORMS = ("rms", "layer")
+POSITIONS = ("rope", "learned")
+MLPS = ("gated", "plain")  # gated: down(act(gate(x)) * up(x)) (SwiGLU); plain: proj(act(fc(x)))
+ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "relu")
+ROPE_TYPES = ("default", "linear", "llama3")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    family: str  # "llama" | "qwen2" | "mistral" | "gpt2": which weight map and which oracle
+    vocab_size: int
+    hidden_size: int  # d_model
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int  # < num_heads is grouped-query attention (C19); == num_heads is plain MHA
+    head_dim: int  # usually hidden_size // num_heads, but Llama-family configs may set it
+    intermediate_size: int
+    max_position_embeddings: int  # the model's context: learned tables end here; RoPE was trained to here
+    norm: str = "rms"
+    norm_eps: float = 1e-6
+    position: str = "rope"
+    rope_theta: float = 10000.0
+    rope_scaling: dict = field(default_factory=dict)  # {"rope_type": "llama3", "factor": ...} or empty
+    mlp: str = "gated"
+    activation: str = "silu"
+    qkv_bias: bool = False  # Qwen2 and GPT-2 have biases on q/k/v
+    out_bias: bool = False  # GPT-2 has biases on the output and MLP projections
+    mlp_bias: bool = False
+    fused_qkv: bool = False  # GPT-2 stores one [d, 3d] projection (C10: one matmul instead of three)
+    tie_embeddings: bool = False  # lm_head shares the embedding matrix
+    sliding_windows: tuple = ()  # per layer: window in tokens, or 0 for full causal attention (C20)
+    bos_token_id: int | None = None
+    eos_token_ids: tuple = ()
+
+    def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+                     "intermediate_size", "max_position_embeddings"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.num_heads % self.num_kv_heads:
+            raise ConfigError(
+                f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}: "
+                "each KV head serves a whole group of query heads")
+        checks = (("norm", NORMS), ("position", POSITIONS), ("mlp", MLPS), ("activation", ACTIVATIONS))
+        for name, allowed in checks:
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name}={getattr(self, name)!r} is not one of {allowed}")
+        if self.position == "rope":
+            if self.head_dim % 2:
+                raise ConfigError(f"RoPE needs an even head_dim, got {self.head_dim}")
+            rope_type = self.rope_scaling.get("rope_type", "default")
+            if rope_type not in ROPE_TYPES:
+                raise ConfigError(f"rope_type={rope_type!r} is not supported; supported: {ROPE_TYPES}")
+        if self.sliding_windows and len(self.sliding_windows) != self.num_layers:
+            raise ConfigError("sliding_windows needs one entry per layer")
+        if self.fused_qkv and self.num_kv_heads != self.num_heads:
+            raise ConfigError("a fused QKV projection is only built for plain multi-head attention")
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per KV head."""
+        return self.num_heads // self.num_kv_heads
+
+    def window(self, layer: int) -> int:
+        """Sliding-window length of one layer, 0 when the layer attends to every earlier token."""
+        return self.sliding_windows[layer] if self.sliding_windows else 0
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["sliding_windows"] = list(self.sliding_windows)
+        data["eos_token_ids"] = list(self.eos_token_ids)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        data = dict(data)
+        data["sliding_windows"] = tuple(data.get("sliding_windows", ()))
+        data["eos_token_ids"] = tuple(data.get("eos_token_ids", ()))
+        return cls(**data)

@@ -1,0 +1,136 @@
+"""Trace: what one run recorded, as plain dataclasses of numbers and numpy arrays (no torch).
+
+This is the only engine module the upper layers read, so every page can be drawn (and a class can
+replay a run) with no model and no torch. Saved as `trace.json` + `arrays.npz`, loaded with
+`allow_pickle=False`. Tensors keep their batch dimension.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from llmviz.errors import TraceFormatError
+
+SCHEMA_VERSION = 1
+_STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
+                "lens_ids", "lens_probs")
+
+
+@dataclass
+class HookRecord:
+    name: str
+    shape: list
+    dtype: str
+    nbytes: int
+    norm: float | None
+    note: str = ""
+    array: np.ndarray | None = None  # float32 copy, only at capture level "full"
+
+
+@dataclass
+class StepTrace:
+    index: int  # 0 = prefill
+    phase: str  # "prefill" | "decode"
+    input_ids: np.ndarray  # [b, n] int64
+    positions: np.ndarray  # [b, n] int64
+    sampled: np.ndarray  # [b] int64
+    logits: np.ndarray | None  # [b, V] float32 when the vocab is small enough to keep whole
+    topk_ids: np.ndarray  # [b, K] the K most likely next tokens
+    topk_logits: np.ndarray  # [b, K]
+    logsumexp: np.ndarray  # [b] so that top-k probabilities are exact without the full logits
+    lens_ids: np.ndarray | None = None  # [L, b, k] logit lens: each layer's top tokens
+    lens_probs: np.ndarray | None = None  # [L, b, k]
+    hooks: list = field(default_factory=list)  # HookRecord
+    kv: dict = field(default_factory=dict)  # KV snapshot: layout, shapes, bytes allocated and used
+    timings: dict = field(default_factory=dict)  # spans_ms, total_ms, device, threads, capture
+    memory: dict = field(default_factory=dict)  # rss_bytes (+ cuda_* on a GPU)
+    finished: str = ""  # "eos" | "max_seq_len" | "" when the run can go on
+
+    def hook(self, name: str) -> HookRecord:
+        for record in self.hooks:
+            if record.name == name:
+                return record
+        raise KeyError(f"step {self.index} has no hook record {name!r}")
+
+
+@dataclass
+class RunTrace:
+    model_card: dict
+    prompt: str
+    engine_config: dict
+    seed: int
+    tokens: dict = field(default_factory=dict)  # id -> {"piece", "bytes" (hex), "text"}
+    steps: list = field(default_factory=list)  # StepTrace
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return [int(i) for i in self.steps[0].input_ids[0]] if self.steps else []
+
+    @property
+    def output_ids(self) -> list[int]:
+        return [int(s.sampled[0]) for s in self.steps]
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {}
+        steps = []
+        for step in self.steps:
+            entry = {k: v for k, v in step.__dict__.items() if k not in _STEP_ARRAYS and k != "hooks"}
+            for key in _STEP_ARRAYS:
+                value = getattr(step, key)
+                if value is not None:
+                    arrays[f"s{step.index}.{key}"] = np.asarray(value)
+            entry["arrays"] = [k for k in _STEP_ARRAYS if getattr(step, k) is not None]
+            entry["hooks"] = []
+            for record in step.hooks:
+                meta = {k: v for k, v in record.__dict__.items() if k != "array"}
+                meta["has_array"] = record.array is not None
+                if record.array is not None:
+                    arrays[f"s{step.index}.hook.{record.name}"] = record.array
+                entry["hooks"].append(meta)
+            steps.append(entry)
+        doc = {"schema_version": self.schema_version, "model_card": self.model_card, "prompt": self.prompt,
+               "engine_config": self.engine_config, "seed": self.seed,
+               "tokens": {str(k): v for k, v in self.tokens.items()}, "steps": steps}
+        (folder / "trace.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1))
+        np.savez_compressed(folder / "arrays.npz", **arrays)
+        return folder
+
+
+def load_trace(folder: str | Path) -> RunTrace:
+    """Read a saved trace; a damaged or foreign one raises TraceFormatError, never anything else."""
+    folder = Path(folder)
+    try:
+        doc = json.loads((folder / "trace.json").read_text())
+        with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise TraceFormatError(f"cannot read the trace in {folder}: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
+        found = doc.get("schema_version") if isinstance(doc, dict) else None
+        raise TraceFormatError(f"trace schema version {found!r} is not {SCHEMA_VERSION}")
+    try:
+        steps = [_load_step(entry, arrays) for entry in doc["steps"]]
+        return RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
+                        seed=doc["seed"], tokens={int(k): v for k, v in doc["tokens"].items()}, steps=steps)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TraceFormatError(f"the trace in {folder} is damaged: missing or bad {exc}") from exc
+
+
+def _load_step(entry: dict, arrays: dict) -> StepTrace:
+    index = entry["index"]
+    values = {k: arrays[f"s{index}.{k}"] if k in entry["arrays"] else None for k in _STEP_ARRAYS}
+    hooks = []
+    for meta in entry["hooks"]:
+        meta = dict(meta)
+        has_array = meta.pop("has_array")
+        hooks.append(HookRecord(**meta, array=arrays[f"s{index}.hook.{meta['name']}"] if has_array else None))
+    scalars = {k: v for k, v in entry.items() if k not in ("arrays", "hooks")}
+    return StepTrace(**scalars, **values, hooks=hooks)

@@ -1,0 +1,50 @@
+"""Typed errors shared by every layer (no torch here, so the UI can catch them without importing it).
+
+Each error carries a one-line message meant for a person: what went wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class LlmvizError(Exception):
+    """Base class: every error the library raises on purpose."""
+
+
+class ConfigError(LlmvizError, ValueError):
+    """An impossible or unknown setting (dtype, device, heads that do not divide, ...)."""
+
+
+class ModelNotFoundError(LlmvizError, FileNotFoundError):
+    """A local path that does not exist, or a string that is not a valid hub id."""
+
+
+class ModelNotCachedError(LlmvizError):
+    """A valid hub id that is not in the local cache while the machine is offline."""
+
+
+class UnsupportedArchitectureError(LlmvizError):
+    """A model whose architecture the engine does not implement."""
+
+
+class WeightLoadError(LlmvizError):
+    """A checkpoint whose tensors are missing, unexpected, of the wrong shape, or not safetensors."""
+
+
+class DeviceUnavailableError(ConfigError):
+    """A device that this machine does not have (e.g. cuda without a GPU)."""
+
+
+class PromptError(LlmvizError, ValueError):
+    """An empty prompt, or one longer than the context."""
+
+
+class KVCacheTooLargeError(LlmvizError, MemoryError):
+    """The KV cache would not fit in the free memory of the device."""
+
+
+class TraceFormatError(LlmvizError, ValueError):
+    """A trace file that is damaged, or written by an incompatible schema version."""
+
+
+class SessionFinishedError(LlmvizError):
+    """A step was asked of a session that has reached EOS or its max_seq_len."""

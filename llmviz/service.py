@@ -1,0 +1,34 @@
+"""The one small door between the UI (app.py, pages/, the CLI) and the engine: load, start, run, step.
+
+Pages import this module and the torch-free engine modules (trace, config, hook_points); they never
+import torch themselves.
+"""
+
+from __future__ import annotations
+
+from llmviz.engine.config import EngineConfig
+from llmviz.engine.loading import EMBEDDED_MODEL, LoadedModel, load_model
+from llmviz.engine.session import Session
+from llmviz.engine.trace import RunTrace, StepTrace
+
+__all__ = ["EMBEDDED_MODEL", "EngineConfig", "LoadedModel", "RunTrace", "Session", "StepTrace", "load", "run",
+           "start", "step"]
+
+
+def load(name: str | None, config: EngineConfig) -> LoadedModel:
+    """The model named by `name` (default: the embedded one) on the config's device and dtype."""
+    return load_model(name or EMBEDDED_MODEL, device=config.device, dtype=config.dtype)
+
+
+def start(lm: LoadedModel, prompt: str, config: EngineConfig) -> Session:
+    """A new session on a loaded (shared, read-only) model; nothing runs until step()."""
+    return Session(lm, prompt, config)
+
+
+def step(session: Session) -> StepTrace:
+    return session.step()
+
+
+def run(lm: LoadedModel, prompt: str, config: EngineConfig, max_new_tokens: int) -> RunTrace:
+    """Prefill plus decode steps until max_new_tokens tokens exist, EOS, or the cache is full."""
+    return start(lm, prompt, config).generate(max_new_tokens)

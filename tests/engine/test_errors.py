@@ -1,0 +1,102 @@
+"""Bad input raises typed errors with a message a person can act on."""
+
+import json
+import shutil
+
+import pytest
+
+from llmviz.engine.config import EngineConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.session import Session
+from llmviz.errors import (
+    ConfigError,
+    DeviceUnavailableError,
+    ModelNotCachedError,
+    ModelNotFoundError,
+    PromptError,
+    UnsupportedArchitectureError,
+    WeightLoadError,
+)
+
+
+def test_missing_path_and_malformed_id():
+    with pytest.raises(ModelNotFoundError):
+        load_model("./no/such/folder")
+    with pytest.raises(ModelNotFoundError, match="valid hub id"):
+        load_model("not a model id!")
+
+
+def test_offline_hub_id_not_cached(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(ModelNotCachedError, match="HF_HUB_OFFLINE"):
+        load_model("someone/some-model-that-is-not-cached")
+
+
+def test_unsupported_architecture_names_the_supported_ones(model_dirs, tmp_path):
+    folder = tmp_path / "bert"
+    shutil.copytree(model_dirs["gpt2"], folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["model_type"] = "bert"
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(UnsupportedArchitectureError, match="llama, qwen2, mistral, gpt2"):
+        load_model(str(folder))
+
+
+def test_pickle_weights_are_refused(model_dirs, tmp_path):
+    folder = tmp_path / "pickled"
+    shutil.copytree(model_dirs["gpt2"], folder)
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    with pytest.raises(WeightLoadError, match="never loaded"):
+        load_model(str(folder))
+
+
+def test_shape_mismatch_is_reported(model_dirs, tmp_path):
+    folder = tmp_path / "wrong"
+    shutil.copytree(model_dirs["qwen2"], folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["intermediate_size"] = 80
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(WeightLoadError, match="shape"):
+        load_model(str(folder))
+
+
+def test_prompt_errors(model_dirs):
+    lm = load_model(str(model_dirs["gpt2"]))
+    for empty in ("", "   \n"):
+        with pytest.raises(PromptError, match="empty"):
+            Session(lm, empty)
+    with pytest.raises(PromptError, match="context holds 256"):
+        Session(lm, "word " * 400)
+
+
+def test_bad_settings():
+    with pytest.raises(ConfigError):
+        EngineConfig(dtype="fp8")
+    with pytest.raises(ConfigError):
+        EngineConfig(device="tpu")
+    with pytest.raises(ConfigError):
+        EngineConfig(attn_backend="magic")
+    with pytest.raises(ConfigError, match="must divide"):
+        ModelConfig(family="llama", vocab_size=10, hidden_size=64, num_layers=1, num_heads=6, num_kv_heads=4,
+                    head_dim=8, intermediate_size=32, max_position_embeddings=16)
+    with pytest.raises(ConfigError, match="dtype"):
+        load_model("llmviz-tiny", dtype="fp64")
+
+
+def test_cuda_without_a_gpu(model_dirs):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(DeviceUnavailableError, match="no CUDA GPU"):
+        load_model(str(model_dirs["gpt2"]), device="cuda")
+
+
+def test_max_seq_len_beyond_the_context(model_dirs):
+    lm = load_model(str(model_dirs["gpt2"]))
+    with pytest.raises(ConfigError, match="context of 256"):
+        Session(lm, "hello", EngineConfig(max_seq_len=1000))
+    with pytest.raises(ConfigError, match="loaded in fp32"):
+        Session(lm, "hello", EngineConfig(dtype="bf16"))

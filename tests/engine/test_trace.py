@@ -1,0 +1,87 @@
+"""Traces round-trip through JSON + npz and load where torch cannot be imported."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.session import Session
+from llmviz.engine.trace import load_trace
+from llmviz.errors import TraceFormatError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def saved(model_dirs, tmp_path_factory):
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    session = Session(lm, "The quick brown fox", EngineConfig(capture="full", sampling=SamplingConfig(temperature=0)))
+    trace = session.generate(4)
+    folder = trace.save(tmp_path_factory.mktemp("trace"))
+    return trace, folder
+
+
+def test_round_trip_keeps_every_field(saved):
+    trace, folder = saved
+    back = load_trace(folder)
+    assert back.prompt == trace.prompt and back.engine_config == trace.engine_config
+    assert back.model_card == json.loads(json.dumps(trace.model_card))
+    assert back.output_ids == trace.output_ids and back.prompt_ids == trace.prompt_ids
+    assert back.tokens == trace.tokens
+    for a, b in zip(trace.steps, back.steps, strict=True):
+        for key in ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
+                    "lens_ids", "lens_probs"):
+            assert np.array_equal(getattr(a, key), getattr(b, key)), key
+        assert a.kv == b.kv and a.timings == b.timings and a.memory == b.memory
+        assert [r.name for r in a.hooks] == [r.name for r in b.hooks]
+        for ra, rb in zip(a.hooks, b.hooks, strict=True):
+            assert ra.shape == rb.shape and ra.norm == rb.norm and np.array_equal(ra.array, rb.array)
+
+
+def test_loads_where_torch_is_blocked(saved):
+    _, folder = saved
+    script = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch.") or name.startswith("transformers"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+sys.path.insert(0, {str(ROOT)!r})
+from llmviz.engine.trace import load_trace
+t = load_trace({str(folder)!r})
+assert "torch" not in sys.modules
+print(len(t.steps), t.steps[1].hook("layers.0.q").array.shape, t.output_ids)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    steps, *_ = out.stdout.split()
+    assert int(steps) == 4 and "(1, 4, 1, 16)" in out.stdout
+
+
+def test_damaged_traces_raise_trace_format_error(saved, tmp_path):
+    _, folder = saved
+    (tmp_path / "trace.json").write_text("{not json")
+    (tmp_path / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
+    with pytest.raises(TraceFormatError):
+        load_trace(tmp_path)
+    doc = json.loads((folder / "trace.json").read_text())
+    doc["schema_version"] = 999
+    (tmp_path / "trace.json").write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match="schema"):
+        load_trace(tmp_path)
+    doc["schema_version"] = 1
+    del doc["steps"][0]["index"]
+    (tmp_path / "trace.json").write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError):
+        load_trace(tmp_path)
+    (tmp_path / "arrays.npz").write_bytes(b"garbage")
+    with pytest.raises(TraceFormatError):
+        load_trace(tmp_path)
+    with pytest.raises(TraceFormatError):
+        load_trace(tmp_path / "missing")

@@ -1,0 +1,60 @@
+"""The CLI: JSON fields with real values, a replayable trace, one-line errors with a non-zero exit."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmviz.engine.trace import load_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "llmviz", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+
+
+def test_generate_json(model_dirs):
+    out = cli("generate", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "The quick brown fox",
+              "--max-new-tokens", "6", "--temperature", "0", "--json", "--threads", "1")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["config"] == {"num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "hidden_size": 64,
+                             "vocab_size": 320}
+    assert len(doc["output_ids"]) == 6 and doc["device"] == "cpu" and doc["capture"] == "off"
+    n = len(doc["prompt_ids"])
+    # the last sampled token is not in the cache yet: prompt + 5 decoded inputs
+    assert doc["kv_cache_bytes"] == (n + 5) * 2 * 16 * 2 * 4 * 2
+    assert doc["kv_cache_bytes_allocated"] == 1024 * 2 * 16 * 2 * 4 * 2  # the 1024-token context, fp32
+    assert doc["prefill_ms"] > 0 and doc["decode_ms_per_token"] > 0
+
+
+def test_trace_command(model_dirs, tmp_path):
+    out = cli("trace", "--model", str(model_dirs["gpt2"]), "--prompt", "Return the list", "--steps", "3",
+              "--capture", "full", "--filter", "layers.0.*", "--out", str(tmp_path / "t"))
+    assert out.returncode == 0, out.stderr
+    trace = load_trace(tmp_path / "t")
+    assert len(trace.steps) == 4 and trace.steps[3].phase == "decode"
+    assert trace.steps[3].hook("layers.0.probs").array.shape == (1, 4, 1, len(trace.prompt_ids) + 3)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["generate", "--prompt", "", "--model", "{gpt2}"], "empty"),
+    (["generate", "--prompt", "hi", "--model", "./nope"], "neither an existing folder"),
+    (["generate", "--prompt", "hi", "--model", "org/uncached-model"], "not in the local Hugging Face cache"),
+    (["generate", "--prompt", "hi", "--model", "{gpt2}", "--device", "cuda"], "no CUDA GPU"),
+])
+def test_errors_are_one_line(model_dirs, args, needle):
+    args = [a.format(gpt2=model_dirs["gpt2"]) for a in args]
+    out = cli(*args)
+    assert out.returncode == 2
+    assert needle in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bare_command_prints_help():
+    out = cli()
+    assert out.returncode == 0 and "generate" in out.stdout and "trace" in out.stdout

@@ -68,7 +68,7 @@ def generate(args) -> int:
         "config": {"num_layers": c.num_layers, "num_heads": c.num_heads, "num_kv_heads": c.num_kv_heads,
                    "head_dim": c.head_dim, "hidden_size": c.hidden_size, "vocab_size": c.vocab_size},
         "prompt_ids": trace.prompt_ids, "output_ids": trace.output_ids,
-        "text": lm.tokenizer.hf.decode(trace.output_ids, skip_special_tokens=True),
+        "text": service.generated_text(lm, trace),
         "finished": last.finished or "max_new_tokens",
         "prefill_ms": trace.steps[0].timings["total_ms"],
         "decode_ms_per_token": statistics.fmean(decode_ms) if decode_ms else None,

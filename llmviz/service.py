@@ -11,8 +11,19 @@ from llmviz.engine.loading import EMBEDDED_MODEL, LoadedModel, load_model
 from llmviz.engine.session import Session
 from llmviz.engine.trace import RunTrace, StepTrace
 
-__all__ = ["EMBEDDED_MODEL", "EngineConfig", "LoadedModel", "RunTrace", "Session", "StepTrace", "load", "run",
-           "start", "step"]
+__all__ = [
+    "EMBEDDED_MODEL",
+    "EngineConfig",
+    "LoadedModel",
+    "RunTrace",
+    "Session",
+    "StepTrace",
+    "generated_text",
+    "load",
+    "run",
+    "start",
+    "step",
+]
 
 
 def load(name: str | None, config: EngineConfig) -> LoadedModel:
@@ -27,6 +38,11 @@ def start(lm: LoadedModel, prompt: str, config: EngineConfig) -> Session:
 
 def step(session: Session) -> StepTrace:
     return session.step()
+
+
+def generated_text(lm: LoadedModel, trace: RunTrace) -> str:
+    """The generated tokens as text (special tokens such as EOS left out)."""
+    return lm.tokenizer.hf.decode(trace.output_ids, skip_special_tokens=True)
 
 
 def run(lm: LoadedModel, prompt: str, config: EngineConfig, max_new_tokens: int) -> RunTrace:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+from torch import nn
 
 from llmviz.engine import hub
 from llmviz.engine.devices import resolve_device, torch_dtype
@@ -142,8 +143,25 @@ def build(cfg: ModelConfig, tensors: dict[str, torch.Tensor], device: torch.devi
     model = model.to(device=device, dtype=dtype).eval()
     if cfg.position == "rope":
         model.rotary.inv_freq = rope_inv_freq(cfg).to(device)
+    if device.type == "cpu":
+        column_major_weights(model)
     model.requires_grad_(False)
     return model
+
+
+def column_major_weights(model: DecoderModel) -> None:
+    """CPU fast path: store every projection weight [out, in] column-major (as GPT-2's Conv1D does).
+
+    A decode step is a matrix-vector product per projection; on x86 CPUs, x @ W with W laid out
+    [in, out] in memory runs ~20% faster for the layers and ~1.7x for a 50k-vocab head than nn.Linear's
+    row-major [out, in] (measured with bench/decode_speed.py); prefill matmuls are unchanged. Shapes and
+    names stay the same, so the weights still read and save as Hugging Face's.
+    """
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            module.weight = nn.Parameter(module.weight.detach().t().contiguous().t(), requires_grad=False)
+    if model.cfg.tie_embeddings:
+        model.embed.weight = model.lm_head.weight  # the lookup reads rows of the same (strided) matrix
 
 
 def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str = "fp32") -> LoadedModel:

@@ -1,0 +1,369 @@
+"""Train the embedded tiny Llama on CPython's own text and save it as a Hugging Face model folder.
+
+    corpus (topics + stdlib docstrings) -> byte-level BPE -> one token stream (docs joined by EOS)
+    -> random windows of seq_len + 1 tokens -> AdamW, warmup + cosine, bf16 autocast on CPU
+    -> fp16 safetensors + config.json + tokenizer -> check against transformers -> held-out ppl
+    -> model card (README.md + card.json) + NOTICE (PSF License of the corpus)
+
+Run it as `python -m llmviz.train_tiny --preset main|draft [--minutes M] [--smoke] [--out DIR]`.
+The run is time-budgeted: after a few timed steps the step count that fits the budget is fixed,
+and the learning-rate schedule follows that count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sysconfig
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from llmviz.engine.models import llama
+from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.models.transformer import DecoderModel
+from llmviz.engine.training import corpus as corpus_mod
+from llmviz.engine.training import tokenizer as tok_mod
+
+EVAL_WINDOW = 512  # held-out perplexity: non-overlapping windows of this many tokens (the test does the same)
+ASSETS = Path(__file__).resolve().parents[3] / "assets"
+PROMPTS = (("The list", "greedy"), ("Return the", "greedy"), ("This module", "sampled"), ("Raise", "sampled"))
+
+
+@dataclass(frozen=True)
+class Preset:
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+    vocab: int = 4096
+    seq_len: int = 512
+    batch: int = 4  # 4 x 512 ran ~5% faster per token than 8 x 512 on one thread
+    lr: float = 2e-3
+    minutes: float = 25.0
+    out: str = "llmviz-tiny"
+    sources: tuple = ("topics", "docstrings")
+    limit: int | None = None  # keep only the first N documents (smoke)
+    compile: bool = False  # measured here: compile costs ~28 s and gains nothing (~4.6k tokens/s either way)
+    warmup: int = 100  # linear warmup steps before the cosine decay
+
+
+PRESETS = {
+    "main": Preset(hidden=256, layers=4, heads=8, intermediate=768),
+    "draft": Preset(hidden=128, layers=2, heads=4, intermediate=384, lr=3e-3, minutes=6.0, out="llmviz-tiny-draft"),
+    "smoke": Preset(hidden=64, layers=2, heads=4, intermediate=128, vocab=512, seq_len=64, batch=4, lr=3e-3,
+                    minutes=0.1, out="llmviz-smoke", sources=("topics",), limit=40, warmup=4),
+}
+
+
+def model_config(p: Preset, vocab: int, eos: int) -> ModelConfig:
+    return ModelConfig(family="llama", vocab_size=vocab, hidden_size=p.hidden, num_layers=p.layers,
+                       num_heads=p.heads, num_kv_heads=p.heads, head_dim=p.hidden // p.heads,
+                       intermediate_size=p.intermediate, max_position_embeddings=512, norm_eps=1e-5,
+                       rope_theta=10000.0, tie_embeddings=True, bos_token_id=eos, eos_token_ids=(eos,))
+
+
+def init_weights(model: DecoderModel) -> None:
+    """GPT-2 style: N(0, 0.02), residual output projections scaled by 1/sqrt(2 * layers); norms at 1."""
+    std = 0.02
+    for name, p in model.named_parameters():
+        if p.dim() < 2:
+            continue
+        scale = 1 / math.sqrt(2 * model.cfg.num_layers) if name.endswith(("o_proj.weight", "down_proj.weight")) else 1
+        torch.nn.init.normal_(p, mean=0.0, std=std * scale)
+
+
+def parameter_count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())  # .parameters() yields a tied tensor once
+
+
+def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
+    """Linear warmup, then cosine from the peak down to 10% of it at step `total`."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def train_loop(model: DecoderModel, stream: torch.Tensor, p: Preset, budget_s: float, steps: int | None,
+               seed: int, eval_ids: list[int]) -> dict:
+    """AdamW on random windows of `stream` [N] until the planned step count (or the time budget) is reached."""
+    decay = [q for q in model.parameters() if q.dim() >= 2]
+    no_decay = [q for q in model.parameters() if q.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=p.lr, betas=(0.9, 0.95), eps=1e-8)
+    gen = torch.Generator().manual_seed(seed)
+    offsets = torch.arange(p.seq_len + 1)  # [n+1]
+    forward = model
+    if p.compile:
+        forward = torch.compile(model)
+    total = steps or 10**9
+    start, step, loss_avg, compiled = time.perf_counter(), 0, None, p.compile
+    model.train()
+    while step < total:
+        starts = torch.randint(0, len(stream) - p.seq_len - 1, (p.batch,), generator=gen)  # [b]
+        window = stream[starts[:, None] + offsets]  # [b, n+1]
+        x, y = window[:, :-1], window[:, 1:]  # inputs and next-token targets, [b, n] each
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, total, p.lr, p.warmup)
+        opt.zero_grad(set_to_none=True)
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                logits = forward(x)  # [b, n, V]
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))  # [b*n, V]
+            loss.backward()
+        except Exception as err:  # inductor missing a compiler or failing on this graph: go eager
+            if forward is model:
+                raise
+            log(f"torch.compile failed ({type(err).__name__}: {err}); falling back to eager")
+            forward, compiled = model, False
+            continue
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        loss_avg = loss.item() if loss_avg is None else 0.95 * loss_avg + 0.05 * loss.item()
+        elapsed = time.perf_counter() - start
+        if step == 3:
+            t3 = elapsed  # steps 1-2 include compilation; time the rest
+        if step == 10 and not steps:  # fix the step count that fits the budget
+            per_step = (elapsed - t3) / 7
+            total = max(step + 1, int((budget_s - elapsed) / per_step) + step)
+            log(f"{per_step:.3f} s/step ({p.batch * p.seq_len / per_step:.0f} tokens/s): planning {total} steps")
+        if step % 50 == 0 or step == total:
+            log(f"step {step}/{total} loss {loss_avg:.4f} lr {opt.param_groups[0]['lr']:.2e} {elapsed:.0f}s")
+        if step % 500 == 0:  # a progress readout only: nothing is selected by it
+            model.eval()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                log(f"step {step}: held-out perplexity ~{perplexity(model, eval_ids):.2f} (bf16)")
+            model.train()
+        if not steps and elapsed > budget_s * 1.05 and step > 10:
+            log(f"time budget exceeded at step {step}; stopping")
+            break
+    wall = time.perf_counter() - start
+    tokens = step * p.batch * p.seq_len
+    return {"steps": step, "tokens_seen": tokens, "train_wall_s": round(wall, 1),
+            "tokens_per_s": round(tokens / wall), "final_train_loss": round(loss_avg, 4), "compiled": compiled}
+
+
+def save_model(model: DecoderModel, folder: Path) -> None:
+    """fp16 safetensors under Hugging Face names (the tied lm_head is not stored), config files."""
+    cfg = model.cfg
+    tensors = {llama.ours_to_hf(k): v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()
+               if not (cfg.tie_embeddings and k == "lm_head.weight")}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(llama.hf_config(cfg, torch_dtype="float16"), indent=2) + "\n")
+    gen = {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_ids[0], "pad_token_id": cfg.eos_token_ids[0]}
+    (folder / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
+
+
+def load_ours(folder: Path, cfg: ModelConfig) -> DecoderModel:
+    """Our model in fp32 on the saved (fp16-rounded) weights."""
+    model = DecoderModel(cfg)
+    state = {llama.hf_to_ours(k): v.float() for k, v in load_file(str(folder / "model.safetensors")).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+    return model.eval()
+
+
+@torch.no_grad()
+def perplexity(logits_fn, ids: list[int], window: int = EVAL_WINDOW) -> float:
+    """exp(mean NLL) over every predicted token of non-overlapping `window`-token chunks of `ids`."""
+    data = torch.tensor(ids)
+    nll, count = 0.0, 0
+    for i in range(0, len(data) - 1, window):
+        chunk = data[i:i + window][None]  # [1, n]
+        if chunk.shape[1] < 2:
+            break
+        logits = logits_fn(chunk).float()  # [1, n, V]
+        nll += F.cross_entropy(logits[0, :-1], chunk[0, 1:], reduction="sum").item()
+        count += chunk.shape[1] - 1
+    return math.exp(nll / count)
+
+
+def check_with_transformers(folder: Path, ours: DecoderModel, heldout: list[int]) -> float:
+    """The folder loads in LlamaForCausalLM with no missing/unexpected keys and the same logits as ours.
+
+    Returns the held-out perplexity computed by transformers (fp32): the number the model card reports.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+
+    hf, info = LlamaForCausalLM.from_pretrained(str(folder), dtype=torch.float32, output_loading_info=True)
+    bad = {k: v for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
+    assert not bad, f"loading {folder} in transformers: {bad}"
+    hf.eval()
+    probe = torch.tensor(heldout[:128])[None]  # [1, 128]
+    with torch.no_grad():
+        diff = (hf(probe).logits - ours(probe)).abs().max().item()
+    assert diff < 1e-4, f"transformers and DecoderModel logits differ by {diff}"
+    AutoModelForCausalLM.from_pretrained(str(folder))  # the Auto* path the app and tests use
+    AutoTokenizer.from_pretrained(str(folder))
+    return perplexity(lambda x: hf(x).logits, heldout)
+
+
+@torch.no_grad()
+def generate(model: DecoderModel, ids: list[int], new: int, eos: int, sample: bool, seed: int) -> list[int]:
+    """A plain loop, no cache (the prompts are short): greedy, or temperature 0.8 with top-40 sampling."""
+    gen = torch.Generator().manual_seed(seed)
+    out = list(ids)
+    for _ in range(new):
+        logits = model(torch.tensor(out)[None], last_only=True)[0].float()  # [V]
+        if sample:
+            top = torch.topk(logits / 0.8, 40)
+            nxt = int(top.indices[torch.multinomial(top.values.softmax(-1), 1, generator=gen)])
+        else:
+            nxt = int(logits.argmax())
+        if nxt == eos:
+            break
+        out.append(nxt)
+    return out
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m llmviz.train_tiny", description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", choices=("main", "draft"), default="main")
+    ap.add_argument("--smoke", action="store_true", help="seconds-long run: topics subset, tiny model, no compile")
+    ap.add_argument("--minutes", type=float, help="training time budget (default: the preset's)")
+    ap.add_argument("--steps", type=int, help="a fixed step count instead of a time budget")
+    ap.add_argument("--out", type=Path, help="output folder (default: assets/<preset folder>)")
+    ap.add_argument("--tokenizer", type=Path, help="reuse this folder's tokenizer (draft default: the main model's)")
+    ap.add_argument("--heldout-dir", type=Path, help="write heldout.txt + README.md here (main default: assets/corpus)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (slower here)")
+    return ap.parse_args(argv)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def write_card(out: Path, info: dict, samples: list[dict]) -> None:
+    """card.json (machine-readable) and README.md (the same numbers for people)."""
+    info = {**info, "samples": samples}
+    (out / "card.json").write_text(json.dumps(info, indent=2) + "\n")
+    a, t = info["architecture"], info["training"]
+    sample_md = "\n\n".join(f"**{s['mode']}**, prompt `{s['prompt']}`:\n\n```text\n{s['text']}\n```" for s in samples)
+    (out / "README.md").write_text(f"""---
+license: other
+license_name: psf-2.0
+library_name: transformers
+pipeline_tag: text-generation
+---
+
+# {info["name"]}
+
+A tiny Llama-architecture language model that ships inside llmviz, trained from scratch on English text that
+ships with CPython. It writes docstring-flavoured English; it knows no facts worth trusting.
+
+| | |
+|---|---|
+| architecture | LlamaForCausalLM: {a["num_layers"]} layers, hidden {a["hidden_size"]}, {a["num_heads"]} heads \
+({a["num_kv_heads"]} KV heads), head_dim {a["head_dim"]}, SwiGLU {a["intermediate_size"]}, RoPE theta \
+{a["rope_theta"]:g}, RMSNorm, tied embeddings |
+| parameters | {info["parameters"]:,} |
+| vocabulary | {a["vocab_size"]} byte-level BPE tokens; id 0 `<|endoftext|>` = bos = eos = pad |
+| context | {a["max_position_embeddings"]} tokens |
+| weights | fp16 safetensors |
+| held-out perplexity | **{info["heldout_perplexity"]:.2f}** (transformers LlamaForCausalLM, fp32, non-overlapping \
+{info["eval_window"]}-token windows, {info["heldout_tokens"]} tokens) |
+
+## Corpus
+
+pydoc topics plus standard-library module/class/function docstrings of CPython {info["python"]}, cleaned and
+de-duplicated: {info["corpus_documents"]} documents, {info["corpus_chars"]:,} characters, sha256
+`{info["corpus_sha256"]}`. About 2% of the documents (chosen by a hash of their text) are held out:
+`assets/corpus/heldout.txt` (see `assets/corpus/README.md`). Text under the PSF License: see `NOTICE`.
+
+## Training
+
+```
+{info["train_command"]}
+```
+
+AdamW (betas 0.9/0.95, weight decay 0.1), peak learning rate {t["peak_lr"]}, warmup then cosine to 10%, batch \
+{t["batch"]} x {t["seq_len"]} tokens, bf16 autocast on CPU, torch.compile: {t["compiled"]}, seed {t["seed"]}, \
+{t["threads"]} CPU thread(s). {t["steps"]} steps, {t["tokens_seen"]:,} tokens seen in {t["train_wall_s"]:.0f} s \
+({t["tokens_per_s"]} tokens/s); final training loss {t["final_train_loss"]}.
+
+## Samples
+
+Verbatim, from the saved weights in fp32, no BOS token before the prompt, 48 new tokens at most; sampled =
+temperature 0.8, top-k 40, seed {t["seed"]} + prompt index.
+
+{sample_md}
+""")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    import sys
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse(argv)
+    name = "smoke" if args.smoke else args.preset
+    p = PRESETS[name]
+    if args.compile:
+        p = replace(p, compile=True)
+    out = args.out or ASSETS / p.out
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    t0 = time.perf_counter()
+    corpus = corpus_mod.build(p.sources, p.limit)
+    log(f"corpus: {len(corpus.train)} train + {len(corpus.heldout)} held-out docs, {corpus.chars} chars, "
+        f"sha256 {corpus.sha256}")
+    tok_src = args.tokenizer or (ASSETS / PRESETS["main"].out if name == "draft" else None)
+    if tok_src is not None and (tok_src / "tokenizer.json").exists():
+        tok = tok_mod.Tokenizer.from_file(str(tok_src / "tokenizer.json"))
+        log(f"tokenizer: reused from {tok_src}")
+    else:
+        tok = tok_mod.train(corpus.train, p.vocab)
+    tok_mod.save(tok, out)
+    tok_mod.verify(out, corpus.heldout[0] if corpus.heldout else corpus.train[0])
+    eos = tok.token_to_id(corpus_mod.EOS)
+    train_ids = tok_mod.encode_documents(tok, corpus.train)
+    heldout_ids = tok_mod.encode_documents(tok, corpus.heldout or corpus.train[-1:])
+    log(f"tokens: {len(train_ids)} train, {len(heldout_ids)} held-out, vocab {tok.get_vocab_size()}")
+
+    cfg = model_config(p, tok.get_vocab_size(), eos)
+    model = DecoderModel(cfg)
+    init_weights(model)
+    params = parameter_count(model)
+    log(f"model: {params} parameters, compile={p.compile}, threads={args.threads}")
+    budget = 60 * (args.minutes if args.minutes is not None else p.minutes)
+    stats = train_loop(model, torch.tensor(train_ids), p, budget, 20 if args.smoke else args.steps, args.seed,
+                       heldout_ids)
+    log(f"trained: {stats}")
+
+    save_model(model, out)
+    ours = load_ours(out, cfg)
+    ppl = check_with_transformers(out, ours, heldout_ids)
+    log(f"held-out perplexity {ppl:.3f} (transformers fp32), {perplexity(ours, heldout_ids):.3f} (DecoderModel)")
+    samples = []
+    for i, (prompt, mode) in enumerate(PROMPTS):
+        ids = generate(ours, tok.encode(prompt).ids, 48, eos, mode == "sampled", args.seed + i)
+        samples.append({"prompt": prompt, "mode": mode, "text": tok.decode(ids)})
+    heldout_dir = args.heldout_dir or (ASSETS / "corpus" if name == "main" else None)
+    heldout_sha = None
+    if heldout_dir is not None:
+        heldout_sha = corpus_mod.write_heldout(heldout_dir, corpus, f"tokenizer.json of {out.name}")
+    license_file = Path(sysconfig.get_paths()["stdlib"]) / "LICENSE.txt"
+    (out / "NOTICE").write_text(corpus_mod.notice(license_file), encoding="utf-8")
+    info = {
+        "name": out.name, "preset": name, "parameters": params, "architecture": cfg.to_dict(),
+        "heldout_perplexity": round(ppl, 4), "eval_window": EVAL_WINDOW, "heldout_tokens": len(heldout_ids),
+        "heldout_documents": len(corpus.heldout), "heldout_sha256": heldout_sha,
+        "corpus_sha256": corpus.sha256, "corpus_documents": len(corpus.train) + len(corpus.heldout),
+        "corpus_chars": corpus.chars, "train_tokens": len(train_ids), "python": corpus.python,
+        "train_command": "python -m llmviz.train_tiny " + shlex.join(argv),
+        "training": {**stats, "batch": p.batch, "seq_len": p.seq_len, "peak_lr": p.lr, "threads": args.threads,
+                     "seed": args.seed, "torch": torch.__version__, "total_wall_s": round(time.perf_counter() - t0)},
+    }
+    write_card(out, info, samples)
+    log(f"wrote {out} ({(out / 'model.safetensors').stat().st_size / 1e6:.2f} MB safetensors)")
+    return info

@@ -74,9 +74,14 @@ def generate(args) -> int:
         "decode_ms_per_token": statistics.fmean(decode_ms) if decode_ms else None,
         "kv_cache_bytes": last.kv["bytes_used"], "kv_cache_bytes_allocated": last.kv["bytes_allocated"],
     }
+    note = service.language_note(lm, args.prompt)
+    if note:
+        result["note"] = note
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
+        if note:
+            print(f"note: {note}", file=sys.stderr)
         print(args.prompt + result["text"])
         per_token = "n/a" if result["decode_ms_per_token"] is None else f"{result['decode_ms_per_token']:.2f} ms"
         print(f"\n[{len(trace.output_ids)} tokens on {result['device']} {args.dtype}, {args.attn}: prefill "

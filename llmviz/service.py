@@ -19,6 +19,7 @@ __all__ = [
     "Session",
     "StepTrace",
     "generated_text",
+    "language_note",
     "load",
     "run",
     "start",
@@ -43,6 +44,16 @@ def step(session: Session) -> StepTrace:
 def generated_text(lm: LoadedModel, trace: RunTrace) -> str:
     """The generated tokens as text (special tokens such as EOS left out)."""
     return lm.tokenizer.hf.decode(trace.output_ids, skip_special_tokens=True)
+
+
+def language_note(lm: LoadedModel, prompt: str) -> str | None:
+    """A note for prompts the embedded (English-only) model was not trained on, e.g. Chinese."""
+    if lm.name != EMBEDDED_MODEL or prompt.isascii():
+        return None
+    ids = lm.tokenizer.encode(prompt) if prompt.strip() else []
+    return (f"The embedded model was trained on English text only. This prompt has {len(prompt)} characters "
+            f"and becomes {len(ids)} tokens: characters with no learned merge are split into their UTF-8 "
+            "bytes (3 per Chinese character), and its output will not be meaningful Chinese.")
 
 
 def run(lm: LoadedModel, prompt: str, config: EngineConfig, max_new_tokens: int) -> RunTrace:

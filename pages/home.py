@@ -1,75 +1,85 @@
-"""Home: run the engine on a prompt and show its tokens, the generated text and the KV cache."""
+"""Home: what prefill and decode are, the model picker, the prompt, the loaded model's card."""
 
 import streamlit as st
 
-from llmviz import service
-from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EngineConfig, SamplingConfig
-from llmviz.errors import LlmvizError
-from llmviz.ui.state import load_or_explain
+from llmviz.engine.config import ATTN_BACKENDS, DTYPES
+from llmviz.ui import state
+from llmviz.ui.chrome import translator
+from llmviz.ui.settings import DEVICES, EXAMPLE_PROMPTS
+from llmviz.viz.phases import phases_dot
 
-EXAMPLES = ("The list of", "Return the", "This module provides", "济南的冬天")
-
-
-def settings() -> tuple[str, str, str, str, int, float]:
-    with st.sidebar:
-        st.header("Model")
-        name = st.text_input("Model (embedded, hub id or local folder)", service.EMBEDDED_MODEL)
-        device = st.selectbox("Device", ("auto", "cpu", "cuda", "mps"))
-        dtype = st.selectbox("Dtype", DTYPES)
-        attn = st.selectbox("Attention backend", ATTN_BACKENDS, index=1)
-        new_tokens = st.slider("New tokens", 1, 64, 16)
-        temperature = st.slider("Temperature (0 = greedy)", 0.0, 1.5, 0.7, 0.05)
-    return name, device, dtype, attn, new_tokens, temperature
+WIDGETS = {"model": "home_model", "device": "home_device", "dtype": "home_dtype", "attn": "home_attn",
+           "prompt": "home_prompt"}
 
 
-def show_run(lm, trace) -> None:
-    tokens = trace.tokens
-    st.subheader(f"Prompt: {len(trace.prompt_ids)} tokens (vocab {lm.cfg.vocab_size:,})")
-    st.dataframe([{"position": i, "id": t, "piece": tokens[t]["piece"], "bytes": tokens[t]["bytes"]}
-                  for i, t in enumerate(trace.prompt_ids)], hide_index=True)
-    text = service.generated_text(lm, trace)
-    st.subheader("Generated")
-    st.markdown(f"**{trace.prompt}**{text}")
-    last = trace.steps[-1]
-    kv = last.kv
-    cols = st.columns(4)
-    cols[0].metric("KV cache used", f"{kv['bytes_used']:,} B", help="read from the allocated tensors")
-    cols[1].metric("KV cache allocated", f"{kv['bytes_allocated']:,} B",
-                   help=f"preallocated for {kv['max_seq']} tokens")
-    cols[2].metric("Prefill", f"{trace.steps[0].timings['total_ms']:.1f} ms")
-    decode = [s.timings["total_ms"] for s in trace.steps[1:]]
-    cols[3].metric("Decode / token", f"{sum(decode) / len(decode):.2f} ms" if decode else "–")
-    st.caption(
-        f"KV bytes = {kv['seq_len']} tokens × {kv['kv_heads']} KV heads × {kv['head_dim']} head_dim × 2 (K,V) × "
-        f"{kv['element_bytes']} bytes × {kv['layers']} layers = {kv['bytes_used']:,} B. Timed on "
-        f"{last.timings['device']} with {last.timings['threads']} threads, capture {last.timings['capture']}.")
+def seed_widgets() -> None:
+    """Widgets start from this session's settings (which may come from a shared link)."""
+    current = state.settings()
+    for field, key in WIDGETS.items():
+        st.session_state.setdefault(key, getattr(current, field))
+
+
+def apply() -> None:
+    state.update(**{field: st.session_state[key] for field, key in WIDGETS.items()}, step=0)
+
+
+def use_example() -> None:
+    choice = st.session_state.get("home_example")
+    if choice:
+        st.session_state["home_prompt"] = choice
+
+
+def picker(t) -> None:
+    seed_widgets()
+    left, right = st.columns([2, 1])
+    with left:
+        st.text_area(t("home.prompt"), key="home_prompt", height=90)
+        st.pills(t("home.examples"), EXAMPLE_PROMPTS, key="home_example", on_change=use_example)
+        st.caption(t("home.english_only"))
+    with right:
+        st.text_input(t("home.model"), key="home_model", help=t("home.model_help"))
+        a, b, c = st.columns(3)
+        a.selectbox(t("home.device"), DEVICES, key="home_device")
+        b.selectbox(t("home.dtype"), DTYPES, key="home_dtype")
+        c.selectbox(t("home.attn"), ATTN_BACKENDS, key="home_attn", help=t("home.attn_help"))
+    st.button(t("home.run"), type="primary", on_click=apply)
+
+
+def model_card(t, run) -> None:
+    card = run.trace.model_card
+    c = card["config"]
+    st.subheader(t("home.card", name=card["name"]))
+    cols = st.columns(5)
+    cols[0].metric(t("card.parameters"), f"{card['parameters']:,}")
+    cols[1].metric(t("card.layers"), c["num_layers"])
+    cols[2].metric(t("card.heads"), f"{c['num_heads']} / {c['num_kv_heads']}", help=t("card.heads_help"))
+    cols[3].metric(t("card.head_dim"), c["head_dim"])
+    cols[4].metric(t("card.vocab"), f"{c['vocab_size']:,}")
+    cols = st.columns(5)
+    cols[0].metric(t("card.d_model"), c["hidden_size"])
+    cols[1].metric(t("card.position"), t("card.rope") if c["position"] == "rope" else t("card.learned"))
+    cols[2].metric(t("card.dtype"), card["dtype"])
+    cols[3].metric(t("card.device"), card["device"])
+    cols[4].metric(t("card.weight_bytes"), f"{card['weight_bytes'] / 2**20:,.1f} MiB")
+    n = len(run.trace.prompt_ids)
+    st.write(t("home.prompt_tokens", n=n, prompt=run.trace.prompt))
+    if card["name"] == "llmviz-tiny" and not run.trace.prompt.isascii():
+        st.info(t("home.cjk_note", chars=len(run.trace.prompt), n=n))
 
 
 def main() -> None:
-    st.title("llmviz: watch a language model run")
-    st.write("**Prefill** reads the whole prompt in one parallel pass and fills the KV cache; **decode** then "
-             "adds one token per step, reading every cached key and value.")
-    name, device, dtype, attn, new_tokens, temperature = settings()
-    prompt = st.text_area("Prompt", EXAMPLES[0])
-    st.caption("Examples: " + " · ".join(EXAMPLES) + ". The embedded model knows English only: Chinese text "
-               "becomes byte-level tokens (3 per character).")
-    lm = load_or_explain(name, device, dtype)
-    if lm is None:
-        return
-    st.caption(f"{lm.name}: {lm.parameters:,} parameters, {lm.cfg.num_layers} layers, {lm.cfg.num_heads} heads, "
-               f"{lm.cfg.num_kv_heads} KV heads, head_dim {lm.cfg.head_dim}, on {lm.device} in {dtype}.")
-    if st.button("Run", type="primary"):
-        config = EngineConfig(device=device, dtype=dtype, attn_backend=attn,
-                              sampling=SamplingConfig(temperature=temperature))
-        try:
-            st.session_state["run"] = (lm.name, service.run(lm, prompt, config, new_tokens))
-        except LlmvizError as exc:
-            st.error(str(exc))
-        except MemoryError:
-            st.error("Out of memory: use a shorter prompt or fewer new tokens.")
-    run = st.session_state.get("run")
-    if run and run[0] == lm.name:
-        show_run(lm, run[1])
+    t = translator()
+    st.title(t("home.title"))
+    st.markdown(t("home.intro"))
+    st.graphviz_chart(phases_dot(t("home.dia.prompt"), t("home.dia.prefill"), t("home.dia.cache"),
+                                 t("home.dia.decode"), t("home.dia.token")))
+    picker(t)
+    run = state.current_run(t)
+    if run is not None:
+        if run.key is None:
+            st.info(t("common.replay"))
+        model_card(t, run)
+    state.sync_url()
 
 
 main()

@@ -7,6 +7,8 @@ Step 0 is the prefill and produces the first new token; step t >= 1 decodes one 
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import torch
 
@@ -55,6 +57,7 @@ class Session:
         self.cache = make_kv_cache(config.kv_layout, lm.cfg, b, self.max_seq, kv_dtype, device)
         self.generator = torch.Generator(device=device).manual_seed(config.seed)
         self.history = self.prompt_ids  # [b, t] every token so far (for the repetition penalty)
+        self.sampling = config.sampling  # may be changed between steps (the UI's sliders); each step records it
         self.trace = RunTrace(model_card=lm.card(), prompt=prompt, engine_config=config.to_dict(),
                               seed=config.seed, tokens=lm.tokenizer.describe(ids))
 
@@ -78,7 +81,7 @@ class Session:
             else:
                 ids = self.history[:, -1:]  # [b, 1] the token sampled last step
                 logits = decode(lm.model, self.cache, ids, ctx, cfg.attn_backend)
-            next_ids = ctx.hook("sample", sample(logits, cfg.sampling, self.generator, self.history))
+            next_ids = ctx.hook("sample", sample(logits, self.sampling, self.generator, self.history))
             ctx.mark("sample")
             spans = timer.spans_ms()
             # Everything below is outside the timed region.
@@ -112,7 +115,7 @@ class Session:
             timings={"spans_ms": spans, "total_ms": sum(spans.values()), "device": str(self.lm.device),
                      "threads": torch.get_num_threads(), "capture": self.config.capture,
                      "attn_backend": self.config.attn_backend, "tokens": int(n)},
-            memory=process_memory(self.lm.device),
+            memory=process_memory(self.lm.device), sampling=asdict(self.sampling),
         )
         step.finished = self._finished_reason(sampled)
         shown = [*sampled.ravel(), *step.topk_ids.ravel()]

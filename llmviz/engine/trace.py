@@ -49,6 +49,7 @@ class StepTrace:
     kv: dict = field(default_factory=dict)  # KV snapshot: layout, shapes, bytes allocated and used
     timings: dict = field(default_factory=dict)  # spans_ms, total_ms, device, threads, capture
     memory: dict = field(default_factory=dict)  # rss_bytes (+ cuda_* on a GPU)
+    sampling: dict = field(default_factory=dict)  # the sampling settings this step's token was drawn with
     finished: str = ""  # "eos" | "max_seq_len" | "" when the run can go on
 
     def hook(self, name: str) -> HookRecord:

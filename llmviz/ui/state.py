@@ -1,30 +1,143 @@
 """Per-browser-session state and the shared model cache.
 
 Streamlit runs each browser session in its own thread. The model is cached once per process with
-st.cache_resource and only ever read; everything a run mutates (session, KV cache, generator, trace)
-lives in st.session_state, which is per browser session.
+st.cache_resource and only ever read; everything a run mutates (engine session, KV cache, generator,
+trace, the step shown) lives in st.session_state, which belongs to one browser session.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
-from llmviz import service
 from llmviz.engine.config import EngineConfig
+from llmviz.engine.trace import RunTrace
 from llmviz.errors import LlmvizError
+from llmviz.ui.i18n import Translator
+from llmviz.ui.settings import Settings
+
+if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
+    from llmviz.service import LoadedModel, Session
+
+RUN_KEY, SETTINGS_KEY = "llmviz_run", "llmviz_settings"
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
-def cached_model(name: str, device: str, dtype: str) -> service.LoadedModel:
+@st.cache_resource(show_spinner=False, max_entries=4)
+def cached_model(name: str, device: str, dtype: str) -> LoadedModel:
+    from llmviz import service
+
     return service.load(name, EngineConfig(device=device, dtype=dtype))
 
 
-def load_or_explain(name: str, device: str, dtype: str) -> service.LoadedModel | None:
-    """The cached model, or None after showing why it could not be loaded."""
+@dataclass
+class Run:
+    """One run in one browser session: a live engine session, or a trace loaded for replay."""
+
+    key: tuple | None  # Settings.run_key() of a live run; None for a replayed trace
+    trace: RunTrace
+    session: Session | None = None
+    cursor: int = 0  # the step shown
+
+    @property
+    def step(self):
+        return self.trace.steps[self.cursor]
+
+    @property
+    def can_compute(self) -> bool:
+        return self.session is not None and not self.session.finished
+
+
+def settings() -> Settings:
+    """This browser session's settings; read from the URL the first time."""
+    if SETTINGS_KEY not in st.session_state:
+        current, problems = Settings.from_query(st.query_params.to_dict())
+        st.session_state[SETTINGS_KEY] = current
+        if problems:
+            st.session_state["llmviz_url_problems"] = problems
+    return st.session_state[SETTINGS_KEY]
+
+
+def update(**changes) -> Settings:
+    st.session_state[SETTINGS_KEY] = settings().with_(**changes)
+    return st.session_state[SETTINGS_KEY]
+
+
+def sync_url() -> None:
+    """Write the settings and the step shown into the URL (so the link reopens this view)."""
+    current = settings()
+    run = st.session_state.get(RUN_KEY)
+    if run is not None and run.key is not None:
+        current = current.with_(step=run.cursor)
+    wanted = current.to_query()
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def explain(t: Translator, exc: BaseException) -> None:
+    """Show an error the user can act on (never a traceback)."""
+    if isinstance(exc, MemoryError) and not isinstance(exc, LlmvizError):
+        st.error(t("error.oom", detail=str(exc)))
+        return
+    kind = next((c.__name__ for c in type(exc).__mro__ if f"error.{c.__name__}" in t), "LlmvizError")
+    note = "" if t.lang == "en" else f" ({t('error.detail_note')})"
+    st.error(t("error.detail", headline=t(f"error.{kind}"), detail=str(exc)) + note)
+
+
+def current_run(t: Translator) -> Run | None:
+    """The run for the current settings: reused, or started (prefill, then up to the URL's step)."""
+    s = settings()
+    run = st.session_state.get(RUN_KEY)
+    if run is not None and (run.key is None or run.key == s.run_key()):
+        return run
     try:
-        return cached_model(name, device, dtype)
-    except LlmvizError as exc:
-        st.error(f"Could not load {name!r}: {exc}")
-    except MemoryError:
-        st.error(f"Out of memory while loading {name!r}: try a smaller model or dtype fp16/bf16.")
-    return None
+        from llmviz import service
+
+        lm = cached_model(s.model, s.device, s.dtype)
+        session = service.start(lm, s.prompt, s.engine_config())
+        session.step()
+        run = Run(s.run_key(), session.trace, session)
+        while run.cursor < s.step and advance(run):
+            pass
+    except (LlmvizError, MemoryError) as exc:
+        explain(t, exc)
+        return None
+    st.session_state[RUN_KEY] = run
+    return run
+
+
+def loaded_model(t: Translator) -> LoadedModel | None:
+    s = settings()
+    try:
+        return cached_model(s.model, s.device, s.dtype)
+    except (LlmvizError, MemoryError) as exc:
+        explain(t, exc)
+        return None
+
+
+def advance(run: Run) -> bool:
+    """Next: show the recorded next step, or compute it. False when the run cannot go further."""
+    if run.cursor + 1 < len(run.trace.steps):
+        run.cursor += 1
+        return True
+    if not run.can_compute:
+        return False
+    run.session.sampling = settings().sampling()  # the sliders govern the next sampled token
+    run.session.step()
+    run.cursor += 1
+    return True
+
+
+def back(run: Run) -> None:
+    """Previous: show the recorded earlier step; nothing is recomputed."""
+    run.cursor = max(0, run.cursor - 1)
+
+
+def replay(trace: RunTrace) -> None:
+    """Show a loaded trace: no model, no engine, only what was recorded."""
+    st.session_state[RUN_KEY] = Run(None, trace, None, 0)
+
+
+def forget_run() -> None:
+    st.session_state.pop(RUN_KEY, None)

@@ -1,0 +1,27 @@
+"""What every page shares: the sidebar (language switch, notes) and the URL kept in step."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.ui import state
+from llmviz.ui.i18n import LANGUAGES, Translator
+
+
+def sidebar() -> Translator:
+    """Draw the language switch; return the translator of this browser session."""
+    current = state.settings()
+    with st.sidebar:
+        lang = st.radio("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.get,
+                        index=list(LANGUAGES).index(current.lang), horizontal=True, key="lang_switch")
+    if lang != current.lang:
+        state.update(lang=lang)
+    t = Translator(lang)
+    problems = st.session_state.pop("llmviz_url_problems", None)
+    if problems:
+        st.warning(t("error.url", items=", ".join(problems)))
+    return t
+
+
+def translator() -> Translator:
+    return Translator(state.settings().lang)

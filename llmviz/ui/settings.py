@@ -1,0 +1,80 @@
+"""Settings: everything that defines what the app shows, carried in the URL so a link reopens it.
+
+A teacher can share `?model=llmviz-tiny&prompt=...&temperature=0&step=5&lang=zh` and the class opens
+the same run at the same step: same seed, same settings, same tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EngineConfig, SamplingConfig
+from llmviz.errors import ConfigError
+
+DEFAULT_MODEL = "llmviz-tiny"
+DEFAULT_PROMPT = "The list of"
+EXAMPLE_PROMPTS = ("The list of", "Return the", "This module provides", "济南的冬天")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+MAX_UI_SEQ = 1024  # the UI captures every tensor: keep runs short enough to stay interactive
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = DEFAULT_MODEL
+    device: str = "auto"
+    dtype: str = "fp32"
+    attn: str = "sdpa"
+    prompt: str = DEFAULT_PROMPT
+    temperature: float = 0.7
+    top_k: int = 50
+    top_p: float = 1.0
+    seed: int = 0
+    lang: str = "en"
+    step: int = 0  # the step shown (0 = prefill)
+
+    def run_key(self) -> tuple:
+        """What a run depends on at its start: change any of these and the run starts again."""
+        return (self.model, self.device, self.dtype, self.attn, self.prompt, self.seed)
+
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p)
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling(),
+                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=None)
+
+    def with_(self, **changes) -> Settings:
+        return replace(self, **changes)
+
+    def to_query(self) -> dict[str, str]:
+        default = Settings()
+        return {k: str(v) for k, v in asdict(self).items() if v != getattr(default, k)}
+
+    @classmethod
+    def from_query(cls, params: dict) -> tuple[Settings, list[str]]:
+        """Settings from URL parameters; bad values are dropped and reported, never raised."""
+        values, problems = {}, []
+        for f in fields(cls):
+            if f.name not in params:
+                continue
+            raw = params[f.name]
+            try:
+                kind = type(getattr(cls(), f.name))
+                values[f.name] = kind(raw)
+            except (TypeError, ValueError):
+                problems.append(f"{f.name}={raw!r}")
+        checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": ("en", "zh")}
+        for name, allowed in checks.items():
+            if name in values and values[name] not in allowed:
+                problems.append(f"{name}={values.pop(name)!r}")
+        try:
+            SamplingConfig(temperature=values.get("temperature", 0.7), top_k=values.get("top_k", 50),
+                           top_p=values.get("top_p", 1.0))
+        except ConfigError:
+            problems.append("sampling")
+            for name in ("temperature", "top_k", "top_p"):
+                values.pop(name, None)
+        if values.get("step", 0) < 0:
+            problems.append("step")
+            values.pop("step")
+        return cls(**values), problems

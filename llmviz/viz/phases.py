@@ -1,0 +1,21 @@
+"""The prefill / decode diagram of the Home page, as Graphviz DOT (rendered by the browser)."""
+
+from __future__ import annotations
+
+
+def phases_dot(prompt: str, prefill: str, cache: str, decode: str, token: str) -> str:
+    """Prompt -> prefill (all tokens at once) -> KV cache <-> decode (one token per step) -> token, looping."""
+    def q(s: str) -> str:
+        return '"' + s.replace('"', "'") + '"'
+
+    return f"""digraph {{
+  rankdir=LR; bgcolor="transparent";
+  node [shape=box, style="rounded,filled", fontname="Noto Sans CJK SC,sans-serif", fillcolor="#eef3fb"];
+  prompt [label={q(prompt)}, fillcolor="#ffffff"];
+  prefill [label={q(prefill)}, fillcolor="#dbe8ff"];
+  cache [label={q(cache)}, shape=cylinder, fillcolor="#fff1d6"];
+  decode [label={q(decode)}, fillcolor="#dff5e3"];
+  token [label={q(token)}, fillcolor="#ffffff"];
+  prompt -> prefill; prefill -> cache [label="K, V"]; prefill -> token;
+  cache -> decode [label="read"]; decode -> cache [label="append"]; decode -> token; token -> decode [style=dashed];
+}}"""

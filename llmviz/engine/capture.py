@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from llmviz.engine.config import CAPTURE_LEVELS
 from llmviz.engine.hook_points import matches
 from llmviz.engine.timing import StepTimer
-
-CAPTURE_LEVELS = ("off", "meta", "full")
+from llmviz.errors import ConfigError
 
 
 @dataclass
@@ -57,7 +57,6 @@ class RunContext:
 
     def __post_init__(self):
         if self.capture not in CAPTURE_LEVELS:
-            from llmviz.errors import ConfigError
             raise ConfigError(f"capture={self.capture!r} is not one of {CAPTURE_LEVELS}")
         self.active = self.capture != "off"
         self._match_cache: dict[str, bool] = {}

@@ -45,6 +45,10 @@ class KVCache(ABC):
         """Store k, v [b, kv, n, hd] at positions start..start+n-1 and return this layer's
         keys and values [b, kv, start+n, hd] in the compute dtype of k."""
 
+    @abstractmethod
+    def rows(self, layer: int, start: int, end: int) -> torch.Tensor:
+        """K and V of positions start..end-1 of one layer: [2, b, kv, end-start, hd]."""
+
     def advance(self, n: int) -> None:
         """Called once per step after every layer wrote its n new rows."""
         self.seq_len += n
@@ -92,18 +96,17 @@ class ContiguousKVCache(KVCache):
         return keys, values
 
     def rows(self, layer: int, start: int, end: int) -> torch.Tensor:
-        """K and V of positions start..end-1 of one layer: [2, b, kv, end-start, hd]."""
         return self.storage[layer, :, :, :, start:end]
 
     def bytes_allocated(self) -> int:
         return self.storage.numel() * self.storage.element_size()
 
 
-KV_LAYOUTS = {"contiguous": ContiguousKVCache}
+LAYOUT_CLASSES = {cls.layout: cls for cls in (ContiguousKVCache,)}  # the names EngineConfig.kv_layout accepts
 
 
 def make_kv_cache(layout: str, cfg: ModelConfig, batch: int, max_seq: int, dtype: torch.dtype,
                   device: torch.device) -> KVCache:
-    if layout not in KV_LAYOUTS:
-        raise ConfigError(f"kv_layout={layout!r} is not one of {tuple(KV_LAYOUTS)}")
-    return KV_LAYOUTS[layout](cfg, batch, max_seq, dtype, device)
+    if layout not in LAYOUT_CLASSES:
+        raise ConfigError(f"kv_layout={layout!r} is not one of {tuple(LAYOUT_CLASSES)}")
+    return LAYOUT_CLASSES[layout](cfg, batch, max_seq, dtype, device)

@@ -7,7 +7,9 @@ replay a run) with no model and no torch. Saved as `trace.json` + `arrays.npz`, 
 
 from __future__ import annotations
 
+import io
 import json
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +105,31 @@ class RunTrace:
         (folder / "trace.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1))
         np.savez_compressed(folder / "arrays.npz", **arrays)
         return folder
+
+
+def trace_to_zip(trace: RunTrace) -> bytes:
+    """The trace as one .zip holding trace.json and arrays.npz (what the UI offers for download)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace.save(tmp)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+            for name in ("trace.json", "arrays.npz"):
+                archive.write(Path(tmp) / name, name)
+    return buffer.getvalue()
+
+
+def trace_from_zip(data: bytes) -> RunTrace:
+    """Read a .zip written by trace_to_zip; anything else raises TraceFormatError."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive, tempfile.TemporaryDirectory() as tmp:
+            names = set(archive.namelist())
+            if not {"trace.json", "arrays.npz"} <= names:
+                raise TraceFormatError("the archive must hold trace.json and arrays.npz")
+            for name in ("trace.json", "arrays.npz"):
+                (Path(tmp) / name).write_bytes(archive.read(name))
+            return load_trace(tmp)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise TraceFormatError(f"not a trace archive: {exc}") from exc
 
 
 def load_trace(folder: str | Path) -> RunTrace:

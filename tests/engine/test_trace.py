@@ -85,3 +85,15 @@ def test_damaged_traces_raise_trace_format_error(saved, tmp_path):
         load_trace(tmp_path)
     with pytest.raises(TraceFormatError):
         load_trace(tmp_path / "missing")
+
+
+def test_zip_round_trip_and_bad_archives(saved):
+    from llmviz.engine.trace import trace_from_zip, trace_to_zip
+
+    trace, _ = saved
+    back = trace_from_zip(trace_to_zip(trace))
+    assert back.output_ids == trace.output_ids
+    assert np.array_equal(back.steps[2].hook("layers.1.probs").array, trace.steps[2].hook("layers.1.probs").array)
+    for bad in (b"", b"not a zip", trace_to_zip(trace)[:100]):
+        with pytest.raises(TraceFormatError):
+            trace_from_zip(bad)

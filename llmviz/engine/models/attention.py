@@ -19,8 +19,6 @@ from llmviz.engine.hook_points import LayerHookNames
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import Rotary
 
-BACKENDS = ("eager", "sdpa")
-
 
 @dataclass(frozen=True)
 class StepMask:

@@ -1,6 +1,6 @@
 """The import arrows of shared/design.md: dependencies point down only.
 
-pages/app -> viz -> analysis -> engine; torch only in engine; engine never imports the layers above it,
+app_pages/, app.py -> viz -> analysis -> engine; torch only in engine; engine never imports the layers above it,
 streamlit, plotly or transformers.models; analysis never imports torch, streamlit or plotly; viz never
 imports streamlit.
 """
@@ -39,13 +39,13 @@ def layer_of(path: Path) -> str:
     for layer in ("analysis", "viz"):
         if rel.startswith(f"llmviz/{layer}/"):
             return layer
-    if rel == "app.py" or rel.startswith("pages/") or rel.startswith("llmviz/ui/"):
+    if rel == "app.py" or rel.startswith("app_pages/") or rel.startswith("llmviz/ui/"):
         return "ui"
     return "other"
 
 
 def sources() -> list[Path]:
-    files = list((ROOT / "llmviz").rglob("*.py")) + list((ROOT / "pages").rglob("*.py"))
+    files = list((ROOT / "llmviz").rglob("*.py")) + list((ROOT / "app_pages").rglob("*.py"))
     return files + ([ROOT / "app.py"] if (ROOT / "app.py").exists() else [])
 
 

@@ -22,9 +22,9 @@ def expected_shape(lm, name: str, n: int, total: int, layer: int | None) -> list
 
 
 @pytest.mark.parametrize("backend", ["eager", "sdpa"])
-@pytest.mark.parametrize("kind", ["llama_gqa_rope3", "llama_tied", "qwen2", "mistral", "gpt2"])
+@pytest.mark.parametrize("kind", ["llama_gqa_rope3", "llama_tied", "qwen2", "mistral", "gpt2", "embedded"])
 def test_declared_hooks_and_shapes(model_dirs, kind, backend):
-    lm = load_model(str(model_dirs[kind]))
+    lm = load_model("llmviz-tiny" if kind == "embedded" else str(model_dirs[kind]))
     for prompt in PROMPTS:
         cfg = EngineConfig(capture="meta", attn_backend=backend, sampling=SamplingConfig(temperature=0),
                            stop_at_eos=False)

@@ -55,6 +55,14 @@ def test_random_models_match_oracle(model_dirs, kind, backend):
     assert max(diffs) <= TOL, f"{kind}/{backend}: per-step max |Δlogits| {diffs}"
 
 
+def test_embedded_model_matches_oracle():
+    from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL
+
+    for backend in ("eager", "sdpa"):
+        diffs = run_parity(ASSETS / EMBEDDED_MODEL, backend, prompt="Return the list of the values in the module")
+        assert max(diffs) <= TOL, f"embedded/{backend}: {diffs}"
+
+
 def test_mistral_window_is_shorter_than_the_run(model_dirs):
     lm = load_model(str(model_dirs["mistral"]))
     n = len(lm.tokenizer.encode(PROMPT))

@@ -1,0 +1,80 @@
+"""The committed default model: held-out perplexity recomputed with transformers matches its card.
+
+The held-out split (assets/corpus/heldout.txt) is tokenized document by document, each followed by
+<|endoftext|>, concatenated, and cut into non-overlapping 512-token windows; perplexity is exp of
+the mean NLL over every predicted token, in fp32 on CPU: the computation the trainer ran for the card.
+"""
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "assets" / "llmviz-tiny"
+DRAFT = ROOT / "assets" / "llmviz-tiny-draft"
+HELDOUT = ROOT / "assets" / "corpus" / "heldout.txt"
+SEPARATOR = "\n<|endoftext|>\n"
+WINDOW = 512
+MAX_PERPLEXITY = 80.0
+
+
+def heldout_ids(tok) -> list[int]:
+    docs = HELDOUT.read_text(encoding="utf-8").removesuffix("\n").split(SEPARATOR)
+    ids: list[int] = []
+    for doc in docs:
+        ids += [*tok.encode(doc, add_special_tokens=False), tok.eos_token_id]
+    return ids
+
+
+def perplexity(model, ids: list[int]) -> float:
+    import torch
+    import torch.nn.functional as F
+
+    data = torch.tensor(ids)
+    nll, count = 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(data) - 1, WINDOW):
+            chunk = data[i:i + WINDOW][None]  # [1, n]
+            if chunk.shape[1] < 2:
+                break
+            logits = model(chunk).logits.float()  # [1, n, V]
+            nll += F.cross_entropy(logits[0, :-1], chunk[0, 1:], reduction="sum").item()
+            count += chunk.shape[1] - 1
+    return math.exp(nll / count)
+
+
+@pytest.fixture(scope="module")
+def card():
+    return json.loads((MODEL / "card.json").read_text())
+
+
+def test_heldout_file_is_the_one_the_card_names(card):
+    assert hashlib.sha256(HELDOUT.read_bytes()).hexdigest() == card["heldout_sha256"]
+
+
+def test_heldout_perplexity_matches_card(card):
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(str(MODEL), local_files_only=True)
+    model = LlamaForCausalLM.from_pretrained(str(MODEL), local_files_only=True, dtype=torch.float32).eval()
+    ids = heldout_ids(tok)
+    assert len(ids) == card["heldout_tokens"]
+    ppl = perplexity(model, ids)
+    assert ppl <= MAX_PERPLEXITY
+    assert abs(ppl - card["heldout_perplexity"]) <= 0.01 * card["heldout_perplexity"], (ppl, card)
+
+
+def test_weights_are_small_fp16_and_draft_shares_the_tokenizer(card):
+    from safetensors import safe_open
+
+    assert (MODEL / "model.safetensors").stat().st_size < 15e6
+    with safe_open(str(MODEL / "model.safetensors"), "pt") as f:
+        names = f.keys()
+        assert {str(f.get_tensor(k).dtype) for k in names} == {"torch.float16"}
+    assert (DRAFT / "tokenizer.json").read_bytes() == (MODEL / "tokenizer.json").read_bytes()
+    draft = json.loads((DRAFT / "config.json").read_text())
+    assert draft["vocab_size"] == json.loads((MODEL / "config.json").read_text())["vocab_size"]

@@ -1,4 +1,4 @@
-"""The one small door between the UI (app.py, pages/, the CLI) and the engine: load, start, run, step.
+"""The one small door between the UI (app.py, app_pages/, the CLI) and the engine: load, start, run, step.
 
 Pages import this module and the torch-free engine modules (trace, config, hook_points); they never
 import torch themselves.

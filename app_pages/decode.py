@@ -1,0 +1,127 @@
+"""Decode, step by step (C5, C6, C18): Next / Previous / Play / Reset over the real engine's steps."""
+
+import streamlit as st
+
+from llmviz.analysis.decode_series import cache_rows, fit_line, latency_series, layer_spans, row_norms
+from llmviz.analysis.labels import position_labels, token_label
+from llmviz.analysis.sampling import distribution, stored_logits
+from llmviz.ui import state
+from llmviz.ui.chrome import translator
+from llmviz.ui.decode_controls import controls, sampling_sliders
+from llmviz.viz import decode as fig
+
+PLAY_INTERVAL_S = 0.8
+
+
+def attention_panel(t, run, layer: int, labels: list[str]) -> None:
+    step = run.step
+    q = step.hook(f"layers.{layer}.q").array[0, :, -1, :]  # [1, h, n, hd] -> the last query: [h, hd]
+    probs_rec = step.hook(f"layers.{layer}.probs")
+    probs = probs_rec.array[0, :, -1, :]  # [1, h, n, n_k] -> [h, n_k]
+    n_k = probs.shape[1]
+    start = int(step.positions[0, -1]) + 1 - n_k  # > 0 only for a sliding window
+    left, right = st.columns([2, 3])
+    with left:
+        st.markdown(t("decode.q_shape", heads=q.shape[0], hd=q.shape[1], n=step.input_ids.shape[1]))
+        st.plotly_chart(fig.vector_heatmap(q, t("decode.head"), "head_dim", t("decode.q_title", layer=layer)),
+                        width="stretch", key="q")
+    with right:
+        st.markdown(t("decode.attn_text", n_k=n_k))
+        st.plotly_chart(fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title")),
+                        width="stretch", key="attn")
+        if probs_rec.note:
+            st.caption(t("decode.recomputed"))
+
+
+def cache_panel(t, run, layer: int, labels: list[str]) -> None:
+    step, kv = run.step, run.step.kv
+    new = step.input_ids.shape[1]
+    norms = row_norms(cache_rows(run.trace.steps, layer, "k", run.cursor))  # [kv, positions]
+    st.plotly_chart(fig.kv_grid(norms, new, kv["max_seq"], labels, t("decode.kv_head"),
+                                t("decode.kv_title", layer=layer, used=kv["seq_len"], max_seq=kv["max_seq"])),
+                    width="stretch", key="kvgrid")
+    st.caption(t("decode.kv_caption", before=kv["seq_len"] - new, after=kv["seq_len"], kv=kv["kv_heads"],
+                 hd=kv["head_dim"], used=kv["bytes_used"], alloc=kv["bytes_allocated"],
+                 share=100 * kv["bytes_used"] / kv["bytes_allocated"]))
+
+
+def next_token_panel(t, run, settings) -> None:
+    step, tokens = run.step, run.trace.tokens
+    ids, logits, lse = stored_logits(step)
+    dist = distribution(ids, logits, lse, settings.temperature, settings.top_k, settings.top_p)
+    chosen_id = int(step.sampled[0])
+    chosen = next((i for i, v in enumerate(dist.ids) if v == chosen_id), None)
+    pieces = [token_label(tokens, int(i)) for i in dist.ids]
+    st.plotly_chart(fig.next_token_bars(pieces, dist.probs, dist.raw_probs, dist.kept, chosen,
+                                        (t("decode.raw"), t("decode.shaped")), t("decode.dist_title")),
+                    width="stretch", key="dist")
+    st.caption(t("decode.dist_caption", kept=dist.kept_count, used=step.sampling.get("temperature", "?"),
+                 token=token_label(tokens, chosen_id)))
+    if step.lens_ids is not None:
+        lens_pieces = [[token_label(tokens, int(i)) for i in row] for row in step.lens_ids[:, 0]]
+        st.plotly_chart(fig.logit_lens(lens_pieces, step.lens_probs[:, 0], t("decode.layer"),
+                                       t("decode.lens_title")), width="stretch", key="lens")
+        st.caption(t("decode.lens_caption"))
+
+
+def timing_panel(t, run) -> None:
+    step = run.step
+    positions, ms = latency_series(run.trace.steps)
+    left, right = st.columns(2)
+    with left:
+        if len(ms):
+            current = int(step.positions[0, -1]) if step.phase == "decode" else None
+            st.plotly_chart(fig.latency(positions, ms, current, fit_line(positions, ms),
+                                        (t("decode.position"), t("decode.ms")), t("decode.latency_title")),
+                            width="stretch", key="latency")
+        else:
+            st.info(t("decode.latency_empty"))
+    with right:
+        labels, span_ms = layer_spans(step)
+        st.plotly_chart(fig.spans(labels, span_ms, t("decode.spans_title", step=step.index)), width="stretch",
+                        key="spans")
+    tm = step.timings
+    st.caption(t("common.capture_note", device=tm["device"], threads=tm["threads"], capture=tm["capture"]))
+
+
+def memory_panel(t, run) -> None:
+    step, card = run.step, run.trace.model_card
+    cols = st.columns(4)
+    cols[0].metric(t("decode.mem_weights"), f"{card['weight_bytes'] / 2**20:,.2f} MiB")
+    cols[1].metric(t("decode.mem_kv_used"), f"{step.kv['bytes_used'] / 2**10:,.1f} KiB")
+    cols[2].metric(t("decode.mem_kv_alloc"), f"{step.kv['bytes_allocated'] / 2**10:,.1f} KiB")
+    cols[3].metric(t("decode.mem_rss"), f"{step.memory['rss_bytes'] / 2**20:,.0f} MiB")
+    if "cuda_allocated_bytes" in step.memory:
+        st.caption(t("decode.mem_cuda", alloc=step.memory["cuda_allocated_bytes"] / 2**20,
+                     peak=step.memory["cuda_peak_allocated_bytes"] / 2**20))
+
+
+def body(t) -> None:
+    run = state.current_run(t)
+    if run is None:
+        return
+    if run.key is None:
+        st.info(t("common.replay"))
+    controls(t, run)
+    settings = state.settings()
+    layers = run.trace.model_card["config"]["num_layers"]
+    layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1, key="dec_layer")
+    labels = position_labels(run.trace, run.cursor)
+    attention_panel(t, run, layer, labels)
+    cache_panel(t, run, layer, labels)
+    sampling_sliders(t, run)
+    next_token_panel(t, run, settings)
+    timing_panel(t, run)
+    memory_panel(t, run)
+    state.sync_url()
+
+
+def main() -> None:
+    t = translator()
+    st.title(t("decode.title"))
+    st.markdown(t("decode.intro"))
+    playing = st.session_state.get("dec_playing", False)
+    st.fragment(body, run_every=PLAY_INTERVAL_S if playing else None)(t)
+
+
+main()

@@ -1,0 +1,118 @@
+"""Tokens and embeddings (C1, C2): the prompt as token ids and bytes, its embedding matrix, its positions."""
+
+import streamlit as st
+
+from llmviz.analysis import positions, projection
+from llmviz.analysis import tokens as tk
+from llmviz.analysis.recorded import missing_tensors
+from llmviz.ui import state
+from llmviz.ui.chrome import translator
+from llmviz.viz import embeddings
+from llmviz.viz.tokens import token_strip
+
+MAX_ROWS = 128  # tokens drawn in the matrices (the tables list them all)
+MAX_STRIP = 96  # tokens drawn in the strip
+
+
+def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes]) -> None:
+    card = run.trace.model_card
+    groups = tk.group_by_character(pieces)
+    split = tk.split_groups(groups)
+    cols = st.columns(4)
+    cols[0].metric(t("tokens.n_tokens"), len(ids))
+    cols[1].metric(t("tokens.n_chars"), len(run.trace.prompt))
+    cols[2].metric(t("tokens.n_bytes"), len(run.trace.prompt.encode("utf-8")))
+    cols[3].metric(t("tokens.vocab"), f"{card['config']['vocab_size']:,}",
+                   help=t("tokens.vocab_help", tokenizer=card.get("tokenizer_vocab", "?")))
+    hexes = [tk.hex_spaced(p) for p in pieces]
+    shown = [g for g in groups if g.stop <= MAX_STRIP]
+    st.plotly_chart(token_strip(texts, ids, hexes, shown, t("tokens.strip_title"), t("tokens.strip_tokens"),
+                                t("tokens.strip_chars")), width="stretch", key="tokens_strip")
+    if len(ids) > MAX_STRIP:
+        st.caption(t("tokens.truncated", shown=shown[-1].stop if shown else 0, n=len(ids)))
+    st.dataframe({t("tokens.col_index"): list(range(len(ids))), t("tokens.col_id"): ids,
+                  t("tokens.col_piece"): [run.trace.tokens[i]["piece"] for i in ids],
+                  t("tokens.col_bytes"): hexes, t("tokens.col_text"): [tk.visible(s) for s in texts]},
+                 hide_index=True, key="tokens_table", height=min(400, 38 + 35 * len(ids)))
+    st.subheader(t("tokens.bytes_title"))
+    if not split:
+        st.caption(t("tokens.no_split"))
+        return
+    st.markdown(t("tokens.bytes_explain", chars=sum(len(g.text) for g in split),
+                  tokens=sum(g.size for g in split)))
+    st.dataframe({t("tokens.col_chars"): [g.text for g in split],
+                  t("tokens.col_tokens"): [f"{g.start}–{g.stop - 1}" for g in split],
+                  t("tokens.col_ids"): [" ".join(str(i) for i in ids[g.start:g.stop]) for g in split],
+                  t("tokens.col_bytes"): [tk.hex_spaced(g.data) for g in split],
+                  t("tokens.col_alone"): [" ".join(texts[g.start:g.stop]) for g in split]},
+                 hide_index=True, key="tokens_groups")
+    if any(not c.isascii() for c in run.trace.prompt):
+        st.caption(t("tokens.article_note"))
+
+
+def embedding_section(t, step, labels: list[str]) -> None:
+    st.header(t("tokens.embed_header"))
+    embed = step.hook("embed").array[0]  # [b, n, d] -> [n, d]
+    n, d = embed.shape
+    st.markdown(t("tokens.embed_explain", n=n, d=d))
+    rows = min(n, MAX_ROWS)
+    st.plotly_chart(embeddings.matrix_heatmap(embed[:rows], labels, t("tokens.embed_title", n=n, d=d),
+                                              t("tokens.axis_dim"), t("tokens.axis_token"), t("tokens.value")),
+                    width="stretch", key="tokens_embed")
+    if rows < n:
+        st.caption(t("tokens.truncated", shown=rows, n=n))
+    proj = projection.pca_2d(embed)
+    pct = [f"{100 * e:.0f}" for e in proj.explained]
+    st.plotly_chart(embeddings.projection_scatter(
+        proj.coords, labels, t("tokens.pca_title"), t("tokens.pca_axis", i=1, pct=pct[0]),
+        t("tokens.pca_axis", i=2, pct=pct[1]), t("tokens.axis_position")), width="stretch", key="tokens_pca")
+    st.caption(t("tokens.pca_explain", pct=f"{100 * proj.explained.sum():.0f}"))
+
+
+def position_section(t, run, step, labels: list[str]) -> None:
+    st.header(t("tokens.pos_header"))
+    config = run.trace.model_card["config"]
+    pos = step.hook("pos").array[0]  # [b, n, pos_dim] -> [n, pos_dim]
+    rows = min(pos.shape[0], MAX_ROWS)
+    if config["position"] != "rope":
+        st.markdown(t("tokens.pos_learned_explain", d=pos.shape[1], table=config["max_position_embeddings"]))
+        st.plotly_chart(embeddings.matrix_heatmap(pos[:rows], labels, t("tokens.pos_learned_title", n=pos.shape[0],
+                                                                          d=pos.shape[1]),
+                                                  t("tokens.axis_dim"), t("tokens.axis_position"),
+                                                  t("tokens.value")), width="stretch", key="tokens_pos")
+        return
+    rates = positions.rope_rates(pos, step.positions[0])
+    st.markdown(t("tokens.pos_rope_explain", pairs=pos.shape[1], hd=2 * pos.shape[1]))
+    st.plotly_chart(embeddings.angle_heatmap(positions.wrap_angles(pos[:rows]), pos[:rows], labels,
+                                             t("tokens.pos_rope_title", n=pos.shape[0], pairs=pos.shape[1]),
+                                             t("tokens.axis_pair"), t("tokens.axis_position"), t("tokens.angle")),
+                    width="stretch", key="tokens_pos")
+    if rates is not None:
+        st.caption(t("tokens.pos_rope_rates", first=f"{rates.rates[0]:.3g}", last=f"{rates.rates[-1]:.3g}",
+                     wave=f"{rates.wavelengths[-1]:,.0f}", pair=len(rates.rates) - 1))
+
+
+def main() -> None:
+    t = translator()
+    st.title(t("tokens.title"))
+    st.markdown(t("tokens.intro"))
+    run = state.current_run(t)
+    if run is not None:
+        if run.key is None:
+            st.info(t("common.replay"))
+        step = run.trace.steps[0]  # the prefill holds the whole prompt
+        ids = run.trace.prompt_ids
+        pieces = tk.trace_token_bytes(run.trace.tokens, ids)
+        texts = [tk.alone(p) for p in pieces]
+        token_section(t, run, ids, texts, pieces)
+        missing = missing_tensors(step, ["embed", "pos"])
+        if missing:
+            st.warning(t("tokens.no_tensors", capture=step.timings.get("capture", "?"), names=", ".join(missing)))
+        else:
+            labels = tk.position_labels(pieces)
+            embedding_section(t, step, labels)
+            position_section(t, run, step, labels)
+    state.sync_url()
+
+
+main()

@@ -1,0 +1,13 @@
+"""Which tensors a step recorded (C1-C4 pages draw only what is there).
+
+A live run in the app records every tensor (capture level "full"); a trace saved elsewhere may hold only
+shapes ("meta"), nothing ("off"), or a filtered subset. Pages ask here before drawing, and say what is missing.
+"""
+
+from __future__ import annotations
+
+
+def missing_tensors(step, names: list[str]) -> list[str]:
+    """The names among `names` whose tensor the step did not keep (no record, or a record without array)."""
+    present = {record.name for record in step.hooks if record.array is not None}
+    return [name for name in names if name not in present]

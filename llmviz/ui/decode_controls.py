@@ -1,0 +1,67 @@
+"""The Decode page's stepper (Previous / Next / Play / Reset) and sampling sliders (C5, C6)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.errors import LlmvizError
+from llmviz.ui import state
+
+SLIDERS = {"temperature": "dec_temperature", "top_k": "dec_top_k", "top_p": "dec_top_p"}
+
+
+def _step(t, run) -> bool:
+    try:
+        return state.advance(run)
+    except (LlmvizError, MemoryError) as exc:
+        state.explain(t, exc)
+        return False
+
+
+def controls(t, run) -> None:
+    """Buttons and the step's headline figures; while playing, each fragment tick advances one step."""
+    playing = st.session_state.get("dec_playing", False)
+    if playing and not _step(t, run):
+        st.session_state["dec_playing"] = False
+        st.rerun()
+    cols = st.columns([1, 1, 1, 1, 1.3, 1.3, 1.3])
+    if cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch"):
+        state.back(run)
+    can_next = run.cursor + 1 < len(run.trace.steps) or run.can_compute
+    if cols[1].button(t("decode.next"), type="primary", disabled=not can_next, width="stretch"):
+        _step(t, run)
+    if cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,
+                      width="stretch"):
+        st.session_state["dec_playing"] = not playing
+        st.rerun()
+    if cols[3].button(t("decode.reset"), width="stretch"):
+        run.cursor = 0
+        st.session_state["dec_playing"] = False
+    step = run.step
+    cols[4].metric(t("decode.step"), t("decode.step_value", step=step.index, phase=t(f"decode.phase_{step.phase}")))
+    cols[5].metric(t("decode.kv_len"), step.kv["seq_len"])
+    cols[6].metric(t("decode.generated"), step.index + 1)
+    if step.finished:
+        st.info(t(f"decode.finished_{step.finished}"))
+    elif not run.can_compute and run.cursor + 1 == len(run.trace.steps):
+        st.info(t("decode.end_of_trace"))
+
+
+def _apply_sliders() -> None:
+    state.update(**{field: st.session_state[key] for field, key in SLIDERS.items()})
+
+
+def sampling_sliders(t, run) -> None:
+    """Temperature / top-k / top-p: reshape the shown distribution now and govern the next sampled token."""
+    current = state.settings()
+    for field, key in SLIDERS.items():
+        st.session_state.setdefault(key, getattr(current, field))
+    cols = st.columns(3)
+    cols[0].slider(t("decode.temperature"), 0.0, 2.0, step=0.05, key=SLIDERS["temperature"],
+                   on_change=_apply_sliders, help=t("decode.temperature_help"))
+    cols[1].slider(t("decode.top_k"), 0, 100, step=1, key=SLIDERS["top_k"], on_change=_apply_sliders,
+                   help=t("decode.top_k_help"))
+    cols[2].slider(t("decode.top_p"), 0.05, 1.0, step=0.05, key=SLIDERS["top_p"], on_change=_apply_sliders,
+                   help=t("decode.top_p_help"))
+    if run.key is None:
+        st.caption(t("decode.sliders_replay"))

@@ -1,0 +1,71 @@
+"""The Trace page's arithmetic, kept out of the page so tests can call it: file names and the run summary.
+
+No streamlit and no torch here: it reads a RunTrace (plain numbers and numpy arrays) and nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import PurePath
+
+from llmviz.engine.trace import RunTrace
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
+
+
+def short_name(name: str) -> str:
+    """The last part of a model's hub id or folder ("HuggingFaceTB/SmolLM2-135M" -> "SmolLM2-135M")."""
+    return PurePath(name.replace("\\", "/").rstrip("/")).name or name
+
+
+def download_name(trace: RunTrace, when: datetime | None = None) -> str:
+    """`llmviz-<model>-<UTC timestamp>.zip` (no second "llmviz-" for our own models): the model's short
+    name, made safe for every file system."""
+    when = when or datetime.now(UTC)
+    model = _UNSAFE.sub("-", short_name(str(trace.model_card.get("name", "model")))).strip("-.") or "model"
+    prefix = "" if model.startswith("llmviz") else "llmviz-"
+    return f"{prefix}{model}-{when.strftime('%Y%m%d-%H%M%S')}.zip"
+
+
+def markdown_escape(text: str) -> str:
+    """Model text shown as itself inside st.markdown: no emphasis, links, LaTeX ($) or line breaks taken."""
+    return _MARKDOWN.sub(r"\\\1", text).replace("\r", "").replace("\n", " ↵ ")
+
+
+def generated_text(trace: RunTrace) -> str:
+    """The sampled tokens as text, from the token table the trace carries (no tokenizer needed)."""
+    return "".join(trace.tokens.get(i, {}).get("text", "") for i in trace.output_ids)
+
+
+def summary(trace: RunTrace) -> dict:
+    """What the Trace page shows about a run: model, prompt, steps, engine config, tokens generated."""
+    card, config = trace.model_card, trace.engine_config
+    sampling = config.get("sampling", {})
+    last = trace.steps[-1] if trace.steps else None
+    return {
+        "model": str(card.get("name", "?")),
+        "model_short": short_name(str(card.get("name", "?"))),
+        "family": str(card.get("family", "?")),
+        "parameters": int(card.get("parameters", 0)),
+        "prompt": trace.prompt,
+        "prompt_tokens": len(trace.prompt_ids),
+        "steps": len(trace.steps),  # step 0 is the prefill
+        "decode_steps": max(0, len(trace.steps) - 1),
+        "generated_tokens": len(trace.output_ids),  # every step, the prefill included, samples one token
+        "generated_text": generated_text(trace),
+        "kv_len": int(last.kv.get("seq_len", 0)) if last is not None else 0,
+        "finished": last.finished if last is not None else "",
+        "device": str(card.get("device", config.get("device", "?"))),
+        "dtype": str(config.get("dtype", "?")),
+        "attn": str(config.get("attn_backend", "?")),
+        "kv_layout": str(config.get("kv_layout", "?")),
+        "kv_dtype": str(config.get("kv_dtype", "?")),
+        "capture": str(config.get("capture", "?")),
+        "seed": trace.seed,
+        "temperature": sampling.get("temperature", "?"),
+        "top_k": sampling.get("top_k", "?"),
+        "top_p": sampling.get("top_p", "?"),
+        "schema_version": trace.schema_version,
+    }

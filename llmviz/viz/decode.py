@@ -1,0 +1,111 @@
+"""Figures of the Decode page (C5, C6, C18): lean plotly figures built from numpy arrays.
+
+Labels arrive translated; nothing here knows about Streamlit or torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+HIGHLIGHT = "#e4572e"
+MARGIN = dict(l=10, r=10, t=40, b=10)
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height, margin=MARGIN,
+                      template="plotly_white")
+    return fig
+
+
+def vector_heatmap(values: np.ndarray, row_label: str, col_label: str, title: str) -> go.Figure:
+    """A [rows, cols] matrix (e.g. the new token's Q: [heads, head_dim])."""
+    rows = values.shape[0]
+    fig = go.Figure(go.Heatmap(z=values, colorscale="RdBu", zmid=0, showscale=False,
+                               y=[f"{row_label} {i}" for i in range(rows)],
+                               hovertemplate=f"{row_label} %{{y}}, {col_label} %{{x}}: %{{z:.3f}}<extra></extra>"))
+    fig.update_xaxes(title_text=col_label)
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, 60 + 22 * rows)
+
+
+def attention_row(probs: np.ndarray, labels: list[str], start: int, head_label: str, title: str) -> go.Figure:
+    """The new token's attention [heads, n_k] over the cached positions start..start+n_k-1."""
+    heads, n_k = probs.shape
+    x = [f"{start + j}:{labels[start + j]}" for j in range(n_k)]
+    fig = go.Figure(go.Heatmap(z=probs, x=x, y=[f"{head_label} {h}" for h in range(heads)], colorscale="Blues",
+                               zmin=0, zmax=1, showscale=False,
+                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    return _layout(fig, title, 120 + 22 * heads)
+
+
+def kv_grid(norms: np.ndarray, new_cols: int, max_seq: int, labels: list[str], row_label: str,
+            title: str) -> go.Figure:
+    """The cache of one layer as a grid: rows = KV heads, one column per cached position.
+
+    The columns this step wrote are outlined; the preallocated, still-empty slots are summarized in the
+    title (drawing thousands of empty columns would hide the point).
+    """
+    heads, used = norms.shape
+    fig = go.Figure(go.Heatmap(z=norms, x=list(range(used)), y=[f"{row_label} {h}" for h in range(heads)],
+                               colorscale="Viridis", showscale=False, xgap=1, ygap=1,
+                               customdata=np.array([labels[:used]] * heads),
+                               hovertemplate="%{y}, pos %{x} (%{customdata}): ‖k‖=%{z:.2f}<extra></extra>"))
+    fig.add_shape(type="rect", x0=used - new_cols - 0.5, x1=used - 0.5, y0=-0.5, y1=heads - 0.5,
+                  line=dict(color=HIGHLIGHT, width=3))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(range=[-0.5, max(used, 16) - 0.5], dtick=max(1, used // 16))
+    return _layout(fig, title, 90 + 26 * heads)
+
+
+def next_token_bars(pieces: list[str], probs: np.ndarray, raw: np.ndarray, kept: np.ndarray, chosen: int | None,
+                    names: tuple[str, str], title: str) -> go.Figure:
+    """Top tokens: probability under the sampling settings vs plain softmax; excluded ones greyed."""
+    colors = [HIGHLIGHT if i == chosen else ("#3a7ca5" if k else "#c8c8c8") for i, k in enumerate(kept)]
+    fig = go.Figure([
+        go.Bar(x=pieces, y=raw, name=names[0], marker_color="#d9e4ef"),
+        go.Bar(x=pieces, y=probs, name=names[1], marker_color=colors,
+               text=[f"{p:.2f}" for p in probs], textposition="outside"),
+    ])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12, x=0))
+    fig.update_yaxes(range=[0, 1.1])
+    return _layout(fig, title, 300)
+
+
+def logit_lens(pieces: list[list[str]], probs: np.ndarray, layer_label: str, title: str) -> go.Figure:
+    """Each layer's top-k guesses [L, k] with their probabilities, first layer at the top."""
+    layers, k = probs.shape
+    fig = go.Figure(go.Heatmap(z=probs, text=pieces, texttemplate="%{text}", colorscale="Greens", zmin=0, zmax=1,
+                               showscale=False, x=[f"#{j + 1}" for j in range(k)],
+                               y=[f"{layer_label} {i}" for i in range(layers)],
+                               hovertemplate="%{y} %{x}: %{text} (%{z:.3f})<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, 70 + 30 * layers)
+
+
+def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, fit: tuple[float, float] | None,
+            axis: tuple[str, str], title: str) -> go.Figure:
+    """Per-token decode latency against position (C18), with a least-squares line when there are points."""
+    fig = go.Figure(go.Scatter(x=positions, y=ms, mode="lines+markers", name=axis[1],
+                               hovertemplate="pos %{x}: %{y:.2f} ms<extra></extra>"))
+    if fit is not None:
+        xs = np.array([positions.min(), positions.max()])
+        fig.add_trace(go.Scatter(x=xs, y=fit[0] * xs + fit[1], mode="lines", line=dict(dash="dash"),
+                                 name=f"{fit[0] * 1000:+.1f} µs / token"))
+    if current is not None:
+        fig.add_vline(x=current, line_color=HIGHLIGHT)
+    fig.update_xaxes(title_text=axis[0])
+    fig.update_yaxes(title_text=axis[1], rangemode="tozero")
+    fig.update_layout(legend=dict(orientation="h", y=1.15, x=0))
+    return _layout(fig, title, 280)
+
+
+def spans(labels: list[str], ms: np.ndarray, title: str) -> go.Figure:
+    """One step's timed spans (embed, each layer, head, sample) as horizontal bars."""
+    fig = go.Figure(go.Bar(x=ms, y=labels, orientation="h", marker_color="#3a7ca5",
+                           hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="ms")
+    return _layout(fig, title, 80 + 18 * len(labels))

@@ -1,0 +1,190 @@
+"""Drive the real app in headless Debian Chromium: shared by the browser test, the UI benchmark and the
+screenshot script.
+
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page()
+        page.goto(server.url("decode", model="llmviz-tiny"))
+        wait_idle(page)
+
+The server is `streamlit run app.py` in its own process group (killed on exit, always); the browser is
+/usr/bin/chromium through the `playwright` package (never `playwright install`: it downloads a browser).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+EXCEPTION = '[data-testid="stException"]'
+
+# The value of the st.metric whose label is `label` (None when the page has no such metric).
+METRIC_JS = """(label) => {
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    const l = m.querySelector('[data-testid="stMetricLabel"]');
+    if (l && l.innerText.trim() === label) {
+      const v = m.querySelector('[data-testid="stMetricValue"]');
+      return v ? v.innerText.trim() : null;
+    }
+  }
+  return null;
+}"""
+
+
+def declared_pages(app: Path = ROOT / "app.py") -> list[tuple[str, str]]:
+    """(file, url path) of every st.Page in app.py, in order; the default page lives at "" (the root)."""
+    pages = []
+    for line in re.findall(r'st\.Page\(".*', app.read_text()):
+        file = re.match(r'st\.Page\("([^"]+)"', line).group(1)
+        url = re.search(r'url_path="([^"]*)"', line)
+        if "default=True" in line:
+            pages.append((file, ""))
+        else:
+            pages.append((file, url.group(1) if url else Path(file).stem))
+    return pages
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    """`streamlit run app.py` on a free port, offline; `with` waits for /_stcore/health and kills it after."""
+
+    def __init__(self, app: str = "app.py", port: int | None = None, wait: bool = True, timeout: float = 60):
+        self.app, self.port, self.wait, self.timeout = app, port or free_port(), wait, timeout
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="llmviz-server-", suffix=".log", delete=False)  # noqa: SIM115
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+
+    def url(self, page: str = "", **query) -> str:
+        tail = f"?{urllib.parse.urlencode(query)}" if query else ""
+        return f"http://127.0.0.1:{self.port}/{page}{tail}"
+
+    def start(self) -> AppServer:
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+        cmd = [sys.executable, "-m", "streamlit", "run", self.app, "--server.headless", "true",
+               "--server.port", str(self.port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
+               "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false"]
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        return self
+
+    def wait_healthy(self) -> float:
+        """Seconds from start() until /_stcore/health answers ok."""
+        deadline = self.started + self.timeout
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.proc.returncode}:\n{self.output()}")
+            with (contextlib.suppress(OSError, urllib.error.URLError),
+                  urllib.request.urlopen(self.url("_stcore/health"), timeout=2) as answer):
+                if answer.status == 200:
+                    return time.perf_counter() - self.started
+            time.sleep(0.1)
+        raise TimeoutError(f"streamlit not healthy after {self.timeout} s:\n{self.output()}")
+
+    def output(self) -> str:
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)  # the group this server leads, nothing else
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.log.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.log.name)
+
+    def __enter__(self) -> AppServer:
+        self.start()
+        try:
+            if self.wait:
+                self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def chromium(headless: bool = True):
+    """A playwright Browser on Debian's /usr/bin/chromium; closed (and the driver stopped) on exit."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        raise FileNotFoundError(f"{CHROMIUM} is absent: apt-get install -y chromium fonts-noto-cjk")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=headless)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def wait_idle(page, timeout_s: float = 60, settle_s: float = 0.3) -> None:
+    """Wait until the script has run and is idle: the state must stay 'notRunning' for settle_s."""
+    deadline = time.perf_counter() + timeout_s
+    while True:
+        page.wait_for_selector(IDLE, state="attached", timeout=max(1, deadline - time.perf_counter()) * 1000)
+        page.wait_for_timeout(settle_s * 1000)
+        if page.query_selector(IDLE) is not None:
+            return
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the app never became idle")
+
+
+def full_height(page, width: int, cap: int = 16000) -> int:
+    """Grow the viewport to the app's content height (Streamlit scrolls an inner element, not the page)."""
+    height = page.evaluate("""() => {
+      const main = document.querySelector('[data-testid="stMain"]') || document.body;
+      return Math.max(main.scrollHeight, document.body.scrollHeight);
+    }""")
+    height = min(max(int(height), 600), cap)
+    page.set_viewport_size({"width": width, "height": height})
+    page.wait_for_timeout(600)  # let plotly re-lay out at the new size
+    return height
+
+
+def metric(page, label: str) -> str | None:
+    return page.evaluate(METRIC_JS, label)
+
+
+def wait_metric_change(page, label: str, old: str | None, timeout_s: float = 30) -> str:
+    """Wait until the metric shows a value other than `old` with the script idle; return the new value."""
+    page.wait_for_function(
+        "([label, old]) => { const metricOf = " + METRIC_JS + ";\n"
+        "  const value = metricOf(label);\n"
+        f"  return document.querySelector('{IDLE}') !== null && value !== null && value !== old; }}",
+        arg=[label, old], polling="raf", timeout=timeout_s * 1000)
+    return metric(page, label)
+
+
+def exceptions(page) -> list[str]:
+    return [e.inner_text()[:500] for e in page.query_selector_all(EXCEPTION)]

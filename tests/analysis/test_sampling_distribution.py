@@ -1,0 +1,35 @@
+"""The numpy distribution matches the engine's sampler filters (C5)."""
+
+import numpy as np
+import torch
+
+from llmviz.analysis.sampling import distribution
+from llmviz.engine.config import SamplingConfig
+from llmviz.engine.sampling import filter_logits
+
+RNG = np.random.default_rng(0)
+LOGITS = RNG.normal(0, 3, 200)
+
+
+def engine_probs(temperature, top_k, top_p):
+    out = filter_logits(torch.tensor(LOGITS)[None], SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p))
+    return out.softmax(-1)[0].numpy()
+
+
+def test_matches_the_engine_for_many_settings():
+    ids = np.arange(LOGITS.shape[0])
+    lse = float(np.logaddexp.reduce(LOGITS))
+    for temperature, top_k, top_p in [(1.0, 0, 1.0), (0.7, 50, 1.0), (1.3, 0, 0.9), (0.5, 20, 0.8), (2.0, 5, 0.5)]:
+        d = distribution(ids, LOGITS, lse, temperature, top_k, top_p, show=200)
+        want = engine_probs(temperature, top_k, top_p)
+        assert np.allclose(d.probs, want[d.ids], atol=1e-9)
+        assert d.kept_count == int((want > 0).sum())
+
+
+def test_greedy_and_raw_probabilities():
+    ids = np.arange(LOGITS.shape[0])
+    lse = float(np.logaddexp.reduce(LOGITS))
+    d = distribution(ids, LOGITS, lse, 0.0, 0, 1.0, show=5)
+    assert d.ids[0] == int(np.argmax(LOGITS)) and d.probs.tolist() == [1.0, 0, 0, 0, 0] and d.kept_count == 1
+    assert np.isclose(d.raw_probs[0], np.exp(LOGITS.max() - lse))
+    assert np.all(np.diff(d.raw_probs) <= 0)

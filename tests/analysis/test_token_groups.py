@@ -1,0 +1,89 @@
+"""C1: byte tokens grouped back into the characters they spell (llmviz.analysis.tokens)."""
+
+from pathlib import Path
+
+import pytest
+
+from llmviz.analysis.tokens import (
+    REPLACEMENT,
+    alone,
+    group_by_character,
+    hex_spaced,
+    position_labels,
+    split_groups,
+    trace_token_bytes,
+    visible,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+EMBEDDED = ROOT / "assets" / "llmviz-tiny"
+JINAN = "济南的冬天"
+
+
+def engine_tokens(folder: Path, text: str):
+    """ids and the trace's token table, made by the engine's tokenizer wrapper (as a run records them)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from llmviz.engine.tokens import Tokenizer
+
+    hf = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    tok = Tokenizer(hf, len(hf), ())
+    ids = hf.encode(text, add_special_tokens=False)
+    return ids, tok.describe(ids)
+
+
+@pytest.fixture(params=["embedded", "factory"])
+def tokenizer_folder(request, tmp_path):
+    if request.param == "embedded":
+        if not (EMBEDDED / "tokenizer.json").exists():
+            pytest.skip("the embedded tokenizer is not in assets/llmviz-tiny")
+        return EMBEDDED
+    from model_factory import write_tokenizer
+
+    write_tokenizer(tmp_path)
+    return tmp_path
+
+
+def test_jinan_regroups_into_its_five_characters(tokenizer_folder):
+    ids, table = engine_tokens(tokenizer_folder, JINAN)
+    pieces = trace_token_bytes(table, ids)
+    assert len(ids) == 15  # no merge covers these characters: 3 UTF-8 bytes each, one token per byte
+    assert all(len(p) == 1 and alone(p) == REPLACEMENT for p in pieces)
+    groups = group_by_character(pieces)
+    assert [g.text for g in groups] == list(JINAN)
+    assert [(g.start, g.stop) for g in groups] == [(0, 3), (3, 6), (6, 9), (9, 12), (12, 15)]
+    assert [hex_spaced(g.data) for g in groups] == ["e6 b5 8e", "e5 8d 97", "e7 9a 84", "e5 86 ac", "e5 a4 a9"]
+    assert split_groups(groups) == groups
+
+
+def test_english_tokens_are_groups_of_one(tokenizer_folder):
+    ids, table = engine_tokens(tokenizer_folder, "The list of values")
+    groups = group_by_character(trace_token_bytes(table, ids))
+    assert len(groups) == len(ids) and split_groups(groups) == []
+    assert "".join(g.text for g in groups) == "The list of values"
+
+
+def test_mixed_prompt_keeps_every_byte(tokenizer_folder):
+    text = "冬天 The list 的"
+    ids, table = engine_tokens(tokenizer_folder, text)
+    groups = group_by_character(trace_token_bytes(table, ids))
+    assert "".join(g.text for g in groups) == text
+    assert [g.text for g in split_groups(groups)] == ["冬", "天", "的"]
+    assert groups[-1].stop == len(ids)
+
+
+def test_a_token_crossing_a_character_boundary_joins_the_group():
+    # "a" + first byte of 济 | last two bytes of 济 + first of 南 | rest of 南: one run, cut only at the end
+    groups = group_by_character([b"a\xe6", b"\xb5\x8e\xe5", b"\x8d\x97", b"!"])
+    assert [(g.start, g.stop, g.text) for g in groups] == [(0, 3, "a济南"), (3, 4, "!")]
+
+
+def test_broken_bytes_are_replaced_not_raised():
+    groups = group_by_character([b"\xff", b"a", b"\xe6\xb5"])  # an invalid byte; a truncated character
+    assert [g.text for g in groups] == [REPLACEMENT, "a", REPLACEMENT]
+    assert groups[-1].data == b"\xe6\xb5"
+
+
+def test_labels_make_spaces_visible_and_stay_unique():
+    assert visible(" the\n") == "␣the↵" and visible("") == "∅"
+    assert position_labels([b"a", b"a", b" b", b"\xe6"]) == ["0:a", "1:a", "2:␣b", "3:<e6>"]

@@ -1,0 +1,14 @@
+"""Fixtures of the UI tests (helpers live in ui_helpers.py)."""
+
+from __future__ import annotations
+
+import pytest
+from ui_helpers import EMBEDDED_WEIGHTS
+
+
+@pytest.fixture(scope="session")
+def app_model(request) -> str:
+    """The embedded model when its weights are there; otherwise a small random Llama from model_dirs."""
+    if EMBEDDED_WEIGHTS.exists():
+        return "llmviz-tiny"
+    return str(request.getfixturevalue("model_dirs")["llama_tied"])

@@ -1,0 +1,48 @@
+"""One real browser: Debian's chromium through playwright opens the Decode page, presses Next 3 times and
+sees the KV cache grow by exactly 3 with no exception box. Skipped where /usr/bin/chromium is absent."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+from ui_helpers import EMBEDDED_WEIGHTS, PROMPT, ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, metric, wait_idle, wait_metric_change
+
+from llmviz.ui.i18n import translate
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "
+                                "fonts-noto-cjk; never `playwright install`)")
+
+
+def decode_url_path() -> str:
+    found = [url for file, url in declared_pages() if file.endswith("decode.py")]
+    assert len(found) == 1, "app.py declares no Decode page with a url_path"
+    return found[0]
+
+
+def test_next_three_times_grows_the_kv_cache_by_three(app_model):
+    query = {"prompt": PROMPT} if EMBEDDED_WEIGHTS.exists() else {"model": app_model, "prompt": PROMPT}
+    kv_label, next_label = translate("en", "decode.kv_len"), translate("en", "decode.next")
+    began = time.perf_counter()
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(server.url(decode_url_path(), **query))
+        wait_idle(page)
+        first = metric(page, kv_label)
+        assert first is not None and first.isdigit(), f"no integer '{kv_label}' metric: {first!r}"
+        seen = [int(first)]
+        for _ in range(3):
+            page.get_by_role("button", name=next_label, exact=True).click()
+            seen.append(int(wait_metric_change(page, kv_label, str(seen[-1]))))
+        wait_idle(page)
+        assert seen == [seen[0] + i for i in range(4)], seen  # one new cache row per click, no more, no less
+        assert int(metric(page, kv_label)) == seen[0] + 3
+        assert exceptions(page) == []
+        assert "step=3" in page.url  # the link now reopens this step
+        sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
+        assert "简体中文" in sidebar, "the shared /decode link ran without app.py (no language switch)"
+    assert time.perf_counter() - began < 60

@@ -1,0 +1,147 @@
+"""The message catalogs: the same keys in both languages, nothing empty, the same placeholders; and a page
+rendered in Chinese shows no English catalog string (every page that app.py declares)."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, declared_pages, page_file, rendered_text
+
+from llmviz.ui.i18n import LANGUAGES, LOCALES, catalog
+
+FILES = sorted({p.name for lang in LANGUAGES for p in (LOCALES / lang).glob("*.json")})
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def read(lang: str, name: str) -> dict[str, str]:
+    path = LOCALES / lang / name
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def placeholders(text: str) -> list[tuple[str, str]]:
+    """The {name:spec} fields of a message, sorted (so order may differ between languages, as grammar does)."""
+    return sorted((name, spec or "") for _, name, spec, _ in string.Formatter().parse(text) if name is not None)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_file_has_the_same_keys_in_both_languages(name):
+    en, zh = read("en", name), read("zh", name)
+    assert en, f"en/{name} is missing or empty"
+    assert sorted(set(en) - set(zh)) == [], f"keys of en/{name} missing from zh/{name}"
+    assert sorted(set(zh) - set(en)) == [], f"keys of zh/{name} missing from en/{name}"
+
+
+def test_the_merged_catalogs_agree():
+    assert set(catalog("en")) == set(catalog("zh"))
+    assert len(catalog("en")) == sum(len(read("en", name)) for name in FILES)  # no key defined twice
+
+
+@pytest.mark.parametrize("lang", list(LANGUAGES))
+def test_no_empty_message(lang):
+    empty = [key for key, value in catalog(lang).items() if not isinstance(value, str) or not value.strip()]
+    assert empty == []
+
+
+def test_placeholders_are_the_same_in_both_languages():
+    en, zh = catalog("en"), catalog("zh")
+    wrong = {key: (placeholders(en[key]), placeholders(zh[key])) for key in en
+             if placeholders(en[key]) != placeholders(zh.get(key, ""))}
+    assert wrong == {}
+
+
+def test_chinese_messages_are_chinese():
+    """Every Chinese message that differs from the English one holds Chinese characters (not a copy)."""
+    en, zh = catalog("en"), catalog("zh")
+    def literal(text: str) -> str:
+        return "".join(piece for piece, *_ in string.Formatter().parse(text))
+
+    untranslated = [key for key in en if zh[key] != en[key] and not CJK.search(zh[key])
+                    and re.search(r"[A-Za-z]{4,}", literal(zh[key]))]
+    assert untranslated == []
+
+
+def english_fragments() -> dict[str, str]:
+    """{fragment: key}: the literal English pieces (between placeholders) that must not show in Chinese.
+
+    Pieces of 3 characters or less, pieces without letters, and pieces that the Chinese catalog itself uses
+    (shared terms such as "RoPE", "top-k", "head_dim") are left out.
+    """
+    en, zh = catalog("en"), catalog("zh")
+    zh_text = "\n".join(zh.values())
+    out = {}
+    for key, value in en.items():
+        if value == zh[key]:
+            continue
+        for literal, *_ in string.Formatter().parse(value):
+            for piece in re.split(r"\*\*|`|\n", literal):
+                piece = piece.strip(" \t.,:;()[]!?*-–—=×/")
+                if len(piece) > 3 and re.search(r"[A-Za-z]{2,}", piece) and piece not in zh_text:
+                    out.setdefault(piece, key)
+    return out
+
+
+def leaks(texts: list[str], fragments: dict[str, str]) -> dict[str, str]:
+    joined = "\n".join(texts)
+    found = {}
+    for piece, key in fragments.items():
+        if re.search(r"(?<![A-Za-z0-9_])" + re.escape(piece) + r"(?![A-Za-z0-9_])", joined):
+            found[piece] = key
+    return found
+
+
+def test_the_leak_check_catches_english():
+    fragments = english_fragments()
+    en, zh = catalog("en"), catalog("zh")
+    assert leaks([en["trace.png_help"]], fragments)
+    assert leaks([zh[key] for key in zh], fragments) == {}
+
+
+@pytest.fixture(scope="module")
+def chinese_pages(app_model):
+    """{page: rendered texts} of every declared page, rendered in Chinese on one live run."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(model=app_model, prompt=PROMPT, lang="zh", step="2")
+    at.run()
+    assert not at.exception, at.exception
+    pages = {}
+    for page in declared_pages():
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        pages[page] = (rendered_text(at), [e.value for e in at.title], [r.label for r in at.radio])
+    return pages
+
+
+def test_every_page_is_declared():
+    pages = declared_pages()
+    assert page_file("home") == pages[0] and page_file("trace") in pages and len(pages) == len(set(pages))
+
+
+@pytest.mark.parametrize("page", declared_pages())
+def test_every_page_runs_inside_app_py(chinese_pages, page):
+    """A page reached by switch_page (or a shared link) still gets app.py's sidebar and language switch."""
+    assert LANGUAGE_SWITCH in chinese_pages[page][2], f"{page} ran without app.py (no language switch)"
+
+
+@pytest.mark.parametrize("page", declared_pages())
+def test_a_page_in_chinese_shows_no_english_catalog_string(chinese_pages, page):
+    texts, titles, _ = chinese_pages[page]
+    zh_values = set(catalog("zh").values())
+    assert titles and all(title in zh_values and CJK.search(title) for title in titles), titles
+    assert sum(bool(CJK.search(text)) for text in texts) >= 3, texts
+    found = leaks(texts, english_fragments())
+    assert found == {}, f"English catalog text on {page} in Chinese: {found}"
+
+
+def test_the_same_pages_in_english_do_show_catalog_strings(app_model):
+    """The collection sees what a person reads: in English the check finds the catalog's own text."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(model=app_model, prompt=PROMPT)
+    at.run()
+    at.switch_page(page_file("trace")).run()
+    found = set(leaks(rendered_text(at), english_fragments()).values())
+    assert {"trace.title", "trace.png_help", "trace.steps", "trace.upload_label", "trace.engine_line",
+            "trace.config_json", "trace.download_button", "trace.steps_help"} <= found

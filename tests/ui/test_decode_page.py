@@ -1,0 +1,104 @@
+"""Decode page (C5, C6, C18): real steps from the engine, shown and navigated through AppTest."""
+
+import json
+
+import numpy as np
+import pytest
+from plotly_data import array
+from streamlit.testing.v1 import AppTest
+
+from llmviz.analysis.sampling import distribution, stored_logits
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.session import Session
+
+APP = "/work/main/app.py"
+PROMPT = "The quick brown fox"
+
+
+def open_decode(folder, **params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["model"] = str(folder)
+    at.query_params["prompt"] = PROMPT
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def click(at, label: str) -> None:
+    next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def engine_tokens(folder, n_steps: int, **sampling) -> tuple[list[int], int]:
+    lm = load_model(str(folder))
+    cfg = EngineConfig(capture="full", sampling=SamplingConfig(**sampling))
+    session = Session(lm, PROMPT, cfg)
+    session.generate(n_steps)
+    return session.trace.output_ids, session.prompt_ids.shape[1]
+
+
+def test_next_steps_and_grows_the_cache(model_dirs):
+    folder = model_dirs["llama_gqa_rope3"]
+    at = open_decode(folder)
+    tokens, n = engine_tokens(folder, 4)
+    assert metrics(at)["KV cache length"] == str(n)
+    assert metrics(at)["Step"] == "0 (prefill)"
+    for _ in range(3):
+        click(at, "Next ▶")
+    shown = metrics(at)
+    assert shown["Step"] == "3 (decode)" and shown["KV cache length"] == str(n + 3)
+    assert shown["Tokens generated"] == "4"
+    assert at.query_params["step"] in ("3", ["3"])
+    run = at.session_state["llmviz_run"]
+    assert run.trace.output_ids == tokens  # the page's run is the engine's run, token for token
+    grid = json.loads(at.get("plotly_chart")[2].proto.spec)
+    assert "kvgrid" in at.get("plotly_chart")[2].proto.id
+    assert array(grid["data"][0]["z"]).shape == (2, n + 3)  # [kv_heads, positions]: one new column per step
+
+
+def test_previous_shows_the_recorded_step_without_recomputing(model_dirs):
+    at = open_decode(model_dirs["gpt2"])
+    for _ in range(2):
+        click(at, "Next ▶")
+    run = at.session_state["llmviz_run"]
+    recorded = len(run.trace.steps)
+    earlier_token = int(run.trace.steps[1].sampled[0])
+    click(at, "◀ Previous")
+    assert metrics(at)["Step"] == "1 (decode)"
+    assert len(run.trace.steps) == recorded  # nothing recomputed
+    assert int(run.step.sampled[0]) == earlier_token
+    assert any(run.trace.tokens[earlier_token]["text"].strip() in c.value or "<" in c.value for c in at.caption)
+    click(at, "Next ▶")  # shows the recorded step 2 again, no new step
+    assert len(run.trace.steps) == recorded and metrics(at)["Step"] == "2 (decode)"
+    click(at, "Reset")
+    assert metrics(at)["Step"] == "0 (prefill)"
+
+
+def test_a_link_opens_at_its_step(model_dirs):
+    folder = model_dirs["qwen2"]
+    at = open_decode(folder, step=4, temperature=0)
+    tokens, n = engine_tokens(folder, 5, temperature=0.0)
+    assert metrics(at)["Step"] == "4 (decode)" and metrics(at)["KV cache length"] == str(n + 4)
+    assert at.session_state["llmviz_run"].trace.output_ids == tokens
+
+
+@pytest.mark.parametrize("temperature,top_k", [(1.0, 0), (0.5, 3)])
+def test_sliders_reshape_the_shown_distribution(model_dirs, temperature, top_k):
+    at = open_decode(model_dirs["llama_tied"])
+    at.slider(key="dec_temperature").set_value(temperature).run()
+    at.slider(key="dec_top_k").set_value(top_k).run()
+    step = at.session_state["llmviz_run"].step
+    want = distribution(*stored_logits(step), temperature, top_k, 1.0)
+    chart = next(c for c in at.get("plotly_chart") if "dist" in c.proto.id)
+    shown = array(json.loads(chart.proto.spec)["data"][1]["y"])
+    assert np.allclose(shown, want.probs)
+    click(at, "Next ▶")  # the sliders govern the next token: it was drawn with these settings
+    assert at.session_state["llmviz_run"].step.sampling["top_k"] == top_k

@@ -1,0 +1,73 @@
+"""Home page: the model card shows the engine's numbers; bad input gets a clear message, never a traceback."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from llmviz.engine.loading import load_model
+
+APP = "/work/main/app.py"
+
+
+def open_home(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_model_card_and_token_count(model_dirs):
+    folder = model_dirs["qwen2"]
+    lm = load_model(str(folder))
+    prompt = "This module provides functions"
+    at = open_home(model=folder, prompt=prompt)
+    shown = metrics(at)
+    c = lm.cfg
+    assert shown["Parameters"] == f"{lm.parameters:,}"
+    assert shown["Layers"] == str(c.num_layers) and shown["head_dim"] == str(c.head_dim)
+    assert shown["Heads / KV heads"] == f"{c.num_heads} / {c.num_kv_heads}"
+    assert shown["Vocabulary"] == f"{c.vocab_size:,}" and shown["Positions"] == "RoPE"
+    n = len(lm.tokenizer.encode(prompt))
+    assert any(f"**{n} tokens**" in m.value for m in at.markdown)
+
+
+def test_run_button_applies_the_widgets(model_dirs):
+    at = open_home(model=model_dirs["gpt2"], prompt="Return the")
+    at.text_area(key="home_prompt").set_value("The quick brown fox jumps").run()
+    next(b for b in at.button if b.label == "Load and run the prefill").click().run()
+    assert not at.exception
+    assert at.session_state["llmviz_run"].trace.prompt == "The quick brown fox jumps"
+    assert at.query_params["prompt"] in ("The quick brown fox jumps", ["The quick brown fox jumps"])
+    assert metrics(at)["Positions"] == "learned"
+
+
+@pytest.mark.parametrize("params,needle", [
+    ({"prompt": "   "}, "Prompt problem"),
+    ({"prompt": "word " * 400}, "context holds 256"),
+    ({"model": "./no/such/folder"}, "Model not found"),
+    ({"model": "someone/not-cached-model"}, "offline"),
+    ({"device": "cuda"}, "This device is not available here"),
+    ({"dtype": "fp64"}, "not valid and were ignored"),
+])
+def test_bad_input_gets_a_message(model_dirs, params, needle):
+    import torch
+
+    if params.get("device") == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    params = {"model": model_dirs["gpt2"], "prompt": "hello", **params}
+    at = open_home(**params)
+    texts = [e.value for e in at.error] + [w.value for w in at.warning]
+    assert any(needle in text for text in texts), texts
+
+
+def test_kv_cache_that_does_not_fit(model_dirs, monkeypatch):
+    import llmviz.engine.memory as memory
+
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 10_000)
+    at = open_home(model=model_dirs["llama_tied"], prompt="hello")
+    assert any("does not fit in memory" in e.value and "shorter max_seq_len" in e.value for e in at.error)

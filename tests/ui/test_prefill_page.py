@@ -1,0 +1,134 @@
+"""Prefill page (C3, C4): shapes, scores, maps, KV bytes and timings shown are the engine's own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_tokens_page import charts, engine_prefill, metrics, open_page, plotly_array
+from ui_helpers import EMBEDDED_WEIGHTS
+
+PAGE = "app_pages/prefill.py"
+SHORT, LONG = "The list", "The quick brown fox jumps over the lazy dog. Return the list of values"
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("prompt", [SHORT, LONG])
+def test_qkv_shapes_follow_the_prompt_length(model_dirs, prompt):
+    folder = model_dirs["llama_gqa_rope3"]
+    lm, step = engine_prefill(folder, prompt)
+    n, d, hd = step.input_ids.shape[1], lm.cfg.hidden_size, lm.cfg.head_dim
+    assert step.hook("layers.0.q").shape == [1, lm.cfg.num_heads, n, hd]
+    at = open_page(folder, prompt, PAGE)
+    text = markdown(at)
+    assert f"X [{n}, {d}] × W_Q [{d}, {hd}] → Q [{n}, {hd}]" in text
+    assert f"X [{n}, {d}] × W_K [{d}, {hd}] → K [{n}, {hd}]" in text
+    assert f"Q [{n}, {hd}] × Kᵀ [{hd}, {n}] → S [{n}, {n}]" in text
+    assert f"({n * (n - 1) // 2} of {n * n} entries)" in text  # the causal mask, counted
+    assert f"√d_k = √{hd} (that is, multiplied by {hd ** -0.5:.4g})" in text
+
+
+def test_kv_bytes_are_the_engines(model_dirs):
+    folder = model_dirs["llama_gqa_rope3"]
+    lm, step = engine_prefill(folder, LONG)
+    kv, c = step.kv, lm.cfg
+    at = open_page(folder, LONG, PAGE)
+    shown = metrics(at)
+    assert shown["Engine: bytes in use"] == f"{kv['bytes_used']:,} B"
+    assert shown["Engine: bytes allocated"] == f"{kv['bytes_allocated']:,} B"
+    assert shown["By the formula"] == shown["From the recorded K/V tensors"] == f"{kv['bytes_used']:,} B"
+    n = step.input_ids.shape[1]
+    per_layer = n * c.num_kv_heads * c.head_dim * 2 * 4
+    layers = at.dataframe[0].value
+    assert list(layers["K [tokens, KV heads, head_dim]"]) == [str([n, c.num_kv_heads, c.head_dim])] * c.num_layers
+    assert list(layers["bytes (K + V)"]) == [f"{per_layer:,}"] * c.num_layers
+    article = at.dataframe[1].value.set_index("")
+    assert article.loc["per layer", "Article (BERT-base, fp32)"] == "24,576 B (24.0 KiB)"
+    assert article.loc["tokens", f"{folder}, this prompt"] == str(n)
+    assert article.loc["per layer", f"{folder}, this prompt"].startswith(f"{per_layer:,} B")
+    bars = charts(at)["KV cache bytes after prefill"]["data"][0]
+    assert list(plotly_array(bars["x"])) == [kv["bytes_used"]] * 3 + [kv["bytes_allocated"]]
+
+
+def test_chosen_head_shows_its_recorded_scores_and_probs(model_dirs):
+    folder = model_dirs["qwen2"]
+    lm, step = engine_prefill(folder, LONG)
+    at = open_page(folder, LONG, PAGE)
+    at.selectbox(key="prefill_layer").set_value(1).run()
+    at.selectbox(key="prefill_head").set_value(3).run()
+    assert not at.exception
+    figs = charts(at)
+    recorded = step.hook("layers.1.scores").array[0, 3]  # [n, n]
+    shown = plotly_array(figs["Scores QKᵀ/√d_k, layer 1, head 3"]["data"][0]["z"]).astype(float)
+    assert np.array_equal(np.isnan(shown), np.isneginf(recorded))  # masked entries drawn as masked
+    assert np.allclose(shown[~np.isnan(shown)], recorded[np.isfinite(recorded)], atol=1e-5)
+    probs = plotly_array(figs["Softmax probabilities, layer 1, head 3"]["data"][0]["z"])
+    assert np.allclose(probs, step.hook("layers.1.probs").array[0, 3], atol=1e-6)
+    assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    grid = figs[f"Attention maps: {lm.cfg.num_layers} layers × {lm.cfg.num_heads} heads"]
+    s = min(step.input_ids.shape[1], 24)  # each map is pooled to at most 24 x 24
+    assert plotly_array(grid["data"][0]["z"]).shape == (2 * (s + 1) - 1, 4 * (s + 1) - 1)
+    box = grid["layout"]["shapes"][0]  # the outline sits on layer 1 (rows s+1..), head 3 (columns 3(s+1)..)
+    assert box["y0"] < s + 1 < box["y1"] and box["x0"] < 3 * (s + 1) < box["x1"]
+    # qwen2 here is GQA 4 heads / 2 KV heads: query head 3 reads K/V head 1
+    assert "**K** (key/value head 1)" in markdown(at)
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_the_recomputed_note_shows_only_for_a_fused_backend(model_dirs, attn):
+    at = open_page(model_dirs["gpt2"], SHORT, PAGE, attn=attn)
+    notes = [i.value for i in at.info if "recomputed from the recorded Q and K" in i.value]
+    if attn == "sdpa":
+        assert len(notes) == 1 and "**sdpa**" in notes[0]
+        assert "recomputed after the timed region" in notes[0]  # the engine's own note, quoted
+    else:
+        assert notes == []
+
+
+def test_prefill_time_per_layer_with_the_capture_caveat(model_dirs):
+    folder = model_dirs["gpt2"]
+    at = open_page(folder, SHORT, PAGE)
+    run = at.session_state["llmviz_run"]
+    spans = run.trace.steps[0].timings["spans_ms"]
+    assert list(spans) == ["embed", "layer.0", "layer.1", "head", "sample"]
+    title = next(t for t in charts(at) if t.startswith("Where the prefill's"))
+    bars = charts(at)[title]["data"][0]
+    assert bars["x"] == ["embedding", "layer 0", "layer 1", "output head", "sampling"]
+    assert np.allclose(plotly_array(bars["y"]), list(spans.values()))
+    assert any("capture level full" in c.value for c in at.caption)
+
+
+def test_the_page_in_chinese(model_dirs):
+    folder = model_dirs["llama_gqa_rope3"]
+    _, step = engine_prefill(folder, SHORT)
+    at = open_page(folder, SHORT, PAGE, lang="zh")
+    assert at.title[0].value == "预填充：一次处理整个提示词"
+    assert metrics(at)["引擎：已使用字节数"] == f"{step.kv['bytes_used']:,} B"
+    assert any("注意力后端是 **sdpa**" in i.value for i in at.info)
+
+
+@pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the embedded model is not trained yet")
+def test_the_embedded_model(model_dirs):
+    lm, step = engine_prefill("llmviz-tiny", SHORT)
+    at = open_page("llmviz-tiny", SHORT, PAGE)
+    n, hd = step.input_ids.shape[1], lm.cfg.head_dim
+    assert f"→ Q [{n}, {hd}]" in markdown(at)
+    assert metrics(at)["Engine: bytes in use"] == f"{step.kv['bytes_used']:,} B"
+
+
+def test_a_trace_without_tensors_says_so_and_keeps_its_timings(model_dirs):
+    from test_tokens_page import open_replay
+
+    from llmviz.engine.config import EngineConfig
+    from llmviz.engine.loading import load_model
+    from llmviz.engine.session import Session
+
+    lm = load_model(str(model_dirs["llama_tied"]))
+    session = Session(lm, SHORT, EngineConfig(capture="meta"))
+    session.step()
+    at = open_replay(session.trace, PAGE)
+    assert [w.value for w in at.warning if "capture level meta" in w.value and "layers.0.attn_in" in w.value]
+    assert [t for t in charts(at) if t.startswith("Where the prefill's")]
+    assert not at.selectbox and not at.metric  # nothing drawn from tensors that are not there

@@ -1,0 +1,150 @@
+"""Tokens and embeddings page (C1, C2): the numbers shown are the engine's, read back from the page."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+from ui_helpers import APP, EMBEDDED_WEIGHTS
+
+from llmviz.engine.loading import load_model
+from llmviz.engine.session import Session
+from llmviz.ui.settings import Settings
+
+JINAN = "济南的冬天"
+
+
+def open_page(model, prompt: str, page: str = "app_pages/tokens.py", **params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["model"] = str(model)
+    at.query_params["prompt"] = prompt
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def plotly_array(node) -> np.ndarray:
+    """A plotly JSON array: a list, or {"dtype", "bdata" (base64), "shape"} as plotly sends numpy arrays."""
+    if isinstance(node, dict) and "bdata" in node:
+        flat = np.frombuffer(base64.b64decode(node["bdata"]), dtype=np.dtype(node["dtype"]))
+        shape = node.get("shape")
+        if isinstance(shape, str):
+            shape = [int(s) for s in shape.split(",")]
+        return flat.reshape(shape) if shape else flat
+    return np.asarray(node, dtype=float)
+
+
+def charts(at) -> dict[str, dict]:
+    """{title: spec} of every plotly chart on the page."""
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return {s["layout"]["title"]["text"]: s for s in specs}
+
+
+def engine_prefill(model, prompt: str):
+    """The same run the page made, made here with the engine itself."""
+    settings = Settings(model=str(model), prompt=prompt)
+    lm = load_model(str(model), device=settings.device, dtype=settings.dtype)
+    return lm, Session(lm, prompt, settings.engine_config()).step()
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.mark.parametrize("prompt", ["The list", "The quick brown fox jumps over the lazy dog. Return the list"])
+def test_token_count_and_vocab_are_the_engines(model_dirs, prompt):
+    folder = model_dirs["llama_tied"]
+    lm, step = engine_prefill(folder, prompt)
+    at = open_page(folder, prompt)
+    shown = metrics(at)
+    n = step.input_ids.shape[1]
+    assert shown["Tokens"] == str(n) and shown["Characters"] == str(len(prompt))
+    assert shown["Vocabulary size"] == f"{lm.cfg.vocab_size:,}"
+    table = at.dataframe[0].value
+    assert list(table["id"]) == [int(i) for i in step.input_ids[0]] and len(table) == n
+    assert any(c.value.startswith("Every token here ends on a character boundary") for c in at.caption)
+    assert len(at.dataframe) == 1  # no table of regrouped characters for plain English
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama_gqa_rope3"])
+def test_jinan_bytes_are_regrouped(model_dirs, kind):
+    at = open_page(model_dirs[kind], JINAN)
+    assert metrics(at)["Tokens"] == "15" and metrics(at)["Characters"] == "5" and metrics(at)["UTF-8 bytes"] == "15"
+    groups = at.dataframe[1].value  # characters | token positions | ids | bytes | decoded alone
+    assert list(groups["characters"]) == list(JINAN)
+    assert list(groups["bytes (hex)"]) == ["e6 b5 8e", "e5 8d 97", "e7 9a 84", "e5 86 ac", "e5 a4 a9"]
+    assert list(groups["token positions"]) == ["0–2", "3–5", "6–8", "9–11", "12–14"]
+    assert set(groups["each token decoded alone"]) == {"\ufffd \ufffd \ufffd"}
+    strip = charts(at)["The prompt as tokens (top: each token with its id; bottom: the characters they spell)"]
+    assert strip["data"][1]["text"] == list(JINAN)
+    assert any("15 byte tokens" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama_gqa_rope3"])
+def test_embedding_and_position_figures_hold_the_recorded_tensors(model_dirs, kind):
+    prompt = "The quick brown fox"
+    lm, step = engine_prefill(model_dirs[kind], prompt)
+    at = open_page(model_dirs[kind], prompt)
+    n, d = step.input_ids.shape[1], lm.cfg.hidden_size
+    figs = charts(at)
+    z = plotly_array(figs[f"Embedding matrix of the prompt [{n}, {d}]"]["data"][0]["z"])
+    assert z.shape == (n, d) and np.allclose(z, step.hook("embed").array[0], atol=1e-6)
+    pca = figs["Token vectors projected onto 2 dimensions (PCA)"]["data"][0]
+    assert len(plotly_array(pca["x"])) == n
+    pos = step.hook("pos").array[0]
+    if kind == "gpt2":  # learned absolute positions: the table rows [n, d]
+        z = plotly_array(figs[f"Learned position vectors of the prompt [{n}, {d}]"]["data"][0]["z"])
+        assert z.shape == (n, d) and np.allclose(z, pos, atol=1e-6)
+        assert any("learned absolute positions" in m.value for m in at.markdown)
+    else:  # RoPE: the rotation angle of each position and dimension pair [n, hd/2]
+        pairs = lm.cfg.head_dim // 2
+        heat = figs[f"RoPE rotation angles [{n} positions, {pairs} dimension pairs]"]["data"][0]
+        assert np.allclose(plotly_array(heat["customdata"]), pos, atol=1e-6)
+        assert plotly_array(heat["z"]).shape == (n, pairs)
+        rates = next(c.value for c in at.caption if c.value.startswith("Read from the recorded angles"))
+        assert "pair 0 turns 1 radians per token" in rates
+
+
+def test_the_page_in_chinese(model_dirs):
+    at = open_page(model_dirs["gpt2"], JINAN, lang="zh")
+    assert at.title[0].value == "分词与嵌入"
+    assert metrics(at)["词元数"] == "15" and list(at.dataframe[1].value["字符"]) == list(JINAN)
+
+
+@pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the embedded model is not trained yet")
+def test_the_embedded_model_spells_jinan_in_bytes():
+    at = open_page("llmviz-tiny", JINAN)
+    _, step = engine_prefill("llmviz-tiny", JINAN)
+    assert metrics(at)["Tokens"] == str(step.input_ids.shape[1])
+    assert list(at.dataframe[1].value["characters"]) == list(JINAN)
+
+
+def open_replay(trace, page: str) -> AppTest:
+    """A page showing a replayed trace (no model: the run is put in the session as the Trace page does)."""
+    from llmviz.ui.state import Run
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["llmviz_run"] = Run(None, trace, None, 0)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def test_a_trace_without_tensors_still_shows_its_tokens(model_dirs):
+    from llmviz.engine.config import EngineConfig
+
+    lm = load_model(str(model_dirs["gpt2"]))
+    session = Session(lm, JINAN, EngineConfig(capture="meta"))
+    session.step()
+    at = open_replay(session.trace, "app_pages/tokens.py")
+    assert metrics(at)["Tokens"] == "15" and list(at.dataframe[1].value["characters"]) == list(JINAN)
+    assert [w.value for w in at.warning if "capture level meta" in w.value and "embed, pos" in w.value]
+    assert not any(title.startswith("Embedding matrix") for title in charts(at))

@@ -1,0 +1,71 @@
+"""Shared by the UI tests: the app, the pages app.py declares, the model to run, and AppTest text collection."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+EMBEDDED_WEIGHTS = ROOT / "assets" / "llmviz-tiny" / "model.safetensors"
+PROMPT = "The quick brown fox"  # in the vocabulary of both the embedded and the random test models
+LANGUAGE_SWITCH = "Language / 语言"  # the sidebar radio app.py draws: present when a page ran inside app.py
+
+
+def declared_pages() -> list[str]:
+    """The page files app.py hands to st.navigation, in order (e.g. "app_pages/home.py")."""
+    return re.findall(r"st\.Page\(\s*\"([^\"]+\.py)\"", Path(APP).read_text())
+
+
+def page_file(stem: str) -> str:
+    """The declared page file named `stem` ("trace" -> "app_pages/trace.py"), wherever app.py keeps it."""
+    found = [p for p in declared_pages() if Path(p).stem == stem]
+    assert len(found) == 1, f"app.py declares {len(found)} pages named {stem}: {declared_pages()}"
+    return found[0]
+
+
+def _figure_text(spec: dict) -> list[str]:
+    """Titles, axis titles, legend names and annotations of a plotly figure spec."""
+    texts = []
+    layout = spec.get("layout", {})
+
+    def title(node) -> None:
+        value = node.get("title") if isinstance(node, dict) else None
+        text = value.get("text") if isinstance(value, dict) else value
+        if isinstance(text, str):
+            texts.append(text)
+
+    title(layout)
+    for key, node in layout.items():
+        if key.startswith(("xaxis", "yaxis", "coloraxis")):
+            title(node)
+            if isinstance(node, dict):
+                title(node.get("colorbar", {}))
+    texts += [a.get("text", "") for a in layout.get("annotations", []) if isinstance(a, dict)]
+    for trace in spec.get("data", []):
+        if isinstance(trace.get("name"), str):
+            texts.append(trace["name"])
+        title(trace.get("colorbar", {}) if isinstance(trace.get("colorbar"), dict) else {})
+    return texts
+
+
+def rendered_text(at) -> list[str]:
+    """Every string a person reads on an AppTest page: text, alerts, metric and widget labels, chart titles."""
+    texts: list[str] = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "text", "info", "warning", "error",
+                 "success", "exception", "toast"):
+        texts += [str(e.value) for e in getattr(at, kind)]
+    for metric in at.metric:
+        texts += [str(metric.label), str(metric.value), str(metric.proto.help)]
+    for kind in ("button", "download_button", "selectbox", "slider", "select_slider", "radio", "text_input",
+                 "text_area", "number_input", "checkbox", "toggle", "multiselect", "file_uploader",
+                 "button_group", "pills", "segmented_control"):
+        for widget in getattr(at, kind):
+            texts += [str(widget.proto.label), str(getattr(widget.proto, "help", ""))]
+    texts += [str(e.label) for e in at.expander] + [str(e.label) for e in at.tabs]
+    for chart in at.get("plotly_chart"):
+        texts += _figure_text(json.loads(chart.proto.spec))
+    for chart in at.get("graphviz_chart"):  # the labels of a DOT diagram, not its node ids
+        texts += re.findall(r'label="([^"]*)"', chart.proto.spec)
+    return [t for t in texts if t]

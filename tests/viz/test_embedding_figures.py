@@ -1,0 +1,36 @@
+"""C2: embedding and position figures (llmviz.viz.embeddings) keep the tensor's shape and values."""
+
+import numpy as np
+
+from llmviz.analysis.positions import wrap_angles
+from llmviz.viz.embeddings import angle_heatmap, matrix_heatmap, projection_scatter
+
+
+def test_matrix_heatmap_is_the_tensor():
+    embed = np.random.default_rng(0).normal(size=(7, 64)).astype(np.float32)  # [n, d]
+    fig = matrix_heatmap(embed, [f"{i}:t" for i in range(7)], "E [7, 64]", "dimension", "token", "value")
+    assert np.asarray(fig.data[0].z).shape == (7, 64) and np.array_equal(fig.data[0].z, embed)
+    assert fig.data[0].zmid == 0 and fig.layout.yaxis.autorange == "reversed"
+    assert list(fig.layout.yaxis.ticktext) == [f"{i}:t" for i in range(7)]
+    assert fig.layout.title.text == "E [7, 64]"
+
+
+def test_many_rows_leave_labels_to_hover():
+    fig = matrix_heatmap(np.zeros((100, 8)), [str(i) for i in range(100)], "t", "x", "y", "v")
+    assert fig.layout.yaxis.ticktext is None
+
+
+def test_angle_heatmap_wraps_the_colour_and_keeps_radians_for_hover():
+    positions = np.arange(6)[:, None]
+    raw = positions * 10000.0 ** (-np.arange(4) / 4)  # [n, pairs]
+    fig = angle_heatmap(wrap_angles(raw), raw, [str(i) for i in range(6)], "t", "pair", "position", "angle")
+    trace = fig.data[0]
+    assert np.asarray(trace.z).shape == (6, 4) and np.allclose(trace.customdata, raw)
+    assert (trace.zmin, trace.zmax) == (-np.pi, np.pi) and np.all(np.abs(trace.z) <= np.pi)
+
+
+def test_projection_scatter_one_point_per_token():
+    coords = np.arange(10.0).reshape(5, 2)
+    fig = projection_scatter(coords, list("abcde"), "t", "pc1", "pc2", "position")
+    assert np.array_equal(fig.data[0].x, coords[:, 0]) and list(fig.data[0].text) == list("abcde")
+    assert fig.data[0].mode == "markers+text"

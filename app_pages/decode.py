@@ -3,8 +3,8 @@
 import streamlit as st
 
 from llmviz.analysis.decode_series import cache_rows, fit_line, latency_series, layer_spans, row_norms
-from llmviz.analysis.labels import position_labels, token_label
 from llmviz.analysis.sampling import distribution, stored_logits
+from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import state
 from llmviz.ui.chrome import translator
 from llmviz.ui.decode_controls import controls, sampling_sliders
@@ -87,7 +87,7 @@ def timing_panel(t, run) -> None:
 def memory_panel(t, run) -> None:
     step, card = run.step, run.trace.model_card
     cols = st.columns(4)
-    cols[0].metric(t("decode.mem_weights"), f"{card['weight_bytes'] / 2**20:,.2f} MiB")
+    cols[0].metric(t("decode.mem_weights"), f"{card['weight_bytes'] / 2**20:,.1f} MiB")
     cols[1].metric(t("decode.mem_kv_used"), f"{step.kv['bytes_used'] / 2**10:,.1f} KiB")
     cols[2].metric(t("decode.mem_kv_alloc"), f"{step.kv['bytes_allocated'] / 2**10:,.1f} KiB")
     cols[3].metric(t("decode.mem_rss"), f"{step.memory['rss_bytes'] / 2**20:,.0f} MiB")
@@ -106,7 +106,7 @@ def body(t) -> None:
     settings = state.settings()
     layers = run.trace.model_card["config"]["num_layers"]
     layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1, key="dec_layer")
-    labels = position_labels(run.trace, run.cursor)
+    labels = cache_labels(run.trace, run.cursor)
     attention_panel(t, run, layer, labels)
     cache_panel(t, run, layer, labels)
     sampling_sliders(t, run)

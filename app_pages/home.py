@@ -73,7 +73,8 @@ def main() -> None:
     st.title(t("home.title"))
     st.markdown(t("home.intro"))
     st.graphviz_chart(phases_dot(t("home.dia.prompt"), t("home.dia.prefill"), t("home.dia.cache"),
-                                 t("home.dia.decode"), t("home.dia.token")))
+                                 t("home.dia.decode"), t("home.dia.token"),
+                                 (t("home.dia.write"), t("home.dia.read"), t("home.dia.append"))))
     picker(t)
     run = state.current_run(t)
     if run is not None:

@@ -55,9 +55,10 @@ def trace_round_trip(page, out: Path, lang: str, nn: int, width: int, report: li
 def opens_inside_app(browser, server, query: dict) -> bool:
     """Open a deep link first on the fresh server (as a shared link would), then the root page.
 
-    Returns whether the deep link ran inside app.py (its sidebar has the language switch). Streamlit runs
-    app_pages/*.py on its own, without app.py, while a folder named `pages` sits next to app.py and no session
-    has run app.py yet; opening the root once makes the later screenshots show the app as designed.
+    Returns whether the deep link ran inside app.py (its sidebar has the language switch): while a folder
+    named `pages` sits next to app.py and no session has run app.py yet, Streamlit runs that folder's files on
+    their own (multipage v1), without app.py. Opening the root once makes later screenshots show the app as
+    designed either way.
     """
     page = browser.new_page()
     _, first_url = declared_pages()[-1]

@@ -41,9 +41,12 @@ def layer_spans(step) -> tuple[list[str], np.ndarray]:
     return list(spans), np.array(list(spans.values()), dtype=np.float64)
 
 
+MIN_FIT_POINTS = 8  # fewer noisy timings give a slope whose sign flips from run to run
+
+
 def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
-    """Least-squares slope and intercept of y over x (None with fewer than 3 points)."""
-    if len(x) < 3 or np.ptp(x) == 0:
+    """Least-squares slope and intercept of y over x (None with fewer than MIN_FIT_POINTS points)."""
+    if len(x) < MIN_FIT_POINTS or np.ptp(x) == 0:
         return None
     slope, intercept = np.polyfit(x.astype(np.float64), y, 1)
     return float(slope), float(intercept)

@@ -92,3 +92,18 @@ def label(data: bytes) -> str:
 def position_labels(pieces: list[bytes]) -> list[str]:
     """Axis labels `index:label` (unique even when a token repeats)."""
     return [f"{i}:{label(p)}" for i, p in enumerate(pieces)]
+
+
+def token_label(tokens: Mapping, token_id: int) -> str:
+    """`label` of a token from the trace's token table (id -> {"bytes": hex, ...})."""
+    info = tokens.get(int(token_id))
+    return label(bytes.fromhex(info["bytes"])) if info is not None else f"#{token_id}"
+
+
+def cache_labels(trace, cursor: int) -> list[str]:
+    """The label of every position the KV cache holds after step `cursor`.
+
+    Positions 0..n-1 are the prompt; position n+t-1 is the token sampled at step t-1 (fed in at step t).
+    """
+    ids = list(trace.prompt_ids) + [int(s.sampled[0]) for s in trace.steps[:cursor]]
+    return [token_label(trace.tokens, i) for i in ids]

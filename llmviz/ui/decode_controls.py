@@ -24,7 +24,7 @@ def controls(t, run) -> None:
     if playing and not _step(t, run):
         st.session_state["dec_playing"] = False
         st.rerun()
-    cols = st.columns([1, 1, 1, 1, 1.3, 1.3, 1.3])
+    cols = st.columns([1, 1, 1, 1, 3])
     if cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch"):
         state.back(run)
     can_next = run.cursor + 1 < len(run.trace.steps) or run.can_compute
@@ -38,9 +38,10 @@ def controls(t, run) -> None:
         run.cursor = 0
         st.session_state["dec_playing"] = False
     step = run.step
-    cols[4].metric(t("decode.step"), t("decode.step_value", step=step.index, phase=t(f"decode.phase_{step.phase}")))
-    cols[5].metric(t("decode.kv_len"), step.kv["seq_len"])
-    cols[6].metric(t("decode.generated"), step.index + 1)
+    cols = st.columns(3)
+    cols[0].metric(t("decode.step"), t("decode.step_value", step=step.index, phase=t(f"decode.phase_{step.phase}")))
+    cols[1].metric(t("decode.kv_len"), step.kv["seq_len"])
+    cols[2].metric(t("decode.generated"), step.index + 1)
     if step.finished:
         st.info(t(f"decode.finished_{step.finished}"))
     elif not run.can_compute and run.cursor + 1 == len(run.trace.steps):

@@ -96,10 +96,10 @@ def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, fit: tup
                                  name=f"{fit[0] * 1000:+.1f} µs / token"))
     if current is not None:
         fig.add_vline(x=current, line_color=HIGHLIGHT)
-    fig.update_xaxes(title_text=axis[0])
+    fig.update_xaxes(title_text=axis[0], tickformat="d", dtick=max(1, int(np.ptp(positions)) // 10 or 1))
     fig.update_yaxes(title_text=axis[1], rangemode="tozero")
-    fig.update_layout(legend=dict(orientation="h", y=1.15, x=0))
-    return _layout(fig, title, 280)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
+    return _layout(fig, title, 320)
 
 
 def spans(labels: list[str], ms: np.ndarray, title: str) -> go.Figure:

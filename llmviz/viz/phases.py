@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 
-def phases_dot(prompt: str, prefill: str, cache: str, decode: str, token: str) -> str:
-    """Prompt -> prefill (all tokens at once) -> KV cache <-> decode (one token per step) -> token, looping."""
+def phases_dot(prompt: str, prefill: str, cache: str, decode: str, token: str, edges: tuple[str, str, str]) -> str:
+    """Prompt -> prefill (all tokens at once) -> KV cache <-> decode (one token per step) -> token, looping.
+
+    edges: the labels of prefill -> cache (what is written), cache -> decode (read), decode -> cache (append).
+    """
     def q(s: str) -> str:
         return '"' + s.replace('"', "'") + '"'
 
@@ -16,6 +19,7 @@ def phases_dot(prompt: str, prefill: str, cache: str, decode: str, token: str) -
   cache [label={q(cache)}, shape=cylinder, fillcolor="#fff1d6"];
   decode [label={q(decode)}, fillcolor="#dff5e3"];
   token [label={q(token)}, fillcolor="#ffffff"];
-  prompt -> prefill; prefill -> cache [label="K, V"]; prefill -> token;
-  cache -> decode [label="read"]; decode -> cache [label="append"]; decode -> token; token -> decode [style=dashed];
+  prompt -> prefill; prefill -> cache [label={q(edges[0])}]; prefill -> token;
+  cache -> decode [label={q(edges[1])}]; decode -> cache [label={q(edges[2])}]; decode -> token;
+  token -> decode [style=dashed];
 }}"""

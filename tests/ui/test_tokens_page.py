@@ -115,7 +115,7 @@ def test_embedding_and_position_figures_hold_the_recorded_tensors(model_dirs, ki
 def test_the_page_in_chinese(model_dirs):
     at = open_page(model_dirs["gpt2"], JINAN, lang="zh")
     assert at.title[0].value == "分词与嵌入"
-    assert metrics(at)["词元数"] == "15" and list(at.dataframe[1].value["字符"]) == list(JINAN)
+    assert metrics(at)["token 数"] == "15" and list(at.dataframe[1].value["字符"]) == list(JINAN)
 
 
 @pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the embedded model is not trained yet")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -97,6 +98,17 @@ def bench_model(folder: Path, args) -> dict:
     }
 
 
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=1)
@@ -108,7 +120,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     out = {"bench": "decode_speed", "threads": args.threads, "torch": torch.__version__,
-           "machine": platform.processor() or platform.machine(), "prompt_tokens": args.prompt_tokens,
+           "machine": cpu_name(), "cpus": os.cpu_count(), "prompt_tokens": args.prompt_tokens,
            "new_tokens": args.new_tokens, "targets": {"speed_ratio": ">= 1.0", "meta_over_off": "<= 1.10",
                                                       "full_over_off": "<= 2.0"}, "models": []}
     out["models"].append(bench_model(ASSETS / EMBEDDED_MODEL, args))

@@ -15,7 +15,9 @@ DEFAULT_MODEL = "llmviz-tiny"
 DEFAULT_PROMPT = "The list of"
 EXAMPLE_PROMPTS = ("The list of", "Return the", "This module provides", "济南的冬天")
 DEVICES = ("auto", "cpu", "cuda", "mps")
-MAX_UI_SEQ = 1024  # the UI captures every tensor: keep runs short enough to stay interactive
+# The UI captures every tensor, attention maps included ([heads, n, n] per layer): runs stay short enough
+# for that to fit in memory and draw quickly.
+MAX_UI_SEQ = 512
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,10 @@ class Settings:
     def sampling(self) -> SamplingConfig:
         return SamplingConfig(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p)
 
-    def engine_config(self) -> EngineConfig:
+    def engine_config(self, context: int) -> EngineConfig:
+        """The engine settings of a UI run on a model whose context is `context` tokens."""
         return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling(),
-                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=None)
+                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ))
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

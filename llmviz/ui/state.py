@@ -95,7 +95,7 @@ def current_run(t: Translator) -> Run | None:
         from llmviz import service
 
         lm = cached_model(s.model, s.device, s.dtype)
-        session = service.start(lm, s.prompt, s.engine_config())
+        session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
         session.step()
         run = Run(s.run_key(), session.trace, session)
         while run.cursor < s.step and advance(run):

@@ -12,6 +12,7 @@ import pytest
 from ui_helpers import APP, PROMPT, ROOT, declared_pages, page_file
 
 from llmviz import service
+from llmviz.engine.config import EngineConfig
 from llmviz.ui.settings import Settings
 
 DECODE = page_file("decode")
@@ -71,8 +72,9 @@ SCRIPT = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def saved_trace(app_model, tmp_path_factory):
     """A live run of 4 steps, made in this (torch) process with the app's own settings, saved to a folder."""
-    lm = service.load(app_model, Settings().engine_config())
-    trace = service.run(lm, PROMPT, Settings(model=app_model, prompt=PROMPT).engine_config(), 4)
+    settings = Settings(model=app_model, prompt=PROMPT)
+    lm = service.load(app_model, EngineConfig(device=settings.device, dtype=settings.dtype))
+    trace = service.run(lm, PROMPT, settings.engine_config(lm.cfg.max_position_embeddings), 4)
     assert len(trace.steps) == 4
     return trace, trace.save(tmp_path_factory.mktemp("trace"))
 

@@ -51,7 +51,7 @@ def engine_prefill(model, prompt: str):
     """The same run the page made, made here with the engine itself."""
     settings = Settings(model=str(model), prompt=prompt)
     lm = load_model(str(model), device=settings.device, dtype=settings.dtype)
-    return lm, Session(lm, prompt, settings.engine_config()).step()
+    return lm, Session(lm, prompt, settings.engine_config(lm.cfg.max_position_embeddings)).step()
 
 
 def metrics(at) -> dict:

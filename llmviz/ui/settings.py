@@ -6,6 +6,7 @@ the same run at the same step: same seed, same settings, same tokens.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EngineConfig, SamplingConfig
@@ -18,6 +19,9 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 # The UI captures every tensor, attention maps included ([heads, n, n] per layer): runs stay short enough
 # for that to fit in memory and draw quickly.
 MAX_UI_SEQ = 512
+# Torch threads for UI runs: half the cores, so the browser and Streamlit keep the rest. On 2 cores a
+# second torch thread made each step of the embedded model ~4x slower (45 vs 10 ms) while Chromium drew.
+UI_THREADS = max(1, (os.cpu_count() or 2) // 2)
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,8 @@ class Settings:
     def engine_config(self, context: int) -> EngineConfig:
         """The engine settings of a UI run on a model whose context is `context` tokens."""
         return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling(),
-                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ))
+                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ),
+                            threads=UI_THREADS)
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

@@ -8,14 +8,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from llmviz.viz.style import finish
+
 HIGHLIGHT = "#e4572e"
-MARGIN = dict(l=10, r=10, t=40, b=10)
-
-
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height, margin=MARGIN,
-                      template="plotly_white")
-    return fig
 
 
 def vector_heatmap(values: np.ndarray, row_label: str, col_label: str, title: str) -> go.Figure:
@@ -26,7 +21,7 @@ def vector_heatmap(values: np.ndarray, row_label: str, col_label: str, title: st
                                hovertemplate=f"{row_label} %{{y}}, {col_label} %{{x}}: %{{z:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text=col_label)
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, 60 + 22 * rows)
+    return finish(fig, title, 60 + 22 * rows)
 
 
 def attention_row(probs: np.ndarray, labels: list[str], start: int, head_label: str, title: str) -> go.Figure:
@@ -38,7 +33,7 @@ def attention_row(probs: np.ndarray, labels: list[str], start: int, head_label: 
                                hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
-    return _layout(fig, title, 120 + 22 * heads)
+    return finish(fig, title, 120 + 22 * heads)
 
 
 def kv_grid(norms: np.ndarray, new_cols: int, max_seq: int, labels: list[str], row_label: str,
@@ -57,7 +52,7 @@ def kv_grid(norms: np.ndarray, new_cols: int, max_seq: int, labels: list[str], r
                   line=dict(color=HIGHLIGHT, width=3))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(range=[-0.5, max(used, 16) - 0.5], dtick=max(1, used // 16))
-    return _layout(fig, title, 90 + 26 * heads)
+    return finish(fig, title, 90 + 26 * heads)
 
 
 def next_token_bars(pieces: list[str], probs: np.ndarray, raw: np.ndarray, kept: np.ndarray, chosen: int | None,
@@ -71,7 +66,7 @@ def next_token_bars(pieces: list[str], probs: np.ndarray, raw: np.ndarray, kept:
     ])
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12, x=0))
     fig.update_yaxes(range=[0, 1.1])
-    return _layout(fig, title, 300)
+    return finish(fig, title, 300)
 
 
 def logit_lens(pieces: list[list[str]], probs: np.ndarray, layer_label: str, title: str) -> go.Figure:
@@ -82,7 +77,7 @@ def logit_lens(pieces: list[list[str]], probs: np.ndarray, layer_label: str, tit
                                y=[f"{layer_label} {i}" for i in range(layers)],
                                hovertemplate="%{y} %{x}: %{text} (%{z:.3f})<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, 70 + 30 * layers)
+    return finish(fig, title, 70 + 30 * layers)
 
 
 def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, fit: tuple[float, float] | None,
@@ -99,7 +94,7 @@ def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, fit: tup
     fig.update_xaxes(title_text=axis[0], tickformat="d", dtick=max(1, int(np.ptp(positions)) // 10 or 1))
     fig.update_yaxes(title_text=axis[1], rangemode="tozero")
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
-    return _layout(fig, title, 320)
+    return finish(fig, title, 320)
 
 
 def spans(labels: list[str], ms: np.ndarray, title: str) -> go.Figure:
@@ -108,4 +103,4 @@ def spans(labels: list[str], ms: np.ndarray, title: str) -> go.Figure:
                            hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="ms")
-    return _layout(fig, title, 80 + 18 * len(labels))
+    return finish(fig, title, 80 + 18 * len(labels))

@@ -1,5 +1,6 @@
 """One real browser: Debian's chromium through playwright opens the Decode page, presses Next 3 times and
-sees the KV cache grow by exactly 3 with no exception box. Skipped where /usr/bin/chromium is absent."""
+sees the KV cache grow by exactly 3 with no exception box, then Play advances on its own until Pause.
+Skipped where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
 
@@ -10,7 +11,17 @@ import pytest
 from ui_helpers import EMBEDDED_WEIGHTS, PROMPT, ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, metric, wait_idle, wait_metric_change
+from browser_kit import (
+    CHROMIUM,
+    METRIC_JS,
+    AppServer,
+    chromium,
+    declared_pages,
+    exceptions,
+    metric,
+    wait_idle,
+    wait_metric_change,
+)
 
 from llmviz.ui.i18n import translate
 
@@ -45,4 +56,14 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
         assert "step=3" in page.url  # the link now reopens this step
         sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
         assert "简体中文" in sidebar, "the shared /decode link ran without app.py (no language switch)"
+        # Play advances on its own (a fragment that reruns on a timer) until Pause
+        page.get_by_role("button", name=translate("en", "decode.play"), exact=True).click()
+        page.wait_for_function("([js, label, want]) => { const v = eval(js)(label); return v && +v >= want; }",
+                               arg=[METRIC_JS, kv_label, seen[-1] + 2], timeout=15000)
+        page.get_by_role("button", name=translate("en", "decode.pause"), exact=True).click()
+        wait_idle(page)
+        paused = int(metric(page, kv_label))
+        page.wait_for_timeout(2500)
+        assert int(metric(page, kv_label)) == paused >= seen[-1] + 2
+        assert exceptions(page) == []
     assert time.perf_counter() - began < 60

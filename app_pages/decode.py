@@ -6,7 +6,7 @@ from llmviz.analysis.decode_series import cache_rows, fit_line, latency_series, 
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import state
-from llmviz.ui.chrome import translator
+from llmviz.ui.chrome import heading, shown_run, translator
 from llmviz.ui.decode_controls import controls, sampling_sliders
 from llmviz.viz import decode as fig
 
@@ -97,11 +97,9 @@ def memory_panel(t, run) -> None:
 
 
 def body(t) -> None:
-    run = state.current_run(t)
+    run = shown_run(t)
     if run is None:
         return
-    if run.key is None:
-        st.info(t("common.replay"))
     controls(t, run)
     settings = state.settings()
     layers = run.trace.model_card["config"]["num_layers"]
@@ -118,8 +116,7 @@ def body(t) -> None:
 
 def main() -> None:
     t = translator()
-    st.title(t("decode.title"))
-    st.markdown(t("decode.intro"))
+    heading(t, "decode")
     playing = st.session_state.get("dec_playing", False)
     st.fragment(body, run_every=PLAY_INTERVAL_S if playing else None)(t)
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import state
-from llmviz.ui.chrome import translator
+from llmviz.ui.chrome import heading, shown_run, translator
 from llmviz.ui.settings import DEVICES, EXAMPLE_PROMPTS
 from llmviz.viz.phases import phases_dot
 
@@ -70,16 +70,13 @@ def model_card(t, run) -> None:
 
 def main() -> None:
     t = translator()
-    st.title(t("home.title"))
-    st.markdown(t("home.intro"))
+    heading(t, "home")
     st.graphviz_chart(phases_dot(t("home.dia.prompt"), t("home.dia.prefill"), t("home.dia.cache"),
                                  t("home.dia.decode"), t("home.dia.token"),
                                  (t("home.dia.write"), t("home.dia.read"), t("home.dia.append"))))
     picker(t)
-    run = state.current_run(t)
+    run = shown_run(t)
     if run is not None:
-        if run.key is None:
-            st.info(t("common.replay"))
         model_card(t, run)
     state.sync_url()
 

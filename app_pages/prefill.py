@@ -7,7 +7,7 @@ from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
 from llmviz.ui import state
-from llmviz.ui.chrome import translator
+from llmviz.ui.chrome import heading, shown_run, translator
 from llmviz.viz.attention import attention_grid, attention_heatmap
 from llmviz.viz.kv_cache import kv_bytes_bars
 from llmviz.viz.timing import span_bars
@@ -130,12 +130,9 @@ def tensor_sections(t, run, step, layers: int) -> None:
 
 def main() -> None:
     t = translator()
-    st.title(t("prefill.title"))
-    st.markdown(t("prefill.intro"))
-    run = state.current_run(t)
+    heading(t, "prefill")
+    run = shown_run(t)
     if run is not None:
-        if run.key is None:
-            st.info(t("common.replay"))
         step = run.trace.steps[0]  # the prefill: every prompt token at once
         layers = int(run.trace.model_card["config"]["num_layers"])
         missing = missing_tensors(step, [f"layers.{i}.{p}" for i in range(layers) for p in DRAWN])

@@ -6,7 +6,7 @@ from llmviz.analysis import positions, projection
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.ui import state
-from llmviz.ui.chrome import translator
+from llmviz.ui.chrome import heading, shown_run, translator
 from llmviz.viz import embeddings
 from llmviz.viz.tokens import token_strip
 
@@ -94,12 +94,9 @@ def position_section(t, run, step, labels: list[str]) -> None:
 
 def main() -> None:
     t = translator()
-    st.title(t("tokens.title"))
-    st.markdown(t("tokens.intro"))
-    run = state.current_run(t)
+    heading(t, "tokens")
+    run = shown_run(t)
     if run is not None:
-        if run.key is None:
-            st.info(t("common.replay"))
         step = run.trace.steps[0]  # the prefill holds the whole prompt
         ids = run.trace.prompt_ids
         pieces = tk.trace_token_bytes(run.trace.tokens, ids)

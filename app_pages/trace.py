@@ -5,7 +5,7 @@ import streamlit as st
 from llmviz.engine.trace import trace_from_zip, trace_to_zip
 from llmviz.errors import TraceFormatError
 from llmviz.ui import state
-from llmviz.ui.chrome import translator
+from llmviz.ui.chrome import heading, translator
 from llmviz.ui.trace_file import download_name, markdown_escape, summary
 
 UPLOAD_KEY, LOADED_KEY, ZIP_KEY = "trace_upload", "trace_loaded_file", "trace_zip"
@@ -74,8 +74,7 @@ def upload(t) -> None:
 
 def main() -> None:
     t = translator()
-    st.title(t("trace.title"))
-    st.markdown(t("trace.intro"))
+    heading(t, "trace")
     load_upload(t)
     run = state.current_run(t)
     if run is not None and run.key is None:

@@ -25,3 +25,17 @@ def sidebar() -> Translator:
 
 def translator() -> Translator:
     return Translator(state.settings().lang)
+
+
+def heading(t: Translator, page: str) -> None:
+    """A page's title and its introduction (catalog keys `<page>.title` and `<page>.intro`)."""
+    st.title(t(f"{page}.title"))
+    st.markdown(t(f"{page}.intro"))
+
+
+def shown_run(t: Translator) -> state.Run | None:
+    """The run this session shows (live or replayed), saying so when it is a replay; None after an error."""
+    run = state.current_run(t)
+    if run is not None and run.key is None:
+        st.info(t("common.replay"))
+    return run

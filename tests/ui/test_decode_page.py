@@ -6,26 +6,18 @@ import numpy as np
 import pytest
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
+from ui_helpers import open_app
 
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.loading import load_model
 from llmviz.engine.session import Session
 
-APP = "/work/main/app.py"
 PROMPT = "The quick brown fox"
 
 
 def open_decode(folder, **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["model"] = str(folder)
-    at.query_params["prompt"] = PROMPT
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    at.switch_page("app_pages/decode.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app("app_pages/decode.py", model=folder, prompt=PROMPT, **params)
 
 
 def metrics(at) -> dict:

@@ -2,19 +2,13 @@
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from ui_helpers import open_app
 
 from llmviz.engine.loading import load_model
 
-APP = "/work/main/app.py"
-
 
 def open_home(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app(**params)
 
 
 def metrics(at) -> dict:

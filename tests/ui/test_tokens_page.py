@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
-from ui_helpers import APP, EMBEDDED_WEIGHTS
+from ui_helpers import APP, EMBEDDED_WEIGHTS, open_app
 
 from llmviz.engine.loading import load_model
 from llmviz.engine.session import Session
@@ -18,14 +18,7 @@ JINAN = "济南的冬天"
 
 
 def open_page(model, prompt: str, page: str = "app_pages/tokens.py", **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["model"] = str(model)
-    at.query_params["prompt"] = prompt
-    for key, value in params.items():
-        at.query_params[key] = str(value)
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
+    at = open_app(page, model=model, prompt=prompt, **params)
     assert not at.error, [e.value for e in at.error]
     return at
 

@@ -69,3 +69,17 @@ def rendered_text(at) -> list[str]:
     for chart in at.get("graphviz_chart"):  # the labels of a DOT diagram, not its node ids
         texts += re.findall(r'label="([^"]*)"', chart.proto.spec)
     return [t for t in texts if t]
+
+
+def open_app(page: str | None = None, **params):
+    """The app in AppTest with these URL parameters, switched to `page` (e.g. "app_pages/decode.py")."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -14,16 +14,29 @@ from llmviz.errors import UnsupportedArchitectureError
 
 MODEL_TYPES = ("llama", "qwen2", "mistral")
 
-# (Hugging Face pattern, our pattern), applied to the part after the optional "model." prefix.
-_RENAMES = (
-    (r"^model\.embed_tokens\.", "embed."),
-    (r"^model\.layers\.(\d+)\.self_attn\.", r"layers.\1.attn."),
-    (r"^model\.layers\.(\d+)\.mlp\.", r"layers.\1.mlp."),
-    (r"^model\.layers\.(\d+)\.input_layernorm\.", r"layers.\1.attn_norm."),
-    (r"^model\.layers\.(\d+)\.post_attention_layernorm\.", r"layers.\1.mlp_norm."),
-    (r"^model\.norm\.", "final_norm."),
-    (r"^lm_head\.", "lm_head."),
+# (Hugging Face prefix, our prefix); {i} is the layer index. Read left to right on load, right to left on save.
+_PREFIXES = (
+    ("model.embed_tokens.", "embed."),
+    ("model.layers.{i}.self_attn.", "layers.{i}.attn."),
+    ("model.layers.{i}.mlp.", "layers.{i}.mlp."),
+    ("model.layers.{i}.input_layernorm.", "layers.{i}.attn_norm."),
+    ("model.layers.{i}.post_attention_layernorm.", "layers.{i}.mlp_norm."),
+    ("model.norm.", "final_norm."),
+    ("lm_head.", "lm_head."),
 )
+
+
+def _swap_prefix(name: str, source: int) -> str | None:
+    """Rename by the first prefix pair whose side `source` (0 = Hugging Face, 1 = ours) matches."""
+    for pair in _PREFIXES:
+        pattern = "^" + re.escape(pair[source]).replace(r"\{i\}", r"(\d+)")
+        match = re.match(pattern, name)
+        if match:
+            target = pair[1 - source].replace("{i}", match.group(1) if match.groups() else "")
+            return target + name[match.end():]
+    return None
+
+
 _IGNORED = re.compile(r"rotary_emb\.inv_freq$")
 
 
@@ -101,10 +114,7 @@ def hf_to_ours(name: str) -> str | None:
         return None
     if not name.startswith(("model.", "lm_head.")):
         name = "model." + name  # checkpoints saved from the bare LlamaModel lack the prefix
-    for pattern, ours in _RENAMES:
-        if re.match(pattern, name):
-            return re.sub(pattern, ours, name)
-    return name  # unknown: the loader reports it as unexpected
+    return _swap_prefix(name, 0) or name  # unknown names come back as they are: the loader reports them
 
 
 def transform(ours: str, tensor):
@@ -114,18 +124,7 @@ def transform(ours: str, tensor):
 
 def ours_to_hf(name: str) -> str:
     """The Hugging Face name of one of our parameters (used when the trainer saves a checkpoint)."""
-    swaps = (
-        (r"^embed\.", "model.embed_tokens."),
-        (r"^layers\.(\d+)\.attn_norm\.", r"model.layers.\1.input_layernorm."),
-        (r"^layers\.(\d+)\.mlp_norm\.", r"model.layers.\1.post_attention_layernorm."),
-        (r"^layers\.(\d+)\.attn\.", r"model.layers.\1.self_attn."),
-        (r"^layers\.(\d+)\.mlp\.", r"model.layers.\1.mlp."),
-        (r"^final_norm\.", "model.norm."),
-    )
-    for pattern, hf in swaps:
-        if re.match(pattern, name):
-            return re.sub(pattern, hf, name)
-    return name
+    return _swap_prefix(name, 1) or name
 
 
 def hf_config(cfg: ModelConfig, **extra) -> dict:

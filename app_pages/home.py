@@ -25,9 +25,11 @@ def apply() -> None:
 
 
 def use_example() -> None:
+    """An example prompt runs at once (with the model settings currently in the widgets)."""
     choice = st.session_state.get("home_example")
     if choice:
         st.session_state["home_prompt"] = choice
+        apply()
 
 
 def picker(t) -> None:

@@ -77,3 +77,20 @@ def test_llama3_rope_scaling_changes_frequencies(model_dirs):
     assert lm.cfg.rope_scaling["rope_type"] == "llama3"
     plain = ModelConfig(**{**lm.cfg.to_dict(), "rope_scaling": {}, "sliding_windows": (), "eos_token_ids": ()})
     assert not torch.allclose(rope_inv_freq(lm.cfg), rope_inv_freq(plain))
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_stays_close_to_fp32(dtype):
+    """fp16 / bf16 weights and KV cache (C11): same shapes, logits within a half-precision tolerance."""
+    from llmviz.engine.config import EngineConfig, SamplingConfig
+    from llmviz.engine.session import Session
+
+    greedy = SamplingConfig(temperature=0)
+    full = Session(load_model("llmviz-tiny", dtype="fp32"), PROMPT, EngineConfig(sampling=greedy))
+    half = Session(load_model("llmviz-tiny", dtype=dtype), PROMPT, EngineConfig(dtype=dtype, sampling=greedy))
+    a, b = full.step(), half.step()
+    assert b.kv["dtype"] == {"fp16": "float16", "bf16": "bfloat16"}[dtype] and b.kv["element_bytes"] == 2
+    assert b.kv["bytes_used"] * 2 == a.kv["bytes_used"]  # the cache is half the bytes
+    scale = abs(a.logits).max()
+    assert abs(a.logits - b.logits).max() < 0.05 * scale
+    assert a.topk_ids[0, 0] == b.topk_ids[0, 0]

@@ -65,3 +65,13 @@ def test_kv_cache_that_does_not_fit(model_dirs, monkeypatch):
     monkeypatch.setattr(memory, "free_bytes", lambda device: 10_000)
     at = open_home(model=model_dirs["llama_tied"], prompt="hello")
     assert any("does not fit in memory" in e.value and "shorter max_seq_len" in e.value for e in at.error)
+
+
+def test_an_example_prompt_runs_at_once(model_dirs):
+    at = open_home(model=model_dirs["gpt2"], prompt="Return the")
+    at.pills(key="home_example").set_value("济南的冬天").run()
+    assert not at.exception
+    run = at.session_state["llmviz_run"]
+    assert run.trace.prompt == "济南的冬天" and at.text_area(key="home_prompt").value == "济南的冬天"
+    n = len(run.trace.prompt_ids)
+    assert any(f"**{n} tokens**" in m.value for m in at.markdown)

@@ -17,6 +17,7 @@ from torch import nn
 from llmviz.engine import hub
 from llmviz.engine.devices import resolve_device, torch_dtype
 from llmviz.engine.kv_cache import ContiguousKVCache
+from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.models import FAMILIES, SUPPORTED_MODEL_TYPES
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import rope_inv_freq
@@ -172,7 +173,8 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
     path = resolve_path(name_or_path)
     hf_config = read_config(path)
     cfg = FAMILIES[hf_config["model_type"]].config_from_hf(hf_config)
-    model = build(cfg, checkpoint_tensors(path), dev, dt)
+    with typed_out_of_memory(f"loading {name_or_path or EMBEDDED_MODEL}", "try dtype fp16/bf16 or a smaller model"):
+        model = build(cfg, checkpoint_tensors(path), dev, dt)
     from transformers import AutoTokenizer
 
     try:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import psutil
 import torch
 
-from llmviz.errors import KVCacheTooLargeError
+from llmviz.errors import KVCacheTooLargeError, OutOfMemoryError
 
 # Leave this share of the free memory to everything else (activations, the OS, the browser).
 HEADROOM = 0.8
@@ -37,3 +39,19 @@ def process_memory(device: torch.device) -> dict:
             cuda_peak_allocated_bytes=int(torch.cuda.max_memory_allocated(device)),
         )
     return info
+
+
+_OOM_MARKERS = ("out of memory", "can't allocate memory", "not enough memory")
+
+
+@contextmanager
+def typed_out_of_memory(what: str, fixes: str):
+    """Turn torch's out-of-memory errors (CUDA, MPS or the CPU allocator) into OutOfMemoryError."""
+    try:
+        yield
+    except (torch.OutOfMemoryError, MemoryError) as exc:
+        raise OutOfMemoryError(f"{what} ran out of memory ({exc}); {fixes}") from exc
+    except RuntimeError as exc:
+        if any(marker in str(exc).lower() for marker in _OOM_MARKERS):
+            raise OutOfMemoryError(f"{what} ran out of memory ({str(exc)[:200]}); {fixes}") from exc
+        raise

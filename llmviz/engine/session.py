@@ -17,13 +17,14 @@ from llmviz.engine.config import DEFAULT_MAX_SEQ, EngineConfig
 from llmviz.engine.devices import dtype_name, torch_dtype
 from llmviz.engine.kv_cache import make_kv_cache
 from llmviz.engine.loading import LoadedModel
-from llmviz.engine.memory import process_memory
+from llmviz.engine.memory import process_memory, typed_out_of_memory
 from llmviz.engine.phases import decode, prefill
 from llmviz.engine.sampling import sample
 from llmviz.engine.timing import StepTimer
 from llmviz.engine.trace import HookRecord, RunTrace, StepTrace
 from llmviz.errors import ConfigError, PromptError, SessionFinishedError
 
+SHORTER = "use a shorter prompt or max_seq_len, capture meta instead of full, or dtype fp16/bf16"
 FULL_LOGITS_MAX_VOCAB = 65536  # above this a step keeps the top-k logits and the log-sum-exp only
 TOP_K_KEPT = 20
 
@@ -54,7 +55,8 @@ class Session:
         b, device = config.batch_size, lm.device
         self.prompt_ids = torch.tensor([ids] * b, dtype=torch.long, device=device)  # [b, n]
         kv_dtype = lm.dtype if config.kv_dtype == "auto" else torch_dtype(config.kv_dtype)
-        self.cache = make_kv_cache(config.kv_layout, lm.cfg, b, self.max_seq, kv_dtype, device)
+        with typed_out_of_memory("allocating the KV cache", SHORTER):
+            self.cache = make_kv_cache(config.kv_layout, lm.cfg, b, self.max_seq, kv_dtype, device)
         self.generator = torch.Generator(device=device).manual_seed(config.seed)
         self.history = self.prompt_ids  # [b, t] every token so far (for the repetition penalty)
         self.sampling = config.sampling  # may be changed between steps (the UI's sliders); each step records it
@@ -73,7 +75,7 @@ class Session:
         timer = StepTimer(lm.device)
         ctx = RunContext(cfg.capture, cfg.capture_filter, timer, keep_lens=cfg.logit_lens_top_k > 0)
         index = len(self.trace.steps)
-        with torch.inference_mode():
+        with torch.inference_mode(), typed_out_of_memory(f"step {index}", SHORTER):
             timer.start()
             if index == 0:
                 ids = self.prompt_ids

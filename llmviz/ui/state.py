@@ -94,7 +94,8 @@ def current_run(t: Translator) -> Run | None:
     try:
         from llmviz import service
 
-        lm = cached_model(s.model, s.device, s.dtype)
+        with st.spinner(t("common.loading", model=s.model)):
+            lm = cached_model(s.model, s.device, s.dtype)
         session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
         session.step()
         run = Run(s.run_key(), session.trace, session)

@@ -100,3 +100,26 @@ def test_max_seq_len_beyond_the_context(model_dirs):
         Session(lm, "hello", EngineConfig(max_seq_len=1000))
     with pytest.raises(ConfigError, match="loaded in fp32"):
         Session(lm, "hello", EngineConfig(dtype="bf16"))
+
+
+def test_out_of_memory_during_a_step_is_typed(model_dirs, monkeypatch):
+    import torch
+
+    from llmviz.errors import OutOfMemoryError
+
+    lm = load_model(str(model_dirs["gpt2"]))
+    session = Session(lm, "hello")
+    session.step()
+    for raised in (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+                   RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")):
+        def boom(*args, raised=raised, **kwargs):
+            raise raised
+
+        monkeypatch.setattr(lm.model, "forward", boom)
+        with pytest.raises(OutOfMemoryError, match=r"step 1 ran out of memory.*shorter prompt"):
+            session.step()
+    monkeypatch.setattr(lm.model, "forward", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("other bug")))
+    with pytest.raises(RuntimeError, match="other bug"):
+        session.step()
+    monkeypatch.undo()
+    assert session.step().index == 1  # the session is still usable after the failures

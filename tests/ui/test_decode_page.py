@@ -94,3 +94,21 @@ def test_sliders_reshape_the_shown_distribution(model_dirs, temperature, top_k):
     assert np.allclose(shown, want.probs)
     click(at, "Next ▶")  # the sliders govern the next token: it was drawn with these settings
     assert at.session_state["llmviz_run"].step.sampling["top_k"] == top_k
+
+
+def test_out_of_memory_shows_a_message_and_the_page_recovers(model_dirs, monkeypatch):
+    import torch
+
+    at = open_decode(model_dirs["gpt2"])
+    model = at.session_state["llmviz_run"].session.lm.model
+
+    def boom(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(model, "forward", boom)
+    click(at, "Next ▶")
+    assert any("The device ran out of memory" in e.value for e in at.error)
+    assert metrics(at)["Step"] == "0 (prefill)"
+    monkeypatch.undo()
+    click(at, "Next ▶")
+    assert metrics(at)["Step"] == "1 (decode)" and not at.error

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import psutil
 import torch
 
-from llmviz.errors import KVCacheTooLargeError, OutOfMemoryError
+from llmviz.errors import KVCacheTooLargeError, LlmvizError, OutOfMemoryError
 
 # Leave this share of the free memory to everything else (activations, the OS, the browser).
 HEADROOM = 0.8
@@ -49,6 +49,8 @@ def typed_out_of_memory(what: str, fixes: str):
     """Turn torch's out-of-memory errors (CUDA, MPS or the CPU allocator) into OutOfMemoryError."""
     try:
         yield
+    except LlmvizError:
+        raise  # already typed (e.g. KVCacheTooLargeError from the check before allocating)
     except (torch.OutOfMemoryError, MemoryError) as exc:
         raise OutOfMemoryError(f"{what} ran out of memory ({exc}); {fixes}") from exc
     except RuntimeError as exc:

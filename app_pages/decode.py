@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from llmviz.analysis.decode_series import cache_rows, fit_line, latency_series, layer_spans, row_norms
+from llmviz.analysis.decode_series import cache_rows, fit_line, latency_series, row_norms
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.ui.chrome import heading, shown_run, step_timing, translator
 from llmviz.ui.decode_controls import controls, sampling_sliders
 from llmviz.viz import decode as fig
 
@@ -77,11 +77,7 @@ def timing_panel(t, run) -> None:
         else:
             st.info(t("decode.latency_empty"))
     with right:
-        labels, span_ms = layer_spans(step)
-        st.plotly_chart(fig.spans(labels, span_ms, t("decode.spans_title", step=step.index)), width="stretch",
-                        key="spans")
-    tm = step.timings
-    st.caption(t("common.capture_note", device=tm["device"], threads=tm["threads"], capture=tm["capture"]))
+        step_timing(t, step, t("decode.spans_title", step=step.index), "spans")
 
 
 def memory_panel(t, run) -> None:

@@ -7,10 +7,9 @@ from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.ui.chrome import heading, shown_run, step_timing, translator
 from llmviz.viz.attention import attention_grid, attention_heatmap
 from llmviz.viz.kv_cache import kv_bytes_bars
-from llmviz.viz.timing import span_bars
 
 GRID_TILE = 24  # each small map is pooled to at most 24 x 24
 DRAWN = ("attn_in", "q", "k", "v", "scores", "probs")  # the hooks of every layer this page reads
@@ -107,13 +106,7 @@ def timing_section(t, step) -> None:
     if not spans:
         return
     st.header(t("prefill.time_header"))
-    names = {"embed": t("prefill.span_embed"), "head": t("prefill.span_head"), "sample": t("prefill.span_sample")}
-    labels = [names.get(k) or t("prefill.span_layer", i=k.removeprefix("layer.")) for k in spans]
-    st.plotly_chart(span_bars(labels, list(spans.values()), t("prefill.time_title", total=f"{sum(spans.values()):.1f}"),
-                              t("prefill.ms")), width="stretch", key="prefill_time")
-    tm = step.timings
-    st.caption(t("common.capture_note", device=tm.get("device", "?"), threads=tm.get("threads", "?"),
-                 capture=tm.get("capture", "?")))
+    step_timing(t, step, t("prefill.time_title", total=f"{sum(spans.values()):.1f}"), "prefill_time")
 
 
 def tensor_sections(t, run, step, layers: int) -> None:

@@ -35,12 +35,6 @@ def latency_series(steps, upto: int | None = None) -> tuple[np.ndarray, np.ndarr
     return positions, ms
 
 
-def layer_spans(step) -> tuple[list[str], np.ndarray]:
-    """(labels, ms) of one step's timed spans in order: embed, layer.0..L-1, head, sample."""
-    spans = step.timings["spans_ms"]
-    return list(spans), np.array(list(spans.values()), dtype=np.float64)
-
-
 MIN_FIT_POINTS = 8  # fewer noisy timings give a slope whose sign flips from run to run
 
 

@@ -15,6 +15,7 @@ KV_DTYPES = ("auto", *DTYPES)  # auto: the model's dtype
 ATTN_BACKENDS = ("eager", "sdpa")
 KV_LAYOUTS = ("contiguous",)
 CAPTURE_LEVELS = ("off", "meta", "full")
+EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything work offline
 DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model does not preallocate 128k
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
@@ -70,8 +71,8 @@ class EngineConfig:
             raise ConfigError(f"max_seq_len must be an integer >= 2, got {self.max_seq_len!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not isinstance(self.seed, int):
-            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
+        if not isinstance(self.seed, int) or not -(2**63) <= self.seed < 2**64:
+            raise ConfigError(f"seed must be an integer in [-2**63, 2**64), got {self.seed!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ConfigError(f"threads must be a positive integer, got {self.threads!r}")
         if self.logit_lens_top_k < 0:

@@ -57,8 +57,9 @@ class KVCache(ABC):
     def bytes_allocated(self) -> int:
         """Bytes of the tensors this cache holds, read from the tensors themselves."""
 
+    @abstractmethod
     def bytes_used(self) -> int:
-        return self.bytes_for(self.seq_len)
+        """Bytes of the cached rows (tokens stored so far), read from the tensors that hold them."""
 
     def snapshot(self) -> dict:
         c = self.cfg
@@ -100,6 +101,10 @@ class ContiguousKVCache(KVCache):
 
     def bytes_allocated(self) -> int:
         return self.storage.numel() * self.storage.element_size()
+
+    def bytes_used(self) -> int:
+        used = self.storage[:, :, :, :, : self.seq_len]  # [L, 2, b, kv, t, hd] view of the filled rows
+        return used.numel() * used.element_size()
 
 
 LAYOUT_CLASSES = {cls.layout: cls for cls in (ContiguousKVCache,)}  # the names EngineConfig.kv_layout accepts

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
 from llmviz.engine import hub
+from llmviz.engine.config import EMBEDDED_MODEL
 from llmviz.engine.devices import resolve_device, torch_dtype
 from llmviz.engine.kv_cache import ContiguousKVCache
 from llmviz.engine.memory import typed_out_of_memory
@@ -26,7 +28,6 @@ from llmviz.engine.tokens import Tokenizer
 from llmviz.errors import ModelNotFoundError, UnsupportedArchitectureError, WeightLoadError
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-EMBEDDED_MODEL = "llmviz-tiny"
 EMBEDDED_DRAFT = "llmviz-tiny-draft"
 
 
@@ -103,7 +104,10 @@ def checkpoint_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise WeightLoadError(f"{path} has no model.safetensors{hint}")
     tensors: dict[str, torch.Tensor] = {}
     for f in files:
-        tensors.update(load_file(str(f), device="cpu"))
+        try:
+            tensors.update(load_file(str(f), device="cpu"))
+        except (OSError, SafetensorError) as exc:
+            raise WeightLoadError(f"{f.name} in {path} cannot be read as safetensors: {exc}") from exc
     return tensors
 
 

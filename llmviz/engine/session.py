@@ -14,7 +14,7 @@ import torch
 
 from llmviz.engine.capture import RunContext
 from llmviz.engine.config import DEFAULT_MAX_SEQ, EngineConfig
-from llmviz.engine.devices import dtype_name, torch_dtype
+from llmviz.engine.devices import dtype_name, resolve_device, torch_dtype
 from llmviz.engine.kv_cache import make_kv_cache
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.memory import process_memory, typed_out_of_memory
@@ -44,6 +44,9 @@ class Session:
         if dtype_name(lm.dtype) != config.dtype:
             raise ConfigError(f"the model was loaded in {dtype_name(lm.dtype)} but the config asks for "
                               f"{config.dtype}: load it again")
+        if config.device != "auto" and resolve_device(config.device) != lm.device:
+            raise ConfigError(f"the model was loaded on {lm.device} but the config asks for {config.device}: "
+                              "load it again")
         self.lm, self.config = lm, config
         self.max_seq = max_seq_for(lm, config)
         ids = lm.tokenizer.encode(prompt)
@@ -51,7 +54,7 @@ class Session:
             raise PromptError(f"the prompt is {len(ids)} tokens but the context holds {self.max_seq} "
                               "(including the tokens to generate): shorten it")
         if config.threads:
-            torch.set_num_threads(config.threads)  # process-wide: only the CLI and benchmarks set it
+            torch.set_num_threads(config.threads)  # process-wide: the CLI and benchmarks set it, the app does not
         b, device = config.batch_size, lm.device
         self.prompt_ids = torch.tensor([ids] * b, dtype=torch.long, device=device)  # [b, n]
         kv_dtype = lm.dtype if config.kv_dtype == "auto" else torch_dtype(config.kv_dtype)
@@ -71,10 +74,24 @@ class Session:
         """Run the next step (prefill first) and append it to the trace."""
         if self.finished:
             raise SessionFinishedError(f"the run has ended ({self.finished}); reset to start again")
+        index = len(self.trace.steps)
+        # A step either completes or leaves no trace: on any failure the cache length and the random
+        # stream go back to where they were, so the next try repeats this step exactly.
+        seq_len, rng = self.cache.seq_len, self.generator.get_state()
+        try:
+            step, next_ids = self._run(index)
+        except BaseException:
+            self.cache.seq_len = seq_len
+            self.generator.set_state(rng)
+            raise
+        self.history = torch.cat([self.history, next_ids[:, None]], dim=1)
+        self.trace.steps.append(step)
+        return step
+
+    def _run(self, index: int):
         cfg, lm = self.config, self.lm
         timer = StepTimer(lm.device)
         ctx = RunContext(cfg.capture, cfg.capture_filter, timer, keep_lens=cfg.logit_lens_top_k > 0)
-        index = len(self.trace.steps)
         with torch.inference_mode(), typed_out_of_memory(f"step {index}", SHORTER):
             timer.start()
             if index == 0:
@@ -88,10 +105,7 @@ class Session:
             spans = timer.spans_ms()
             # Everything below is outside the timed region.
             ctx.rebuild_attention()
-            step = self._record(index, ids, logits, next_ids, ctx, spans)
-        self.history = torch.cat([self.history, next_ids[:, None]], dim=1)
-        self.trace.steps.append(step)
-        return step
+            return self._record(index, ids, logits, next_ids, ctx, spans), next_ids
 
     def generate(self, max_new_tokens: int) -> RunTrace:
         """Steps until max_new_tokens tokens are generated (prefill included), EOS or the cache is full."""

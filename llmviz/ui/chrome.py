@@ -6,6 +6,7 @@ import streamlit as st
 
 from llmviz.ui import state
 from llmviz.ui.i18n import LANGUAGES, Translator
+from llmviz.viz.timing import span_bars
 
 
 def sidebar() -> Translator:
@@ -39,3 +40,17 @@ def shown_run(t: Translator) -> state.Run | None:
     if run is not None and run.key is None:
         st.info(t("common.replay"))
     return run
+
+
+SPAN_KEYS = {"embed": "span.embed", "mask": "span.mask", "kv.write": "span.kv_write", "head": "span.head",
+             "sample": "span.sample"}
+
+
+def step_timing(t: Translator, step, title: str, key: str) -> None:
+    """One step's timed spans as bars, labelled in the session's language, with what the timing includes."""
+    spans = step.timings.get("spans_ms") or {}
+    labels = [t(SPAN_KEYS[k]) if k in SPAN_KEYS else t("span.layer", i=k.removeprefix("layer.")) for k in spans]
+    st.plotly_chart(span_bars(labels, list(spans.values()), title, t("span.ms")), width="stretch", key=key)
+    tm = step.timings
+    note = "common.capture_note" if tm.get("capture") == "full" else "common.capture_note_light"
+    st.caption(t(note, device=tm.get("device", "?"), threads=tm.get("threads", "?"), capture=tm.get("capture", "?")))

@@ -95,12 +95,3 @@ def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, fit: tup
     fig.update_yaxes(title_text=axis[1], rangemode="tozero")
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
     return finish(fig, title, 320)
-
-
-def spans(labels: list[str], ms: np.ndarray, title: str) -> go.Figure:
-    """One step's timed spans (embed, each layer, head, sample) as horizontal bars."""
-    fig = go.Figure(go.Bar(x=ms, y=labels, orientation="h", marker_color="#3a7ca5",
-                           hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title_text="ms")
-    return finish(fig, title, 80 + 18 * len(labels))

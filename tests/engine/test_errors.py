@@ -14,6 +14,7 @@ from llmviz.errors import (
     DeviceUnavailableError,
     ModelNotCachedError,
     ModelNotFoundError,
+    OutOfMemoryError,
     PromptError,
     UnsupportedArchitectureError,
     WeightLoadError,
@@ -105,7 +106,7 @@ def test_max_seq_len_beyond_the_context(model_dirs):
 def test_out_of_memory_during_a_step_is_typed(model_dirs, monkeypatch):
     import torch
 
-    from llmviz.errors import OutOfMemoryError
+
 
     lm = load_model(str(model_dirs["gpt2"]))
     session = Session(lm, "hello")
@@ -123,3 +124,30 @@ def test_out_of_memory_during_a_step_is_typed(model_dirs, monkeypatch):
         session.step()
     monkeypatch.undo()
     assert session.step().index == 1  # the session is still usable after the failures
+
+
+def test_a_step_that_fails_after_the_cache_moved_leaves_no_trace(model_dirs, monkeypatch):
+    """A failure late in a step (after the layers wrote the cache) rolls the cache and the random stream back."""
+    from llmviz.engine.config import SamplingConfig
+
+    lm = load_model(str(model_dirs["llama_tied"]))
+    cfg = EngineConfig(sampling=SamplingConfig(temperature=1.0), capture="full")
+    alone = Session(lm, "hello there", cfg).generate(4).output_ids
+    session = Session(lm, "hello there", cfg)
+    session.step()
+    calls = {"n": 0}
+    original = Session._record
+
+    def fail_once(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("CUDA out of memory while recording")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "_record", fail_once)
+    before = session.cache.seq_len
+    with pytest.raises(OutOfMemoryError):
+        session.step()
+    assert session.cache.seq_len == before and len(session.trace.steps) == 1
+    session.generate(4)
+    assert session.trace.output_ids == alone  # the retried step drew exactly what an undisturbed run drew

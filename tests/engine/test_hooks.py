@@ -76,5 +76,5 @@ def test_capture_off_records_timings_only(model_dirs):
     step = Session(lm, PROMPTS[0], EngineConfig(capture="off")).step()
     assert step.hooks == []
     spans = step.timings["spans_ms"]
-    assert list(spans) == ["embed", "layer.0", "layer.1", "head", "sample"]
+    assert list(spans) == ["embed", "mask", "layer.0", "layer.1", "kv.write", "head", "sample"]
     assert all(v >= 0 for v in spans.values()) and step.timings["capture"] == "off"

@@ -61,6 +61,7 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
         page.wait_for_function("([js, label, want]) => { const v = eval(js)(label); return v && +v >= want; }",
                                arg=[METRIC_JS, kv_label, seen[-1] + 2], timeout=15000)
         page.get_by_role("button", name=translate("en", "decode.pause"), exact=True).click()
+        page.wait_for_timeout(1200)  # a timer tick already in flight when Pause was pressed may still land
         wait_idle(page)
         paused = int(metric(page, kv_label))
         page.wait_for_timeout(2500)

@@ -78,6 +78,10 @@ class ModelConfig:
         """Sliding-window length of one layer, 0 when the layer attends to every earlier token."""
         return self.sliding_windows[layer] if self.sliding_windows else 0
 
+    def windows(self) -> set[int]:
+        """The distinct window sizes of the layers (0 = full causal attention)."""
+        return {self.window(i) for i in range(self.num_layers)}
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["sliding_windows"] = list(self.sliding_windows)

@@ -71,18 +71,17 @@ class DecoderModel(nn.Module):
             angles = ctx.hook("pos", self.rotary.angles(positions))  # [b, n, hd/2]
             rope = Rotary.cos_sin(angles, x.dtype)  # ([b, 1, n, hd], [b, 1, n, hd])
         ctx.mark("embed")
-        masks: dict[int, StepMask] = {}
+        masks: dict[int, StepMask] = {w: step_mask(positions, start + n, w) for w in self.cfg.windows()}
+        ctx.mark("mask")
         for i, block in enumerate(self.layers):
-            window = self.cfg.window(i)
-            if window not in masks:
-                masks[window] = step_mask(positions, start + n, window)
-            x = block(x, rope, cache, start, masks[window], backend, ctx)
+            x = block(x, rope, cache, start, masks[self.cfg.window(i)], backend, ctx)
             if ctx.keep_lens:
                 ctx.lens_resid.append(x[:, -1])  # [b, d] view, read by the logit lens after the step
             ctx.mark(block.mark)
         if cache is not None:
             self._hook_kv_write(cache, start, n, ctx)
             cache.advance(n)
+            ctx.mark("kv.write")
         if last_only:
             x = x[:, -1:]  # only the last position predicts the next token
         x = ctx.hook("final_norm", self.final_norm(x))

@@ -3,11 +3,12 @@
 import streamlit as st
 
 from llmviz.analysis.decode_series import cache_rows, fit_line, latency_series, row_norms
+from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, shown_run, step_timing, translator
-from llmviz.ui.decode_controls import controls, sampling_sliders
+from llmviz.ui.decode_controls import PLAYING, controls, sampling_sliders
 from llmviz.viz import decode as fig
 
 PLAY_INTERVAL_S = 0.8
@@ -30,7 +31,7 @@ def attention_panel(t, run, layer: int, labels: list[str]) -> None:
         st.plotly_chart(fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title")),
                         width="stretch", key="attn")
         if probs_rec.note:
-            st.caption(t("decode.recomputed"))
+            st.caption(t("decode.recomputed", backend=step.timings.get("attn_backend", "?")))
 
 
 def cache_panel(t, run, layer: int, labels: list[str]) -> None:
@@ -57,6 +58,8 @@ def next_token_panel(t, run, settings) -> None:
                     width="stretch", key="dist")
     st.caption(t("decode.dist_caption", kept=dist.kept_count, used=step.sampling.get("temperature", "?"),
                  token=token_label(tokens, chosen_id)))
+    if step.logits is None:  # a large vocabulary: only the top tokens were stored
+        st.caption(t("decode.dist_topk_only", stored=len(ids), vocab=run.trace.model_card["config"]["vocab_size"]))
     if step.lens_ids is not None:
         lens_pieces = [[token_label(tokens, int(i)) for i in row] for row in step.lens_ids[:, 0]]
         st.plotly_chart(fig.logit_lens(lens_pieces, step.lens_probs[:, 0], t("decode.layer"),
@@ -101,8 +104,15 @@ def body(t) -> None:
     layers = run.trace.model_card["config"]["num_layers"]
     layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1, key="dec_layer")
     labels = cache_labels(run.trace, run.cursor)
-    attention_panel(t, run, layer, labels)
-    cache_panel(t, run, layer, labels)
+    missing = set(missing_tensors(run.step, [f"layers.{layer}.q", f"layers.{layer}.probs"]))
+    for earlier in run.trace.steps[: run.cursor + 1]:  # the cache grid is built from every step's k
+        missing |= set(missing_tensors(earlier, [f"layers.{layer}.k"]))
+    if missing:  # a trace recorded at capture meta/off, or filtered: draw what it holds
+        st.warning(t("common.no_tensors", capture=run.step.timings.get("capture", "?"),
+                     names=", ".join(sorted(missing))))
+    else:
+        attention_panel(t, run, layer, labels)
+        cache_panel(t, run, layer, labels)
     sampling_sliders(t, run)
     next_token_panel(t, run, settings)
     timing_panel(t, run)
@@ -113,7 +123,7 @@ def body(t) -> None:
 def main() -> None:
     t = translator()
     heading(t, "decode")
-    playing = st.session_state.get("dec_playing", False)
+    playing = st.session_state.get(PLAYING, False)
     st.fragment(body, run_every=PLAY_INTERVAL_S if playing else None)(t)
 
 

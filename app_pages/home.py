@@ -5,7 +5,7 @@ import streamlit as st
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, shown_run, translator
-from llmviz.ui.settings import DEVICES, EXAMPLE_PROMPTS
+from llmviz.ui.settings import DEFAULT_MODEL, DEVICES, EXAMPLE_PROMPTS
 from llmviz.viz.phases import phases_dot
 
 WIDGETS = {"model": "home_model", "device": "home_device", "dtype": "home_dtype", "attn": "home_attn",
@@ -66,7 +66,7 @@ def model_card(t, run) -> None:
     cols[4].metric(t("card.weight_bytes"), f"{card['weight_bytes'] / 2**20:,.1f} MiB")
     n = len(run.trace.prompt_ids)
     st.write(t("home.prompt_tokens", n=n, prompt=run.trace.prompt))
-    if card["name"] == "llmviz-tiny" and not run.trace.prompt.isascii():
+    if card["name"] == DEFAULT_MODEL and not run.trace.prompt.isascii():
         st.info(t("home.cjk_note", chars=len(run.trace.prompt), n=n))
 
 

@@ -38,9 +38,10 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     st.markdown(t("prefill.scores_explain", formula=at.matmul_text("Q", (sh.n, sh.head_dim), "Kᵀ",
                                                                    (sh.head_dim, sh.n_k), "S"),
                   hd=sh.head_dim, scale=f"{sh.scale:.4g}", masked=int(at.masked(s).sum()), total=s.size))
-    st.caption(t("prefill.recheck", gap=f"{gap:.1e}"))
-    if scores.note:
+    if "recomputed" in scores.note:  # rebuilt from these same Q and K: the check below would be circular
         st.info(t("prefill.recomputed", backend=step.timings.get("attn_backend", "?"), note=scores.note))
+    else:
+        st.caption(t("prefill.recheck", gap=f"{gap:.1e}"))
     left, right = st.columns(2)
     left.plotly_chart(attention_heatmap(s, labels, labels, t("prefill.scores_title", layer=layer, head=head),
                                         t("prefill.axis_key"), t("prefill.axis_query"), t("prefill.score")),
@@ -130,7 +131,7 @@ def main() -> None:
         layers = int(run.trace.model_card["config"]["num_layers"])
         missing = missing_tensors(step, [f"layers.{i}.{p}" for i in range(layers) for p in DRAWN])
         if missing:
-            st.warning(t("prefill.no_tensors", capture=step.timings.get("capture", "?"),
+            st.warning(t("common.no_tensors", capture=step.timings.get("capture", "?"),
                          names=", ".join(missing[:6]) + (" …" if len(missing) > 6 else "")))
         else:
             tensor_sections(t, run, step, layers)

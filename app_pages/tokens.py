@@ -104,7 +104,7 @@ def main() -> None:
         token_section(t, run, ids, texts, pieces)
         missing = missing_tensors(step, ["embed", "pos"])
         if missing:
-            st.warning(t("tokens.no_tensors", capture=step.timings.get("capture", "?"), names=", ".join(missing)))
+            st.warning(t("common.no_tensors", capture=step.timings.get("capture", "?"), names=", ".join(missing)))
         else:
             labels = tk.position_labels(pieces)
             embedding_section(t, step, labels)

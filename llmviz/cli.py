@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     _common(tr)
     tr.add_argument("--steps", type=int, default=8, help="decode steps after the prefill")
     tr.add_argument("--capture", default="meta", choices=("meta", "full"))
-    tr.add_argument("--filter", nargs="*", default=[], help="hook-name glob patterns for --capture full")
+    tr.add_argument("--filter", nargs="*", default=[], help="hook-name glob patterns: record only these hooks")
     tr.add_argument("--out", required=True, help="folder for trace.json + arrays.npz")
     return top
 
@@ -110,6 +110,9 @@ def main(argv=None) -> int:
     try:
         return generate(args) if args.command == "generate" else trace_cmd(args)
     except LlmvizError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. --out under a file, a full disk
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except MemoryError as exc:

@@ -42,6 +42,10 @@ class KVCacheTooLargeError(LlmvizError, MemoryError):
     """The KV cache would not fit in the free memory of the device."""
 
 
+class CaptureTooLargeError(LlmvizError, MemoryError):
+    """Recording every tensor of a run (capture full) would not fit in memory."""
+
+
 class OutOfMemoryError(LlmvizError, MemoryError):
     """The device ran out of memory while loading or running (the torch error, with the figures and a fix)."""
 

@@ -7,6 +7,7 @@ import torch themselves.
 from __future__ import annotations
 
 from llmviz.engine.config import EngineConfig
+from llmviz.engine.devices import set_cpu_threads
 from llmviz.engine.loading import EMBEDDED_MODEL, LoadedModel, load_model
 from llmviz.engine.session import Session
 from llmviz.engine.trace import RunTrace, StepTrace
@@ -24,12 +25,18 @@ __all__ = [
     "run",
     "start",
     "step",
+    "use_cpu_threads",
 ]
 
 
 def load(name: str | None, config: EngineConfig) -> LoadedModel:
     """The model named by `name` (default: the embedded one) on the config's device and dtype."""
     return load_model(name or EMBEDDED_MODEL, device=config.device, dtype=config.dtype)
+
+
+def use_cpu_threads(n: int) -> None:
+    """Torch's CPU thread count for this whole process (the app sets it once, when it loads a model)."""
+    set_cpu_threads(n)
 
 
 def start(lm: LoadedModel, prompt: str, config: EngineConfig) -> Session:

@@ -43,6 +43,7 @@ class PendingAttention:
     k: torch.Tensor  # [b, kv, n_k, hd]
     mask: torch.Tensor | None  # [b, 1, n, n_k] bool, True = may attend
     scale: float
+    mask_note: str = ""
 
 
 @dataclass
@@ -95,7 +96,7 @@ class RunContext:
                 scores = scores.masked_fill(~item.mask, float("-inf"))
             note = "recomputed after the timed region from the recorded q and k (the backend never built it)"
             if self.wants(item.scores_name):
-                self.records[item.scores_name] = self._pending(scores, note, masked=True)
+                self.records[item.scores_name] = self._pending(scores, f"{note}; {item.mask_note}", masked=True)
             if self.wants(item.probs_name):
                 self.records[item.probs_name] = self._pending(scores.softmax(-1), note, masked=False)
         self.pending_attention.clear()

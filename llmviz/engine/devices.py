@@ -45,3 +45,10 @@ def torch_dtype(name: str) -> torch.dtype:
 
 def dtype_name(dtype: torch.dtype) -> str:
     return {v: k for k, v in DTYPES.items()}[dtype]
+
+
+def set_cpu_threads(n: int) -> None:
+    """Torch's intra-op CPU threads, for the whole process."""
+    if not isinstance(n, int) or n < 1:
+        raise ConfigError(f"threads must be a positive integer, got {n!r}")
+    torch.set_num_threads(n)

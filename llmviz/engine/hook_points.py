@@ -4,8 +4,9 @@ A hook point is a name, a shape with named dimensions and a meaning. The forward
 through the per-run context (`RunContext.hook`), never through `register_forward_hook` on a shared
 module. No torch here: the UI reads these declarations to label what it draws.
 
-Dimension names: b batch, n new tokens this step (queries), n_k keys attended (cache length after the
-write, or the window when a layer has a sliding window), d d_model, h query heads, kv KV heads,
+Dimension names: b batch, n new tokens this step (queries), n_k keys attended (the cache length after the
+write; in a decode step of a sliding-window layer, only the last `window` keys are read, so n_k is at most
+the window, while a prefill keeps all n keys and masks those outside the window), d d_model, h query heads, kv KV heads,
 hd head_dim, pos_dim position-scheme width (d for learned tables, hd/2 RoPE angles), V vocab,
 L layers.
 """

@@ -20,11 +20,12 @@ def free_bytes(device: torch.device) -> int:
     return int(psutil.virtual_memory().available)  # CPU, and MPS (unified memory)
 
 
-def check_fits(nbytes: int, device: torch.device, what: str, fixes: str) -> None:
+def check_fits(nbytes: int, device: torch.device, what: str, fixes: str,
+               error: type[LlmvizError] = KVCacheTooLargeError) -> None:
     """Refuse, with the figures and the fix, an allocation that would not fit in free memory."""
     free = free_bytes(device)
     if nbytes > HEADROOM * free:
-        raise KVCacheTooLargeError(
+        raise error(
             f"{what} needs {nbytes / 2**20:,.1f} MiB but {device.type} has {free / 2**20:,.1f} MiB free "
             f"(we use at most {HEADROOM:.0%} of it); {fixes}")
 

@@ -14,15 +14,16 @@ import torch
 
 from llmviz.engine.capture import RunContext
 from llmviz.engine.config import DEFAULT_MAX_SEQ, EngineConfig
-from llmviz.engine.devices import dtype_name, resolve_device, torch_dtype
+from llmviz.engine.devices import dtype_name, resolve_device, set_cpu_threads, torch_dtype
+from llmviz.engine.hook_points import matches
 from llmviz.engine.kv_cache import make_kv_cache
 from llmviz.engine.loading import LoadedModel
-from llmviz.engine.memory import process_memory, typed_out_of_memory
+from llmviz.engine.memory import check_fits, process_memory, typed_out_of_memory
 from llmviz.engine.phases import decode, prefill
 from llmviz.engine.sampling import sample
 from llmviz.engine.timing import StepTimer
 from llmviz.engine.trace import HookRecord, RunTrace, StepTrace
-from llmviz.errors import ConfigError, PromptError, SessionFinishedError
+from llmviz.errors import CaptureTooLargeError, ConfigError, PromptError, SessionFinishedError
 
 SHORTER = "use a shorter prompt or max_seq_len, capture meta instead of full, or dtype fp16/bf16"
 FULL_LOGITS_MAX_VOCAB = 65536  # above this a step keeps the top-k logits and the log-sum-exp only
@@ -54,9 +55,10 @@ class Session:
             raise PromptError(f"the prompt is {len(ids)} tokens but the context holds {self.max_seq} "
                               "(including the tokens to generate): shorten it")
         if config.threads:
-            torch.set_num_threads(config.threads)  # process-wide: the CLI and benchmarks set it, the app does not
+            set_cpu_threads(config.threads)  # process-wide: the CLI and benchmarks set it, the app does not
         b, device = config.batch_size, lm.device
         self.prompt_ids = torch.tensor([ids] * b, dtype=torch.long, device=device)  # [b, n]
+        self._check_capture_fits(len(ids))
         kv_dtype = lm.dtype if config.kv_dtype == "auto" else torch_dtype(config.kv_dtype)
         with typed_out_of_memory("allocating the KV cache", SHORTER):
             self.cache = make_kv_cache(config.kv_layout, lm.cfg, b, self.max_seq, kv_dtype, device)
@@ -65,6 +67,16 @@ class Session:
         self.sampling = config.sampling  # may be changed between steps (the UI's sliders); each step records it
         self.trace = RunTrace(model_card=lm.card(), prompt=prompt, engine_config=config.to_dict(),
                               seed=config.seed, tokens=lm.tokenizer.describe(ids))
+
+    def _check_capture_fits(self, n: int) -> None:
+        """Full capture keeps fp32 CPU copies of every attention map: [b, h, n, n] scores and probs per layer."""
+        cfg, c = self.config, self.lm.cfg
+        maps = [f"layers.{i}.{p}" for i in range(c.num_layers) for p in ("scores", "probs")]
+        if cfg.capture != "full" or not any(matches(name, cfg.capture_filter) for name in maps):
+            return
+        nbytes = sum(matches(name, cfg.capture_filter) for name in maps) * cfg.batch_size * c.num_heads * n * n * 4
+        check_fits(nbytes, torch.device("cpu"), f"recording the prefill's attention maps ({n} tokens, capture full)",
+                   "use capture meta, a capture filter without scores/probs, or a shorter prompt", CaptureTooLargeError)
 
     @property
     def finished(self) -> str:

@@ -146,10 +146,37 @@ def load_trace(folder: str | Path) -> RunTrace:
         raise TraceFormatError(f"trace schema version {found!r} is not {SCHEMA_VERSION}")
     try:
         steps = [_load_step(entry, arrays) for entry in doc["steps"]]
-        return RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
-                        seed=doc["seed"], tokens={int(k): v for k, v in doc["tokens"].items()}, steps=steps)
-    except (KeyError, TypeError, ValueError) as exc:
+        trace = RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
+                         seed=doc["seed"], tokens={int(k): v for k, v in doc["tokens"].items()}, steps=steps)
+        _check(trace)
+        return trace
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise TraceFormatError(f"the trace in {folder} is damaged: missing or bad {exc}") from exc
+
+
+KV_KEYS = ("layout", "seq_len", "max_seq", "kv_heads", "head_dim", "element_bytes", "bytes_used", "bytes_allocated")
+
+
+def _check(trace: RunTrace) -> None:
+    """What every page relies on: steps 0..N-1 with the prefill first, batch-first arrays that agree,
+    a KV snapshot and timings, and an entry in the token table for every id a step shows."""
+    if not trace.steps:
+        raise ValueError("'steps': the trace holds no step")
+    for i, step in enumerate(trace.steps):
+        if step.index != i or step.phase != ("prefill" if i == 0 else "decode"):
+            raise ValueError(f"'steps[{i}]': index {step.index} / phase {step.phase!r} out of order")
+        b = step.input_ids.shape[0]
+        if step.input_ids.ndim != 2 or step.positions.shape != step.input_ids.shape or step.sampled.shape != (b,):
+            raise ValueError(f"'steps[{i}]': input_ids/positions/sampled shapes disagree")
+        if i and step.input_ids.shape[1] != 1:
+            raise ValueError(f"'steps[{i}]': a decode step reads one token")
+        missing = [k for k in KV_KEYS if k not in step.kv]
+        missing += [k for k in ("spans_ms", "total_ms") if k not in step.timings]
+        if missing:
+            raise ValueError(f"'steps[{i}]': no {', '.join(missing)}")
+        shown = [*step.input_ids.ravel(), *step.sampled.ravel(), *step.topk_ids.ravel()]
+        if any(int(t) not in trace.tokens for t in shown):
+            raise ValueError(f"'steps[{i}]': a token id has no entry in the token table")
 
 
 def _load_step(entry: dict, arrays: dict) -> StepTrace:

@@ -6,24 +6,31 @@ import streamlit as st
 
 from llmviz.errors import LlmvizError
 from llmviz.ui import state
+from llmviz.ui.settings import SLIDERS
 
-SLIDERS = {"temperature": "dec_temperature", "top_k": "dec_top_k", "top_p": "dec_top_p"}
+SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}
+PLAYING, PLAY_ERROR = "dec_playing", "dec_play_error"
 
 
 def _step(t, run) -> bool:
     try:
         return state.advance(run)
     except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
+        if st.session_state.get(PLAYING):
+            st.session_state[PLAY_ERROR] = exc  # shown after the rerun that stops the timer
+        else:
+            state.explain(t, exc)
         return False
 
 
 def controls(t, run) -> None:
     """Buttons and the step's headline figures; while playing, each fragment tick advances one step."""
-    playing = st.session_state.get("dec_playing", False)
+    playing = st.session_state.get(PLAYING, False)
     if playing and not _step(t, run):
-        st.session_state["dec_playing"] = False
+        st.session_state[PLAYING] = False
         st.rerun()
+    if PLAY_ERROR in st.session_state:
+        state.explain(t, st.session_state.pop(PLAY_ERROR))
     cols = st.columns([1, 1, 1, 1, 3])
     if cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch"):
         state.back(run)
@@ -32,11 +39,11 @@ def controls(t, run) -> None:
         _step(t, run)
     if cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,
                       width="stretch"):
-        st.session_state["dec_playing"] = not playing
+        st.session_state[PLAYING] = not playing
         st.rerun()
     if cols[3].button(t("decode.reset"), width="stretch"):
         run.cursor = 0
-        st.session_state["dec_playing"] = False
+        st.session_state[PLAYING] = False
     step = run.step
     cols = st.columns(3)
     cols[0].metric(t("decode.step"), t("decode.step_value", step=step.index, phase=t(f"decode.phase_{step.phase}")))
@@ -49,20 +56,16 @@ def controls(t, run) -> None:
 
 
 def _apply_sliders() -> None:
-    state.update(**{field: st.session_state[key] for field, key in SLIDERS.items()})
+    state.update(**{field: st.session_state[key] for field, key in SLIDER_KEYS.items()})
 
 
 def sampling_sliders(t, run) -> None:
     """Temperature / top-k / top-p: reshape the shown distribution now and govern the next sampled token."""
     current = state.settings()
-    for field, key in SLIDERS.items():
+    for field, key in SLIDER_KEYS.items():
         st.session_state.setdefault(key, getattr(current, field))
-    cols = st.columns(3)
-    cols[0].slider(t("decode.temperature"), 0.0, 2.0, step=0.05, key=SLIDERS["temperature"],
-                   on_change=_apply_sliders, help=t("decode.temperature_help"))
-    cols[1].slider(t("decode.top_k"), 0, 100, step=1, key=SLIDERS["top_k"], on_change=_apply_sliders,
-                   help=t("decode.top_k_help"))
-    cols[2].slider(t("decode.top_p"), 0.05, 1.0, step=0.05, key=SLIDERS["top_p"], on_change=_apply_sliders,
-                   help=t("decode.top_p_help"))
+    for col, (field, (low, high, step)) in zip(st.columns(3), SLIDERS.items(), strict=True):
+        col.slider(t(f"decode.{field}"), low, high, step=step, key=SLIDER_KEYS[field], on_change=_apply_sliders,
+                   help=t(f"decode.{field}_help"))
     if run.key is None:
         st.caption(t("decode.sliders_replay"))

@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
-from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EngineConfig, SamplingConfig
-from llmviz.errors import ConfigError
+from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, EngineConfig, SamplingConfig
 
-DEFAULT_MODEL = "llmviz-tiny"
+DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_PROMPT = "The list of"
 EXAMPLE_PROMPTS = ("The list of", "Return the", "This module provides", "济南的冬天")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -22,6 +21,9 @@ MAX_UI_SEQ = 512
 # Torch threads for UI runs: half the cores, so the browser and Streamlit keep the rest. On 2 cores a
 # second torch thread made each step of the embedded model ~4x slower (45 vs 10 ms) while Chromium drew.
 UI_THREADS = max(1, (os.cpu_count() or 2) // 2)
+SLIDERS = {"temperature": (0.0, 2.0, 0.05), "top_k": (0, 100, 1), "top_p": (0.05, 1.0, 0.05)}  # min, max, step
+RANGES = {**{name: (low, high) for name, (low, high, _) in SLIDERS.items()}, "seed": (0, 2**32 - 1),
+          "step": (0, MAX_UI_SEQ)}
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,7 @@ class Settings:
     def engine_config(self, context: int) -> EngineConfig:
         """The engine settings of a UI run on a model whose context is `context` tokens."""
         return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling(),
-                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ),
-                            threads=UI_THREADS)
+                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ))
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -75,14 +76,7 @@ class Settings:
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
                 problems.append(f"{name}={values.pop(name)!r}")
-        try:
-            SamplingConfig(temperature=values.get("temperature", 0.7), top_k=values.get("top_k", 50),
-                           top_p=values.get("top_p", 1.0))
-        except ConfigError:
-            problems.append("sampling")
-            for name in ("temperature", "top_k", "top_p"):
-                values.pop(name, None)
-        if values.get("step", 0) < 0:
-            problems.append("step")
-            values.pop("step")
+        for name, (low, high) in RANGES.items():  # the sliders' ranges, and what the engine accepts
+            if name in values and not low <= values[name] <= high:
+                problems.append(f"{name}={values.pop(name)!r}")
         return cls(**values), problems

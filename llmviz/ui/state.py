@@ -16,7 +16,7 @@ from llmviz.engine.config import EngineConfig
 from llmviz.engine.trace import RunTrace
 from llmviz.errors import LlmvizError
 from llmviz.ui.i18n import Translator
-from llmviz.ui.settings import Settings
+from llmviz.ui.settings import UI_THREADS, Settings
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
     from llmviz.service import LoadedModel, Session
@@ -28,6 +28,7 @@ RUN_KEY, SETTINGS_KEY = "llmviz_run", "llmviz_settings"
 def cached_model(name: str, device: str, dtype: str) -> LoadedModel:
     from llmviz import service
 
+    service.use_cpu_threads(UI_THREADS)  # once per model load, for the whole server process
     return service.load(name, EngineConfig(device=device, dtype=dtype))
 
 
@@ -97,7 +98,7 @@ def current_run(t: Translator) -> Run | None:
         with st.spinner(t("common.loading", model=s.model)):
             lm = cached_model(s.model, s.device, s.dtype)
         session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
-        session.step()
+        service.step(session)  # the prefill
         run = Run(s.run_key(), session.trace, session)
         while run.cursor < s.step and advance(run):
             pass
@@ -108,15 +109,6 @@ def current_run(t: Translator) -> Run | None:
     return run
 
 
-def loaded_model(t: Translator) -> LoadedModel | None:
-    s = settings()
-    try:
-        return cached_model(s.model, s.device, s.dtype)
-    except (LlmvizError, MemoryError) as exc:
-        explain(t, exc)
-        return None
-
-
 def advance(run: Run) -> bool:
     """Next: show the recorded next step, or compute it. False when the run cannot go further."""
     if run.cursor + 1 < len(run.trace.steps):
@@ -124,8 +116,10 @@ def advance(run: Run) -> bool:
         return True
     if not run.can_compute:
         return False
+    from llmviz import service
+
     run.session.sampling = settings().sampling()  # the sliders govern the next sampled token
-    run.session.step()
+    service.step(run.session)
     run.cursor += 1
     return True
 

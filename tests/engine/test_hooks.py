@@ -55,6 +55,8 @@ def test_sdpa_maps_are_rebuilt_and_say_so(model_dirs):
     for eager, sdpa in zip(steps["eager"], steps["sdpa"], strict=True):
         e, s = eager.hook("layers.1.probs"), sdpa.hook("layers.1.probs")
         assert "recomputed" in s.note and not e.note
+        mask_note = eager.hook("layers.1.scores").note  # the scores say which mask was applied
+        assert ("causal mask" if eager.phase == "prefill" else "no mask needed") in mask_note
         assert abs(e.array - s.array).max() < 1e-5
         assert abs(e.array.sum(-1) - 1).max() < 1e-5  # each query's attention sums to one
 

@@ -7,7 +7,7 @@ from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.kv_cache import make_kv_cache
 from llmviz.engine.loading import load_model
 from llmviz.engine.session import Session
-from llmviz.errors import ConfigError, KVCacheTooLargeError
+from llmviz.errors import CaptureTooLargeError, ConfigError, KVCacheTooLargeError
 
 
 @pytest.mark.parametrize("kv_dtype,elem", [("auto", 4), ("fp16", 2), ("bf16", 2)])
@@ -66,3 +66,17 @@ def test_session_stops_when_the_cache_is_full(model_dirs):
     trace = session.generate(100)
     assert len(trace.steps) == 6  # the prefill, then one decode per free slot, the last token not cached
     assert session.finished == "max_seq_len" and session.cache.seq_len == n + 5
+
+
+def test_full_capture_of_a_long_prefill_is_checked_before_it_runs(model_dirs, monkeypatch):
+    import llmviz.engine.memory as memory
+
+    lm = load_model(str(model_dirs["gpt2"]))
+    prompt = "word " * 40
+    n = len(lm.tokenizer.encode(prompt))
+    maps = 2 * lm.cfg.num_layers * lm.cfg.num_heads * n * n * 4  # fp32 scores and probs of every layer
+    monkeypatch.setattr(memory, "free_bytes", lambda device: int(maps * 1.1))  # room for the cache, not the maps
+    with pytest.raises(CaptureTooLargeError, match="attention maps"):
+        Session(lm, prompt, EngineConfig(capture="full", max_seq_len=200))
+    Session(lm, prompt, EngineConfig(capture="full", capture_filter=("layers.*.q",), max_seq_len=200))
+    Session(lm, prompt, EngineConfig(capture="meta", max_seq_len=200))

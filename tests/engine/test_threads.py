@@ -19,7 +19,9 @@ def tokens_of(lm, key):
     session = Session(lm, prompt, cfg.with_(stop_at_eos=False))
     for _ in range(STEPS):
         session.step()
-    return session.trace.output_ids, [r.name for r in session.trace.steps[-1].hooks]
+    last = session.trace.steps[-1]
+    return session.trace.output_ids, [(r.name, r.norm, None if r.array is None else r.array.tobytes())
+                                      for r in last.hooks]
 
 
 def test_two_threads_on_one_model_match_their_solo_runs(model_dirs):

@@ -97,3 +97,23 @@ def test_zip_round_trip_and_bad_archives(saved):
     for bad in (b"", b"not a zip", trace_to_zip(trace)[:100]):
         with pytest.raises(TraceFormatError):
             trace_from_zip(bad)
+
+
+@pytest.mark.parametrize("damage", ["tokens_list", "no_kv", "no_prefill", "unknown_token", "two_token_decode"])
+def test_traces_that_parse_but_make_no_sense_are_refused(saved, tmp_path, damage):
+    _, folder = saved
+    doc = json.loads((folder / "trace.json").read_text())
+    if damage == "tokens_list":
+        doc["tokens"] = []
+    elif damage == "no_kv":
+        doc["steps"][1]["kv"] = {}
+    elif damage == "no_prefill":
+        doc["steps"] = doc["steps"][1:]
+    elif damage == "unknown_token":
+        doc["tokens"].pop(next(iter(doc["tokens"])))
+    else:
+        doc["steps"][1]["phase"] = "prefill"
+    (tmp_path / "trace.json").write_text(json.dumps(doc))
+    (tmp_path / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
+    with pytest.raises(TraceFormatError, match="damaged"):
+        load_trace(tmp_path)

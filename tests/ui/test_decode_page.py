@@ -67,7 +67,10 @@ def test_previous_shows_the_recorded_step_without_recomputing(model_dirs):
     assert metrics(at)["Step"] == "1 (decode)"
     assert len(run.trace.steps) == recorded  # nothing recomputed
     assert int(run.step.sampled[0]) == earlier_token
-    assert any(run.trace.tokens[earlier_token]["text"].strip() in c.value or "<" in c.value for c in at.caption)
+    from llmviz.analysis.tokens import token_label
+
+    drew = f"drew “{token_label(run.trace.tokens, earlier_token)}”"
+    assert any(drew in c.value for c in at.caption), [c.value for c in at.caption]
     click(at, "Next ▶")  # shows the recorded step 2 again, no new step
     assert len(run.trace.steps) == recorded and metrics(at)["Step"] == "2 (decode)"
     click(at, "Reset")
@@ -112,3 +115,23 @@ def test_out_of_memory_shows_a_message_and_the_page_recovers(model_dirs, monkeyp
     monkeypatch.undo()
     click(at, "Next ▶")
     assert metrics(at)["Step"] == "1 (decode)" and not at.error
+
+
+@pytest.mark.parametrize("capture", ["meta", "off"])
+def test_a_trace_without_tensors_replays_what_it_holds(model_dirs, capture):
+    from llmviz.ui.state import RUN_KEY, Run
+
+    lm = load_model(str(model_dirs["mistral"]))
+    trace = Session(lm, PROMPT, EngineConfig(capture=capture, stop_at_eos=False)).generate(3)
+    at = AppTest.from_file(open_app.__globals__["APP"], default_timeout=120)
+    at.session_state[RUN_KEY] = Run(None, trace, None, 0)
+    at.run()
+    at.switch_page("app_pages/decode.py").run()
+    for _ in range(2):
+        click(at, "Next ▶")
+    assert metrics(at)["Step"] == "2 (decode)"
+    assert metrics(at)["KV cache length"] == str(trace.steps[2].kv["seq_len"])
+    assert any("capture level " + capture in w.value for w in at.warning)
+    dist = next(c for c in at.get("plotly_chart") if "dist" in c.proto.id)  # drawn from the stored logits
+    assert array(json.loads(dist.proto.spec)["data"][0]["y"]).max() > 0
+    assert not any("kvgrid" in c.proto.id for c in at.get("plotly_chart"))

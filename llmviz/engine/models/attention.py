@@ -32,6 +32,15 @@ class StepMask:
     mask: torch.Tensor | None
     causal_square: bool
     key_start: int  # first cached position the queries read (> 0 only for a sliding window in decode)
+    window: int = 0
+
+    @property
+    def note(self) -> str:
+        """What the mask did, in words (recorded with the scores)."""
+        window = f" within a {self.window}-token sliding window" if self.window else ""
+        if self.mask is None:
+            return f"no mask needed: the one new query may see every cached key{window}"
+        return f"causal mask{window}: -inf where a query may not look"
 
 
 def step_mask(q_pos: torch.Tensor, total: int, window: int) -> StepMask:
@@ -39,13 +48,13 @@ def step_mask(q_pos: torch.Tensor, total: int, window: int) -> StepMask:
     n = q_pos.shape[1]
     if n == 1:
         start = max(0, total - window) if window else 0
-        return StepMask(None, False, start)  # one query sees every key from `start` on
+        return StepMask(None, False, start, window)  # one query sees every key from `start` on
     k_pos = torch.arange(total, device=q_pos.device)
     diff = q_pos[:, :, None] - k_pos[None, None, :]  # [b, n, n_k]
     allowed = diff >= 0
     if window:
         allowed &= diff < window
-    return StepMask(allowed[:, None], total == n and not window, 0)
+    return StepMask(allowed[:, None], total == n and not window, 0, window)
 
 
 class Attention(nn.Module):
@@ -105,7 +114,7 @@ class Attention(nn.Module):
         scores = (q @ keys.transpose(-2, -1)) * self.scale  # [b, h, n, n_k]
         if mask.mask is not None:
             scores = scores.masked_fill(~mask.mask, float("-inf"))
-        ctx.hook(self.names.scores, scores, masked=True)
+        ctx.hook(self.names.scores, scores, note=mask.note, masked=True)
         probs = scores.float().softmax(dim=-1).to(q.dtype)  # [b, h, n, n_k]
         ctx.hook(self.names.probs, probs)
         return probs @ values  # [b, h, n, hd]
@@ -113,7 +122,7 @@ class Attention(nn.Module):
     def _sdpa(self, q, keys, values, mask: StepMask, ctx: RunContext):
         if ctx.wants(self.names.scores) or ctx.wants(self.names.probs):
             ctx.pending_attention.append(PendingAttention(
-                self.layer, self.names.scores, self.names.probs, q, keys, mask.mask, self.scale))
+                self.layer, self.names.scores, self.names.probs, q, keys, mask.mask, self.scale, mask.note))
         gqa = self.cfg.group_size > 1
         if mask.causal_square:
             return F.scaled_dot_product_attention(q, keys, values, is_causal=True, scale=self.scale,

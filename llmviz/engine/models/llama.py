@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.models.config import ACTIVATIONS, ROPE_TYPES, ModelConfig
 from llmviz.errors import UnsupportedArchitectureError
 
 MODEL_TYPES = ("llama", "qwen2", "mistral")
@@ -51,6 +51,9 @@ def _rope(d: dict) -> tuple[float, dict]:
     theta = float(params.pop("rope_theta", d.get("rope_theta", 10000.0)))
     if params.get("partial_rotary_factor", 1.0) != 1.0:
         raise UnsupportedArchitectureError("partial rotary embeddings are not supported")
+    if params.get("rope_type", "default") not in ROPE_TYPES:
+        raise UnsupportedArchitectureError(f"rope_type {params['rope_type']!r} is not supported; supported: "
+                                           f"{', '.join(ROPE_TYPES)}")
     if params.get("rope_type", "default") == "default":
         params = {}
     return theta, params
@@ -76,6 +79,10 @@ def _ids(value) -> tuple:
 
 def config_from_hf(d: dict) -> ModelConfig:
     model_type = d["model_type"]
+    hidden_act = d.get("hidden_act", "silu")
+    act = {"gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh"}.get(hidden_act, hidden_act)
+    if act not in ACTIVATIONS:
+        raise UnsupportedArchitectureError(f"activation {act!r} is not supported; supported: {', '.join(ACTIVATIONS)}")
     heads = d["num_attention_heads"]
     layers = d["num_hidden_layers"]
     theta, scaling = _rope(d)
@@ -96,8 +103,7 @@ def config_from_hf(d: dict) -> ModelConfig:
         rope_theta=theta,
         rope_scaling=scaling,
         mlp="gated",
-        activation={"gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh"}.get(d.get("hidden_act", "silu"),
-                                                                                   d.get("hidden_act", "silu")),
+        activation=act,
         qkv_bias=model_type == "qwen2" or attention_bias,
         out_bias=attention_bias,
         mlp_bias=bool(d.get("mlp_bias", False)),

@@ -38,7 +38,7 @@ def cache_panel(t, run, layer: int, labels: list[str]) -> None:
     step, kv = run.step, run.step.kv
     new = step.input_ids.shape[1]
     norms = row_norms(cache_rows(run.trace.steps, layer, "k", run.cursor))  # [kv, positions]
-    st.plotly_chart(fig.kv_grid(norms, new, kv["max_seq"], labels, t("decode.kv_head"),
+    st.plotly_chart(fig.kv_grid(norms, new, labels, t("decode.kv_head"),
                                 t("decode.kv_title", layer=layer, used=kv["seq_len"], max_seq=kv["max_seq"])),
                     width="stretch", key="kvgrid")
     st.caption(t("decode.kv_caption", before=kv["seq_len"] - new, after=kv["seq_len"], kv=kv["kv_heads"],
@@ -75,7 +75,8 @@ def timing_panel(t, run) -> None:
         if len(ms):
             current = int(step.positions[0, -1]) if step.phase == "decode" else None
             st.plotly_chart(fig.latency(positions, ms, current, fit_line(positions, ms),
-                                        (t("decode.position"), t("decode.ms")), t("decode.latency_title")),
+                                        (t("decode.position"), t("decode.ms")), t("decode.fit"),
+                                        t("decode.latency_title")),
                             width="stretch", key="latency")
         else:
             st.info(t("decode.latency_empty"))

@@ -11,15 +11,17 @@ from llmviz import service
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EngineConfig, SamplingConfig
 from llmviz.errors import LlmvizError
 
+DEFAULT_SAMPLING = SamplingConfig()
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True, help="text to run the model on")
     p.add_argument("--model", default=service.EMBEDDED_MODEL,
                    help="hub id or local folder (default: the embedded llmviz-tiny)")
-    p.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
-    p.add_argument("--top-k", type=int, default=50, help="0 = off")
-    p.add_argument("--top-p", type=float, default=1.0, help="1 = off")
-    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--temperature", type=float, default=DEFAULT_SAMPLING.temperature, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=DEFAULT_SAMPLING.top_k, help="0 = off")
+    p.add_argument("--top-p", type=float, default=DEFAULT_SAMPLING.top_p, help="1 = off")
+    p.add_argument("--repetition-penalty", type=float, default=DEFAULT_SAMPLING.repetition_penalty)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
     p.add_argument("--dtype", default="fp32", choices=DTYPES)

@@ -33,9 +33,9 @@ class Settings:
     dtype: str = "fp32"
     attn: str = "sdpa"
     prompt: str = DEFAULT_PROMPT
-    temperature: float = 0.7
-    top_k: int = 50
-    top_p: float = 1.0
+    temperature: float = SamplingConfig.temperature  # the engine's defaults
+    top_k: int = SamplingConfig.top_k
+    top_p: float = SamplingConfig.top_p
     seed: int = 0
     lang: str = "en"
     step: int = 0  # the step shown (0 = prefill)

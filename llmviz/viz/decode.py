@@ -36,8 +36,7 @@ def attention_row(probs: np.ndarray, labels: list[str], start: int, head_label: 
     return finish(fig, title, 120 + 22 * heads)
 
 
-def kv_grid(norms: np.ndarray, new_cols: int, max_seq: int, labels: list[str], row_label: str,
-            title: str) -> go.Figure:
+def kv_grid(norms: np.ndarray, new_cols: int, labels: list[str], row_label: str, title: str) -> go.Figure:
     """The cache of one layer as a grid: rows = KV heads, one column per cached position.
 
     The columns this step wrote are outlined; the preallocated, still-empty slots are summarized in the
@@ -81,14 +80,14 @@ def logit_lens(pieces: list[list[str]], probs: np.ndarray, layer_label: str, tit
 
 
 def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, fit: tuple[float, float] | None,
-            axis: tuple[str, str], title: str) -> go.Figure:
+            axis: tuple[str, str], fit_name: str, title: str) -> go.Figure:
     """Per-token decode latency against position (C18), with a least-squares line when there are points."""
     fig = go.Figure(go.Scatter(x=positions, y=ms, mode="lines+markers", name=axis[1],
                                hovertemplate="pos %{x}: %{y:.2f} ms<extra></extra>"))
     if fit is not None:
         xs = np.array([positions.min(), positions.max()])
         fig.add_trace(go.Scatter(x=xs, y=fit[0] * xs + fit[1], mode="lines", line=dict(dash="dash"),
-                                 name=f"{fit[0] * 1000:+.1f} µs / token"))
+                                 name=fit_name.format(slope=fit[0] * 1000)))
     if current is not None:
         fig.add_vline(x=current, line_color=HIGHLIGHT)
     fig.update_xaxes(title_text=axis[0], tickformat="d", dtick=max(1, int(np.ptp(positions)) // 10 or 1))

@@ -53,6 +53,15 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     st.caption(t("prefill.mask_note"))
 
 
+def pick_from_grid(tile: tuple[int, int], layers: int, heads: int) -> None:
+    """A click on a tile of the grid selects that layer and head (the maps above enlarge it)."""
+    points = st.session_state["prefill_grid"].selection.points
+    if points:
+        layer, head = at.grid_cell(points[0]["x"], points[0]["y"], tile)
+        if 0 <= layer < layers and 0 <= head < heads:
+            st.session_state["prefill_layer"], st.session_state["prefill_head"] = layer, head
+
+
 def grid_section(t, step, layers: int, sh: at.HeadShapes, layer: int, head: int) -> None:
     st.header(t("prefill.grid_header"))
     maps = [step.hook(f"layers.{i}.probs").array[0] for i in range(layers)]  # L views of [h, n, n_k]
@@ -61,7 +70,8 @@ def grid_section(t, step, layers: int, sh: at.HeadShapes, layer: int, head: int)
     st.plotly_chart(attention_grid(tiled, layers, sh.heads, tile, 1, (layer, head),
                                    t("prefill.grid_title", layers=layers, heads=sh.heads),
                                    t("prefill.axis_head"), t("prefill.axis_layer")), width="stretch",
-                    key="prefill_grid")
+                    key="prefill_grid", on_select=lambda: pick_from_grid(tile, layers, sh.heads),
+                    selection_mode="points")
     st.caption(t("prefill.grid_explain", layer=layer, head=head))
 
 

@@ -105,3 +105,9 @@ def matmul_text(x: str, a: tuple, w: str, b: tuple, out: str) -> str:
     if a[-1] != b[0]:
         raise ValueError(f"{x} {list(a)} × {w} {list(b)}: inner dimensions differ")
     return f"{x} {list(a)} × {w} {list(b)} → {out} {[*a[:-1], b[-1]]}"
+
+
+def grid_cell(x: float, y: float, tile: tuple[int, int], gap: int = 1) -> tuple[int, int]:
+    """The (layer, head) whose tile holds the point (x, y) of a `tile_maps` matrix (x across, y down)."""
+    s, s_k = tile
+    return round(y) // (s + gap), round(x) // (s_k + gap)

@@ -41,10 +41,14 @@ def attention_grid(tiled: np.ndarray, layers: int, heads: int, tile: tuple[int, 
     x0, y0 = head * (s_k + gap) - 0.5, layer * (s + gap) - 0.5
     outline = {"type": "rect", "x0": x0 - 0.5, "x1": x0 + s_k + 0.5, "y0": y0 - 0.5, "y1": y0 + s + 0.5,
                "line": {"color": "#e4572e", "width": 3}}
-    fig = go.Figure(go.Heatmap(z=np.asarray(tiled, dtype=np.float32), colorscale="Blues", zmin=0.0, zmax=1.0,
-                               showscale=False, hoverinfo="skip"))
     centers_x = [j * (s_k + gap) + (s_k - 1) / 2 for j in range(heads)]
     centers_y = [i * (s + gap) + (s - 1) / 2 for i in range(layers)]
+    # Heatmaps cannot be selected by a click; an invisible square marker on each tile's centre can.
+    targets = go.Scatter(x=centers_x * layers, y=[y for y in centers_y for _ in range(heads)], mode="markers",
+                         marker={"symbol": "square", "size": 26, "opacity": 0.01, "color": "#000000"},
+                         hoverinfo="none", showlegend=False)
+    fig = go.Figure([go.Heatmap(z=np.asarray(tiled, dtype=np.float32), colorscale="Blues", zmin=0.0, zmax=1.0,
+                                showscale=False, hoverinfo="skip"), targets])
     height = int(min(900, max(220, 60 + layers * (s + gap) * min(10.0, 560 / max(1, heads * (s_k + gap))))))
     return finish(fig, title, height=height, shapes=[outline], plot_bgcolor="#ffffff",
                   xaxis={"title": {"text": x_title}, "side": "top", "tickmode": "array", "tickvals": centers_x,

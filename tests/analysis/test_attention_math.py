@@ -62,3 +62,15 @@ def test_tile_maps_places_every_map_with_nan_gaps():
     tiled = tile_maps(maps, size=24, gap=1)
     assert tiled.shape == (2 * 5 - 1, 3 * 5 - 1)
     assert np.array_equal(tiled[5:9, 10:14], maps[1, 2]) and np.isnan(tiled[4]).all() and np.isnan(tiled[:, 4]).all()
+
+
+def test_a_click_on_the_grid_names_its_layer_and_head():
+    from llmviz.analysis.attention import grid_cell, tile_maps
+
+    maps = [np.random.default_rng(i).random((3, 5, 5)) for i in range(2)]  # 2 layers x 3 heads of [5, 5]
+    tiled = tile_maps(maps, size=32, gap=1)
+    for layer in range(2):
+        for head in range(3):
+            y, x = layer * 6 + 2, head * 6 + 4  # a cell inside tile (layer, head)
+            assert tiled[y, x] == maps[layer][head][2, 4]
+            assert grid_cell(x, y, (5, 5)) == (layer, head)

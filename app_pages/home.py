@@ -77,7 +77,7 @@ def main() -> None:
                                  t("home.dia.decode"), t("home.dia.token"),
                                  (t("home.dia.write"), t("home.dia.read"), t("home.dia.append"))))
     picker(t)
-    run = shown_run(t)
+    run = shown_run(t, link_home=False)
     if run is not None:
         model_card(t, run)
     state.sync_url()

@@ -34,10 +34,13 @@ def heading(t: Translator, page: str) -> None:
     st.markdown(t(f"{page}.intro"))
 
 
-def shown_run(t: Translator) -> state.Run | None:
-    """The run this session shows (live or replayed), saying so when it is a replay; None after an error."""
+def shown_run(t: Translator, link_home: bool = True) -> state.Run | None:
+    """The run this session shows (live or replayed), saying so when it is a replay; None after an error
+    (then, on pages other than Home, a link back to where the model and prompt are chosen)."""
     run = state.current_run(t)
-    if run is not None and run.key is None:
+    if run is None and link_home:
+        st.page_link("app_pages/home.py", label=t("error.go_home"), icon=":material/home:")
+    elif run is not None and run.key is None:
         st.info(t("common.replay"))
     return run
 

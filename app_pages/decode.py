@@ -49,14 +49,16 @@ def cache_panel(t, run, layer: int, labels: list[str]) -> None:
 def next_token_panel(t, run, settings) -> None:
     step, tokens = run.step, run.trace.tokens
     ids, logits, lse = stored_logits(step)
-    dist = distribution(ids, logits, lse, settings.temperature, settings.top_k, settings.top_p)
     chosen_id = int(step.sampled[0])
+    dist = distribution(ids, logits, lse, settings.temperature, settings.top_k, settings.top_p, include=chosen_id)
     chosen = next((i for i, v in enumerate(dist.ids) if v == chosen_id), None)
     pieces = [token_label(tokens, int(i)) for i in dist.ids]
     st.plotly_chart(fig.next_token_bars(pieces, dist.probs, dist.raw_probs, dist.kept, chosen,
-                                        (t("decode.raw"), t("decode.shaped")), t("decode.dist_title")),
+                                        (t("decode.raw"), t("decode.shaped"), t("decode.drawn")),
+                                        t("decode.dist_title")),
                     width="stretch", key="dist")
-    st.caption(t("decode.dist_caption", kept=dist.kept_count, used=step.sampling.get("temperature", "?"),
+    caption = "decode.dist_caption_replay" if run.key is None else "decode.dist_caption"
+    st.caption(t(caption, kept=dist.kept_count, used=step.sampling.get("temperature", "?"),
                  token=token_label(tokens, chosen_id)))
     if step.logits is None:  # a large vocabulary: only the top tokens were stored
         st.caption(t("decode.dist_topk_only", stored=len(ids), vocab=run.trace.model_card["config"]["vocab_size"]))

@@ -31,8 +31,9 @@ def stored_logits(step, row: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
 
 
 def distribution(ids: np.ndarray, logits: np.ndarray, lse: float, temperature: float, top_k: int, top_p: float,
-                 show: int = 10) -> Distribution:
-    """The `show` most likely tokens under the settings; temperature 0 is greedy (all mass on the argmax)."""
+                 show: int = 10, include: int | None = None) -> Distribution:
+    """The `show` most likely tokens under the settings (plus token `include` when it ranks lower, e.g. the
+    token a step actually drew); temperature 0 is greedy (all mass on the argmax)."""
     order = np.argsort(-logits, kind="stable")
     ids, logits = ids[order], logits[order]  # most likely first
     raw = np.exp(logits - lse)
@@ -53,4 +54,9 @@ def distribution(ids: np.ndarray, logits: np.ndarray, lse: float, temperature: f
             kept &= before < top_p
             z = z * kept
             probs = z / z.sum()
-    return Distribution(ids[:show], probs[:show], raw[:show], kept[:show], int(kept.sum()))
+    rows = list(range(min(show, len(ids))))
+    if include is not None:
+        extra = np.flatnonzero(ids == include)
+        if extra.size and extra[0] >= show:
+            rows.append(int(extra[0]))
+    return Distribution(ids[rows], probs[rows], raw[rows], kept[rows], int(kept.sum()))

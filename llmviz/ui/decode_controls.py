@@ -1,4 +1,8 @@
-"""The Decode page's stepper (Previous / Next / Play / Reset) and sampling sliders (C5, C6)."""
+"""The Decode page's stepper (Previous / Next / Play / Reset) and sampling sliders (C5, C6).
+
+The buttons act in on_click callbacks, which run before the page is drawn again, so every button's
+enabled state always matches the step now shown.
+"""
 
 from __future__ import annotations
 
@@ -9,41 +13,44 @@ from llmviz.ui import state
 from llmviz.ui.settings import SLIDERS
 
 SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}
-PLAYING, PLAY_ERROR = "dec_playing", "dec_play_error"
+PLAYING, STEP_ERROR = "dec_playing", "dec_step_error"
 
 
-def _step(t, run) -> bool:
+def _next(run) -> bool:
     try:
         return state.advance(run)
     except (LlmvizError, MemoryError) as exc:
-        if st.session_state.get(PLAYING):
-            st.session_state[PLAY_ERROR] = exc  # shown after the rerun that stops the timer
-        else:
-            state.explain(t, exc)
+        st.session_state[STEP_ERROR] = exc  # shown by controls() on the rerun that follows
         return False
+
+
+def _back(run) -> None:
+    state.back(run)
+
+
+def _reset(run) -> None:
+    run.cursor = 0
+    st.session_state[PLAYING] = False
 
 
 def controls(t, run) -> None:
     """Buttons and the step's headline figures; while playing, each fragment tick advances one step."""
     playing = st.session_state.get(PLAYING, False)
-    if playing and not _step(t, run):
+    if playing and not _next(run):
         st.session_state[PLAYING] = False
-        st.rerun()
-    if PLAY_ERROR in st.session_state:
-        state.explain(t, st.session_state.pop(PLAY_ERROR))
-    cols = st.columns([1, 1, 1, 1, 3])
-    if cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch"):
-        state.back(run)
+        st.rerun()  # the whole app, so the fragment stops ticking
+    if STEP_ERROR in st.session_state:
+        state.explain(t, st.session_state.pop(STEP_ERROR))
     can_next = run.cursor + 1 < len(run.trace.steps) or run.can_compute
-    if cols[1].button(t("decode.next"), type="primary", disabled=not can_next, width="stretch"):
-        _step(t, run)
+    cols = st.columns(4)
+    cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=_back, args=(run,))
+    cols[1].button(t("decode.next"), type="primary", disabled=not can_next, width="stretch", on_click=_next,
+                   args=(run,))
     if cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,
                       width="stretch"):
         st.session_state[PLAYING] = not playing
-        st.rerun()
-    if cols[3].button(t("decode.reset"), width="stretch"):
-        run.cursor = 0
-        st.session_state[PLAYING] = False
+        st.rerun()  # the whole app: the fragment's timer is set when the page is built
+    cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, args=(run,))
     step = run.step
     cols = st.columns(3)
     cols[0].metric(t("decode.step"), t("decode.step_value", step=step.index, phase=t(f"decode.phase_{step.phase}")))
@@ -60,12 +67,16 @@ def _apply_sliders() -> None:
 
 
 def sampling_sliders(t, run) -> None:
-    """Temperature / top-k / top-p: reshape the shown distribution now and govern the next sampled token."""
+    """Temperature / top-k / top-p: reshape the shown distribution now and govern the next computed token.
+
+    Each slider starts from the session's settings (value=...), so it shows the right value even when
+    Streamlit drops a widget's state on a rerun that stopped before the slider was drawn (Pause does).
+    """
     current = state.settings()
-    for field, key in SLIDER_KEYS.items():
-        st.session_state.setdefault(key, getattr(current, field))
     for col, (field, (low, high, step)) in zip(st.columns(3), SLIDERS.items(), strict=True):
-        col.slider(t(f"decode.{field}"), low, high, step=step, key=SLIDER_KEYS[field], on_change=_apply_sliders,
-                   help=t(f"decode.{field}_help"))
+        col.slider(t(f"decode.{field}"), low, high, value=getattr(current, field), step=step,
+                   key=SLIDER_KEYS[field], on_change=_apply_sliders, help=t(f"decode.{field}_help"))
     if run.key is None:
         st.caption(t("decode.sliders_replay"))
+    elif run.cursor + 1 < len(run.trace.steps):
+        st.caption(t("decode.sliders_recorded", first=len(run.trace.steps), first_minus=len(run.trace.steps) - 1))

@@ -33,3 +33,13 @@ def test_greedy_and_raw_probabilities():
     assert d.ids[0] == int(np.argmax(LOGITS)) and d.probs.tolist() == [1.0, 0, 0, 0, 0] and d.kept_count == 1
     assert np.isclose(d.raw_probs[0], np.exp(LOGITS.max() - lse))
     assert np.all(np.diff(d.raw_probs) <= 0)
+
+
+def test_the_drawn_token_is_shown_even_when_it_ranks_low():
+    ids = np.arange(LOGITS.shape[0])
+    lse = float(np.logaddexp.reduce(LOGITS))
+    low = int(np.argsort(-LOGITS)[150])  # the 151st most likely token
+    d = distribution(ids, LOGITS, lse, 1.0, 0, 1.0, show=10, include=low)
+    assert len(d.ids) == 11 and d.ids[-1] == low
+    assert np.isclose(d.raw_probs[-1], np.exp(LOGITS[low] - lse))
+    assert len(distribution(ids, LOGITS, lse, 1.0, 0, 1.0, show=10, include=int(d.ids[0])).ids) == 10

@@ -24,8 +24,12 @@ def metrics(at) -> dict:
     return {m.label: m.value for m in at.metric}
 
 
+def button(at, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
 def click(at, label: str) -> None:
-    next(b for b in at.button if b.label == label).click().run()
+    button(at, label).click().run()
     assert not at.exception, [e.value for e in at.exception]
 
 
@@ -43,7 +47,10 @@ def test_next_steps_and_grows_the_cache(model_dirs):
     tokens, n = engine_tokens(folder, 4)
     assert metrics(at)["KV cache length"] == str(n)
     assert metrics(at)["Step"] == "0 (prefill)"
-    for _ in range(3):
+    assert button(at, "◀ Previous").disabled  # nothing before the prefill
+    click(at, "Next ▶")
+    assert not button(at, "◀ Previous").disabled  # enabled on the very rerun that shows step 1
+    for _ in range(2):
         click(at, "Next ▶")
     shown = metrics(at)
     assert shown["Step"] == "3 (decode)" and shown["KV cache length"] == str(n + 3)
@@ -74,7 +81,7 @@ def test_previous_shows_the_recorded_step_without_recomputing(model_dirs):
     click(at, "Next ▶")  # shows the recorded step 2 again, no new step
     assert len(run.trace.steps) == recorded and metrics(at)["Step"] == "2 (decode)"
     click(at, "Reset")
-    assert metrics(at)["Step"] == "0 (prefill)"
+    assert metrics(at)["Step"] == "0 (prefill)" and button(at, "◀ Previous").disabled
 
 
 def test_a_link_opens_at_its_step(model_dirs):
@@ -91,7 +98,7 @@ def test_sliders_reshape_the_shown_distribution(model_dirs, temperature, top_k):
     at.slider(key="dec_temperature").set_value(temperature).run()
     at.slider(key="dec_top_k").set_value(top_k).run()
     step = at.session_state["llmviz_run"].step
-    want = distribution(*stored_logits(step), temperature, top_k, 1.0)
+    want = distribution(*stored_logits(step), temperature, top_k, 1.0, include=int(step.sampled[0]))
     chart = next(c for c in at.get("plotly_chart") if "dist" in c.proto.id)
     shown = array(json.loads(chart.proto.spec)["data"][1]["y"])
     assert np.allclose(shown, want.probs)

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 
 class LlmvizError(Exception):
-    """Base class: every error the library raises on purpose."""
+    """Base class: every error the library raises on purpose.
+
+    `code` and `params` name the common cases, so a UI can say them in its own language; the message
+    stays the English one-liner for the CLI and logs.
+    """
+
+    def __init__(self, message: str, *, code: str | None = None, **params):
+        super().__init__(message)
+        self.code, self.params = code, params
 
 
 class ConfigError(LlmvizError, ValueError):

@@ -27,7 +27,7 @@ def resolve_device(name: str) -> torch.device:
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise DeviceUnavailableError("cuda was chosen but this machine has no CUDA GPU (or torch is a CPU "
-                                         "build): use device auto or cpu")
+                                         "build): use device auto or cpu", code="no_cuda")
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise DeviceUnavailableError(f"{name} does not exist: {torch.cuda.device_count()} GPU(s) here")
     elif device.type == "mps" and not _mps_available():

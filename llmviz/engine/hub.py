@@ -39,7 +39,8 @@ def hub_reachable(timeout: float = CONNECT_TIMEOUT_S) -> bool:
 def snapshot(repo_id: str) -> Path:
     """The folder of a cached or freshly downloaded hub model; typed errors otherwise."""
     if not HUB_ID.match(repo_id) or ".." in repo_id:
-        raise ModelNotFoundError(f"{repo_id!r} is neither an existing folder nor a valid hub id (owner/name)")
+        raise ModelNotFoundError(f"{repo_id!r} is neither an existing folder nor a valid hub id (owner/name)",
+                                 code="model_bad_name", name=repo_id)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -55,7 +56,8 @@ def snapshot(repo_id: str) -> Path:
     if offline() or not hub_reachable():
         why = "HF_HUB_OFFLINE is set" if offline() else "the hub cannot be reached"
         raise ModelNotCachedError(f"{repo_id} is not in the local Hugging Face cache and {why}: "
-                                  "connect once to download it, or pass a local folder")
+                                  "connect once to download it, or pass a local folder", code="model_not_cached",
+                                  name=repo_id)
     try:
         return Path(snapshot_download(repo_id, allow_patterns=FILES, etag_timeout=CONNECT_TIMEOUT_S))
     except (RepositoryNotFoundError, RevisionNotFoundError, GatedRepoError) as exc:

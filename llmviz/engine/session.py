@@ -53,7 +53,8 @@ class Session:
         ids = lm.tokenizer.encode(prompt)
         if len(ids) >= self.max_seq:
             raise PromptError(f"the prompt is {len(ids)} tokens but the context holds {self.max_seq} "
-                              "(including the tokens to generate): shorten it")
+                              "(including the tokens to generate): shorten it", code="prompt_too_long", n=len(ids),
+                              limit=self.max_seq)
         if config.threads:
             set_cpu_threads(config.threads)  # process-wide: the CLI and benchmarks set it, the app does not
         b, device = config.batch_size, lm.device

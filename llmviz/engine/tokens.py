@@ -58,7 +58,7 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         if not isinstance(text, str) or not text.strip():
-            raise PromptError("the prompt is empty: type some text to run the model on")
+            raise PromptError("the prompt is empty: type some text to run the model on", code="prompt_empty")
         ids = self.hf.encode(text, add_special_tokens=True)
         if not ids:
             raise PromptError("the prompt encodes to no tokens")

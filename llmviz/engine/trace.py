@@ -124,12 +124,12 @@ def trace_from_zip(data: bytes) -> RunTrace:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, tempfile.TemporaryDirectory() as tmp:
             names = set(archive.namelist())
             if not {"trace.json", "arrays.npz"} <= names:
-                raise TraceFormatError("the archive must hold trace.json and arrays.npz")
+                raise TraceFormatError("the archive must hold trace.json and arrays.npz", code="trace_damaged")
             for name in ("trace.json", "arrays.npz"):
                 (Path(tmp) / name).write_bytes(archive.read(name))
             return load_trace(tmp)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise TraceFormatError(f"not a trace archive: {exc}") from exc
+        raise TraceFormatError(f"not a trace archive: {exc}", code="trace_damaged") from exc
 
 
 def load_trace(folder: str | Path) -> RunTrace:
@@ -140,10 +140,10 @@ def load_trace(folder: str | Path) -> RunTrace:
         with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise TraceFormatError(f"cannot read the trace in {folder}: {exc}") from exc
+        raise TraceFormatError(f"cannot read the trace in {folder}: {exc}", code="trace_damaged") from exc
     if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
         found = doc.get("schema_version") if isinstance(doc, dict) else None
-        raise TraceFormatError(f"trace schema version {found!r} is not {SCHEMA_VERSION}")
+        raise TraceFormatError(f"trace schema version {found!r} is not {SCHEMA_VERSION}", code="trace_damaged")
     try:
         steps = [_load_step(entry, arrays) for entry in doc["steps"]]
         trace = RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
@@ -151,7 +151,7 @@ def load_trace(folder: str | Path) -> RunTrace:
         _check(trace)
         return trace
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise TraceFormatError(f"the trace in {folder} is damaged: missing or bad {exc}") from exc
+        raise TraceFormatError(f"the trace in {folder} is damaged: missing or bad {exc}", code="trace_damaged") from exc
 
 
 KV_KEYS = ("layout", "seq_len", "max_seq", "kv_heads", "head_dim", "element_bytes", "bytes_used", "bytes_allocated")

@@ -82,8 +82,15 @@ def explain(t: Translator, exc: BaseException) -> None:
         st.error(t("error.oom", detail=str(exc)))
         return
     kind = next((c.__name__ for c in type(exc).__mro__ if f"error.{c.__name__}" in t), "LlmvizError")
-    note = "" if t.lang == "en" else f" ({t('error.detail_note')})"
-    st.error(t("error.detail", headline=t(f"error.{kind}"), detail=str(exc)) + note)
+    code = getattr(exc, "code", None)
+    if code and f"errdetail.{code}" in t:  # a common case, said in the session's language
+        detail = t(f"errdetail.{code}", **exc.params)
+    else:
+        detail = str(exc)
+        detail = detail[:1].upper() + detail[1:]
+        if t.lang != "en":
+            detail += f" ({t('error.detail_note')})"
+    st.error(t("error.detail", headline=t(f"error.{kind}"), detail=detail))
 
 
 def current_run(t: Translator) -> Run | None:

@@ -1,5 +1,7 @@
 """Home page: the model card shows the engine's numbers; bad input gets a clear message, never a traceback."""
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 from ui_helpers import open_app
@@ -42,7 +44,7 @@ def test_run_button_applies_the_widgets(model_dirs):
 
 @pytest.mark.parametrize("params,needle", [
     ({"prompt": "   "}, "Prompt problem"),
-    ({"prompt": "word " * 400}, "context holds 256"),
+    ({"prompt": "word " * 400}, "this run holds 256"),
     ({"model": "./no/such/folder"}, "Model not found"),
     ({"model": "someone/not-cached-model"}, "offline"),
     ({"device": "cuda"}, "This device is not available here"),
@@ -75,3 +77,21 @@ def test_an_example_prompt_runs_at_once(model_dirs):
     assert run.trace.prompt == "济南的冬天" and at.text_area(key="home_prompt").value == "济南的冬天"
     n = len(run.trace.prompt_ids)
     assert any(f"**{n} tokens**" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("params,needle", [
+    ({"prompt": "   "}, "提示词为空"),
+    ({"prompt": "word " * 400}, "最多容纳 256 个"),
+    ({"model": "./no/such/folder"}, "既不是本机上的文件夹"),
+    ({"model": "someone/not-cached-model"}, "尚未下载"),
+])
+def test_common_errors_are_explained_in_chinese(model_dirs, params, needle):
+    params = {"model": model_dirs["gpt2"], "prompt": "hello", "lang": "zh", **params}
+    at = open_home(**params)
+    errors = [e.value for e in at.error]
+    assert any(needle in e for e in errors), errors
+    for error in errors:  # no English left in the detail, apart from names and shared terms
+        detail = error.split("**")[-1]
+        for kept in (str(params["model"]), "token", "Hugging Face", "ID"):
+            detail = detail.replace(kept, "")
+        assert not re.search("[A-Za-z]", detail), error

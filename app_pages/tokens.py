@@ -61,6 +61,9 @@ def embedding_section(t, step, labels: list[str]) -> None:
                     width="stretch", key="tokens_embed")
     if rows < n:
         st.caption(t("tokens.truncated", shown=rows, n=n))
+    if n < 3:  # two points always lie on one line: a second axis would plot rounding noise
+        st.caption(t("tokens.pca_too_few", n=n))
+        return
     proj = projection.pca_2d(embed)
     pct = [f"{100 * e:.0f}" for e in proj.explained]
     st.plotly_chart(embeddings.projection_scatter(

@@ -49,10 +49,11 @@ def attention_grid(tiled: np.ndarray, layers: int, heads: int, tile: tuple[int, 
                          hoverinfo="none", showlegend=False)
     fig = go.Figure([go.Heatmap(z=np.asarray(tiled, dtype=np.float32), colorscale="Blues", zmin=0.0, zmax=1.0,
                                 showscale=False, hoverinfo="skip"), targets])
-    height = int(min(900, max(220, 60 + layers * (s + gap) * min(10.0, 560 / max(1, heads * (s_k + gap))))))
+    # The grid fills the page width (~900 px); the height keeps the tiles roughly square.
+    height = int(min(900, max(220, 80 + layers * (s + gap) * min(12.0, 900 / max(1, heads * (s_k + gap))))))
     return finish(fig, title, height=height, shapes=[outline], plot_bgcolor="#ffffff",
                   xaxis={"title": {"text": x_title}, "side": "top", "tickmode": "array", "tickvals": centers_x,
                          "ticktext": [str(j) for j in range(heads)], "showgrid": False, "zeroline": False},
                   yaxis={"title": {"text": y_title}, "autorange": "reversed", "tickmode": "array",
                          "tickvals": centers_y, "ticktext": [str(i) for i in range(layers)], "showgrid": False,
-                         "zeroline": False, "scaleanchor": "x"})
+                         "zeroline": False})

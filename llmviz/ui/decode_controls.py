@@ -52,10 +52,11 @@ def controls(t, run) -> None:
         st.rerun()  # the whole app: the fragment's timer is set when the page is built
     cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, args=(run,))
     step = run.step
-    cols = st.columns(3)
-    cols[0].metric(t("decode.step"), t("decode.step_value", step=step.index, phase=t(f"decode.phase_{step.phase}")))
-    cols[1].metric(t("decode.kv_len"), step.kv["seq_len"])
-    cols[2].metric(t("decode.generated"), step.index + 1)
+    cols = st.columns(4)
+    cols[0].metric(t("decode.step"), step.index)
+    cols[1].metric(t("decode.phase"), t(f"decode.phase_{step.phase}"))
+    cols[2].metric(t("decode.kv_len"), step.kv["seq_len"])
+    cols[3].metric(t("decode.generated"), step.index + 1)
     if step.finished:
         st.info(t(f"decode.finished_{step.finished}"))
     elif not run.can_compute and run.cursor + 1 == len(run.trace.steps):

@@ -24,6 +24,11 @@ def metrics(at) -> dict:
     return {m.label: m.value for m in at.metric}
 
 
+def step_shown(at) -> str:
+    shown = metrics(at)
+    return f"{shown['Step']} ({shown['Phase']})"
+
+
 def button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
@@ -46,14 +51,14 @@ def test_next_steps_and_grows_the_cache(model_dirs):
     at = open_decode(folder)
     tokens, n = engine_tokens(folder, 4)
     assert metrics(at)["KV cache length"] == str(n)
-    assert metrics(at)["Step"] == "0 (prefill)"
+    assert step_shown(at) == "0 (prefill)"
     assert button(at, "◀ Previous").disabled  # nothing before the prefill
     click(at, "Next ▶")
     assert not button(at, "◀ Previous").disabled  # enabled on the very rerun that shows step 1
     for _ in range(2):
         click(at, "Next ▶")
     shown = metrics(at)
-    assert shown["Step"] == "3 (decode)" and shown["KV cache length"] == str(n + 3)
+    assert step_shown(at) == "3 (decode)" and shown["KV cache length"] == str(n + 3)
     assert shown["Tokens generated"] == "4"
     assert at.query_params["step"] in ("3", ["3"])
     run = at.session_state["llmviz_run"]
@@ -71,7 +76,7 @@ def test_previous_shows_the_recorded_step_without_recomputing(model_dirs):
     recorded = len(run.trace.steps)
     earlier_token = int(run.trace.steps[1].sampled[0])
     click(at, "◀ Previous")
-    assert metrics(at)["Step"] == "1 (decode)"
+    assert step_shown(at) == "1 (decode)"
     assert len(run.trace.steps) == recorded  # nothing recomputed
     assert int(run.step.sampled[0]) == earlier_token
     from llmviz.analysis.tokens import token_label
@@ -79,16 +84,16 @@ def test_previous_shows_the_recorded_step_without_recomputing(model_dirs):
     drew = f"drew “{token_label(run.trace.tokens, earlier_token)}”"
     assert any(drew in c.value for c in at.caption), [c.value for c in at.caption]
     click(at, "Next ▶")  # shows the recorded step 2 again, no new step
-    assert len(run.trace.steps) == recorded and metrics(at)["Step"] == "2 (decode)"
+    assert len(run.trace.steps) == recorded and step_shown(at) == "2 (decode)"
     click(at, "Reset")
-    assert metrics(at)["Step"] == "0 (prefill)" and button(at, "◀ Previous").disabled
+    assert step_shown(at) == "0 (prefill)" and button(at, "◀ Previous").disabled
 
 
 def test_a_link_opens_at_its_step(model_dirs):
     folder = model_dirs["qwen2"]
     at = open_decode(folder, step=4, temperature=0)
     tokens, n = engine_tokens(folder, 5, temperature=0.0)
-    assert metrics(at)["Step"] == "4 (decode)" and metrics(at)["KV cache length"] == str(n + 4)
+    assert step_shown(at) == "4 (decode)" and metrics(at)["KV cache length"] == str(n + 4)
     assert at.session_state["llmviz_run"].trace.output_ids == tokens
 
 
@@ -118,10 +123,10 @@ def test_out_of_memory_shows_a_message_and_the_page_recovers(model_dirs, monkeyp
     monkeypatch.setattr(model, "forward", boom)
     click(at, "Next ▶")
     assert any("The device ran out of memory" in e.value for e in at.error)
-    assert metrics(at)["Step"] == "0 (prefill)"
+    assert step_shown(at) == "0 (prefill)"
     monkeypatch.undo()
     click(at, "Next ▶")
-    assert metrics(at)["Step"] == "1 (decode)" and not at.error
+    assert step_shown(at) == "1 (decode)" and not at.error
 
 
 @pytest.mark.parametrize("capture", ["meta", "off"])
@@ -136,7 +141,7 @@ def test_a_trace_without_tensors_replays_what_it_holds(model_dirs, capture):
     at.switch_page("app_pages/decode.py").run()
     for _ in range(2):
         click(at, "Next ▶")
-    assert metrics(at)["Step"] == "2 (decode)"
+    assert step_shown(at) == "2 (decode)"
     assert metrics(at)["KV cache length"] == str(trace.steps[2].kv["seq_len"])
     assert any("capture level " + capture in w.value for w in at.warning)
     dist = next(c for c in at.get("plotly_chart") if "dist" in c.proto.id)  # drawn from the stored logits

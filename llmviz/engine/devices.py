@@ -52,3 +52,13 @@ def set_cpu_threads(n: int) -> None:
     if not isinstance(n, int) or n < 1:
         raise ConfigError(f"threads must be a positive integer, got {n!r}")
     torch.set_num_threads(n)
+
+
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """cuda and cuda:0 (the current device) are the same place."""
+    def index(d: torch.device) -> int:
+        if d.index is not None:
+            return d.index
+        return torch.cuda.current_device() if d.type == "cuda" else 0
+
+    return a.type == b.type and index(a) == index(b)

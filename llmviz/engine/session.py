@@ -14,7 +14,7 @@ import torch
 
 from llmviz.engine.capture import RunContext
 from llmviz.engine.config import DEFAULT_MAX_SEQ, EngineConfig
-from llmviz.engine.devices import dtype_name, resolve_device, set_cpu_threads, torch_dtype
+from llmviz.engine.devices import dtype_name, resolve_device, same_device, set_cpu_threads, torch_dtype
 from llmviz.engine.hook_points import matches
 from llmviz.engine.kv_cache import make_kv_cache
 from llmviz.engine.loading import LoadedModel
@@ -45,7 +45,7 @@ class Session:
         if dtype_name(lm.dtype) != config.dtype:
             raise ConfigError(f"the model was loaded in {dtype_name(lm.dtype)} but the config asks for "
                               f"{config.dtype}: load it again")
-        if config.device != "auto" and resolve_device(config.device) != lm.device:
+        if config.device != "auto" and not same_device(resolve_device(config.device), lm.device):
             raise ConfigError(f"the model was loaded on {lm.device} but the config asks for {config.device}: "
                               "load it again")
         self.lm, self.config = lm, config

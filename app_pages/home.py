@@ -20,7 +20,7 @@ def seed_widgets() -> None:
 
 
 def apply() -> None:
-    state.update(**{field: st.session_state[key] for field, key in WIDGETS.items()}, step=0)
+    state.update(**{field: st.session_state[key] for field, key in WIDGETS.items()}, step=0, history="")
     state.forget_run()  # a fresh prefill (and the end of any replayed trace)
 
 

@@ -10,6 +10,7 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, EngineConfig, SamplingConfig
+from llmviz.errors import ConfigError
 
 DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_PROMPT = "The list of"
@@ -39,6 +40,15 @@ class Settings:
     seed: int = 0
     lang: str = "en"
     step: int = 0  # the step shown (0 = prefill)
+    # Steps whose token was drawn with other sampling settings than the sliders now hold, as
+    # "first-last:temperature,top_k,top_p;..." (see encode_history): with it a link replays a run exactly,
+    # even when the sliders moved halfway through it.
+    history: str = ""
+
+    def sampling_for(self, step: int) -> SamplingConfig:
+        """The settings step `step` is drawn with: its recorded ones from the link, else the sliders'."""
+        recorded = decode_history(self.history).get(step)
+        return SamplingConfig(*recorded) if recorded else self.sampling()
 
     def run_key(self) -> tuple:
         """What a run depends on at its start: change any of these and the run starts again."""
@@ -49,7 +59,7 @@ class Settings:
 
     def engine_config(self, context: int) -> EngineConfig:
         """The engine settings of a UI run on a model whose context is `context` tokens."""
-        return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling(),
+        return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling_for(0),
                             seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ))
 
     def with_(self, **changes) -> Settings:
@@ -76,7 +86,40 @@ class Settings:
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
                 problems.append(f"{name}={values.pop(name)!r}")
+        if "history" in values:
+            try:
+                decode_history(values["history"])
+            except (ValueError, ConfigError):
+                problems.append(f"history={values.pop('history')!r}")
         for name, (low, high) in RANGES.items():  # the sliders' ranges, and what the engine accepts
             if name in values and not low <= values[name] <= high:
                 problems.append(f"{name}={values.pop(name)!r}")
         return cls(**values), problems
+
+
+def encode_history(per_step: list[tuple], now: tuple) -> str:
+    """(temperature, top_k, top_p) of each computed step -> the runs of steps that differ from `now`."""
+    parts, start = [], None
+    for i, value in enumerate([*per_step, None]):
+        if start is not None and value != per_step[start]:
+            t, k, p = per_step[start]
+            parts.append(f"{start}-{i - 1}:{t:g},{k},{p:g}")
+            start = None
+        if start is None and value is not None and value != now:
+            start = i
+    return ";".join(parts)
+
+
+def decode_history(text: str) -> dict[int, tuple]:
+    """The inverse of encode_history: {step: (temperature, top_k, top_p)}; ValueError when malformed."""
+    out: dict[int, tuple] = {}
+    for part in filter(None, text.split(";")):
+        span, values = part.split(":")
+        first, last = (int(x) for x in span.split("-"))
+        t, k, p = values.split(",")
+        sampling = (float(t), int(k), float(p))
+        SamplingConfig(*sampling)  # the engine's checks (ConfigError)
+        if not 0 <= first <= last <= MAX_UI_SEQ:
+            raise ValueError(f"bad step range {span}")
+        out.update(dict.fromkeys(range(first, last + 1), sampling))
+    return out

@@ -16,7 +16,7 @@ from llmviz.engine.config import EngineConfig
 from llmviz.engine.trace import RunTrace
 from llmviz.errors import LlmvizError
 from llmviz.ui.i18n import Translator
-from llmviz.ui.settings import UI_THREADS, Settings
+from llmviz.ui.settings import UI_THREADS, Settings, encode_history
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
     from llmviz.service import LoadedModel, Session
@@ -70,7 +70,9 @@ def sync_url() -> None:
     current = settings()
     run = st.session_state.get(RUN_KEY)
     if run is not None and run.key is not None:
-        current = current.with_(step=run.cursor)
+        drawn = [(s.sampling["temperature"], s.sampling["top_k"], s.sampling["top_p"]) for s in run.trace.steps]
+        now = (current.temperature, current.top_k, current.top_p)
+        current = current.with_(step=run.cursor, history=encode_history(drawn, now))
     wanted = current.to_query()
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
@@ -109,6 +111,7 @@ def current_run(t: Translator) -> Run | None:
         run = Run(s.run_key(), session.trace, session)
         while run.cursor < s.step and advance(run):
             pass
+        update(history="")  # the link's record is spent: from here on the sliders draw every new token
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None
@@ -125,7 +128,7 @@ def advance(run: Run) -> bool:
         return False
     from llmviz import service
 
-    run.session.sampling = settings().sampling()  # the sliders govern the next sampled token
+    run.session.sampling = settings().sampling_for(len(run.trace.steps))  # the sliders, or the link's record
     service.step(run.session)
     run.cursor += 1
     return True

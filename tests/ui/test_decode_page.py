@@ -147,3 +147,35 @@ def test_a_trace_without_tensors_replays_what_it_holds(model_dirs, capture):
     dist = next(c for c in at.get("plotly_chart") if "dist" in c.proto.id)  # drawn from the stored logits
     assert array(json.loads(dist.proto.spec)["data"][0]["y"]).max() > 0
     assert not any("kvgrid" in c.proto.id for c in at.get("plotly_chart"))
+
+
+def test_a_link_replays_a_run_whose_sliders_moved_halfway(model_dirs):
+    """Same seed, same run: the link records the steps drawn with other settings than the sliders now hold."""
+    folder = model_dirs["llama_tied"]
+    at = open_decode(folder, temperature=1.0)
+    for _ in range(2):
+        click(at, "Next ▶")
+    at.slider(key="dec_temperature").set_value(0.0).run()  # greedy from step 3 on
+    for _ in range(2):
+        click(at, "Next ▶")
+    at.slider(key="dec_top_k").set_value(5).run()  # and top-k 5 for the next one
+    click(at, "Next ▶")
+    first = at.session_state["llmviz_run"].trace
+    params = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert params["history"] and params["step"] == "5"
+    again = open_app("app_pages/decode.py", **params)
+    second = again.session_state["llmviz_run"].trace
+    assert second.output_ids == first.output_ids
+    assert [s.sampling for s in second.steps] == [s.sampling for s in first.steps]
+    assert {s.sampling["temperature"] for s in first.steps} == {1.0, 0.0}
+
+
+def test_history_round_trip():
+    from llmviz.ui.settings import decode_history, encode_history
+
+    per_step = [(1.0, 50, 1.0)] * 3 + [(0.0, 50, 1.0)] * 2 + [(0.7, 5, 0.9)]
+    text = encode_history(per_step, now=(0.7, 5, 0.9))
+    assert text == "0-2:1,50,1;3-4:0,50,1"
+    assert decode_history(text) == {i: per_step[i] for i in range(5)}
+    with pytest.raises(ValueError):
+        decode_history("0-x:1,50,1")

@@ -88,7 +88,8 @@ def kv_section(t, run, step, layers: int) -> None:
                   t("prefill.col_bytes"): [f"{r.bytes:,}" for r in rows]}, hide_index=True, key="prefill_kv_layers",
                  height=min(400, 38 + 35 * len(rows)))
     formula = kvm.kv_bytes(kv["seq_len"], kv["kv_heads"], kv["head_dim"], eb, kv["layers"], kv["batch"])
-    recorded = sum(r.bytes for r in rows)
+    written = [r for r in step.hooks if r.name == "kv.write"]  # the rows copied out of the cache tensor itself
+    recorded = written[0].nbytes if written else sum(r.bytes for r in rows)
     st.markdown(t("prefill.kv_formula", n=kv["seq_len"], kv=kv["kv_heads"], hd=kv["head_dim"], eb=eb,
                   dtype=kv["dtype"], layers=kv["layers"], total=f"{formula:,}"))
     cols = st.columns(4)

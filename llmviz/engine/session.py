@@ -72,10 +72,13 @@ class Session:
     def _check_capture_fits(self, n: int) -> None:
         """Full capture keeps fp32 CPU copies of every attention map: [b, h, n, n] scores and probs per layer."""
         cfg, c = self.config, self.lm.cfg
-        maps = [f"layers.{i}.{p}" for i in range(c.num_layers) for p in ("scores", "probs")]
-        if cfg.capture != "full" or not any(matches(name, cfg.capture_filter) for name in maps):
+        if cfg.capture != "full":
             return
-        nbytes = sum(matches(name, cfg.capture_filter) for name in maps) * cfg.batch_size * c.num_heads * n * n * 4
+        maps = sum(matches(f"layers.{i}.{p}", cfg.capture_filter) for i in range(c.num_layers)
+                   for p in ("scores", "probs"))
+        if not maps:
+            return
+        nbytes = maps * cfg.batch_size * c.num_heads * n * n * 4
         check_fits(nbytes, torch.device("cpu"), f"recording the prefill's attention maps ({n} tokens, capture full)",
                    "use capture meta, a capture filter without scores/probs, or a shorter prompt", CaptureTooLargeError)
 

@@ -24,10 +24,6 @@ def _next(run) -> bool:
         return False
 
 
-def _back(run) -> None:
-    state.back(run)
-
-
 def _reset(run) -> None:
     run.cursor = 0
     st.session_state[PLAYING] = False
@@ -43,7 +39,7 @@ def controls(t, run) -> None:
         state.explain(t, st.session_state.pop(STEP_ERROR))
     can_next = run.cursor + 1 < len(run.trace.steps) or run.can_compute
     cols = st.columns(4)
-    cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=_back, args=(run,))
+    cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=state.back, args=(run,))
     cols[1].button(t("decode.next"), type="primary", disabled=not can_next, width="stretch", on_click=_next,
                    args=(run,))
     if cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,

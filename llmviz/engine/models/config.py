@@ -7,6 +7,7 @@ Hugging Face config dict into this; the transformer in transformer.py is built f
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 from llmviz.errors import ConfigError
 
@@ -78,9 +79,10 @@ class ModelConfig:
         """Sliding-window length of one layer, 0 when the layer attends to every earlier token."""
         return self.sliding_windows[layer] if self.sliding_windows else 0
 
-    def windows(self) -> set[int]:
-        """The distinct window sizes of the layers (0 = full causal attention)."""
-        return {self.window(i) for i in range(self.num_layers)}
+    @cached_property
+    def windows(self) -> frozenset[int]:
+        """The distinct window sizes of the layers (0 = full causal attention); computed once per config."""
+        return frozenset(self.window(i) for i in range(self.num_layers))
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -71,7 +71,7 @@ class DecoderModel(nn.Module):
             angles = ctx.hook("pos", self.rotary.angles(positions))  # [b, n, hd/2]
             rope = Rotary.cos_sin(angles, x.dtype)  # ([b, 1, n, hd], [b, 1, n, hd])
         ctx.mark("embed")
-        masks: dict[int, StepMask] = {w: step_mask(positions, start + n, w) for w in self.cfg.windows()}
+        masks: dict[int, StepMask] = {w: step_mask(positions, start + n, w) for w in self.cfg.windows}
         ctx.mark("mask")
         for i, block in enumerate(self.layers):
             x = block(x, rope, cache, start, masks[self.cfg.window(i)], backend, ctx)

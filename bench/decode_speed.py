@@ -56,9 +56,7 @@ def time_hf(model, ids: torch.Tensor, n: int) -> float:
 def time_engine(lm, prompt_ids: list[int], n: int, capture: str, device: str) -> float:
     cfg = EngineConfig(device=device, capture=capture, logit_lens_top_k=0, stop_at_eos=False,
                        sampling=SamplingConfig(temperature=0), max_seq_len=len(prompt_ids) + n + 1)
-    session = Session(lm, "x", cfg)
-    session.prompt_ids = torch.tensor([prompt_ids], device=lm.device)  # the same ids transformers gets
-    session.history = session.prompt_ids
+    session = Session(lm, config=cfg, prompt_ids=[prompt_ids])  # the same ids transformers gets
     session.step()  # prefill
     walls = []
     for _ in range(n - 1):

@@ -8,14 +8,16 @@ import statistics
 import sys
 
 from llmviz import service
-from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EngineConfig, SamplingConfig
+from llmviz.engine.config import ATTN_BACKENDS, DTYPES, KV_DTYPES, KV_LAYOUTS, PADDINGS, EngineConfig, SamplingConfig
 from llmviz.errors import LlmvizError
 
 DEFAULT_SAMPLING = SamplingConfig()
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prompt", required=True, help="text to run the model on")
+    p.add_argument("--prompt", action="append", default=[],
+                   help="text to run the model on; repeat it for a batch (one row per prompt)")
+    p.add_argument("--prompts-file", default=None, help="a UTF-8 file with one prompt per line (a batch)")
     p.add_argument("--model", default=service.EMBEDDED_MODEL,
                    help="hub id or local folder (default: the embedded llmviz-tiny)")
     p.add_argument("--temperature", type=float, default=DEFAULT_SAMPLING.temperature, help="0 = greedy")
@@ -26,8 +28,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
     p.add_argument("--dtype", default="fp32", choices=DTYPES)
     p.add_argument("--attn", default="sdpa", choices=ATTN_BACKENDS, help="attention backend")
-    p.add_argument("--max-seq-len", type=int, default=None, help="KV cache length (default: context, <= 2048)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--kv-layout", default="contiguous", choices=KV_LAYOUTS, help="KV cache layout (C8, C9)")
+    p.add_argument("--kv-dtype", default="auto", choices=KV_DTYPES, help="KV storage dtype (auto: the model's)")
+    p.add_argument("--kv-block-size", type=int, default=16, help="tokens per block of the paged layout")
+    p.add_argument("--padding", default="right", choices=PADDINGS, help="pad side of a batch of prompts")
+    p.add_argument("--max-seq-len", type=int, default=None,
+                   help="KV cache length per sequence (default: context, <= 2048)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -52,43 +59,68 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
     sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                               repetition_penalty=args.repetition_penalty)
     return EngineConfig(device=args.device, dtype=args.dtype, attn_backend=args.attn, max_seq_len=args.max_seq_len,
-                        sampling=sampling, seed=args.seed, capture=capture, capture_filter=tuple(patterns),
-                        logit_lens_top_k=lens, threads=args.threads)
+                        kv_layout=args.kv_layout, kv_dtype=args.kv_dtype, kv_block_size=args.kv_block_size,
+                        padding=args.padding, sampling=sampling, seed=args.seed, capture=capture,
+                        capture_filter=tuple(patterns), logit_lens_top_k=lens)
+
+
+def prompts_of(args) -> list[str]:
+    prompts = list(args.prompt)
+    if args.prompts_file:
+        with open(args.prompts_file, encoding="utf-8") as f:
+            prompts += [line.rstrip("\n") for line in f if line.strip()]
+    if not prompts:
+        raise LlmvizError("give a prompt: --prompt TEXT (repeat it for a batch) or --prompts-file FILE")
+    return prompts
+
+
+def start(args) -> None:
+    """Process-wide settings, once, before any model loads."""
+    if args.threads is not None:
+        service.use_cpu_threads(args.threads)
 
 
 def generate(args) -> int:
     if args.max_new_tokens < 1:
         raise LlmvizError("--max-new-tokens must be at least 1")
+    prompts = prompts_of(args)
     config = engine_config(args, capture="off", lens=0)
+    start(args)
     lm = service.load(args.model, config)
-    trace = service.run(lm, args.prompt, config, args.max_new_tokens)
+    trace = service.run(lm, prompts, config, args.max_new_tokens)
     c, last = lm.cfg, trace.steps[-1]
     decode_ms = [s.timings["total_ms"] for s in trace.steps[1:]]
+    rows = [{"prompt": p, "prompt_ids": trace.row_prompt_ids(i), "output_ids": trace.row_output_ids(i),
+             "text": service.generated_text(lm, trace, i),
+             "finished": (last.row_finished[i] if last.row_finished else last.finished) or "max_new_tokens"}
+            for i, p in enumerate(prompts)]
     result = {
         "model": args.model, "device": str(lm.device), "dtype": args.dtype, "attn": args.attn,
-        "threads": last.timings["threads"], "capture": "off",
+        "kv_layout": args.kv_layout, "kv_dtype": last.kv["kv_dtype"], "threads": last.timings["threads"],
+        "capture": "off",
         "config": {"num_layers": c.num_layers, "num_heads": c.num_heads, "num_kv_heads": c.num_kv_heads,
                    "head_dim": c.head_dim, "hidden_size": c.hidden_size, "vocab_size": c.vocab_size},
-        "prompt_ids": trace.prompt_ids, "output_ids": trace.output_ids,
-        "text": service.generated_text(lm, trace),
-        "finished": last.finished or "max_new_tokens",
+        **{k: rows[0][k] for k in ("prompt_ids", "output_ids", "text", "finished")},  # row 0, as before batches
+        "rows": rows,
         "prefill_ms": trace.steps[0].timings["total_ms"],
         "decode_ms_per_token": statistics.fmean(decode_ms) if decode_ms else None,
         "kv_cache_bytes": last.kv["bytes_used"], "kv_cache_bytes_allocated": last.kv["bytes_allocated"],
+        "kv_wasted_slots": last.kv["wasted_slots"],
     }
-    note = service.language_note(lm, args.prompt)
-    if note:
-        result["note"] = note
+    notes = sorted({n for n in (service.language_note(lm, p) for p in prompts) if n})
+    if notes:
+        result["note"] = " ".join(notes)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
-        if note:
+        for note in notes:
             print(f"note: {note}", file=sys.stderr)
-        print(args.prompt + result["text"])
+        for row in rows:
+            print(row["prompt"] + row["text"])
         per_token = "n/a" if result["decode_ms_per_token"] is None else f"{result['decode_ms_per_token']:.2f} ms"
-        print(f"\n[{len(trace.output_ids)} tokens on {result['device']} {args.dtype}, {args.attn}: prefill "
-              f"{result['prefill_ms']:.2f} ms for {len(trace.prompt_ids)} tokens, decode {per_token}/token; "
-              f"KV cache {result['kv_cache_bytes']:,} B used of {result['kv_cache_bytes_allocated']:,} B]",
+        print(f"\n[{len(rows)} x {len(trace.steps)} steps on {result['device']} {args.dtype}, {args.attn}: prefill "
+              f"{result['prefill_ms']:.2f} ms, decode {per_token}/step; {args.kv_layout} KV cache "
+              f"{result['kv_cache_bytes']:,} B used of {result['kv_cache_bytes_allocated']:,} B]",
               file=sys.stderr)
     return 0
 
@@ -96,9 +128,11 @@ def generate(args) -> int:
 def trace_cmd(args) -> int:
     if args.steps < 0:
         raise LlmvizError("--steps must be >= 0")
+    prompts = prompts_of(args)
     config = engine_config(args, capture=args.capture, lens=5, patterns=args.filter)
+    start(args)
     lm = service.load(args.model, config)
-    trace = service.run(lm, args.prompt, config, args.steps + 1)
+    trace = service.run(lm, prompts, config, args.steps + 1)
     folder = trace.save(args.out)
     print(f"wrote {len(trace.steps)} steps ({args.capture} capture) to {folder}")
     return 0

@@ -50,6 +50,14 @@ class KVCacheTooLargeError(LlmvizError, MemoryError):
     """The KV cache would not fit in the free memory of the device."""
 
 
+class KVCacheFullError(LlmvizError, MemoryError):
+    """A sequence needs more KV slots than its cache has left (its max_seq_len, or the paged block pool)."""
+
+
+class KVOverflowError(LlmvizError, ArithmeticError):
+    """A value written to a half-precision KV cache does not fit its range (fp16: |x| > 65504)."""
+
+
 class CaptureTooLargeError(LlmvizError, MemoryError):
     """Recording every tensor of a run (capture full) would not fit in memory."""
 

@@ -39,8 +39,8 @@ def use_cpu_threads(n: int) -> None:
     set_cpu_threads(n)
 
 
-def start(lm: LoadedModel, prompt: str, config: EngineConfig) -> Session:
-    """A new session on a loaded (shared, read-only) model; nothing runs until step()."""
+def start(lm: LoadedModel, prompt: str | list[str], config: EngineConfig) -> Session:
+    """A new session on a loaded (shared, read-only) model, one row per prompt; nothing runs until step()."""
     return Session(lm, prompt, config)
 
 
@@ -48,9 +48,9 @@ def step(session: Session) -> StepTrace:
     return session.step()
 
 
-def generated_text(lm: LoadedModel, trace: RunTrace) -> str:
-    """The generated tokens as text (special tokens such as EOS left out)."""
-    return lm.tokenizer.hf.decode(trace.output_ids, skip_special_tokens=True)
+def generated_text(lm: LoadedModel, trace: RunTrace, row: int = 0) -> str:
+    """One row's generated tokens as text (special tokens such as EOS left out)."""
+    return lm.tokenizer.hf.decode(trace.row_output_ids(row), skip_special_tokens=True)
 
 
 def language_note(lm: LoadedModel, prompt: str) -> str | None:
@@ -63,6 +63,6 @@ def language_note(lm: LoadedModel, prompt: str) -> str | None:
             "bytes (3 per Chinese character), and its output will not be meaningful Chinese.")
 
 
-def run(lm: LoadedModel, prompt: str, config: EngineConfig, max_new_tokens: int) -> RunTrace:
+def run(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, max_new_tokens: int) -> RunTrace:
     """Prefill plus decode steps until max_new_tokens tokens exist, EOS, or the cache is full."""
     return start(lm, prompt, config).generate(max_new_tokens)

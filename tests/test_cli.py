@@ -12,6 +12,12 @@ from llmviz.engine.trace import load_trace
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def cli(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "llmviz", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=timeout, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
@@ -41,11 +47,34 @@ def test_trace_command(model_dirs, tmp_path):
     assert trace.steps[3].hook("layers.0.probs").array.shape == (1, 4, 1, len(trace.prompt_ids) + 3)
 
 
+def test_generate_a_batch_of_prompts(model_dirs, tmp_path):
+    """Repeated --prompt and --prompts-file make one padded batch; --json gives every row (C13)."""
+    (tmp_path / "more.txt").write_text("This module provides\n\nReturn\n", encoding="utf-8")
+    out = cli("generate", "--model", str(model_dirs["qwen2"]), "--prompt", "The quick brown fox jumps",
+              "--prompts-file", str(tmp_path / "more.txt"), "--max-new-tokens", "4", "--temperature", "0",
+              "--kv-layout", "paged", "--kv-block-size", "4", "--max-seq-len", "32", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [r["prompt"] for r in doc["rows"]] == ["The quick brown fox jumps", "This module provides", "Return"]
+    assert doc["output_ids"] == doc["rows"][0]["output_ids"] and doc["kv_layout"] == "paged"
+    for row in doc["rows"]:
+        single = json.loads(cli("generate", "--model", str(model_dirs["qwen2"]), "--prompt", row["prompt"],
+                                "--max-new-tokens", "4", "--temperature", "0", "--json").stdout)
+        assert row["prompt_ids"] == single["prompt_ids"] and len(row["output_ids"]) == 4
+    lengths = [len(r["prompt_ids"]) + 3 for r in doc["rows"]]
+    per_token = 2 * 2 * 16 * 2 * 4  # layers x (K, V) x kv_heads x head_dim x fp32 bytes
+    assert doc["kv_cache_bytes"] == sum(lengths) * per_token
+    assert doc["kv_wasted_slots"] == sum(-(-n // 4) * 4 - n for n in lengths)  # the unused tails of last blocks
+
+
 @pytest.mark.parametrize("args,needle", [
     (["generate", "--prompt", "", "--model", "{gpt2}"], "empty"),
     (["generate", "--prompt", "hi", "--model", "./nope"], "neither an existing folder"),
     (["generate", "--prompt", "hi", "--model", "org/uncached-model"], "not in the local Hugging Face cache"),
-    (["generate", "--prompt", "hi", "--model", "{gpt2}", "--device", "cuda"], "no CUDA GPU"),
+    pytest.param(["generate", "--prompt", "hi", "--model", "{gpt2}", "--device", "cuda"], "no CUDA GPU",
+                 marks=pytest.mark.skipif(_has_cuda(), reason="this machine has a CUDA GPU")),
+    (["generate", "--model", "{gpt2}"], "give a prompt"),
+    (["generate", "--prompt", "hi", "--model", "{gpt2}", "--kv-block-size", "0"], "kv_block_size"),
 ])
 def test_errors_are_one_line(model_dirs, args, needle):
     args = [a.format(gpt2=model_dirs["gpt2"]) for a in args]

@@ -36,7 +36,6 @@ class _Pending:
 class PendingAttention:
     """What a fast attention backend leaves behind so the map can be rebuilt after the timed region."""
 
-    layer: int
     scores_name: str
     probs_name: str
     q: torch.Tensor  # [b, h, n, hd]

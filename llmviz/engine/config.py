@@ -10,10 +10,13 @@ from dataclasses import asdict, dataclass, field, replace
 
 from llmviz.errors import ConfigError
 
+# The names every switch accepts, declared once (no torch here); each engine registry
+# (llmviz/engine/registry.py users) implements exactly these and a test checks that they agree.
 DTYPES = ("fp32", "fp16", "bf16")
-KV_DTYPES = ("auto", *DTYPES)  # auto: the model's dtype
+KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")  # auto: the model's dtype; fp8/int8 keep scales
 ATTN_BACKENDS = ("eager", "sdpa")
-KV_LAYOUTS = ("contiguous",)
+KV_LAYOUTS = ("contiguous", "dynamic", "paged")
+PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)
 CAPTURE_LEVELS = ("off", "meta", "full")
 EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything work offline
 DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model does not preallocate 128k
@@ -42,6 +45,11 @@ class SamplingConfig:
         return self.temperature == 0
 
 
+# Fields of trace schema 1 that no longer exist: batch_size (the batch is the list of prompts now) and
+# threads (a process-wide setting, not a run's).
+_RETIRED = ("batch_size", "threads")
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     device: str = "auto"  # auto picks cuda, then mps, then cpu
@@ -49,32 +57,31 @@ class EngineConfig:
     attn_backend: str = "sdpa"
     kv_layout: str = "contiguous"
     kv_dtype: str = "auto"
-    max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ
-    batch_size: int = 1
+    max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ (per sequence)
+    kv_block_size: int = 16  # tokens per block of the paged layout (C9)
+    padding: str = "right"  # a batch of prompts of different lengths is padded on this side (C13)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     seed: int = 0
     stop_at_eos: bool = True
     capture: str = "off"
     capture_filter: tuple = ()  # glob patterns over hook names; empty = every hook
     logit_lens_top_k: int = 5  # 0 = no logit lens; computed after the timed region
-    threads: int | None = None  # torch CPU threads; None leaves torch's choice
+    # Torch's CPU threads are a process-wide setting: the CLI, the app and the benchmarks set them at start.
 
     def __post_init__(self):
         if not isinstance(self.device, str) or not _DEVICE.match(self.device):
             raise ConfigError(f"device={self.device!r} is not one of auto, cpu, cuda, cuda:N, mps")
         checks = (("dtype", DTYPES), ("kv_dtype", KV_DTYPES), ("attn_backend", ATTN_BACKENDS),
-                  ("kv_layout", KV_LAYOUTS), ("capture", CAPTURE_LEVELS))
+                  ("kv_layout", KV_LAYOUTS), ("capture", CAPTURE_LEVELS), ("padding", PADDINGS))
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not one of {', '.join(allowed)}")
         if self.max_seq_len is not None and (not isinstance(self.max_seq_len, int) or self.max_seq_len < 2):
             raise ConfigError(f"max_seq_len must be an integer >= 2, got {self.max_seq_len!r}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.kv_block_size, int) or not 1 <= self.kv_block_size <= 4096:
+            raise ConfigError(f"kv_block_size must be an integer in 1..4096, got {self.kv_block_size!r}")
         if not isinstance(self.seed, int) or not -(2**63) <= self.seed < 2**64:
             raise ConfigError(f"seed must be an integer in [-2**63, 2**64), got {self.seed!r}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ConfigError(f"threads must be a positive integer, got {self.threads!r}")
         if self.logit_lens_top_k < 0:
             raise ConfigError("logit_lens_top_k must be >= 0")
         object.__setattr__(self, "capture_filter", tuple(self.capture_filter))
@@ -89,7 +96,7 @@ class EngineConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> EngineConfig:
-        data = dict(data)
+        data = {k: v for k, v in data.items() if k not in _RETIRED}
         data["sampling"] = SamplingConfig(**data.get("sampling", {}))
         data["capture_filter"] = tuple(data.get("capture_filter", ()))
         return cls(**data)

@@ -18,7 +18,6 @@ from torch import nn
 from llmviz.engine import hub
 from llmviz.engine.config import EMBEDDED_MODEL
 from llmviz.engine.devices import resolve_device, torch_dtype
-from llmviz.engine.kv_cache import ContiguousKVCache
 from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.models import FAMILIES, SUPPORTED_MODEL_TYPES
 from llmviz.engine.models.config import ModelConfig
@@ -193,10 +192,14 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
 def warm_up(model: DecoderModel) -> None:
     """One untimed pass through both attention backends, so a run's first timings are not one-time
     set-up costs (kernel selection, allocator growth, lazy initialization)."""
+    from llmviz.engine.kv import make_kv_cache
+    from llmviz.engine.models.attention import ATTENTION_BACKENDS
+    from llmviz.engine.phases import feed
+
     device, dtype = model.embed.weight.device, model.embed.weight.dtype
-    ids = torch.zeros(1, 8, dtype=torch.long, device=device)
     with torch.inference_mode():
-        for backend in ("eager", "sdpa"):
-            cache = ContiguousKVCache(model.cfg, 1, 9, dtype, device)
-            model(ids, cache=cache, backend=backend, last_only=True)  # a prefill ...
-            model(ids[:, :1], cache=cache, backend=backend, last_only=True)  # ... and a decode step
+        for backend in ATTENTION_BACKENDS:
+            cache = make_kv_cache("contiguous", model.cfg, 9, model_dtype=dtype, device=device)
+            cache.add(0)
+            feed(model, cache, [[0] * 8], [0], backend=backend)  # a prefill ...
+            feed(model, cache, [[0]], [0], backend=backend)  # ... and a decode step

@@ -1,7 +1,11 @@
 """Next-token sampling: repetition penalty, temperature, top-k, top-p, then a seeded draw (C5).
 
-Each session owns its torch.Generator, so the same settings and seed give the same tokens, and two
-sessions never disturb each other's random stream.
+Each sequence owns its torch.Generator, so the same settings and seed give the same tokens, and two
+sequences (or sessions) never disturb each other's random stream.
+
+The rule for ties, shared with the numpy mirror in llmviz/analysis/sampling.py: tokens are ranked by
+logit, equal logits by lower token id first; top-k keeps exactly the first k of that ranking; top-p
+keeps a token while the mass ranked before it is below p; greedy takes the first of the ranking.
 """
 
 from __future__ import annotations
@@ -20,19 +24,23 @@ def apply_repetition_penalty(logits: torch.Tensor, history: torch.Tensor, penalt
     return logits.scatter(1, history, seen)
 
 
-def filter_logits(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
-    """Temperature, then top-k, then top-p: logits [b, V] with excluded tokens at -inf."""
-    logits = logits / cfg.temperature
-    if 0 < cfg.top_k < logits.shape[-1]:
-        kth = logits.topk(cfg.top_k, dim=-1).values[:, -1:]  # [b, 1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
+def kept_mask(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
+    """[b, V] bool: the tokens temperature, top-k and top-p leave to be sampled (the tie rule above)."""
+    scaled = logits / cfg.temperature
+    ranked, order = scaled.sort(dim=-1, descending=True, stable=True)  # equal logits: lower id first
+    keep = torch.ones_like(ranked, dtype=torch.bool)
+    if 0 < cfg.top_k < ranked.shape[-1]:
+        keep[:, cfg.top_k:] = False
     if cfg.top_p < 1.0:
-        sorted_logits, order = logits.sort(dim=-1, descending=True)
-        cumulative = sorted_logits.softmax(-1).cumsum(-1)
-        drop_sorted = cumulative - sorted_logits.softmax(-1) >= cfg.top_p  # keep the token that crosses p
-        drop = drop_sorted.scatter(1, order, drop_sorted)
-        logits = logits.masked_fill(drop, float("-inf"))
-    return logits
+        probs = ranked.masked_fill(~keep, float("-inf")).softmax(-1)
+        before = probs.cumsum(-1) - probs  # the mass ranked before each token
+        keep &= before < cfg.top_p
+    return torch.empty_like(keep).scatter_(1, order, keep)
+
+
+def filter_logits(logits: torch.Tensor, cfg: SamplingConfig) -> torch.Tensor:
+    """Temperature, then top-k, then top-p: logits [b, V] / temperature, excluded tokens at -inf."""
+    return (logits / cfg.temperature).masked_fill(~kept_mask(logits, cfg), float("-inf"))
 
 
 def sample(logits: torch.Tensor, cfg: SamplingConfig, generator: torch.Generator,
@@ -40,6 +48,21 @@ def sample(logits: torch.Tensor, cfg: SamplingConfig, generator: torch.Generator
     """logits [b, V] (any dtype) -> token ids [b]."""
     logits = apply_repetition_penalty(logits.float(), history, cfg.repetition_penalty)
     if cfg.greedy:
-        return logits.argmax(dim=-1)
+        return logits.argmax(dim=-1)  # the first maximum: the lowest id among equal logits
     probs = filter_logits(logits, cfg).softmax(dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+
+def sample_rows(logits: torch.Tensor, seqs) -> torch.Tensor:
+    """logits [b, V] -> [b]: row i drawn with sequence i's settings, generator and history; -1 for a row
+    that had already finished (its logits came from a pad slot)."""
+    if all(s.sampling.greedy and s.sampling.repetition_penalty == 1.0 and not s.finished for s in seqs):
+        return logits.float().argmax(dim=-1)
+    out = torch.full((logits.shape[0],), -1, dtype=torch.long, device=logits.device)
+    for i, seq in enumerate(seqs):
+        if seq.finished:
+            continue
+        history = seq.history(logits.device) if seq.sampling.repetition_penalty != 1.0 else logits.new_empty(
+            (1, 0), dtype=torch.long)
+        out[i] = sample(logits[i:i + 1], seq.sampling, seq.generator, history)[0]
+    return out

@@ -1,33 +1,37 @@
-"""Session: one generation on a shared, read-only model, driven one step at a time (C5, C6, C18).
+"""Session: one generation of a batch of sequences on a shared, read-only model, one step at a time
+(C5, C6, C13, C18).
 
-A session owns its KV cache, its torch.Generator and its trace; the model is only read, so several
-sessions (Streamlit browser sessions are threads) can step on one cached model at once.
-Step 0 is the prefill and produces the first new token; step t >= 1 decodes one token.
+A session owns its sequences (token ids, sampling settings, generators), its KV cache (which owns each
+sequence's cached length) and its trace; the model is only read, so several sessions (Streamlit
+browser sessions are threads) can step on one cached model at once. Step 0 is the prefill of every
+prompt and produces each row's first new token; step t >= 1 decodes one token per unfinished row.
+A batch of prompts of different lengths is one padded forward pass per step (static batching): a row
+that has finished stays in the pass as padding until every row is done.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-import numpy as np
 import torch
 
 from llmviz.engine.capture import RunContext
-from llmviz.engine.config import DEFAULT_MAX_SEQ, EngineConfig
-from llmviz.engine.devices import dtype_name, resolve_device, same_device, set_cpu_threads, torch_dtype
+from llmviz.engine.config import DEFAULT_MAX_SEQ, EngineConfig, SamplingConfig
+from llmviz.engine.devices import dtype_name, resolve_device, same_device
 from llmviz.engine.hook_points import matches
-from llmviz.engine.kv_cache import make_kv_cache
+from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading import LoadedModel
-from llmviz.engine.memory import check_fits, process_memory, typed_out_of_memory
+from llmviz.engine.memory import check_fits, typed_out_of_memory
 from llmviz.engine.phases import decode, prefill
-from llmviz.engine.sampling import sample
+from llmviz.engine.recording import record_step
+from llmviz.engine.sampling import sample_rows
+from llmviz.engine.sequence import Sequence
+from llmviz.engine.step_batch import build_step
 from llmviz.engine.timing import StepTimer
-from llmviz.engine.trace import HookRecord, RunTrace, StepTrace
+from llmviz.engine.trace import RunTrace, StepTrace
 from llmviz.errors import CaptureTooLargeError, ConfigError, PromptError, SessionFinishedError
 
 SHORTER = "use a shorter prompt or max_seq_len, capture meta instead of full, or dtype fp16/bf16"
-FULL_LOGITS_MAX_VOCAB = 65536  # above this a step keeps the top-k logits and the log-sum-exp only
-TOP_K_KEPT = 20
 
 
 def max_seq_for(lm: LoadedModel, config: EngineConfig) -> int:
@@ -40,36 +44,62 @@ def max_seq_for(lm: LoadedModel, config: EngineConfig) -> int:
 
 
 class Session:
-    def __init__(self, lm: LoadedModel, prompt: str, config: EngineConfig | None = None):
+    def __init__(self, lm: LoadedModel, prompt: str | list[str] | None = None, config: EngineConfig | None = None,
+                 *, prompt_ids: list[list[int]] | None = None):
+        """`prompt`: one text or a list of texts (one row each); or `prompt_ids`: rows of token ids.
+
+        Row i samples with its own generator seeded `config.seed + i`, so row i of a batch draws what the
+        same prompt alone draws with that seed.
+        """
         config = config or EngineConfig()
+        self._check_model(lm, config)
+        self.lm, self.config = lm, config
+        self.max_seq = max_seq_for(lm, config)
+        texts, rows = self._prompts(prompt, prompt_ids)
+        for ids in rows:
+            if len(ids) >= self.max_seq:
+                raise PromptError(f"the prompt is {len(ids)} tokens but the context holds {self.max_seq} "
+                                  "(including the tokens to generate): shorten it", code="prompt_too_long",
+                                  n=len(ids), limit=self.max_seq)
+        self._check_capture_fits(rows)
+        device = lm.device
+        self.sequences = [Sequence.start(i, ids, config.sampling, config.seed + i, device, text)
+                          for i, (text, ids) in enumerate(zip(texts, rows, strict=True))]
+        with typed_out_of_memory("allocating the KV cache", SHORTER):
+            self.cache = make_kv_cache(config.kv_layout, lm.cfg, self.max_seq, capacity=len(rows),
+                                       kv_dtype=config.kv_dtype, model_dtype=lm.dtype, device=device,
+                                       block_size=config.kv_block_size)
+        for seq in self.sequences:
+            self.cache.add(seq.seq_id)
+        self.trace = RunTrace(model_card=lm.card(), prompt=texts[0], engine_config=config.to_dict(),
+                              seed=config.seed, tokens=lm.tokenizer.describe(i for r in rows for i in r),
+                              prompts=texts)
+
+    @staticmethod
+    def _check_model(lm: LoadedModel, config: EngineConfig) -> None:
         if dtype_name(lm.dtype) != config.dtype:
             raise ConfigError(f"the model was loaded in {dtype_name(lm.dtype)} but the config asks for "
                               f"{config.dtype}: load it again")
         if config.device != "auto" and not same_device(resolve_device(config.device), lm.device):
             raise ConfigError(f"the model was loaded on {lm.device} but the config asks for {config.device}: "
                               "load it again")
-        self.lm, self.config = lm, config
-        self.max_seq = max_seq_for(lm, config)
-        ids = lm.tokenizer.encode(prompt)
-        if len(ids) >= self.max_seq:
-            raise PromptError(f"the prompt is {len(ids)} tokens but the context holds {self.max_seq} "
-                              "(including the tokens to generate): shorten it", code="prompt_too_long", n=len(ids),
-                              limit=self.max_seq)
-        if config.threads:
-            set_cpu_threads(config.threads)  # process-wide: the CLI and benchmarks set it, the app does not
-        b, device = config.batch_size, lm.device
-        self.prompt_ids = torch.tensor([ids] * b, dtype=torch.long, device=device)  # [b, n]
-        self._check_capture_fits(len(ids))
-        kv_dtype = lm.dtype if config.kv_dtype == "auto" else torch_dtype(config.kv_dtype)
-        with typed_out_of_memory("allocating the KV cache", SHORTER):
-            self.cache = make_kv_cache(config.kv_layout, lm.cfg, b, self.max_seq, kv_dtype, device)
-        self.generator = torch.Generator(device=device).manual_seed(config.seed)
-        self.history = self.prompt_ids  # [b, t] every token so far (for the repetition penalty)
-        self.sampling = config.sampling  # may be changed between steps (the UI's sliders); each step records it
-        self.trace = RunTrace(model_card=lm.card(), prompt=prompt, engine_config=config.to_dict(),
-                              seed=config.seed, tokens=lm.tokenizer.describe(ids))
 
-    def _check_capture_fits(self, n: int) -> None:
+    def _prompts(self, prompt, prompt_ids) -> tuple[list[str], list[list[int]]]:
+        tok = self.lm.tokenizer
+        if prompt_ids is not None:
+            rows = [[int(i) for i in row] for row in prompt_ids]
+            if not rows or not all(rows):
+                raise PromptError("prompt_ids needs at least one row of at least one token", code="prompt_empty")
+            bad = [i for row in rows for i in row if not 0 <= i < self.lm.cfg.vocab_size]
+            if bad:
+                raise PromptError(f"token id {bad[0]} is outside the vocabulary (0..{self.lm.cfg.vocab_size - 1})")
+            return [tok.decode(row) for row in rows], rows
+        texts = [prompt] if isinstance(prompt, str) or prompt is None else list(prompt)
+        if not texts:
+            raise PromptError("no prompt given: type some text to run the model on", code="prompt_empty")
+        return texts, [tok.encode(t) for t in texts]
+
+    def _check_capture_fits(self, rows: list[list[int]]) -> None:
         """Full capture keeps fp32 CPU copies of every attention map: [b, h, n, n] scores and probs per layer."""
         cfg, c = self.config, self.lm.cfg
         if cfg.capture != "full":
@@ -78,9 +108,20 @@ class Session:
                    for p in ("scores", "probs"))
         if not maps:
             return
-        nbytes = maps * cfg.batch_size * c.num_heads * n * n * 4
+        n = max(len(r) for r in rows)
+        nbytes = maps * len(rows) * c.num_heads * n * n * 4
         check_fits(nbytes, torch.device("cpu"), f"recording the prefill's attention maps ({n} tokens, capture full)",
                    "use capture meta, a capture filter without scores/probs, or a shorter prompt", CaptureTooLargeError)
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        return self.sequences[0].sampling
+
+    @sampling.setter
+    def sampling(self, value: SamplingConfig) -> None:
+        """New settings for every row's next tokens (the UI's sliders); each step records what it used."""
+        for seq in self.sequences:
+            seq.sampling = value
 
     @property
     def finished(self) -> str:
@@ -90,38 +131,58 @@ class Session:
         """Run the next step (prefill first) and append it to the trace."""
         if self.finished:
             raise SessionFinishedError(f"the run has ended ({self.finished}); reset to start again")
-        index = len(self.trace.steps)
-        # A step either completes or leaves no trace: on any failure the cache length and the random
-        # stream go back to where they were, so the next try repeats this step exactly.
-        seq_len, rng = self.cache.seq_len, self.generator.get_state()
+        # A step either completes or leaves no trace: on any failure every sequence, its cache length and
+        # its random stream go back to where they were, so the next try repeats this step exactly.
+        lengths = [self.cache.length(s.seq_id) for s in self.sequences]
+        for seq in self.sequences:
+            seq.checkpoint()
         try:
-            step, next_ids = self._run(index)
+            step = self._run(len(self.trace.steps))
         except BaseException:
-            self.cache.seq_len = seq_len
-            self.generator.set_state(rng)
+            for seq, n in zip(self.sequences, lengths, strict=True):
+                self.cache.truncate(seq.seq_id, n)
+                seq.restore()
             raise
-        self.history = torch.cat([self.history, next_ids[:, None]], dim=1)
         self.trace.steps.append(step)
         return step
 
-    def _run(self, index: int):
-        cfg, lm = self.config, self.lm
+    def _run(self, index: int) -> StepTrace:
+        cfg, lm, cache = self.config, self.lm, self.cache
         timer = StepTimer(lm.device)
         ctx = RunContext(cfg.capture, cfg.capture_filter, timer, keep_lens=cfg.logit_lens_top_k > 0)
+        seqs = self.sequences
         with torch.inference_mode(), typed_out_of_memory(f"step {index}", SHORTER):
             timer.start()
-            if index == 0:
-                ids = self.prompt_ids
-                logits = prefill(lm.model, self.cache, ids, ctx, cfg.attn_backend)
-            else:
-                ids = self.history[:, -1:]  # [b, 1] the token sampled last step
-                logits = decode(lm.model, self.cache, ids, ctx, cfg.attn_backend)
-            next_ids = ctx.hook("sample", sample(logits, self.sampling, self.generator, self.history))
+            starts = [cache.length(s.seq_id) for s in seqs]
+            rows = [[] if s.finished else s.ids[n:] for s, n in zip(seqs, starts, strict=True)]
+            step = build_step(rows, starts, backend=cfg.attn_backend, windows=lm.cfg.windows, device=lm.device,
+                              padding=cfg.padding, seq_ids=[s.seq_id for s in seqs])
+            step.kv = cache.reserve(step)
+            ctx.mark("mask")
+            logits = (prefill if index == 0 else decode)(lm.model, cache, step, ctx)
+            next_ids = ctx.hook("sample", sample_rows(logits, seqs))
             ctx.mark("sample")
             spans = timer.spans_ms()
+            cache.check_overflow()
             # Everything below is outside the timed region.
             ctx.rebuild_attention()
-            return self._record(index, ids, logits, next_ids, ctx, spans), next_ids
+            sampled = next_ids.tolist()
+            open_before = [not s.finished for s in seqs]
+            for seq, token, was_open in zip(seqs, sampled, open_before, strict=True):
+                if was_open:
+                    seq.ids.append(int(token))
+                    seq.finished = self._finished_reason(seq)
+            ended = [s.finished for s, was_open in zip(seqs, open_before, strict=True) if was_open and s.finished]
+            run_finished = ended[0] if ended and all(s.finished for s in seqs) else ""
+            return record_step(self, index, step, logits, next_ids, ctx, spans, run_finished)
+
+    def _finished_reason(self, seq: Sequence) -> str:
+        eos = set(self.lm.tokenizer.eos_ids)
+        if self.config.stop_at_eos and eos and seq.ids[-1] in eos:
+            return "eos"
+        if self.cache.length(seq.seq_id) + 1 > self.max_seq:
+            return "max_seq_len"
+        return ""
 
     def generate(self, max_new_tokens: int) -> RunTrace:
         """Steps until max_new_tokens tokens are generated (prefill included), EOS or the cache is full."""
@@ -129,47 +190,5 @@ class Session:
             self.step()
         return self.trace
 
-    def _record(self, index, ids, logits, next_ids, ctx: RunContext, spans: dict) -> StepTrace:
-        n = ids.shape[1]
-        start = self.cache.seq_len - n
-        positions = np.arange(start, start + n, dtype=np.int64)[None].repeat(ids.shape[0], 0)
-        logits32 = logits.float()
-        top = logits32.topk(min(TOP_K_KEPT, logits32.shape[-1]), dim=-1)
-        lens_ids, lens_probs = self._logit_lens(ctx)
-        sampled = next_ids.cpu().numpy().astype(np.int64)
-        step = StepTrace(
-            index=index, phase="prefill" if index == 0 else "decode",
-            input_ids=ids.cpu().numpy().astype(np.int64), positions=positions, sampled=sampled,
-            logits=logits32.cpu().numpy() if logits32.shape[-1] <= FULL_LOGITS_MAX_VOCAB else None,
-            topk_ids=top.indices.cpu().numpy().astype(np.int64), topk_logits=top.values.cpu().numpy(),
-            logsumexp=logits32.logsumexp(-1).cpu().numpy(), lens_ids=lens_ids, lens_probs=lens_probs,
-            hooks=[HookRecord(**r) for r in ctx.finish()], kv=self.cache.snapshot(),
-            timings={"spans_ms": spans, "total_ms": sum(spans.values()), "device": str(self.lm.device),
-                     "threads": torch.get_num_threads(), "capture": self.config.capture,
-                     "attn_backend": self.config.attn_backend, "tokens": int(n)},
-            memory=process_memory(self.lm.device), sampling=asdict(self.sampling),
-        )
-        step.finished = self._finished_reason(sampled)
-        shown = [*sampled.ravel(), *step.topk_ids.ravel()]
-        if lens_ids is not None:
-            shown += list(lens_ids.ravel())
-        self.trace.tokens.update(self.lm.tokenizer.describe(t for t in shown if t not in self.trace.tokens))
-        return step
-
-    def _logit_lens(self, ctx: RunContext):
-        k = self.config.logit_lens_top_k
-        if not k or not ctx.lens_resid:
-            return None, None
-        resid = torch.stack(ctx.lens_resid)  # [L, b, d]
-        probs = self.lm.model.lens(resid).float().softmax(-1)  # [L, b, V]
-        top = probs.topk(min(k, probs.shape[-1]), dim=-1)
-        ctx.lens_resid.clear()
-        return top.indices.cpu().numpy().astype(np.int64), top.values.cpu().numpy()
-
-    def _finished_reason(self, sampled: np.ndarray) -> str:
-        eos = set(self.lm.tokenizer.eos_ids)
-        if self.config.stop_at_eos and eos and all(int(t) in eos for t in sampled):
-            return "eos"
-        if self.cache.seq_len + 1 > self.max_seq:
-            return "max_seq_len"
-        return ""
+    def row_sampling(self) -> list[dict]:
+        return [asdict(s.sampling) for s in self.sequences]

@@ -2,7 +2,11 @@
 
 This is the only engine module the upper layers read, so every page can be drawn (and a class can
 replay a run) with no model and no torch. Saved as `trace.json` + `arrays.npz`, loaded with
-`allow_pickle=False`. Tensors keep their batch dimension.
+`allow_pickle=False`. Tensors keep their batch dimension: row i of every array is sequence i; padding
+is -1 in input_ids, positions and sampled.
+
+Schema 2 (engine 2) added the batch's prompts and each row's finished reason; schema 1 traces (one
+prompt, no padding) load through `_migrate_v1`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import numpy as np
 
 from llmviz.errors import TraceFormatError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
                 "lens_ids", "lens_probs")
 
@@ -38,9 +43,9 @@ class HookRecord:
 class StepTrace:
     index: int  # 0 = prefill
     phase: str  # "prefill" | "decode"
-    input_ids: np.ndarray  # [b, n] int64
-    positions: np.ndarray  # [b, n] int64
-    sampled: np.ndarray  # [b] int64
+    input_ids: np.ndarray  # [b, n] int64, -1 in pad slots
+    positions: np.ndarray  # [b, n] int64, -1 in pad slots
+    sampled: np.ndarray  # [b] int64, -1 for a row that had already finished
     logits: np.ndarray | None  # [b, V] float32 when the vocab is small enough to keep whole
     topk_ids: np.ndarray  # [b, K] the K most likely next tokens
     topk_logits: np.ndarray  # [b, K]
@@ -52,7 +57,8 @@ class StepTrace:
     timings: dict = field(default_factory=dict)  # spans_ms, total_ms, device, threads, capture
     memory: dict = field(default_factory=dict)  # rss_bytes (+ cuda_* on a GPU)
     sampling: dict = field(default_factory=dict)  # the sampling settings this step's token was drawn with
-    finished: str = ""  # "eos" | "max_seq_len" | "" when the run can go on
+    finished: str = ""  # "eos" | "max_seq_len" once every row has finished, "" while the run can go on
+    row_finished: list = field(default_factory=list)  # per row: its finished reason, "" while it runs
 
     def hook(self, name: str) -> HookRecord:
         for record in self.hooks:
@@ -69,15 +75,26 @@ class RunTrace:
     seed: int
     tokens: dict = field(default_factory=dict)  # id -> {"piece", "bytes" (hex), "text"}
     steps: list = field(default_factory=list)  # StepTrace
+    prompts: list = field(default_factory=list)  # one text per row; prompts[0] == prompt
     schema_version: int = SCHEMA_VERSION
 
     @property
+    def rows(self) -> int:
+        return int(self.steps[0].input_ids.shape[0]) if self.steps else len(self.prompts)
+
+    def row_prompt_ids(self, row: int) -> list[int]:
+        return [int(i) for i in self.steps[0].input_ids[row] if i >= 0] if self.steps else []
+
+    def row_output_ids(self, row: int) -> list[int]:
+        return [int(s.sampled[row]) for s in self.steps if s.sampled[row] >= 0]
+
+    @property
     def prompt_ids(self) -> list[int]:
-        return [int(i) for i in self.steps[0].input_ids[0]] if self.steps else []
+        return self.row_prompt_ids(0)
 
     @property
     def output_ids(self) -> list[int]:
-        return [int(s.sampled[0]) for s in self.steps]
+        return self.row_output_ids(0)
 
     def save(self, folder: str | Path) -> Path:
         folder = Path(folder)
@@ -100,7 +117,7 @@ class RunTrace:
                 entry["hooks"].append(meta)
             steps.append(entry)
         doc = {"schema_version": self.schema_version, "model_card": self.model_card, "prompt": self.prompt,
-               "engine_config": self.engine_config, "seed": self.seed,
+               "engine_config": self.engine_config, "seed": self.seed, "prompts": self.prompts,
                "tokens": {str(k): v for k, v in self.tokens.items()}, "steps": steps}
         (folder / "trace.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1))
         np.savez_compressed(folder / "arrays.npz", **arrays)
@@ -141,17 +158,32 @@ def load_trace(folder: str | Path) -> RunTrace:
             arrays = {k: npz[k] for k in npz.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise TraceFormatError(f"cannot read the trace in {folder}: {exc}", code="trace_damaged") from exc
-    if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
+    if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
         found = doc.get("schema_version") if isinstance(doc, dict) else None
-        raise TraceFormatError(f"trace schema version {found!r} is not {SCHEMA_VERSION}", code="trace_damaged")
+        raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
+                               code="trace_damaged")
     try:
+        if doc["schema_version"] == 1:
+            doc = _migrate_v1(doc)
         steps = [_load_step(entry, arrays) for entry in doc["steps"]]
         trace = RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
-                         seed=doc["seed"], tokens={int(k): v for k, v in doc["tokens"].items()}, steps=steps)
+                         seed=doc["seed"], tokens={int(k): v for k, v in doc["tokens"].items()}, steps=steps,
+                         prompts=list(doc["prompts"]))
         _check(trace)
         return trace
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise TraceFormatError(f"the trace in {folder} is damaged: missing or bad {exc}", code="trace_damaged") from exc
+
+
+def _migrate_v1(doc: dict) -> dict:
+    """Schema 1 -> 2: one prompt, every row a copy of it; engine settings that no longer exist dropped."""
+    doc = dict(doc)
+    config = {k: v for k, v in doc["engine_config"].items() if k not in ("batch_size", "threads")}
+    doc["engine_config"] = config
+    doc["prompts"] = [doc["prompt"]]
+    doc["steps"] = [{**entry, "row_finished": []} for entry in doc["steps"]]
+    doc["schema_version"] = SCHEMA_VERSION
+    return doc
 
 
 KV_KEYS = ("layout", "seq_len", "max_seq", "kv_heads", "head_dim", "element_bytes", "bytes_used", "bytes_allocated")
@@ -175,7 +207,7 @@ def _check(trace: RunTrace) -> None:
         if missing:
             raise ValueError(f"'steps[{i}]': no {', '.join(missing)}")
         shown = [*step.input_ids.ravel(), *step.sampled.ravel(), *step.topk_ids.ravel()]
-        if any(int(t) not in trace.tokens for t in shown):
+        if any(int(t) >= 0 and int(t) not in trace.tokens for t in shown):
             raise ValueError(f"'steps[{i}]': a token id has no entry in the token table")
 
 

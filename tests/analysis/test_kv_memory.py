@@ -45,4 +45,4 @@ def test_formula_and_recorded_tensors_equal_the_engine(model_dirs, kind, kv_dtyp
                     [step.hook(f"layers.{i}.v").shape for i in range(c.num_layers)], kv["element_bytes"])
     assert sum(r.bytes for r in rows) == kv["bytes_used"]
     full = kv_bytes(kv["max_seq"], c.num_kv_heads, c.head_dim, kv["element_bytes"], c.num_layers)
-    assert full == kv["bytes_allocated"] == session.cache.storage.numel() * session.cache.storage.element_size()
+    assert full == kv["bytes_allocated"] == session.cache.storage[0].untyped_storage().nbytes()

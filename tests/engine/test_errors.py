@@ -135,19 +135,21 @@ def test_a_step_that_fails_after_the_cache_moved_leaves_no_trace(model_dirs, mon
     alone = Session(lm, "hello there", cfg).generate(4).output_ids
     session = Session(lm, "hello there", cfg)
     session.step()
-    calls = {"n": 0}
-    original = Session._record
+    import llmviz.engine.session as session_module
 
-    def fail_once(self, *args, **kwargs):
+    calls = {"n": 0}
+    original = session_module.record_step
+
+    def fail_once(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("CUDA out of memory while recording")
-        return original(self, *args, **kwargs)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(Session, "_record", fail_once)
-    before = session.cache.seq_len
+    monkeypatch.setattr(session_module, "record_step", fail_once)
+    before = session.cache.length(0)
     with pytest.raises(OutOfMemoryError):
         session.step()
-    assert session.cache.seq_len == before and len(session.trace.steps) == 1
+    assert session.cache.length(0) == before and len(session.trace.steps) == 1
     session.generate(4)
     assert session.trace.output_ids == alone  # the retried step drew exactly what an undisturbed run drew

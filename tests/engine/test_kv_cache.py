@@ -4,10 +4,11 @@ import pytest
 import torch
 
 from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.kv_cache import make_kv_cache
+from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading import load_model
 from llmviz.engine.session import Session
-from llmviz.errors import CaptureTooLargeError, ConfigError, KVCacheTooLargeError
+from llmviz.engine.step_batch import build_step
+from llmviz.errors import CaptureTooLargeError, KVCacheFullError, KVCacheTooLargeError
 
 
 @pytest.mark.parametrize("kv_dtype,elem", [("auto", 4), ("fp16", 2), ("bf16", 2)])
@@ -16,15 +17,15 @@ def test_bytes_used_follow_the_formula_and_the_tensors(model_dirs, kv_dtype, ele
     c = lm.cfg
     cfg = EngineConfig(kv_dtype=kv_dtype, max_seq_len=64, sampling=SamplingConfig(temperature=0), stop_at_eos=False)
     session = Session(lm, "The quick brown fox", cfg)
-    n = session.prompt_ids.shape[1]
+    n = len(session.sequences[0].ids)
     for t in range(4):
         step = session.step()
         tokens = n + t
         formula = tokens * c.num_kv_heads * c.head_dim * 2 * elem * c.num_layers
         assert step.kv["bytes_used"] == formula
         assert step.kv["seq_len"] == tokens
-    storage = session.cache.storage
-    assert step.kv["bytes_allocated"] == storage.numel() * storage.element_size()
+    (storage,) = session.cache.storage  # one plane: [L, 2, rows, kv, max_seq, hd]
+    assert step.kv["bytes_allocated"] == storage.untyped_storage().nbytes()
     assert step.kv["bytes_allocated"] == 64 * c.num_kv_heads * c.head_dim * 2 * elem * c.num_layers
     # the rows in use hold what was written; the rest of the preallocated block is still zero (C8)
     assert storage[:, :, :, :, :tokens].abs().sum() > 0
@@ -36,7 +37,7 @@ def test_cache_rows_are_the_recorded_k_and_v(model_dirs):
     session = Session(lm, "The quick brown fox", EngineConfig(capture="full", max_seq_len=32))
     step = session.step()
     k = step.hook("layers.1.k").array  # [1, kv, n, hd]
-    stored = session.cache.storage[1, 0, :, :, : k.shape[2]].numpy()
+    stored = session.cache.storage[0][1, 0, :, :, : k.shape[2]].numpy()
     assert abs(stored - k).max() == 0
     written = step.hook("kv.write").array  # [L, 2, b, kv, n, hd]
     assert written.shape[:2] == (lm.cfg.num_layers, 2) and abs(written[1, 0] - k).max() == 0
@@ -53,10 +54,12 @@ def test_refuses_a_cache_that_does_not_fit(model_dirs, monkeypatch):
 
 def test_write_past_the_end_is_refused(model_dirs):
     lm = load_model(str(model_dirs["gpt2"]))
-    cache = make_kv_cache("contiguous", lm.cfg, 1, 4, torch.float32, torch.device("cpu"))
-    k = torch.zeros(1, lm.cfg.num_kv_heads, 5, lm.cfg.head_dim)
-    with pytest.raises(ConfigError, match="holds 4 tokens"):
-        cache.write(0, 0, k, k)
+    cache = make_kv_cache("contiguous", lm.cfg, 4)
+    cache.add(0)
+    step = build_step([[1] * 5], [0], backend="sdpa", windows={0}, device=torch.device("cpu"), seq_ids=[0])
+    with pytest.raises(KVCacheFullError, match="holds 4 tokens"):
+        cache.reserve(step)
+    assert cache.length(0) == 0
 
 
 def test_session_stops_when_the_cache_is_full(model_dirs):
@@ -65,7 +68,7 @@ def test_session_stops_when_the_cache_is_full(model_dirs):
     session = Session(lm, "The quick brown fox", EngineConfig(max_seq_len=n + 5, stop_at_eos=False))
     trace = session.generate(100)
     assert len(trace.steps) == 6  # the prefill, then one decode per free slot, the last token not cached
-    assert session.finished == "max_seq_len" and session.cache.seq_len == n + 5
+    assert session.finished == "max_seq_len" and session.cache.length(0) == n + 5
 
 
 def test_full_capture_of_a_long_prefill_is_checked_before_it_runs(model_dirs, monkeypatch):

@@ -117,3 +117,35 @@ def test_traces_that_parse_but_make_no_sense_are_refused(saved, tmp_path, damage
     (tmp_path / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
     with pytest.raises(TraceFormatError, match="damaged"):
         load_trace(tmp_path)
+
+
+def test_a_batch_round_trips_with_its_padding(model_dirs, tmp_path):
+    lm = load_model(str(model_dirs["qwen2"]))
+    prompts = ["The quick brown fox jumps", "Return"]
+    trace = Session(lm, prompts, EngineConfig(capture="meta", sampling=SamplingConfig(temperature=0))).generate(3)
+    back = load_trace(trace.save(tmp_path / "batch"))
+    assert back.prompts == prompts and back.rows == 2
+    assert back.row_prompt_ids(1) == lm.tokenizer.encode("Return")
+    pads = len(lm.tokenizer.encode(prompts[0])) - len(back.row_prompt_ids(1))
+    assert (back.steps[0].input_ids[1] == -1).sum() == pads
+    assert [back.row_output_ids(i) for i in range(2)] == [trace.row_output_ids(i) for i in range(2)]
+    assert back.steps[-1].row_finished == ["", ""]
+
+
+def test_schema_1_traces_still_load(saved, tmp_path):
+    """A trace written before batches (schema 1: one prompt, batch_size and threads in its config)."""
+    _, folder = saved
+    doc = json.loads((folder / "trace.json").read_text())
+    doc["schema_version"] = 1
+    del doc["prompts"]
+    doc["engine_config"] = {**doc["engine_config"], "batch_size": 1, "threads": None}
+    for step in doc["steps"]:
+        del step["row_finished"]
+    old = tmp_path / "v1"
+    old.mkdir()
+    (old / "trace.json").write_text(json.dumps(doc))
+    (old / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
+    back = load_trace(old)
+    assert back.prompts == [back.prompt] and back.schema_version == 2
+    assert "batch_size" not in back.engine_config and EngineConfig.from_dict(back.engine_config).capture == "full"
+    assert back.output_ids == load_trace(folder).output_ids

@@ -43,7 +43,7 @@ def engine_tokens(folder, n_steps: int, **sampling) -> tuple[list[int], int]:
     cfg = EngineConfig(capture="full", sampling=SamplingConfig(**sampling))
     session = Session(lm, PROMPT, cfg)
     session.generate(n_steps)
-    return session.trace.output_ids, session.prompt_ids.shape[1]
+    return session.trace.output_ids, session.sequences[0].prompt_len
 
 
 def test_next_steps_and_grows_the_cache(model_dirs):

@@ -92,10 +92,11 @@ def test_prefill_time_per_layer_with_the_capture_caveat(model_dirs):
     at = open_page(folder, SHORT, PAGE)
     run = at.session_state["llmviz_run"]
     spans = run.trace.steps[0].timings["spans_ms"]
-    assert list(spans) == ["embed", "mask", "layer.0", "layer.1", "kv.write", "head", "sample"]
+    assert list(spans) == ["mask", "embed", "layer.0", "layer.1", "kv.write", "head", "sample"]
     title = next(t for t in charts(at) if t.startswith("Where the prefill's"))
     bars = charts(at)[title]["data"][0]
-    assert bars["x"] == ["embedding", "masks", "layer 0", "layer 1", "KV write", "output head", "sampling"]
+    assert bars["x"] == ["positions, masks, cache slots", "embedding", "layer 0", "layer 1", "KV write",
+                         "output head", "sampling"]
     assert np.allclose(plotly_array(bars["y"]), list(spans.values()))
     assert any("capture level full" in c.value for c in at.caption)
 

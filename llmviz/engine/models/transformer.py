@@ -13,10 +13,10 @@ from torch import nn
 
 from llmviz.engine.capture import RunContext
 from llmviz.engine.hook_points import LayerHookNames
-from llmviz.engine.kv_cache import KVCache
-from llmviz.engine.models.attention import Attention, StepMask, step_mask
+from llmviz.engine.models.attention import Attention
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import Rotary, make_mlp, make_norm
+from llmviz.engine.step_batch import StepBatch, StepMask, whole_sequence
 
 
 class Block(nn.Module):
@@ -29,9 +29,9 @@ class Block(nn.Module):
         self.names = LayerHookNames.for_layer(layer)
         self.mark = f"layer.{layer}"
 
-    def forward(self, x, rope, cache, start, mask, backend, ctx: RunContext):  # [b, n, d] -> [b, n, d]
+    def forward(self, x, rope, cache, step: StepBatch, mask: StepMask, ctx: RunContext):  # [b, n, d] -> [b, n, d]
         h = ctx.hook(self.names.attn_in, self.attn_norm(x))
-        x = x + self.attn(h, rope, cache, start, mask, backend, ctx)
+        x = x + self.attn(h, rope, cache, step, mask, ctx)
         x = x + ctx.hook(self.names.mlp_out, self.mlp(self.mlp_norm(x)))
         return ctx.hook(self.names.resid, x)
 
@@ -51,39 +51,37 @@ class DecoderModel(nn.Module):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.weight
 
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor | None = None,
-                cache: KVCache | None = None, ctx: RunContext | None = None,
-                backend: str = "sdpa", last_only: bool = False) -> torch.Tensor:
-        """ids [b, n] at `positions` [b, n] (default 0..n-1 after what the cache holds).
+    def forward(self, step: StepBatch | torch.Tensor, cache=None, ctx: RunContext | None = None,
+                last_only: bool = False, backend: str = "sdpa") -> torch.Tensor:
+        """One forward pass over a StepBatch (its rows' new tokens, positions, masks and cache addressing).
 
-        Returns logits [b, V] of the last position when last_only, else [b, n, V].
+        A plain ids tensor [b, n] is the whole sequence at positions 0..n-1 with no cache (training),
+        run with `backend`. Returns logits [b, V] of each row's last real token when last_only, else
+        [b, n, V].
         """
         ctx = ctx if ctx is not None else RunContext()
-        b, n = ids.shape
-        start = cache.seq_len if cache is not None else 0
-        if positions is None:
-            positions = torch.arange(start, start + n, device=ids.device).expand(b, n)
-        x = ctx.hook("embed", self.embed(ids))  # [b, n, d]
+        if isinstance(step, torch.Tensor):
+            step = whole_sequence(step, backend, self.cfg.windows)
+        x = ctx.hook("embed", self.embed(step.ids))  # [b, n, d]
         rope = None
         if self.cfg.position == "learned":
-            x = x + ctx.hook("pos", self.pos_embed(positions))  # [b, n, d]
+            x = x + ctx.hook("pos", self.pos_embed(step.positions))  # [b, n, d]
         else:
-            angles = ctx.hook("pos", self.rotary.angles(positions))  # [b, n, hd/2]
+            angles = ctx.hook("pos", self.rotary.angles(step.positions))  # [b, n, hd/2]
             rope = Rotary.cos_sin(angles, x.dtype)  # ([b, 1, n, hd], [b, 1, n, hd])
         ctx.mark("embed")
-        masks: dict[int, StepMask] = {w: step_mask(positions, start + n, w) for w in self.cfg.windows}
-        ctx.mark("mask")
         for i, block in enumerate(self.layers):
-            x = block(x, rope, cache, start, masks[self.cfg.window(i)], backend, ctx)
+            x = block(x, rope, cache, step, step.masks[self.cfg.window(i)], ctx)
             if ctx.keep_lens:
-                ctx.lens_resid.append(x[:, -1])  # [b, d] view, read by the logit lens after the step
+                ctx.lens_resid.append(self._last(x, step)[:, 0])  # [b, d], read by the logit lens after the step
             ctx.mark(block.mark)
         if cache is not None:
-            self._hook_kv_write(cache, start, n, ctx)
-            cache.advance(n)
+            if ctx.wants("kv.write"):
+                rows = torch.stack([cache.new_rows(i, step) for i in range(self.cfg.num_layers)])
+                ctx.hook("kv.write", rows)  # [L, 2, b, kv, n, hd]
             ctx.mark("kv.write")
         if last_only:
-            x = x[:, -1:]  # only the last position predicts the next token
+            x = self._last(x, step)  # only each row's last real token predicts the next token
         x = ctx.hook("final_norm", self.final_norm(x))
         logits = self.lm_head(x)  # [b, n or 1, V]
         if last_only:
@@ -91,10 +89,12 @@ class DecoderModel(nn.Module):
         ctx.mark("head")
         return logits
 
-    def _hook_kv_write(self, cache: KVCache, start: int, n: int, ctx: RunContext) -> None:
-        if ctx.wants("kv.write"):
-            rows = torch.stack([cache.rows(i, start, start + n) for i in range(self.cfg.num_layers)])
-            ctx.hook("kv.write", rows)  # [L, 2, b, kv, n, hd]
+    @staticmethod
+    def _last(x: torch.Tensor, step: StepBatch) -> torch.Tensor:
+        """[b, n, d] -> [b, 1, d]: each row's last real token (a view when no row is padded)."""
+        if step.uniform:
+            return x[:, -1:]
+        return x[torch.arange(x.shape[0], device=x.device), step.last_cols][:, None]
 
     def lens(self, resid: torch.Tensor) -> torch.Tensor:
         """Logit lens: a residual [.., d] read through the final norm and the output head -> [.., V]."""

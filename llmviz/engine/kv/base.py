@@ -1,0 +1,185 @@
+"""KVCache: the one interface every layout implements (C4, C6, C8, C9).
+
+The cache owns each sequence's cached length; nothing else assigns it. A step goes:
+
+    cache.add(seq_id)                      once per sequence (claims a row, or an empty block table)
+    step.kv = cache.reserve(step)          extends each row's length by its new tokens, returns addressing
+    keys, values = cache.write(layer, step, k, v)   per layer: store the new rows, read the row's keys
+    cache.truncate(seq_id, n)              roll back (a failed step, a rejected speculation); frees space
+    cache.free(seq_id)                     the sequence is done
+
+Layouts differ only in where the rows live. What they hold is read from their tensors
+(`bytes_allocated`, `bytes_used`), not only computed from the formula.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+
+from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.step_batch import StepBatch
+from llmviz.errors import ConfigError, KVCacheFullError, KVOverflowError
+
+
+def storage_bytes(tensors) -> int:
+    """Bytes PyTorch reports for the storages behind these tensors, each storage counted once."""
+    seen, total = set(), 0
+    for t in tensors:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            total += storage.nbytes()
+    return total
+
+
+def view_bytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+class KVCache(ABC):
+    layout: str = ""
+
+    def __init__(self, cfg: ModelConfig, max_seq: int, capacity: int, codec, device: torch.device):
+        if max_seq <= 0 or capacity <= 0:
+            raise ConfigError(f"a KV cache needs positive capacity and max_seq, got {capacity} and {max_seq}")
+        self.cfg, self.max_seq, self.capacity = cfg, max_seq, capacity
+        self.codec, self.device = codec, device
+        self.planes = codec.planes(cfg.head_dim)
+        self._lengths: dict[int, int] = {}
+        self._overflow: torch.Tensor | None = None  # fp16 storage: a flag raised on the device, read once a step
+
+    # --- sequences -----------------------------------------------------------------------------
+    def add(self, seq_id: int) -> None:
+        if seq_id in self._lengths:
+            raise ConfigError(f"sequence {seq_id} is already in the cache")
+        if len(self._lengths) >= self.capacity:
+            raise KVCacheFullError(f"the KV cache holds {self.capacity} sequences; free one first")
+        self._lengths[seq_id] = 0
+        self._on_add(seq_id)
+
+    def length(self, seq_id: int) -> int:
+        """Tokens of this sequence stored in the cache."""
+        return self._lengths[seq_id]
+
+    @property
+    def seq_ids(self) -> list[int]:
+        return list(self._lengths)
+
+    def reserve(self, step: StepBatch):
+        """Make room for this step's new tokens and extend each row's length; returns the addressing."""
+        for seq_id, start, n in zip(step.seq_ids, step.start_list, step.n_real, strict=True):
+            if start != self._lengths[seq_id]:
+                raise ConfigError(f"sequence {seq_id}: the step starts at {start} but the cache holds "
+                                  f"{self._lengths[seq_id]} tokens")
+            if start + n > self.max_seq:
+                raise KVCacheFullError(f"the KV cache holds {self.max_seq} tokens per sequence; position "
+                                       f"{start + n - 1} does not fit (raise max_seq_len)")
+        address = self._reserve(step)
+        for seq_id, n in zip(step.seq_ids, step.n_real, strict=True):
+            self._lengths[seq_id] += n
+        return address
+
+    def truncate(self, seq_id: int, n: int) -> None:
+        """Keep the first n tokens of a sequence; space past them is released where the layout can."""
+        if not 0 <= n <= self._lengths[seq_id]:
+            raise ConfigError(f"cannot truncate sequence {seq_id} of {self._lengths[seq_id]} tokens to {n}")
+        self._lengths[seq_id] = n
+        self._on_truncate(seq_id, n)
+
+    def free(self, seq_id: int) -> None:
+        self._on_free(seq_id)
+        del self._lengths[seq_id]
+
+    # --- one layer of one step -----------------------------------------------------------------
+    def write(self, layer: int, step: StepBatch, k: torch.Tensor, v: torch.Tensor):
+        """Store k, v [b, kv, n, hd] (the real columns only) and return this layer's keys and values
+        [b, kv, key_len, hd] of the step's rows, in k's dtype; slot s of a row holds its position s."""
+        kp, vp = self.codec.encode(k), self.codec.encode(v)
+        if self.codec.may_overflow:
+            bad = ~(torch.isfinite(kp[0]).all() & torch.isfinite(vp[0]).all())
+            self._overflow = bad if self._overflow is None else self._overflow | bad
+        self._store(layer, step, kp, vp)
+        keys, values = self._load(layer, step)
+        return self.codec.decode(keys, k.dtype), self.codec.decode(values, k.dtype)
+
+    def new_rows(self, layer: int, step: StepBatch) -> torch.Tensor:
+        """What this step stored for one layer, read back from the cache: [2, b, kv, n, hd], pad slots 0."""
+        keys, values = self._load(layer, step)
+        kv = torch.stack([self.codec.decode(keys, torch.float32), self.codec.decode(values, torch.float32)])
+        cols = step.positions.clamp(max=step.key_len - 1)  # [b, n]
+        index = cols[None, :, None, :, None].expand(2, -1, kv.shape[2], -1, kv.shape[-1])
+        rows = kv.gather(3, index)  # [2, b, kv, n, hd]
+        return rows * step.real[None, :, None, :, None]
+
+    def check_overflow(self) -> None:
+        """Raise KVOverflowError if a value written since the last check did not fit the storage dtype."""
+        flag, self._overflow = self._overflow, None
+        if flag is not None and bool(flag):
+            raise KVOverflowError("a K or V value overflowed the fp16 KV cache (|x| > 65504) and would be stored "
+                                  "as inf: use kv_dtype bf16 (same bytes, fp32's range) or fp32", code="kv_overflow")
+
+    # --- memory ------------------------------------------------------------------------------------
+    def bytes_per_token(self) -> int:
+        """C4's formula for one token of one sequence: layers x 2 (K, V) x kv_heads x bytes per head row
+        (head_dim elements, plus a scale for the quantized kinds)."""
+        c = self.cfg
+        per_head = sum(p.width * torch.empty((), dtype=p.dtype).element_size() for p in self.planes)
+        return c.num_layers * 2 * c.num_kv_heads * per_head
+
+    @property
+    def tokens_used(self) -> int:
+        return sum(self._lengths.values())
+
+    @abstractmethod
+    def bytes_allocated(self) -> int:
+        """Bytes of the tensors this cache holds, read from PyTorch's storages."""
+
+    @abstractmethod
+    def bytes_used(self) -> int:
+        """Bytes of the stored tokens' rows, read from the tensors (views) that hold them."""
+
+    @abstractmethod
+    def slots_allocated(self) -> int:
+        """Token slots the sequences hold (used or not): the waste is this minus tokens_used."""
+
+    def snapshot(self) -> dict:
+        c = self.cfg
+        lengths = list(self._lengths.values())
+        data = self.planes[0].dtype
+        return {
+            "layout": self.layout, "dtype": str(data).removeprefix("torch."), "kv_dtype": self.codec.name,
+            "batch": len(lengths), "seq_len": lengths[0] if lengths else 0, "seq_lens": lengths,
+            "max_seq": self.max_seq, "layers": c.num_layers, "kv_heads": c.num_kv_heads, "head_dim": c.head_dim,
+            "element_bytes": torch.empty((), dtype=data).element_size(),
+            "bytes_per_token": self.bytes_per_token(),
+            "bytes_allocated": self.bytes_allocated(), "bytes_used": self.bytes_used(),
+            "slots_allocated": self.slots_allocated(), "wasted_slots": self.slots_allocated() - self.tokens_used,
+            **self._snapshot_extra(),
+        }
+
+    def _snapshot_extra(self) -> dict:
+        return {}
+
+    # --- what a layout implements (the three _on_ hooks are optional: a layout may keep nothing) ----
+    def _on_add(self, seq_id: int) -> None:  # noqa: B027
+        """A sequence joined: claim what it needs up front (a row, an empty block table)."""
+
+    def _on_truncate(self, seq_id: int, n: int) -> None:  # noqa: B027
+        """Its length dropped to n: release what lies past it."""
+
+    def _on_free(self, seq_id: int) -> None:  # noqa: B027
+        """It left: release everything it held."""
+
+    @abstractmethod
+    def _reserve(self, step: StepBatch):
+        """Room for the step's tokens (lengths not yet extended); returns the layout's addressing."""
+
+    @abstractmethod
+    def _store(self, layer: int, step: StepBatch, kp: list, vp: list) -> None:
+        """Write the encoded planes [b, kv, n, w] of the real columns."""
+
+    @abstractmethod
+    def _load(self, layer: int, step: StepBatch) -> tuple[list, list]:
+        """The planes [b, kv, key_len, w] of the step's rows (slot s = position s)."""

@@ -1,0 +1,64 @@
+"""BlockPool: fixed-size KV blocks handed out from a free list, with reference counts (C9, C22).
+
+The paged layout asks the pool for a block whenever a sequence's last block is full, and gives blocks
+back on truncate and free. A block may be shared (prefix sharing raises its count); it returns to the
+free list only when its count reaches zero. The pool holds ids only; the tensors live in the layout.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from llmviz.errors import ConfigError, KVCacheFullError
+
+
+class BlockPool:
+    def __init__(self, num_blocks: int):
+        if num_blocks <= 0:
+            raise ConfigError(f"a block pool needs at least one block, got {num_blocks}")
+        self.num_blocks = num_blocks
+        self._free = deque(range(num_blocks))
+        self.refs = [0] * num_blocks
+
+    @property
+    def free_count(self) -> int:
+        return len(self._free)
+
+    @property
+    def used_count(self) -> int:
+        return self.num_blocks - len(self._free)
+
+    def allocate(self) -> int:
+        if not self._free:
+            raise KVCacheFullError(f"the KV block pool is full ({self.num_blocks} blocks in use): raise "
+                                   "kv_pool_blocks, use a shorter max_seq_len, or run fewer sequences")
+        block = self._free.popleft()
+        self.refs[block] = 1
+        return block
+
+    def share(self, block: int) -> None:
+        """One more owner of a block in use."""
+        if self.refs[block] <= 0:
+            raise ConfigError(f"block {block} is free: it cannot be shared")
+        self.refs[block] += 1
+
+    def release(self, block: int) -> None:
+        if self.refs[block] <= 0:
+            raise ConfigError(f"block {block} is released more often than it was taken")
+        self.refs[block] -= 1
+        if self.refs[block] == 0:
+            self._free.append(block)
+
+    def check(self, tables) -> None:
+        """Invariants, for tests: every count equals the number of tables holding the block, and a block
+        is free exactly when its count is 0 (listed once)."""
+        held = [0] * self.num_blocks
+        for table in tables:
+            for block in table:
+                held[block] += 1
+        free = list(self._free)
+        assert len(free) == len(set(free)), "a block is on the free list twice"
+        for block in range(self.num_blocks):
+            assert self.refs[block] >= 0, f"block {block} has a negative count"
+            assert self.refs[block] == held[block], f"block {block}: count {self.refs[block]}, held {held[block]}"
+            assert (block in self._free) == (self.refs[block] == 0), f"block {block}: free list and count disagree"

@@ -1,0 +1,88 @@
+"""Contiguous layout: every sequence owns a preallocated row of max_seq slots (C8).
+
+One tensor per plane, `[layers, 2 (K, V), rows, kv_heads, max_seq, w]`: the article's
+`[seq, kv_heads, head_dim]` per layer with the heads axis before the sequence, so that the first t
+slots of consecutive rows are a strided view the attention matmul reads in place. Everything past a
+row's length is allocated but unused: the waste C8 is about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from llmviz.engine.kv.base import KVCache, storage_bytes, view_bytes
+from llmviz.engine.memory import check_fits
+from llmviz.engine.step_batch import StepBatch
+
+
+@dataclass(frozen=True)
+class RowAddress:
+    rows: torch.Tensor  # [b] the cache row of each batch row
+    first: int | None  # rows are first, first+1, ...: read and write through slices (no copy)
+
+
+class ContiguousKVCache(KVCache):
+    layout = "contiguous"
+
+    def __init__(self, cfg, max_seq, capacity, codec, device, **_):
+        super().__init__(cfg, max_seq, capacity, codec, device)
+        check_fits(self.bytes_per_token() * max_seq * capacity, device,
+                   f"the KV cache ({capacity} x {max_seq} tokens, {codec.name})",
+                   "use a shorter max_seq_len or an fp16/bf16 KV cache")
+        shape = (cfg.num_layers, 2, capacity, cfg.num_kv_heads, max_seq)
+        self.storage = [torch.zeros((*shape, p.width), dtype=p.dtype, device=device) for p in self.planes]
+        self._free_rows = list(range(capacity))
+        self._row: dict[int, int] = {}
+
+    def row_of(self, seq_id: int) -> int:
+        return self._row[seq_id]
+
+    def _on_add(self, seq_id):
+        self._row[seq_id] = self._free_rows.pop(0)
+
+    def _on_free(self, seq_id):
+        self._free_rows.append(self._row.pop(seq_id))
+        self._free_rows.sort()
+
+    def _reserve(self, step: StepBatch) -> RowAddress:
+        rows = [self._row[s] for s in step.seq_ids]
+        first = rows[0] if rows == list(range(rows[0], rows[0] + len(rows))) else None
+        return RowAddress(torch.tensor(rows, dtype=torch.long, device=self.device), first)
+
+    def _store(self, layer, step, kp, vp):
+        a: RowAddress = step.kv
+        if step.uniform and a.first is not None:
+            r, s, e = slice(a.first, a.first + step.batch), step.start, step.start + step.width
+            for plane, k, v in zip(self.storage, kp, vp, strict=True):
+                plane[layer, 0, r, :, s:e] = k
+                plane[layer, 1, r, :, s:e] = v
+            return
+        rows, pos = a.rows[step.real_rows], step.real_positions  # [m] each
+        for plane, k, v in zip(self.storage, kp, vp, strict=True):
+            # [rows, kv, S, w] seen as [rows, S, kv, w]: one (row, position) pair addresses a token's slot
+            plane[layer, 0].transpose(1, 2)[rows, pos] = k.transpose(1, 2)[step.real]  # [m, kv, w]
+            plane[layer, 1].transpose(1, 2)[rows, pos] = v.transpose(1, 2)[step.real]
+
+    def _load(self, layer, step):
+        a: RowAddress = step.kv
+        t = step.key_len
+        if a.first is not None:
+            views = [plane[layer, :, a.first:a.first + step.batch, :, :t] for plane in self.storage]
+        else:
+            views = [plane[layer][:, a.rows, :, :t] for plane in self.storage]  # [2, b, kv, t, w]
+        return [v[0] for v in views], [v[1] for v in views]
+
+    def bytes_allocated(self) -> int:
+        return storage_bytes(self.storage)
+
+    def bytes_used(self) -> int:
+        return sum(view_bytes(plane[:, :, row, :, :n]) for plane in self.storage
+                   for row, n in ((self._row[s], n) for s, n in self._lengths.items()))
+
+    def slots_allocated(self) -> int:
+        return self.capacity * self.max_seq  # every row is preallocated whole
+
+    def _snapshot_extra(self) -> dict:
+        return {"rows": [self._row[s] for s in self._lengths], "capacity": self.capacity}

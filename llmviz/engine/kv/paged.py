@@ -1,0 +1,123 @@
+"""Paged layout: a pool of fixed-size blocks and one block table per sequence (C9, as vLLM's PagedAttention).
+
+Pool tensor per plane `[layers, 2, blocks, block_size, kv_heads, w]`. A sequence holds the blocks its
+table lists, taken from the pool's free list as it grows; `truncate` and `free` give whole blocks back.
+Its waste is the unused tail of its last block (< one block), instead of everything up to max_seq. The
+price is an indirection: the attention reads each row's keys through its block table (a gather here,
+on every device; a paged-attention kernel would read the blocks in place).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from llmviz.engine.kv.base import KVCache, storage_bytes, view_bytes
+from llmviz.engine.kv.block_pool import BlockPool
+from llmviz.engine.memory import check_fits
+from llmviz.engine.step_batch import StepBatch
+
+
+@dataclass(frozen=True)
+class BlockAddress:
+    slots: torch.Tensor  # [m] flat slot (block * block_size + offset) of every real token, row-major
+    tables: torch.Tensor  # [b, max_blocks] block ids of each row (padded with block 0; masked on read)
+
+
+class PagedKVCache(KVCache):
+    layout = "paged"
+
+    def __init__(self, cfg, max_seq, capacity, codec, device, block_size=16, pool_blocks=None, **_):
+        super().__init__(cfg, max_seq, capacity, codec, device)
+        self.block_size = block_size
+        # default: enough blocks for every sequence to reach max_seq (the pool never runs dry)
+        self.num_blocks = pool_blocks or capacity * math.ceil(max_seq / block_size)
+        check_fits(self.bytes_per_token() * self.num_blocks * block_size, device,
+                   f"the KV block pool ({self.num_blocks} blocks of {block_size} tokens, {codec.name})",
+                   "use fewer blocks, a shorter max_seq_len or an fp16/bf16 KV cache")
+        shape = (cfg.num_layers, 2, self.num_blocks, block_size, cfg.num_kv_heads)
+        self.storage = [torch.zeros((*shape, p.width), dtype=p.dtype, device=device) for p in self.planes]
+        self.pool = BlockPool(self.num_blocks)
+        self.tables: dict[int, list[int]] = {}
+
+    def _on_add(self, seq_id):
+        self.tables[seq_id] = []
+
+    def _on_truncate(self, seq_id, n):
+        table = self.tables[seq_id]
+        keep = math.ceil(n / self.block_size)
+        for block in table[keep:]:
+            self.pool.release(block)
+        del table[keep:]
+
+    def _on_free(self, seq_id):
+        for block in self.tables.pop(seq_id):
+            self.pool.release(block)
+
+    def _reserve(self, step: StepBatch) -> BlockAddress:
+        bs = self.block_size
+        taken: list[tuple[int, int]] = []
+        try:
+            for seq_id, start, n in zip(step.seq_ids, step.start_list, step.n_real, strict=True):
+                table = self.tables[seq_id]
+                while len(table) * bs < start + n:
+                    table.append(self.pool.allocate())
+                    taken.append((seq_id, table[-1]))
+        except BaseException:
+            for seq_id, block in reversed(taken):  # all or nothing
+                self.tables[seq_id].remove(block)
+                self.pool.release(block)
+            raise
+        width = max(1, max(len(self.tables[s]) for s in step.seq_ids))
+        tables = torch.zeros((step.batch, width), dtype=torch.long)
+        for i, seq_id in enumerate(step.seq_ids):
+            table = self.tables[seq_id]
+            tables[i, :len(table)] = torch.tensor(table, dtype=torch.long)
+        tables = tables.to(self.device)
+        rows, pos = step.real_rows, step.real_positions  # [m] each
+        slots = tables[rows, pos // bs] * bs + pos % bs  # [m]
+        return BlockAddress(slots, tables)
+
+    def _store(self, layer, step, kp, vp):
+        a: BlockAddress = step.kv
+        for plane, k, v in zip(self.storage, kp, vp, strict=True):
+            flat = plane[layer].flatten(1, 2)  # [2, blocks * block_size, kv, w] view
+            flat[0, a.slots] = k.transpose(1, 2)[step.real]  # [m, kv, w]
+            flat[1, a.slots] = v.transpose(1, 2)[step.real]
+
+    def _load(self, layer, step):
+        a: BlockAddress = step.kv
+        t = step.key_len
+        out = []
+        for plane in self.storage:
+            blocks = plane[layer][:, a.tables]  # [2, b, max_blocks, block_size, kv, w] (a gather: a copy)
+            rows = blocks.flatten(2, 3)[:, :, :t]  # [2, b, t, kv, w]
+            out.append(rows.transpose(2, 3))  # [2, b, kv, t, w]
+        return [p[0] for p in out], [p[1] for p in out]
+
+    def bytes_allocated(self) -> int:
+        return storage_bytes(self.storage)
+
+    def bytes_held(self) -> int:
+        """Bytes of the blocks the sequences hold, read from those blocks' slices of the pool."""
+        blocks = sorted({b for table in self.tables.values() for b in table})
+        return sum(view_bytes(plane[:, :, i]) for plane in self.storage for i in blocks)
+
+    def bytes_used(self) -> int:
+        bs, total = self.block_size, 0
+        for seq_id, n in self._lengths.items():
+            table = self.tables[seq_id]
+            for j, block in enumerate(table):
+                filled = min(bs, n - j * bs)
+                if filled > 0:
+                    total += sum(view_bytes(plane[:, :, block, :filled]) for plane in self.storage)
+        return total
+
+    def slots_allocated(self) -> int:
+        return sum(len(t) for t in self.tables.values()) * self.block_size
+
+    def _snapshot_extra(self) -> dict:
+        return {"block_size": self.block_size, "num_blocks": self.num_blocks, "blocks_free": self.pool.free_count,
+                "block_tables": [list(self.tables[s]) for s in self._lengths], "bytes_held": self.bytes_held()}

@@ -1,0 +1,64 @@
+"""What a step leaves in the trace: numpy copies of its inputs, logits, sampled tokens and hook records,
+taken after the timed region (C5, C6).
+
+Padding is recorded as -1 (input ids and positions of pad slots; `sampled` of a row that had already
+finished), so a page can tell it from a token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import torch
+
+from llmviz.engine.capture import RunContext
+from llmviz.engine.memory import process_memory
+from llmviz.engine.step_batch import StepBatch
+from llmviz.engine.trace import HookRecord, StepTrace
+
+FULL_LOGITS_MAX_VOCAB = 65536  # above this a step keeps the top-k logits and the log-sum-exp only
+TOP_K_KEPT = 20
+PAD = -1
+
+
+def record_step(session, index: int, step: StepBatch, logits: torch.Tensor, next_ids: torch.Tensor,
+                ctx: RunContext, spans: dict, run_finished: str) -> StepTrace:
+    lm, config = session.lm, session.config
+    real = step.real.cpu().numpy()
+    input_ids = np.where(real, step.ids.cpu().numpy(), PAD).astype(np.int64)
+    positions = np.where(real, step.positions.cpu().numpy(), PAD).astype(np.int64)
+    logits32 = logits.float()
+    top = logits32.topk(min(TOP_K_KEPT, logits32.shape[-1]), dim=-1)
+    lens_ids, lens_probs = _logit_lens(lm.model, ctx, config.logit_lens_top_k)
+    sampled = next_ids.cpu().numpy().astype(np.int64)
+    record = StepTrace(
+        index=index, phase="prefill" if index == 0 else "decode",
+        input_ids=input_ids, positions=positions, sampled=sampled,
+        logits=logits32.cpu().numpy() if logits32.shape[-1] <= FULL_LOGITS_MAX_VOCAB else None,
+        topk_ids=top.indices.cpu().numpy().astype(np.int64), topk_logits=top.values.cpu().numpy(),
+        logsumexp=logits32.logsumexp(-1).cpu().numpy(), lens_ids=lens_ids, lens_probs=lens_probs,
+        hooks=[HookRecord(**r) for r in ctx.finish()], kv=session.cache.snapshot(),
+        timings={"spans_ms": spans, "total_ms": sum(spans.values()), "device": str(lm.device),
+                 "threads": torch.get_num_threads(), "capture": config.capture,
+                 "attn_backend": config.attn_backend, "tokens": int(sum(step.n_real)),
+                 "padded_slots": int(step.batch * step.width - sum(step.n_real))},
+        memory=process_memory(lm.device), sampling=asdict(session.sampling),
+        finished=run_finished, row_finished=[s.finished for s in session.sequences],
+    )
+    shown = [*input_ids.ravel(), *sampled.ravel(), *record.topk_ids.ravel()]
+    if lens_ids is not None:
+        shown += list(lens_ids.ravel())
+    tokens = session.trace.tokens
+    tokens.update(lm.tokenizer.describe(t for t in shown if t >= 0 and t not in tokens))
+    return record
+
+
+def _logit_lens(model, ctx: RunContext, k: int):
+    if not k or not ctx.lens_resid:
+        return None, None
+    resid = torch.stack(ctx.lens_resid)  # [L, b, d]
+    probs = model.lens(resid).float().softmax(-1)  # [L, b, V]
+    top = probs.topk(min(k, probs.shape[-1]), dim=-1)
+    ctx.lens_resid.clear()
+    return top.indices.cpu().numpy().astype(np.int64), top.values.cpu().numpy()

@@ -1,0 +1,145 @@
+"""StepBatch: everything one forward pass needs to know about its rows, built by the caller and handed
+down the model (nano-vllm's per-step context, but passed, never global) (C5, C13, C20).
+
+Row i feeds `n_real[i]` new tokens at positions starts[i] .. starts[i] + n_real[i] - 1, padded to a
+common width n (right or left padding). Pad tokens are never written into the KV cache and never
+attended to: a row's cache holds only its own tokens, so a batch of prompts of different lengths gives
+every row what it gives alone. A finished row of a static batch stays in the pass as padding only
+(C13's wasted slot) and feeds nothing.
+
+Positions, starts and totals travel as tensors; the Python ints beside them (n_real, key_len) only
+shape slices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+PAD_ID = 0  # the id fed in a pad slot; its output is never read and its K/V never stored
+
+
+@dataclass(frozen=True)
+class StepMask:
+    """Which keys each query may see, for one step and one window size.
+
+    mask: [b, 1, n, n_k] bool (True = may attend), or None when every key read is visible (a decode step
+    of equal-length rows). causal_square: a prefill from position 0 of equal-length rows without a
+    window, which SDPA can run with is_causal=True (and so pick a flash kernel). key_start: the first
+    key slot read (> 0 only for a sliding window in such a decode step: fewer keys are read at all).
+    """
+
+    mask: torch.Tensor | None
+    causal_square: bool
+    key_start: int
+    window: int = 0
+    padded: bool = False
+
+    @property
+    def note(self) -> str:
+        """What the mask did, in words (recorded with the scores)."""
+        window = f" within a {self.window}-token sliding window" if self.window else ""
+        if self.mask is None:
+            return f"no mask needed: the one new query may see every cached key{window}"
+        pad = "; padding and other rows' unused cache slots are masked too" if self.padded else ""
+        return f"causal mask{window}: -inf where a query may not look{pad}"
+
+
+@dataclass
+class StepBatch:
+    ids: torch.Tensor  # [b, n] token ids, PAD_ID in pad slots
+    positions: torch.Tensor  # [b, n] positions of the tokens (0 in pad slots)
+    real: torch.Tensor  # [b, n] bool: a real token (not padding)
+    starts: torch.Tensor  # [b] tokens each row had cached before this step
+    last_cols: torch.Tensor  # [b] column of each row's last real token (0 for a row that feeds nothing)
+    n_real: tuple  # per row, the real tokens fed this step (Python ints)
+    start_list: tuple  # per row, starts as Python ints
+    key_len: int  # key slots read per row: max(start + n_real)
+    uniform: bool  # every row feeds all n columns from the same start: slices, no masks for padding
+    backend: str
+    masks: dict = field(default_factory=dict)  # window -> StepMask
+    kv: object = None  # the cache's addressing for this step (rows, block tables), set by the cache
+    seq_ids: tuple = ()
+
+    @property
+    def batch(self) -> int:
+        return self.ids.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.ids.shape[1]
+
+    @property
+    def start(self) -> int:
+        """The common start of a uniform batch."""
+        return self.start_list[0]
+
+    @property
+    def real_rows(self) -> torch.Tensor:
+        """[m] the batch row of every real token, in row-major order."""
+        b, n = self.ids.shape
+        return torch.arange(b, device=self.ids.device)[:, None].expand(b, n)[self.real]
+
+    @property
+    def real_positions(self) -> torch.Tensor:
+        """[m] the position of every real token, in the same order as real_rows."""
+        return self.positions[self.real]
+
+
+def build_step(rows: list[list[int]], starts: list[int], *, backend: str, windows, device: torch.device,
+               padding: str = "right", seq_ids=()) -> StepBatch:
+    """rows: the new token ids of each row (a row may be empty: it only pads); starts: their cached lengths."""
+    b = len(rows)
+    n_real = tuple(len(r) for r in rows)
+    n = max(max(n_real), 1)
+    ids = torch.full((b, n), PAD_ID, dtype=torch.long)
+    positions = torch.zeros((b, n), dtype=torch.long)
+    real = torch.zeros((b, n), dtype=torch.bool)
+    last_cols = torch.zeros(b, dtype=torch.long)
+    for i, (row, start) in enumerate(zip(rows, starts, strict=True)):
+        k = len(row)
+        if not k:
+            continue
+        first = n - k if padding == "left" else 0
+        ids[i, first:first + k] = torch.tensor(row, dtype=torch.long)
+        positions[i, first:first + k] = torch.arange(start, start + k)
+        real[i, first:first + k] = True
+        last_cols[i] = first + k - 1
+    uniform = all(k == n for k in n_real) and len(set(starts)) == 1
+    key_len = max(s + k for s, k in zip(starts, n_real, strict=True))
+    step = StepBatch(ids.to(device), positions.to(device), real.to(device),
+                     torch.tensor(starts, dtype=torch.long, device=device), last_cols.to(device), n_real,
+                     tuple(int(s) for s in starts), key_len, uniform, backend, seq_ids=tuple(seq_ids))
+    step.masks = {w: step_mask(step, w) for w in windows}
+    return step
+
+
+def whole_sequence(ids: torch.Tensor, backend: str, windows) -> StepBatch:
+    """ids [b, n] at positions 0..n-1 with no cache (training, a plain full forward pass)."""
+    b, n = ids.shape
+    positions = torch.arange(n, device=ids.device).expand(b, n)
+    step = StepBatch(ids, positions, torch.ones_like(ids, dtype=torch.bool),
+                     torch.zeros(b, dtype=torch.long, device=ids.device),
+                     torch.full((b,), n - 1, dtype=torch.long, device=ids.device),
+                     (n,) * b, (0,) * b, n, True, backend)
+    step.masks = {w: step_mask(step, w) for w in windows}
+    return step
+
+
+def step_mask(step: StepBatch, window: int) -> StepMask:
+    """The mask over key slots 0..key_len-1 of each row: slot s holds that row's position s."""
+    n, total = step.width, step.key_len
+    if step.uniform and n == 1:
+        start = max(0, total - window) if window else 0
+        return StepMask(None, False, start, window)  # one query per row sees every key from `start` on
+    k_pos = torch.arange(total, device=step.ids.device)
+    diff = step.positions[:, :, None] - k_pos[None, None, :]  # [b, n, n_k]
+    allowed = diff >= 0  # causal; also hides slots past the row's own length
+    if window:
+        allowed &= diff < window
+    if not step.uniform:
+        # a pad query sees slot 0 only, so its softmax stays finite; its output is never read
+        allowed = torch.where(step.real[:, :, None], allowed, k_pos[None, None, :] == 0)
+    square = step.uniform and step.start == 0 and not window
+    return StepMask(allowed[:, None], square, 0, window, padded=not step.uniform)

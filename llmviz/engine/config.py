@@ -14,7 +14,7 @@ from llmviz.errors import ConfigError
 # (llmviz/engine/registry.py users) implements exactly these and a test checks that they agree.
 DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")  # auto: the model's dtype; fp8/int8 keep scales
-ATTN_BACKENDS = ("eager", "sdpa")
+ATTN_BACKENDS = ("eager", "sdpa", "flash")
 KV_LAYOUTS = ("contiguous", "dynamic", "paged")
 PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)
 CAPTURE_LEVELS = ("off", "meta", "full")

@@ -24,7 +24,7 @@ from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import rope_inv_freq
 from llmviz.engine.models.transformer import DecoderModel
 from llmviz.engine.tokens import Tokenizer
-from llmviz.errors import ModelNotFoundError, UnsupportedArchitectureError, WeightLoadError
+from llmviz.errors import ConfigError, ModelNotFoundError, UnsupportedArchitectureError, WeightLoadError
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 EMBEDDED_DRAFT = "llmviz-tiny-draft"
@@ -201,5 +201,8 @@ def warm_up(model: DecoderModel) -> None:
         for backend in ATTENTION_BACKENDS:
             cache = make_kv_cache("contiguous", model.cfg, 9, model_dtype=dtype, device=device)
             cache.add(0)
-            feed(model, cache, [[0] * 8], [0], backend=backend)  # a prefill ...
+            try:
+                feed(model, cache, [[0] * 8], [0], backend=backend)  # a prefill ...
+            except ConfigError:
+                continue  # a backend this device and dtype lack (flash on CUDA fp32): it says so when asked for
             feed(model, cache, [[0]], [0], backend=backend)  # ... and a decode step

@@ -52,16 +52,17 @@ def test_every_row_of_a_batch_equals_its_prompt_alone(tiny, layout, padding):
     assert batch.steps[-1].kv["seq_lens"] == [n + STEPS - 1 for n in lengths]
 
 
-def teacher_forced(lm, rows: list[list[int]], tokens: list[list[int]], layout="contiguous", padding="right"):
+def teacher_forced(lm, rows: list[list[int]], tokens: list[list[int]], layout="contiguous", padding="right",
+                   backend="sdpa"):
     """Logits [steps][b, V] of a batch fed the given prompts, then the given tokens (one per row and step)."""
     cache = make_kv_cache(layout, lm.cfg, 64, capacity=len(rows), block_size=4)
     ids = list(range(len(rows)))
     for i in ids:
         cache.add(i)
     with torch.inference_mode():
-        out = [feed(lm.model, cache, rows, ids, padding=padding)]
+        out = [feed(lm.model, cache, rows, ids, padding=padding, backend=backend)]
         for t in range(len(tokens[0])):
-            out.append(feed(lm.model, cache, [[tok[t]] for tok in tokens], ids))
+            out.append(feed(lm.model, cache, [[tok[t]] for tok in tokens], ids, backend=backend))
     return out
 
 
@@ -72,8 +73,8 @@ def test_random_models_batch_logits_equal_single_rows(model_dirs, kind):
     prompts = ["The quick brown fox jumps over", "Return", "This module provides functions"]
     rows = [lm.tokenizer.encode(p) for p in prompts]
     forced = [[(7 * i + 3 * t) % 250 + 5 for t in range(6)] for i in range(len(rows))]  # any fixed tokens
-    for padding in PADDINGS:
-        batch = teacher_forced(lm, rows, forced, "paged", padding)
+    for padding, backend in zip(PADDINGS, ("flash", "eager"), strict=True):
+        batch = teacher_forced(lm, rows, forced, "paged", padding, backend)
         for i, row in enumerate(rows):
             single = teacher_forced(lm, [row], [forced[i]])
             gaps = [abs(b[i] - s[0]).max().item() for b, s in zip(batch, single, strict=True)]

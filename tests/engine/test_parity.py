@@ -46,7 +46,7 @@ def run_parity(folder, backend: str, prompt: str = PROMPT, layout: str = "contig
     return diffs
 
 
-@pytest.mark.parametrize("backend", ["eager", "sdpa"])
+@pytest.mark.parametrize("backend", ["eager", "sdpa", "flash"])
 @pytest.mark.parametrize("kind", ["llama_gqa_rope3", "llama_tied", "qwen2", "mistral", "gpt2"])
 def test_random_models_match_oracle(model_dirs, kind, backend):
     diffs = run_parity(model_dirs[kind], backend)
@@ -57,7 +57,7 @@ def test_random_models_match_oracle(model_dirs, kind, backend):
 def test_embedded_model_matches_oracle():
     from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL
 
-    for backend in ("eager", "sdpa"):
+    for backend in ("eager", "sdpa", "flash"):
         diffs = run_parity(ASSETS / EMBEDDED_MODEL, backend, prompt="Return the list of the values in the module")
         assert max(diffs) <= TOL, f"embedded/{backend}: {diffs}"
 

@@ -3,6 +3,9 @@
 eager: materializes softmax(QK^T / sqrt(hd)) (the article's formula, readable, O(n^2) memory).
 sdpa:  torch's scaled_dot_product_attention, which picks flash / memory-efficient / math per device;
        when capture asks for the map, it is rebuilt from q and k after the timed region.
+flash: pinned to PyTorch's flash-attention kernel (CPU: any float dtype, masks allowed; CUDA: fp16/bf16,
+       causal or no mask). It calls the kernel's own op rather than `sdpa_kernel(...)`, because that
+       context manager flips process-wide flags, and Streamlit sessions are threads of one process.
 Backends are looked up by name in ATTENTION_BACKENDS; each is one function of the same signature.
 """
 
@@ -21,6 +24,7 @@ from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import Rotary
 from llmviz.engine.registry import Registry
 from llmviz.engine.step_batch import StepBatch, StepMask
+from llmviz.errors import ConfigError
 
 ATTENTION_BACKENDS: Registry = Registry("attn_backend", ATTN_BACKENDS)
 
@@ -49,6 +53,33 @@ def sdpa_attention(q, keys, values, mask: StepMask, scale: float, names: LayerHo
     if mask.causal_square:
         return F.scaled_dot_product_attention(q, keys, values, is_causal=True, scale=scale, enable_gqa=gqa)
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask.mask, scale=scale, enable_gqa=gqa)
+
+
+_FLASH_DEVICES = "flash attention runs on the CPU (fp32, fp16, bf16) and on CUDA (fp16, bf16)"
+
+
+@ATTENTION_BACKENDS.register("flash")
+def flash_attention(q, keys, values, mask: StepMask, scale: float, names: LayerHookNames, ctx: RunContext):
+    if ctx.wants(names.scores) or ctx.wants(names.probs):
+        ctx.pending_attention.append(PendingAttention(names.scores, names.probs, q, keys, mask.mask, scale, mask.note))
+    group = q.shape[1] // keys.shape[1]
+    if group > 1:  # the kernel's own op wants one K/V head per query head
+        keys, values = keys.repeat_interleave(group, dim=1), values.repeat_interleave(group, dim=1)
+    causal = mask.causal_square
+    if q.device.type == "cpu":
+        bias = None
+        if mask.mask is not None and not causal:  # the CPU kernel takes an additive mask in q's dtype
+            bias = torch.zeros(mask.mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask.mask, float("-inf"))
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, keys, values, 0.0, causal, attn_mask=bias, scale=scale)[0]
+    if q.device.type == "cuda" and q.dtype in (torch.float16, torch.bfloat16):
+        if mask.mask is not None and not causal:
+            raise ConfigError("the CUDA flash kernel takes no attention mask: a padded batch or a sliding window "
+                              "in prefill needs attn_backend sdpa (or rows of equal length)")
+        return torch.ops.aten._scaled_dot_product_flash_attention(q, keys, values, 0.0, causal, False,
+                                                                   scale=scale)[0]
+    raise ConfigError(f"no flash kernel for {q.device.type} in {str(q.dtype).removeprefix('torch.')}: "
+                      f"{_FLASH_DEVICES}; use attn_backend sdpa or eager")
 
 
 class Attention(nn.Module):

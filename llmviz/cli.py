@@ -8,7 +8,16 @@ import statistics
 import sys
 
 from llmviz import service
-from llmviz.engine.config import ATTN_BACKENDS, DTYPES, KV_DTYPES, KV_LAYOUTS, PADDINGS, EngineConfig, SamplingConfig
+from llmviz.engine.config import (
+    ATTN_BACKENDS,
+    DTYPES,
+    FUSED_CHOICES,
+    KV_DTYPES,
+    KV_LAYOUTS,
+    PADDINGS,
+    EngineConfig,
+    SamplingConfig,
+)
 from llmviz.errors import LlmvizError
 
 DEFAULT_SAMPLING = SamplingConfig()
@@ -31,6 +40,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-layout", default="contiguous", choices=KV_LAYOUTS, help="KV cache layout (C8, C9)")
     p.add_argument("--kv-dtype", default="auto", choices=KV_DTYPES, help="KV storage dtype (auto: the model's)")
     p.add_argument("--kv-block-size", type=int, default=16, help="tokens per block of the paged layout")
+    p.add_argument("--kv-heads", type=int, default=None,
+                   help="grouped-query attention: mean-pool the K/V heads down to N at load (lossy; C19)")
+    p.add_argument("--fused-qkv", default="auto", choices=FUSED_CHOICES,
+                   help="q/k/v (and a gated MLP's gate/up) as one matmul, or split (C10)")
     p.add_argument("--padding", default="right", choices=PADDINGS, help="pad side of a batch of prompts")
     p.add_argument("--max-seq-len", type=int, default=None,
                    help="KV cache length per sequence (default: context, <= 2048)")
@@ -60,6 +73,7 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
                               repetition_penalty=args.repetition_penalty)
     return EngineConfig(device=args.device, dtype=args.dtype, attn_backend=args.attn, max_seq_len=args.max_seq_len,
                         kv_layout=args.kv_layout, kv_dtype=args.kv_dtype, kv_block_size=args.kv_block_size,
+                        kv_heads=args.kv_heads, fused_qkv=args.fused_qkv,
                         padding=args.padding, sampling=sampling, seed=args.seed, capture=capture,
                         capture_filter=tuple(patterns), logit_lens_top_k=lens)
 

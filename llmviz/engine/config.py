@@ -16,6 +16,7 @@ DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")  # auto: the model's dtype; fp8/int8 keep scales
 ATTN_BACKENDS = ("eager", "sdpa", "flash")
 KV_LAYOUTS = ("contiguous", "dynamic", "paged")
+FUSED_CHOICES = ("auto", "on", "off")  # fused projections: as the checkpoint stores them, or forced (C10)
 PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)
 CAPTURE_LEVELS = ("off", "meta", "full")
 EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything work offline
@@ -57,6 +58,8 @@ class EngineConfig:
     attn_backend: str = "sdpa"
     kv_layout: str = "contiguous"
     kv_dtype: str = "auto"
+    kv_heads: int | None = None  # GQA made at load by mean-pooling K/V heads (C19); None: the checkpoint's
+    fused_qkv: str = "auto"  # q/k/v (and gate/up) as one matmul: on | off | auto (as stored) (C10)
     max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ (per sequence)
     kv_block_size: int = 16  # tokens per block of the paged layout (C9)
     padding: str = "right"  # a batch of prompts of different lengths is padded on this side (C13)
@@ -72,12 +75,15 @@ class EngineConfig:
         if not isinstance(self.device, str) or not _DEVICE.match(self.device):
             raise ConfigError(f"device={self.device!r} is not one of auto, cpu, cuda, cuda:N, mps")
         checks = (("dtype", DTYPES), ("kv_dtype", KV_DTYPES), ("attn_backend", ATTN_BACKENDS),
-                  ("kv_layout", KV_LAYOUTS), ("capture", CAPTURE_LEVELS), ("padding", PADDINGS))
+                  ("kv_layout", KV_LAYOUTS), ("capture", CAPTURE_LEVELS), ("padding", PADDINGS),
+                  ("fused_qkv", FUSED_CHOICES))
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not one of {', '.join(allowed)}")
         if self.max_seq_len is not None and (not isinstance(self.max_seq_len, int) or self.max_seq_len < 2):
             raise ConfigError(f"max_seq_len must be an integer >= 2, got {self.max_seq_len!r}")
+        if self.kv_heads is not None and (not isinstance(self.kv_heads, int) or self.kv_heads < 1):
+            raise ConfigError(f"kv_heads must be a positive integer, got {self.kv_heads!r}")
         if not isinstance(self.kv_block_size, int) or not 1 <= self.kv_block_size <= 4096:
             raise ConfigError(f"kv_block_size must be an integer in 1..4096, got {self.kv_block_size!r}")
         if not isinstance(self.seed, int) or not -(2**63) <= self.seed < 2**64:

@@ -7,7 +7,7 @@ local files first; the hub only when HF_HUB_OFFLINE is unset and the hub answers
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -21,6 +21,7 @@ from llmviz.engine.devices import resolve_device, torch_dtype
 from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.models import FAMILIES, SUPPORTED_MODEL_TYPES
 from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.models.convert import convert
 from llmviz.engine.models.layers import rope_inv_freq
 from llmviz.engine.models.transformer import DecoderModel
 from llmviz.engine.tokens import Tokenizer
@@ -41,6 +42,7 @@ class LoadedModel:
     cfg: ModelConfig
     device: torch.device
     dtype: torch.dtype
+    options: dict = field(default_factory=dict)  # the load-time switches: kv_heads, fused_qkv
 
     @property
     def parameters(self) -> int:
@@ -58,6 +60,7 @@ class LoadedModel:
             "dtype": str(self.dtype).removeprefix("torch."), "device": str(self.device),
             "position_scheme": "RoPE" if c.position == "rope" else "learned absolute",
             "tokenizer_vocab": len(self.tokenizer.hf), "byte_level": self.tokenizer.byte_level,
+            "options": dict(self.options),
         }
 
 
@@ -110,9 +113,11 @@ def checkpoint_tensors(path: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def load_weights(model: DecoderModel, cfg: ModelConfig, tensors: dict[str, torch.Tensor]) -> None:
+def checkpoint_state(cfg: ModelConfig, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Checkpoint tensors under our parameter names, each checked against the shape `cfg` implies."""
     family = FAMILIES[cfg.family]
-    expected = model.state_dict()
+    with torch.device("meta"):
+        expected = DecoderModel(cfg).state_dict()
     loaded: dict[str, torch.Tensor] = {}
     unexpected = []
     for hf_name, tensor in tensors.items():
@@ -133,14 +138,14 @@ def load_weights(model: DecoderModel, cfg: ModelConfig, tensors: dict[str, torch
         raise WeightLoadError(f"checkpoint does not match the {cfg.family} architecture: "
                               f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
                               f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
-    model.load_state_dict(loaded, strict=False, assign=True)
+    return loaded
 
 
-def build(cfg: ModelConfig, tensors: dict[str, torch.Tensor], device: torch.device,
+def build(cfg: ModelConfig, state: dict[str, torch.Tensor], device: torch.device,
           dtype: torch.dtype) -> DecoderModel:
     with torch.device("meta"):
         model = DecoderModel(cfg)
-    load_weights(model, cfg, tensors)
+    model.load_state_dict(state, strict=False, assign=True)
     if cfg.tie_embeddings:
         model.lm_head.weight = model.embed.weight
     if cfg.position == "rope":  # computed, not loaded; kept in fp32 whatever the weights' dtype
@@ -170,14 +175,19 @@ def column_major_weights(model: DecoderModel) -> None:
         model.embed.weight = model.lm_head.weight  # the lookup reads rows of the same (strided) matrix
 
 
-def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str = "fp32") -> LoadedModel:
-    """Load a supported model; raises the typed errors of llmviz.errors, never hangs."""
+def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str = "fp32",
+               kv_heads: int | None = None, fused_qkv: str = "auto") -> LoadedModel:
+    """Load a supported model; raises the typed errors of llmviz.errors, never hangs.
+
+    kv_heads (GQA by mean-pooling) and fused_qkv (auto|on|off) rewrite the weights at load (convert.py).
+    """
     dev, dt = resolve_device(device), torch_dtype(dtype)
     path = resolve_path(name_or_path)
     hf_config = read_config(path)
     cfg = FAMILIES[hf_config["model_type"]].config_from_hf(hf_config)
     with typed_out_of_memory(f"loading {name_or_path or EMBEDDED_MODEL}", "try dtype fp16/bf16 or a smaller model"):
-        model = build(cfg, checkpoint_tensors(path), dev, dt)
+        cfg, state = convert(cfg, checkpoint_state(cfg, checkpoint_tensors(path)), kv_heads, fused_qkv)
+        model = build(cfg, state, dev, dt)
     from transformers import AutoTokenizer
 
     try:
@@ -186,7 +196,8 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
         raise ModelNotFoundError(f"{path} has no usable tokenizer: {exc}") from exc
     warm_up(model)
     return LoadedModel(name_or_path or EMBEDDED_MODEL, path, model,
-                       Tokenizer(hf_tok, cfg.vocab_size, cfg.eos_token_ids), cfg, dev, dt)
+                       Tokenizer(hf_tok, cfg.vocab_size, cfg.eos_token_ids), cfg, dev, dt,
+                       {"kv_heads": kv_heads, "fused_qkv": fused_qkv})
 
 
 def warm_up(model: DecoderModel) -> None:

@@ -80,6 +80,11 @@ class Session:
         if dtype_name(lm.dtype) != config.dtype:
             raise ConfigError(f"the model was loaded in {dtype_name(lm.dtype)} but the config asks for "
                               f"{config.dtype}: load it again")
+        for name in ("kv_heads", "fused_qkv"):
+            loaded = lm.options.get(name, EngineConfig.__dataclass_fields__[name].default)
+            if loaded != getattr(config, name):
+                raise ConfigError(f"the model was loaded with {name}={loaded!r} but the config asks for "
+                                  f"{getattr(config, name)!r}: load it again")
         if config.device != "auto" and not same_device(resolve_device(config.device), lm.device):
             raise ConfigError(f"the model was loaded on {lm.device} but the config asks for {config.device}: "
                               "load it again")

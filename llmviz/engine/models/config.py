@@ -40,6 +40,7 @@ class ModelConfig:
     out_bias: bool = False  # GPT-2 has biases on the output and MLP projections
     mlp_bias: bool = False
     fused_qkv: bool = False  # GPT-2 stores one [d, 3d] projection (C10: one matmul instead of three)
+    fused_mlp: bool = False  # a gated MLP's gate and up projections as one [2f, d] matmul (C10)
     tie_embeddings: bool = False  # lm_head shares the embedding matrix
     sliding_windows: tuple = ()  # per layer: window in tokens, or 0 for full causal attention (C20)
     bos_token_id: int | None = None
@@ -67,8 +68,8 @@ class ModelConfig:
                 raise ConfigError(f"rope_type={rope_type!r} is not supported; supported: {ROPE_TYPES}")
         if self.sliding_windows and len(self.sliding_windows) != self.num_layers:
             raise ConfigError("sliding_windows needs one entry per layer")
-        if self.fused_qkv and self.num_kv_heads != self.num_heads:
-            raise ConfigError("a fused QKV projection is only built for plain multi-head attention")
+        if self.fused_mlp and self.mlp != "gated":
+            raise ConfigError("only a gated MLP has a gate/up pair to fuse")
 
     @property
     def group_size(self) -> int:

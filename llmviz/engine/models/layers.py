@@ -46,18 +46,26 @@ def activation(name: str):
 
 
 class GatedMLP(nn.Module):
-    """SwiGLU: down(act(gate(x)) * up(x)), the Llama-family MLP."""
+    """SwiGLU: down(act(gate(x)) * up(x)), the Llama-family MLP; gate and up as one matmul when fused (C10)."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d, f = cfg.hidden_size, cfg.intermediate_size
-        self.gate_proj = nn.Linear(d, f, bias=cfg.mlp_bias)
-        self.up_proj = nn.Linear(d, f, bias=cfg.mlp_bias)
+        self.fused = cfg.fused_mlp
+        if self.fused:
+            self.gate_up_proj = nn.Linear(d, 2 * f, bias=cfg.mlp_bias)
+        else:
+            self.gate_proj = nn.Linear(d, f, bias=cfg.mlp_bias)
+            self.up_proj = nn.Linear(d, f, bias=cfg.mlp_bias)
         self.down_proj = nn.Linear(f, d, bias=cfg.mlp_bias)
         self.act = activation(cfg.activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [b, n, d] -> [b, n, f] -> [b, n, d]
-        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+        if self.fused:
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)  # [b, n, 2f] -> 2 x [b, n, f]
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(self.act(gate) * up)
 
 
 class PlainMLP(nn.Module):

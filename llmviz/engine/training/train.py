@@ -60,12 +60,20 @@ class Preset:
     # The corpus is only ~400k tokens: in a first 25-minute run (17 planned epochs) held-out perplexity
     # bottomed out near 64 at ~8 epochs, then rose while the training loss kept falling. So cap the epochs.
     max_epochs: float = 7.0
+    # Uptraining (the GQA paper's recipe): start from `init_from` (a folder in assets/) with its K/V heads
+    # mean-pooled down to `kv_heads`, and train briefly at a lower learning rate.
+    init_from: str | None = None
+    kv_heads: int | None = None
 
 
 PRESETS = {
     "main": Preset(hidden=256, layers=4, heads=8, intermediate=768),
     "draft": Preset(hidden=128, layers=2, heads=4, intermediate=384, lr=3e-3, minutes=6.0, out="llmviz-tiny-draft",
                     max_epochs=10.0),
+    "gqa4": Preset(hidden=256, layers=4, heads=8, intermediate=768, lr=6e-4, minutes=2.5, warmup=20,
+                   out="llmviz-tiny-gqa4", init_from="llmviz-tiny", kv_heads=4),
+    "gqa2": Preset(hidden=256, layers=4, heads=8, intermediate=768, lr=6e-4, minutes=2.5, warmup=20,
+                   out="llmviz-tiny-gqa2", init_from="llmviz-tiny", kv_heads=2),
     "smoke": Preset(hidden=64, layers=2, heads=4, intermediate=128, vocab=512, seq_len=64, batch=4, lr=3e-3,
                     minutes=0.1, out="llmviz-smoke", sources=("topics",), limit=40, warmup=4),
 }
@@ -73,9 +81,30 @@ PRESETS = {
 
 def model_config(p: Preset, vocab: int, eos: int) -> ModelConfig:
     return ModelConfig(family="llama", vocab_size=vocab, hidden_size=p.hidden, num_layers=p.layers,
-                       num_heads=p.heads, num_kv_heads=p.heads, head_dim=p.hidden // p.heads,
+                       num_heads=p.heads, num_kv_heads=p.kv_heads or p.heads, head_dim=p.hidden // p.heads,
                        intermediate_size=p.intermediate, max_position_embeddings=512, norm_eps=1e-5,
                        rope_theta=10000.0, tie_embeddings=True, bos_token_id=eos, eos_token_ids=(eos,))
+
+
+def converted(folder: Path, cfg: ModelConfig, kv_heads: int, heldout_ids: list[int]) -> tuple[DecoderModel, dict]:
+    """The model in `folder` with its K/V heads mean-pooled to kv_heads (the engine's own conversion), and
+    the held-out perplexity before and after pooling."""
+    from llmviz.engine.loading import checkpoint_state, checkpoint_tensors
+    from llmviz.engine.models.convert import convert
+
+    full_cfg = replace(cfg, num_kv_heads=cfg.num_heads)
+    before = load_ours(folder, full_cfg)
+    state = checkpoint_state(full_cfg, {k: v.float() for k, v in checkpoint_tensors(folder).items()})
+    pooled_cfg, state = convert(full_cfg, state, kv_heads=kv_heads)
+    assert pooled_cfg == cfg, (pooled_cfg, cfg)
+    model = DecoderModel(cfg)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+    model.eval()
+    with torch.no_grad():
+        info = {"perplexity_before": round(perplexity(before, heldout_ids), 4),
+                "perplexity_mean_pooled": round(perplexity(model, heldout_ids), 4), "init_from": folder.name}
+    return model, info
 
 
 def init_weights(model: DecoderModel) -> None:
@@ -164,7 +193,8 @@ def train_loop(model: DecoderModel, stream: torch.Tensor, p: Preset, budget_s: f
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m llmviz.train_tiny", description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", choices=("main", "draft"), default="main")
+    ap.add_argument("--preset", choices=("main", "draft", "gqa4", "gqa2"), default="main",
+                    help="gqa4/gqa2: the main model's K/V heads mean-pooled to 4 or 2, then uptrained")
     ap.add_argument("--smoke", action="store_true", help="seconds-long run: topics subset, tiny model, no compile")
     ap.add_argument("--minutes", type=float, help="training time budget (default: the preset's)")
     ap.add_argument("--steps", type=int, help="a fixed step count instead of a time budget")
@@ -198,7 +228,7 @@ def main(argv: list[str] | None = None) -> dict:
     corpus = corpus_mod.build(p.sources, p.limit)
     log(f"corpus: {len(corpus.train)} train + {len(corpus.heldout)} held-out docs, {corpus.chars} chars, "
         f"sha256 {corpus.sha256}")
-    tok_src = args.tokenizer or (ASSETS / PRESETS["main"].out if name == "draft" else None)
+    tok_src = args.tokenizer or (ASSETS / PRESETS["main"].out if name in ("draft", "gqa4", "gqa2") else None)
     if tok_src is not None and (tok_src / "tokenizer.json").exists():
         tok = tok_mod.Tokenizer.from_file(str(tok_src / "tokenizer.json"))
         log(f"tokenizer: reused from {tok_src}")
@@ -212,8 +242,14 @@ def main(argv: list[str] | None = None) -> dict:
     log(f"tokens: {len(train_ids)} train, {len(heldout_ids)} held-out, vocab {tok.get_vocab_size()}")
 
     cfg = model_config(p, tok.get_vocab_size(), eos)
-    model = DecoderModel(cfg)
-    init_weights(model)
+    conversion = {}
+    if p.init_from:
+        model, conversion = converted(ASSETS / p.init_from, cfg, p.kv_heads, heldout_ids)
+        log(f"from {p.init_from}: perplexity {conversion['perplexity_before']:.2f} with every K/V head, "
+            f"{conversion['perplexity_mean_pooled']:.2f} after mean-pooling to {p.kv_heads}")
+    else:
+        model = DecoderModel(cfg)
+        init_weights(model)
     params = parameter_count(model)
     log(f"model: {params} parameters, compile={p.compile}, threads={args.threads}")
     budget = 60 * (args.minutes if args.minutes is not None else p.minutes)
@@ -237,7 +273,8 @@ def main(argv: list[str] | None = None) -> dict:
     (out / "NOTICE").write_text(corpus_mod.notice(license_file), encoding="utf-8")
     info = {
         "name": out.name, "preset": name, "parameters": params, "architecture": cfg.to_dict(),
-        "heldout_perplexity": round(ppl, 4), "eval_window": EVAL_WINDOW, "heldout_tokens": len(heldout_ids),
+        "heldout_perplexity": round(ppl, 4), **conversion, "eval_window": EVAL_WINDOW,
+        "heldout_tokens": len(heldout_ids),
         "heldout_documents": len(corpus.heldout), "heldout_sha256": heldout_sha,
         "corpus_sha256": corpus.sha256, "corpus_documents": len(corpus.train) + len(corpus.heldout),
         "corpus_chars": corpus.chars, "train_tokens": len(train_ids), "python": corpus.python,

@@ -44,6 +44,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="grouped-query attention: mean-pool the K/V heads down to N at load (lossy; C19)")
     p.add_argument("--fused-qkv", default="auto", choices=FUSED_CHOICES,
                    help="q/k/v (and a gated MLP's gate/up) as one matmul, or split (C10)")
+    p.add_argument("--sliding-window", type=int, default=None,
+                   help="every layer attends to the last W tokens; a contiguous cache becomes a ring buffer (C20)")
+    p.add_argument("--kv-rollback", type=int, default=0,
+                   help="tokens a windowed cache keeps beyond the window, for rollbacks (speculative depth)")
     p.add_argument("--padding", default="right", choices=PADDINGS, help="pad side of a batch of prompts")
     p.add_argument("--max-seq-len", type=int, default=None,
                    help="KV cache length per sequence (default: context, <= 2048)")
@@ -73,7 +77,8 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
                               repetition_penalty=args.repetition_penalty)
     return EngineConfig(device=args.device, dtype=args.dtype, attn_backend=args.attn, max_seq_len=args.max_seq_len,
                         kv_layout=args.kv_layout, kv_dtype=args.kv_dtype, kv_block_size=args.kv_block_size,
-                        kv_heads=args.kv_heads, fused_qkv=args.fused_qkv,
+                        kv_heads=args.kv_heads, fused_qkv=args.fused_qkv, sliding_window=args.sliding_window,
+                        kv_rollback=args.kv_rollback,
                         padding=args.padding, sampling=sampling, seed=args.seed, capture=capture,
                         capture_filter=tuple(patterns), logit_lens_top_k=lens)
 

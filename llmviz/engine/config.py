@@ -62,6 +62,8 @@ class EngineConfig:
     fused_qkv: str = "auto"  # q/k/v (and gate/up) as one matmul: on | off | auto (as stored) (C10)
     max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ (per sequence)
     kv_block_size: int = 16  # tokens per block of the paged layout (C9)
+    sliding_window: int | None = None  # every layer attends to the last W tokens only; the cache evicts (C20)
+    kv_rollback: int = 0  # the most tokens a later step may take back (speculative depth): a windowed cache keeps them
     padding: str = "right"  # a batch of prompts of different lengths is padded on this side (C13)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     seed: int = 0
@@ -84,6 +86,10 @@ class EngineConfig:
             raise ConfigError(f"max_seq_len must be an integer >= 2, got {self.max_seq_len!r}")
         if self.kv_heads is not None and (not isinstance(self.kv_heads, int) or self.kv_heads < 1):
             raise ConfigError(f"kv_heads must be a positive integer, got {self.kv_heads!r}")
+        if self.sliding_window is not None and (not isinstance(self.sliding_window, int) or self.sliding_window < 1):
+            raise ConfigError(f"sliding_window must be a positive number of tokens, got {self.sliding_window!r}")
+        if not isinstance(self.kv_rollback, int) or self.kv_rollback < 0:
+            raise ConfigError(f"kv_rollback must be an integer >= 0, got {self.kv_rollback!r}")
         if not isinstance(self.kv_block_size, int) or not 1 <= self.kv_block_size <= 4096:
             raise ConfigError(f"kv_block_size must be an integer in 1..4096, got {self.kv_block_size!r}")
         if not isinstance(self.seed, int) or not -(2**63) <= self.seed < 2**64:

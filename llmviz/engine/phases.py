@@ -15,7 +15,7 @@ import torch
 from llmviz.engine.capture import RunContext
 from llmviz.engine.kv.base import KVCache
 from llmviz.engine.models.transformer import DecoderModel
-from llmviz.engine.step_batch import StepBatch, build_step
+from llmviz.engine.step_batch import StepBatch, build_step, layer_windows
 from llmviz.errors import ConfigError
 
 
@@ -33,12 +33,24 @@ def decode(model: DecoderModel, cache: KVCache, step: StepBatch, ctx: RunContext
     return model(step, cache=cache, ctx=ctx, last_only=True)
 
 
-def feed(model: DecoderModel, cache: KVCache, rows: list[list[int]], seq_ids: list[int], *, backend: str = "sdpa",
-         ctx: RunContext | None = None, padding: str = "right", last_only: bool = True) -> torch.Tensor:
-    """Feed each sequence its new tokens in one forward pass (any phase: a prefill, a decode step, a
-    chunk, a speculative verification): builds the StepBatch from the cache's lengths, reserves the
-    slots, runs the model. Returns logits [b, V] (last_only) or [b, n, V]."""
-    step = build_step(rows, [cache.length(s) for s in seq_ids], backend=backend, windows=model.cfg.windows,
-                      device=model.embed.weight.device, padding=padding, seq_ids=seq_ids)
+def plan_step(cache: KVCache, rows: list[list[int]], seq_ids: list[int], *, backend: str, windows: tuple,
+              device: torch.device, padding: str = "right") -> StepBatch:
+    """The StepBatch for feeding each sequence its new tokens: positions from the cache's lengths, the
+    cache's slots reserved (its addressing in step.kv), and the masks over the keys the cache will read."""
+    step = build_step(rows, [cache.length(s) for s in seq_ids], backend=backend, windows=windows, device=device,
+                      padding=padding, seq_ids=seq_ids)
     step.kv = cache.reserve(step)
+    key_positions = cache.key_positions(step)
+    if key_positions is not None:
+        step.set_masks(key_positions)
+    return step
+
+
+def feed(model: DecoderModel, cache: KVCache, rows: list[list[int]], seq_ids: list[int], *, backend: str = "sdpa",
+         ctx: RunContext | None = None, padding: str = "right", last_only: bool = True,
+         window: int | None = None) -> torch.Tensor:
+    """Feed each sequence its new tokens in one forward pass (any phase: a prefill, a decode step, a
+    chunk, a speculative verification). Returns logits [b, V] (last_only) or [b, n, V]."""
+    step = plan_step(cache, rows, seq_ids, backend=backend, windows=layer_windows(model.cfg, window),
+                     device=model.embed.weight.device, padding=padding)
     return model(step, cache=cache, ctx=ctx if ctx is not None else RunContext(), last_only=last_only)

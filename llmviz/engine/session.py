@@ -22,11 +22,11 @@ from llmviz.engine.hook_points import matches
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.memory import check_fits, typed_out_of_memory
-from llmviz.engine.phases import decode, prefill
+from llmviz.engine.phases import decode, plan_step, prefill
 from llmviz.engine.recording import record_step
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
-from llmviz.engine.step_batch import build_step
+from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer
 from llmviz.engine.trace import RunTrace, StepTrace
 from llmviz.errors import CaptureTooLargeError, ConfigError, PromptError, SessionFinishedError
@@ -65,10 +65,12 @@ class Session:
         device = lm.device
         self.sequences = [Sequence.start(i, ids, config.sampling, config.seed + i, device, text)
                           for i, (text, ids) in enumerate(zip(texts, rows, strict=True))]
+        self.windows = layer_windows(lm.cfg, config.sliding_window)
         with typed_out_of_memory("allocating the KV cache", SHORTER):
             self.cache = make_kv_cache(config.kv_layout, lm.cfg, self.max_seq, capacity=len(rows),
                                        kv_dtype=config.kv_dtype, model_dtype=lm.dtype, device=device,
-                                       block_size=config.kv_block_size)
+                                       block_size=config.kv_block_size, window=config.sliding_window,
+                                       rollback=config.kv_rollback)
         for seq in self.sequences:
             self.cache.add(seq.seq_id)
         self.trace = RunTrace(model_card=lm.card(), prompt=texts[0], engine_config=config.to_dict(),
@@ -158,11 +160,9 @@ class Session:
         seqs = self.sequences
         with torch.inference_mode(), typed_out_of_memory(f"step {index}", SHORTER):
             timer.start()
-            starts = [cache.length(s.seq_id) for s in seqs]
-            rows = [[] if s.finished else s.ids[n:] for s, n in zip(seqs, starts, strict=True)]
-            step = build_step(rows, starts, backend=cfg.attn_backend, windows=lm.cfg.windows, device=lm.device,
-                              padding=cfg.padding, seq_ids=[s.seq_id for s in seqs])
-            step.kv = cache.reserve(step)
+            rows = [[] if s.finished else s.ids[cache.length(s.seq_id):] for s in seqs]
+            step = plan_step(cache, rows, [s.seq_id for s in seqs], backend=cfg.attn_backend,
+                             windows=self.windows, device=lm.device, padding=cfg.padding)
             ctx.mark("mask")
             logits = (prefill if index == 0 else decode)(lm.model, cache, step, ctx)
             next_ids = ctx.hook("sample", sample_rows(logits, seqs))

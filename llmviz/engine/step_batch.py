@@ -61,6 +61,12 @@ class StepBatch:
     masks: dict = field(default_factory=dict)  # window -> StepMask
     kv: object = None  # the cache's addressing for this step (rows, block tables), set by the cache
     seq_ids: tuple = ()
+    layer_windows: tuple = ()  # per layer: its sliding window (0 = full causal attention)
+
+    def set_masks(self, key_positions: torch.Tensor | None = None) -> None:
+        """One mask per distinct window. key_positions [b, n_k]: the position each key slot holds, when a
+        cache reads its keys in another order than slot = position (a ring buffer)."""
+        self.masks = {w: step_mask(self, w, key_positions) for w in set(self.layer_windows)}
 
     @property
     def batch(self) -> int:
@@ -87,7 +93,12 @@ class StepBatch:
         return self.positions[self.real]
 
 
-def build_step(rows: list[list[int]], starts: list[int], *, backend: str, windows, device: torch.device,
+def layer_windows(cfg, window: int | None = None) -> tuple:
+    """Each layer's window: the model's own (Mistral's), or `window` on every layer (the switch, C20)."""
+    return (window,) * cfg.num_layers if window else tuple(cfg.window(i) for i in range(cfg.num_layers))
+
+
+def build_step(rows: list[list[int]], starts: list[int], *, backend: str, windows: tuple, device: torch.device,
                padding: str = "right", seq_ids=()) -> StepBatch:
     """rows: the new token ids of each row (a row may be empty: it only pads); starts: their cached lengths."""
     b = len(rows)
@@ -110,36 +121,43 @@ def build_step(rows: list[list[int]], starts: list[int], *, backend: str, window
     key_len = max(s + k for s, k in zip(starts, n_real, strict=True))
     step = StepBatch(ids.to(device), positions.to(device), real.to(device),
                      torch.tensor(starts, dtype=torch.long, device=device), last_cols.to(device), n_real,
-                     tuple(int(s) for s in starts), key_len, uniform, backend, seq_ids=tuple(seq_ids))
-    step.masks = {w: step_mask(step, w) for w in windows}
+                     tuple(int(s) for s in starts), key_len, uniform, backend, seq_ids=tuple(seq_ids),
+                     layer_windows=tuple(windows))
+    step.set_masks()
     return step
 
 
-def whole_sequence(ids: torch.Tensor, backend: str, windows) -> StepBatch:
+def whole_sequence(ids: torch.Tensor, backend: str, windows: tuple) -> StepBatch:
     """ids [b, n] at positions 0..n-1 with no cache (training, a plain full forward pass)."""
     b, n = ids.shape
     positions = torch.arange(n, device=ids.device).expand(b, n)
     step = StepBatch(ids, positions, torch.ones_like(ids, dtype=torch.bool),
                      torch.zeros(b, dtype=torch.long, device=ids.device),
                      torch.full((b,), n - 1, dtype=torch.long, device=ids.device),
-                     (n,) * b, (0,) * b, n, True, backend)
-    step.masks = {w: step_mask(step, w) for w in windows}
+                     (n,) * b, (0,) * b, n, True, backend, layer_windows=tuple(windows))
+    step.set_masks()
     return step
 
 
-def step_mask(step: StepBatch, window: int) -> StepMask:
-    """The mask over key slots 0..key_len-1 of each row: slot s holds that row's position s."""
+def step_mask(step: StepBatch, window: int, key_positions: torch.Tensor | None = None) -> StepMask:
+    """The mask over each row's key slots: slot s holds position s, or key_positions[row, s] when given
+    (a slot that holds nothing has a position beyond every query's, so it is masked)."""
     n, total = step.width, step.key_len
-    if step.uniform and n == 1:
+    if key_positions is None and step.uniform and n == 1:
         start = max(0, total - window) if window else 0
         return StepMask(None, False, start, window)  # one query per row sees every key from `start` on
-    k_pos = torch.arange(total, device=step.ids.device)
-    diff = step.positions[:, :, None] - k_pos[None, None, :]  # [b, n, n_k]
+    if key_positions is None:
+        k_pos = torch.arange(total, device=step.ids.device)[None, None, :]  # [1, 1, n_k]
+    else:
+        k_pos = key_positions[:, None, :]  # [b, 1, n_k]
+    diff = step.positions[:, :, None] - k_pos  # [b, n, n_k]
     allowed = diff >= 0  # causal; also hides slots past the row's own length
     if window:
         allowed &= diff < window
     if not step.uniform:
         # a pad query sees slot 0 only, so its softmax stays finite; its output is never read
-        allowed = torch.where(step.real[:, :, None], allowed, k_pos[None, None, :] == 0)
-    square = step.uniform and step.start == 0 and not window
+        slot0 = torch.zeros(allowed.shape[-1], dtype=torch.bool, device=allowed.device)
+        slot0[0] = True
+        allowed = torch.where(step.real[:, :, None], allowed, slot0)
+    square = key_positions is None and step.uniform and step.start == 0 and not window
     return StepMask(allowed[:, None], square, 0, window, padded=not step.uniform)

@@ -23,24 +23,25 @@ def oracle(folder):
                                                 dtype=torch.float32).eval()
 
 
-def run_parity(folder, backend: str, prompt: str = PROMPT, layout: str = "contiguous", lm=None) -> list[float]:
+def run_parity(folder, backend: str, prompt: str = PROMPT, layout: str = "contiguous", lm=None,
+               window: int | None = None) -> list[float]:
     from transformers import DynamicCache
 
     lm = lm or load_model(str(folder), device="cpu", dtype="fp32")
     hf = oracle(folder)
     ids = lm.tokenizer.encode(prompt)
-    cache = make_kv_cache(layout, lm.cfg, len(ids) + DECODE_STEPS + 1, block_size=4)
+    cache = make_kv_cache(layout, lm.cfg, len(ids) + DECODE_STEPS + 1, block_size=4, window=window)
     cache.add(0)
     hf_cache = DynamicCache(config=hf.config)
     diffs = []
     with torch.inference_mode():
         ref = hf(torch.tensor([ids]), cache=hf_cache, use_cache=True).logits[:, -1]
-        ours = feed(lm.model, cache, [ids], [0], backend=backend)
+        ours = feed(lm.model, cache, [ids], [0], backend=backend, window=window)
         diffs.append((ref - ours).abs().max().item())
         for _ in range(DECODE_STEPS):
             token = ref.argmax(-1, keepdim=True)  # [1, 1] the oracle's greedy token, fed to both
             ref = hf(token, cache=hf_cache, use_cache=True).logits[:, -1]
-            ours = feed(lm.model, cache, [[int(token)]], [0], backend=backend)
+            ours = feed(lm.model, cache, [[int(token)]], [0], backend=backend, window=window)
             diffs.append((ref - ours).abs().max().item())
     assert cache.length(0) == len(ids) + DECODE_STEPS
     return diffs

@@ -14,6 +14,7 @@ from llmviz.engine.kv.codecs import KV_CODECS, codec_for
 from llmviz.engine.kv.contiguous import ContiguousKVCache
 from llmviz.engine.kv.dynamic import DynamicKVCache
 from llmviz.engine.kv.paged import PagedKVCache
+from llmviz.engine.kv.ring import RingKVCache
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.registry import Registry
 
@@ -26,8 +27,16 @@ __all__ = ["KV_CODECS", "KV_LAYOUT_CLASSES", "KVCache", "make_kv_cache"]
 
 def make_kv_cache(layout: str, cfg: ModelConfig, max_seq: int, *, capacity: int = 1, kv_dtype: str = "auto",
                   model_dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
-                  block_size: int = 16, pool_blocks: int | None = None) -> KVCache:
-    """A cache for up to `capacity` sequences of up to `max_seq` tokens each."""
+                  block_size: int = 16, pool_blocks: int | None = None, window: int | None = None,
+                  rollback: int = 0) -> KVCache:
+    """A cache for up to `capacity` sequences of up to `max_seq` tokens each.
+
+    With a sliding `window`, the contiguous layout becomes a ring buffer of window + rollback slots per
+    sequence (memory stays flat however long it runs); the other layouts keep every token (the mask alone
+    applies the window) and say so in their snapshot.
+    """
     cls = KV_LAYOUT_CLASSES.get(layout)
-    return cls(cfg, max_seq, capacity, codec_for(kv_dtype, model_dtype), torch.device(device),
-               block_size=block_size, pool_blocks=pool_blocks)
+    codec = codec_for(kv_dtype, model_dtype)
+    if window and layout == "contiguous" and window + rollback < max_seq:
+        return RingKVCache(cfg, max_seq, capacity, codec, torch.device(device), window=window, rollback=rollback)
+    return cls(cfg, max_seq, capacity, codec, torch.device(device), block_size=block_size, pool_blocks=pool_blocks)

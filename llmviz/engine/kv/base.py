@@ -81,6 +81,10 @@ class KVCache(ABC):
             self._lengths[seq_id] += n
         return address
 
+    def key_positions(self, step: StepBatch) -> torch.Tensor | None:
+        """[b, key_len] the position each key slot read this step holds, or None when slot s is position s."""
+        return None
+
     def truncate(self, seq_id: int, n: int) -> None:
         """Keep the first n tokens of a sequence; space past them is released where the layout can."""
         if not 0 <= n <= self._lengths[seq_id]:

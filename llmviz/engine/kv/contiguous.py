@@ -26,12 +26,13 @@ class RowAddress:
 class ContiguousKVCache(KVCache):
     layout = "contiguous"
 
-    def __init__(self, cfg, max_seq, capacity, codec, device, **_):
+    def __init__(self, cfg, max_seq, capacity, codec, device, slots: int | None = None, **_):
         super().__init__(cfg, max_seq, capacity, codec, device)
-        check_fits(self.bytes_per_token() * max_seq * capacity, device,
-                   f"the KV cache ({capacity} x {max_seq} tokens, {codec.name})",
+        self.slots = slots or max_seq  # slots per row: max_seq, or the ring's window + rollback
+        check_fits(self.bytes_per_token() * self.slots * capacity, device,
+                   f"the KV cache ({capacity} x {self.slots} tokens, {codec.name})",
                    "use a shorter max_seq_len or an fp16/bf16 KV cache")
-        shape = (cfg.num_layers, 2, capacity, cfg.num_kv_heads, max_seq)
+        shape = (cfg.num_layers, 2, capacity, cfg.num_kv_heads, self.slots)
         self.storage = [torch.zeros((*shape, p.width), dtype=p.dtype, device=device) for p in self.planes]
         self._free_rows = list(range(capacity))
         self._row: dict[int, int] = {}
@@ -82,7 +83,7 @@ class ContiguousKVCache(KVCache):
                    for row, n in ((self._row[s], n) for s, n in self._lengths.items()))
 
     def slots_allocated(self) -> int:
-        return self.capacity * self.max_seq  # every row is preallocated whole
+        return self.capacity * self.slots  # every row is preallocated whole
 
     def _snapshot_extra(self) -> dict:
         return {"rows": [self._row[s] for s in self._lengths], "capacity": self.capacity}

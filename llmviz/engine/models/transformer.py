@@ -16,7 +16,7 @@ from llmviz.engine.hook_points import LayerHookNames
 from llmviz.engine.models.attention import Attention
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import Rotary, make_mlp, make_norm
-from llmviz.engine.step_batch import StepBatch, StepMask, whole_sequence
+from llmviz.engine.step_batch import StepBatch, StepMask, layer_windows, whole_sequence
 
 
 class Block(nn.Module):
@@ -61,7 +61,7 @@ class DecoderModel(nn.Module):
         """
         ctx = ctx if ctx is not None else RunContext()
         if isinstance(step, torch.Tensor):
-            step = whole_sequence(step, backend, self.cfg.windows)
+            step = whole_sequence(step, backend, layer_windows(self.cfg))
         x = ctx.hook("embed", self.embed(step.ids))  # [b, n, d]
         rope = None
         if self.cfg.position == "learned":
@@ -71,7 +71,7 @@ class DecoderModel(nn.Module):
             rope = Rotary.cos_sin(angles, x.dtype)  # ([b, 1, n, hd], [b, 1, n, hd])
         ctx.mark("embed")
         for i, block in enumerate(self.layers):
-            x = block(x, rope, cache, step, step.masks[self.cfg.window(i)], ctx)
+            x = block(x, rope, cache, step, step.masks[step.layer_windows[i]], ctx)
             if ctx.keep_lens:
                 ctx.lens_resid.append(self._last(x, step)[:, 0])  # [b, d], read by the logit lens after the step
             ctx.mark(block.mark)

@@ -29,6 +29,8 @@ from llmviz.errors import ConfigError, ModelNotFoundError, UnsupportedArchitectu
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 EMBEDDED_DRAFT = "llmviz-tiny-draft"
+# Shipped in assets/: the model, its draft (speculative decoding), and GQA versions uptrained from it (C19).
+EMBEDDED_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2")
 
 
 @dataclass
@@ -67,7 +69,7 @@ class LoadedModel:
 def resolve_path(name_or_path: str | None) -> Path:
     """The local folder holding the model: the embedded one, a folder, or a hub snapshot."""
     name = (name_or_path or EMBEDDED_MODEL).strip()
-    if name in (EMBEDDED_MODEL, EMBEDDED_DRAFT):
+    if name in EMBEDDED_MODELS:
         return ASSETS / name
     path = Path(name).expanduser()
     if path.exists():

@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -78,3 +79,28 @@ def test_weights_are_small_fp16_and_draft_shares_the_tokenizer(card):
     assert (DRAFT / "tokenizer.json").read_bytes() == (MODEL / "tokenizer.json").read_bytes()
     draft = json.loads((DRAFT / "config.json").read_text())
     assert draft["vocab_size"] == json.loads((MODEL / "config.json").read_text())["vocab_size"]
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_uptrained_gqa_models_keep_their_quality(card, kv_heads):
+    """C19: the uptrained GQA models' perplexity (recomputed by transformers) is within 10% of the
+    multi-head model's; mean-pooling alone (the engine's --kv-heads) is far worse, as their cards say."""
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from llmviz.engine.loading import load_model
+
+    folder = ROOT / "assets" / f"llmviz-tiny-gqa{kv_heads}"
+    gqa = json.loads((folder / "card.json").read_text())
+    assert json.loads((folder / "config.json").read_text())["num_key_value_heads"] == kv_heads
+    tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    ids = heldout_ids(tok)
+    model = LlamaForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32).eval()
+    ppl = perplexity(model, ids)
+    assert abs(ppl - gqa["heldout_perplexity"]) <= 0.01 * ppl
+    assert ppl <= 1.10 * card["heldout_perplexity"]
+    pooled = load_model("llmviz-tiny", kv_heads=kv_heads)
+    pooled_ppl = perplexity(lambda x: SimpleNamespace(logits=pooled.model(x)), ids)
+    assert abs(pooled_ppl - gqa["perplexity_mean_pooled"]) <= 0.01 * pooled_ppl
+    assert pooled_ppl > 1.5 * ppl
+    assert load_model(f"llmviz-tiny-gqa{kv_heads}").cfg.num_kv_heads == kv_heads  # selectable by name

@@ -98,6 +98,24 @@ def write_card(out: Path, info: dict, samples: list[dict]) -> None:
     info = {**info, "samples": samples}
     (out / "card.json").write_text(json.dumps(info, indent=2) + "\n")
     a, t = info["architecture"], info["training"]
+    gqa = ""
+    if info.get("init_from"):
+        gqa = f"""
+## Grouped-query attention by uptraining (C19)
+
+Made from `{info["init_from"]}` (every one of its {a["num_heads"]} K/V heads) by mean-pooling each run of \
+{a["num_heads"] // a["num_kv_heads"]} consecutive K/V heads into one (llmviz's `--kv-heads` conversion), then \
+training on the same corpus at a lower learning rate (the GQA paper's uptraining). Held-out perplexity, same \
+text and windows:
+
+| | perplexity |
+|---|---|
+| before conversion ({a["num_heads"]} KV heads) | {info["perplexity_before"]:.2f} |
+| after mean-pooling to {a["num_kv_heads"]} KV heads | {info["perplexity_mean_pooled"]:.2f} |
+| after uptraining | **{info["heldout_perplexity"]:.2f}** |
+
+The uptraining is also extra training on the corpus, so part of what it recovers is not specific to GQA.
+"""
     sample_md = "\n\n".join(f"**{s['mode']}**, prompt `{s['prompt']}`:\n\n```text\n{s['text']}\n```" for s in samples)
     (out / "README.md").write_text(f"""---
 license: other
@@ -141,7 +159,7 @@ AdamW (betas 0.9/0.95, weight decay 0.1), peak learning rate {t["peak_lr"]}, war
 {t["threads"]} CPU thread(s). {t["steps"]} steps, {t["tokens_seen"]:,} tokens seen in {t["train_wall_s"]:.0f} s \
 ({t["tokens_per_s"]} tokens/s), {t["epochs"]} epochs (capped at {t["max_epochs"]:g}: more overfits this small \
 corpus); final training loss {t["final_train_loss"]}.
-
+{gqa}
 ## Samples
 
 Verbatim, from the saved weights in fp32, no BOS token before the prompt, 48 new tokens at most; sampled =

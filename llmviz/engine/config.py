@@ -63,6 +63,7 @@ class EngineConfig:
     max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ (per sequence)
     kv_block_size: int = 16  # tokens per block of the paged layout (C9)
     sliding_window: int | None = None  # every layer attends to the last W tokens only; the cache evicts (C20)
+    compile: bool = False  # torch.compile the decode step (static shapes: contiguous cache, capture off) (C10)
     kv_rollback: int = 0  # the most tokens a later step may take back (speculative depth): a windowed cache keeps them
     padding: str = "right"  # a batch of prompts of different lengths is padded on this side (C13)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)

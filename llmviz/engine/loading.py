@@ -7,6 +7,7 @@ local files first; the hub only when HF_HUB_OFFLINE is unset and the hub answers
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,17 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     options: dict = field(default_factory=dict)  # the load-time switches: kv_heads, fused_qkv
+    # torch.compile'd forward pass, made on first use and shared by every session on this model (guarded)
+    _compiled: object = field(default=None, repr=False, compare=False)
+    compiled_warm: bool = field(default=False, repr=False, compare=False)  # the first compiled call has run
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def compiled_model(self):
+        """The model under torch.compile (static shapes); compilation happens at its first call."""
+        with self._lock:
+            if self._compiled is None:
+                self._compiled = torch.compile(self.model, dynamic=False)
+            return self._compiled
 
     @property
     def parameters(self) -> int:

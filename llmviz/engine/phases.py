@@ -34,11 +34,12 @@ def decode(model: DecoderModel, cache: KVCache, step: StepBatch, ctx: RunContext
 
 
 def plan_step(cache: KVCache, rows: list[list[int]], seq_ids: list[int], *, backend: str, windows: tuple,
-              device: torch.device, padding: str = "right") -> StepBatch:
+              device: torch.device, padding: str = "right", static: bool = False) -> StepBatch:
     """The StepBatch for feeding each sequence its new tokens: positions from the cache's lengths, the
-    cache's slots reserved (its addressing in step.kv), and the masks over the keys the cache will read."""
+    cache's slots reserved (its addressing in step.kv), and the masks over the keys the cache will read.
+    static: read every preallocated slot (fixed shapes for a compiled step; contiguous layout only)."""
     step = build_step(rows, [cache.length(s) for s in seq_ids], backend=backend, windows=windows, device=device,
-                      padding=padding, seq_ids=seq_ids)
+                      padding=padding, seq_ids=seq_ids, static_len=cache.max_seq if static else None)
     step.kv = cache.reserve(step)
     key_positions = cache.key_positions(step)
     if key_positions is not None:

@@ -62,6 +62,7 @@ class Session:
                                   "(including the tokens to generate): shorten it", code="prompt_too_long",
                                   n=len(ids), limit=self.max_seq)
         self._check_capture_fits(rows)
+        self._check_compile(config)
         device = lm.device
         self.sequences = [Sequence.start(i, ids, config.sampling, config.seed + i, device, text)
                           for i, (text, ids) in enumerate(zip(texts, rows, strict=True))]
@@ -90,6 +91,16 @@ class Session:
         if config.device != "auto" and not same_device(resolve_device(config.device), lm.device):
             raise ConfigError(f"the model was loaded on {lm.device} but the config asks for {config.device}: "
                               "load it again")
+
+    @staticmethod
+    def _check_compile(config: EngineConfig) -> None:
+        if not config.compile:
+            return
+        if config.kv_layout != "contiguous" or config.sliding_window:
+            raise ConfigError("compile needs kv_layout contiguous without a sliding window: a preallocated cache "
+                              "keeps every decode step the same shape; dynamic, paged and ring caches do not")
+        if config.capture != "off":
+            raise ConfigError("compile runs with capture off: recording hooks would break the compiled graph")
 
     def _prompts(self, prompt, prompt_ids) -> tuple[list[str], list[list[int]]]:
         tok = self.lm.tokenizer
@@ -161,10 +172,17 @@ class Session:
         with torch.inference_mode(), typed_out_of_memory(f"step {index}", SHORTER):
             timer.start()
             rows = [[] if s.finished else s.ids[cache.length(s.seq_id):] for s in seqs]
+            compiled = cfg.compile and index > 0  # the prefill runs eager: its length differs run to run
             step = plan_step(cache, rows, [s.seq_id for s in seqs], backend=cfg.attn_backend,
-                             windows=self.windows, device=lm.device, padding=cfg.padding)
+                             windows=self.windows, device=lm.device, padding=cfg.padding, static=compiled)
             ctx.mark("mask")
-            logits = (prefill if index == 0 else decode)(lm.model, cache, step, ctx)
+            if compiled:
+                first_call = not lm.compiled_warm
+                logits = decode(lm.compiled_model(), cache, step, RunContext())
+                lm.compiled_warm = True
+                ctx.mark("compile + forward" if first_call else "forward (compiled)")
+            else:
+                logits = (prefill if index == 0 else decode)(lm.model, cache, step, ctx)
             next_ids = ctx.hook("sample", sample_rows(logits, seqs))
             ctx.mark("sample")
             spans = timer.spans_ms()

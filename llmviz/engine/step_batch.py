@@ -62,6 +62,9 @@ class StepBatch:
     kv: object = None  # the cache's addressing for this step (rows, block tables), set by the cache
     seq_ids: tuple = ()
     layer_windows: tuple = ()  # per layer: its sliding window (0 = full causal attention)
+    # Static shapes (a compiled decode step): every row reads all key_len = max_seq slots of its cache row
+    # and the mask hides what is not written yet, so no shape or Python int changes from step to step.
+    static: bool = False
 
     def set_masks(self, key_positions: torch.Tensor | None = None) -> None:
         """One mask per distinct window. key_positions [b, n_k]: the position each key slot holds, when a
@@ -99,7 +102,7 @@ def layer_windows(cfg, window: int | None = None) -> tuple:
 
 
 def build_step(rows: list[list[int]], starts: list[int], *, backend: str, windows: tuple, device: torch.device,
-               padding: str = "right", seq_ids=()) -> StepBatch:
+               padding: str = "right", seq_ids=(), static_len: int | None = None) -> StepBatch:
     """rows: the new token ids of each row (a row may be empty: it only pads); starts: their cached lengths."""
     b = len(rows)
     n_real = tuple(len(r) for r in rows)
@@ -118,11 +121,11 @@ def build_step(rows: list[list[int]], starts: list[int], *, backend: str, window
         real[i, first:first + k] = True
         last_cols[i] = first + k - 1
     uniform = all(k == n for k in n_real) and len(set(starts)) == 1
-    key_len = max(s + k for s, k in zip(starts, n_real, strict=True))
+    key_len = static_len or max(s + k for s, k in zip(starts, n_real, strict=True))
     step = StepBatch(ids.to(device), positions.to(device), real.to(device),
                      torch.tensor(starts, dtype=torch.long, device=device), last_cols.to(device), n_real,
                      tuple(int(s) for s in starts), key_len, uniform, backend, seq_ids=tuple(seq_ids),
-                     layer_windows=tuple(windows))
+                     layer_windows=tuple(windows), static=static_len is not None)
     step.set_masks()
     return step
 
@@ -143,7 +146,7 @@ def step_mask(step: StepBatch, window: int, key_positions: torch.Tensor | None =
     """The mask over each row's key slots: slot s holds position s, or key_positions[row, s] when given
     (a slot that holds nothing has a position beyond every query's, so it is masked)."""
     n, total = step.width, step.key_len
-    if key_positions is None and step.uniform and n == 1:
+    if key_positions is None and step.uniform and n == 1 and not step.static:
         start = max(0, total - window) if window else 0
         return StepMask(None, False, start, window)  # one query per row sees every key from `start` on
     if key_positions is None:
@@ -159,5 +162,5 @@ def step_mask(step: StepBatch, window: int, key_positions: torch.Tensor | None =
         slot0 = torch.zeros(allowed.shape[-1], dtype=torch.bool, device=allowed.device)
         slot0[0] = True
         allowed = torch.where(step.real[:, :, None], allowed, slot0)
-    square = key_positions is None and step.uniform and step.start == 0 and not window
-    return StepMask(allowed[:, None], square, 0, window, padded=not step.uniform)
+    square = key_positions is None and step.uniform and step.start == 0 and not window and not step.static
+    return StepMask(allowed[:, None], square, 0, window, padded=not step.uniform or step.static)

@@ -54,11 +54,16 @@ class ContiguousKVCache(KVCache):
 
     def _store(self, layer, step, kp, vp):
         a: RowAddress = step.kv
-        if step.uniform and a.first is not None:
+        if step.uniform and a.first is not None and not step.static:
             r, s, e = slice(a.first, a.first + step.batch), step.start, step.start + step.width
             for plane, k, v in zip(self.storage, kp, vp, strict=True):
                 plane[layer, 0, r, :, s:e] = k
                 plane[layer, 1, r, :, s:e] = v
+            return
+        if step.uniform:  # every token is real: index with the position tensor itself (no Python ints)
+            for plane, k, v in zip(self.storage, kp, vp, strict=True):
+                plane[layer, 0].transpose(1, 2)[a.rows[:, None], step.positions] = k.transpose(1, 2)  # [b, n, kv, w]
+                plane[layer, 1].transpose(1, 2)[a.rows[:, None], step.positions] = v.transpose(1, 2)
             return
         rows, pos = a.rows[step.real_rows], step.real_positions  # [m] each
         for plane, k, v in zip(self.storage, kp, vp, strict=True):

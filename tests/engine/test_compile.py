@@ -1,0 +1,42 @@
+"""torch.compile of the decode step (C10): exact against eager, no recompilation as the sequence grows,
+and the first call's compile time reported apart. Slow (compilation takes tens of seconds on a CPU):
+CI runs it as a second step, `pytest -m slow`."""
+
+import numpy as np
+import pytest
+
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.session import Session
+from llmviz.errors import ConfigError
+
+pytestmark = pytest.mark.slow
+PROMPT = "Return the value of the function"
+STEPS = 17  # the prefill + 16 decode steps
+
+
+def test_compiled_decode_equals_eager():
+    import torch._dynamo
+
+    lm = load_model("llmviz-tiny")
+    cfg = EngineConfig(sampling=SamplingConfig(temperature=0), stop_at_eos=False, max_seq_len=64)
+    eager = Session(lm, PROMPT, cfg).generate(STEPS)
+    torch._dynamo.utils.counters.clear()
+    compiled = Session(lm, PROMPT, cfg.with_(compile=True)).generate(STEPS)
+    assert compiled.output_ids == eager.output_ids
+    for a, b in zip(eager.steps, compiled.steps, strict=True):
+        assert np.abs(a.logits - b.logits).max() <= 1e-4
+    spans = [list(s.timings["spans_ms"]) for s in compiled.steps]
+    assert "compile + forward" in spans[1] and all("forward (compiled)" in s for s in spans[2:])
+    first = compiled.steps[1].timings["total_ms"]
+    steady = sorted(s.timings["total_ms"] for s in compiled.steps[2:])[7]
+    assert first > 20 * steady  # the compile time shows in the first call only
+    frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    assert frames <= 2, torch._dynamo.utils.counters  # static shapes: no graph per new length
+
+
+@pytest.mark.parametrize("change,needle", [({"kv_layout": "paged"}, "contiguous"), ({"capture": "meta"}, "capture off"),
+                                           ({"sliding_window": 8}, "sliding window")])
+def test_compile_refuses_shapes_that_change(change, needle):
+    with pytest.raises(ConfigError, match=needle):
+        Session(load_model("llmviz-tiny"), PROMPT, EngineConfig(compile=True, **change))

@@ -38,6 +38,15 @@ def view_bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+@torch.compiler.disable
+def _store_outside_graph(cache: KVCache, layer: int, step: StepBatch, kp: list, vp: list) -> None:
+    """The cache write, kept out of a torch.compile graph: inside one, writing into the preallocated
+    cache (a graph input) made inductor copy the whole cache every step (measured on CPU: a compiled
+    decode step of the embedded model at max_seq 512 took 12.4 ms against 3.1 ms eager). Outside, it
+    writes in place; the price is one graph break per layer. A no-op wrapper when nothing is compiled."""
+    cache._store(layer, step, kp, vp)
+
+
 class KVCache(ABC):
     layout: str = ""
 
@@ -104,7 +113,7 @@ class KVCache(ABC):
         if self.codec.may_overflow:
             bad = ~(torch.isfinite(kp[0]).all() & torch.isfinite(vp[0]).all())
             self._overflow = bad if self._overflow is None else self._overflow | bad
-        self._store(layer, step, kp, vp)
+        _store_outside_graph(self, layer, step, kp, vp)
         keys, values = self._load(layer, step)
         return self.codec.decode(keys, k.dtype), self.codec.decode(values, k.dtype)
 

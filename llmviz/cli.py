@@ -15,6 +15,7 @@ from llmviz.engine.config import (
     KV_DTYPES,
     KV_LAYOUTS,
     PADDINGS,
+    QUANT_MODES,
     EngineConfig,
     SamplingConfig,
 )
@@ -48,6 +49,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="every layer attends to the last W tokens; a contiguous cache becomes a ring buffer (C20)")
     p.add_argument("--kv-rollback", type=int, default=0,
                    help="tokens a windowed cache keeps beyond the window, for rollbacks (speculative depth)")
+    p.add_argument("--quant", default="none", choices=QUANT_MODES,
+                   help="weight-only quantization of the blocks' projections (lossy; C21)")
+    p.add_argument("--quant-group", type=int, default=32, help="int4: input columns per scale")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the decode step (contiguous cache; the first decode step includes compiling)")
     p.add_argument("--padding", default="right", choices=PADDINGS, help="pad side of a batch of prompts")
@@ -81,6 +85,7 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
                         kv_layout=args.kv_layout, kv_dtype=args.kv_dtype, kv_block_size=args.kv_block_size,
                         kv_heads=args.kv_heads, fused_qkv=args.fused_qkv, sliding_window=args.sliding_window,
                         kv_rollback=args.kv_rollback, compile=args.compile,
+                        quant=args.quant, quant_group=args.quant_group,
                         padding=args.padding, sampling=sampling, seed=args.seed, capture=capture,
                         capture_filter=tuple(patterns), logit_lens_top_k=lens)
 

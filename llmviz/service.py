@@ -32,7 +32,7 @@ __all__ = [
 def load(name: str | None, config: EngineConfig) -> LoadedModel:
     """The model named by `name` (default: the embedded one) on the config's device and dtype."""
     return load_model(name or EMBEDDED_MODEL, device=config.device, dtype=config.dtype, kv_heads=config.kv_heads,
-                      fused_qkv=config.fused_qkv)
+                      fused_qkv=config.fused_qkv, quant=config.quant, quant_group=config.quant_group)
 
 
 def use_cpu_threads(n: int) -> None:

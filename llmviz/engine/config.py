@@ -17,6 +17,7 @@ KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")  # auto: the model's
 ATTN_BACKENDS = ("eager", "sdpa", "flash")
 KV_LAYOUTS = ("contiguous", "dynamic", "paged")
 FUSED_CHOICES = ("auto", "on", "off")  # fused projections: as the checkpoint stores them, or forced (C10)
+QUANT_MODES = ("none", "int8", "int4")  # weight-only quantization of the blocks' projections (C21)
 PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)
 CAPTURE_LEVELS = ("off", "meta", "full")
 EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything work offline
@@ -63,6 +64,8 @@ class EngineConfig:
     max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ (per sequence)
     kv_block_size: int = 16  # tokens per block of the paged layout (C9)
     sliding_window: int | None = None  # every layer attends to the last W tokens only; the cache evicts (C20)
+    quant: str = "none"  # weight-only: int8 per output channel, int4 per group of quant_group columns (C21)
+    quant_group: int = 32
     compile: bool = False  # torch.compile the decode step (static shapes: contiguous cache, capture off) (C10)
     kv_rollback: int = 0  # the most tokens a later step may take back (speculative depth): a windowed cache keeps them
     padding: str = "right"  # a batch of prompts of different lengths is padded on this side (C13)
@@ -79,7 +82,7 @@ class EngineConfig:
             raise ConfigError(f"device={self.device!r} is not one of auto, cpu, cuda, cuda:N, mps")
         checks = (("dtype", DTYPES), ("kv_dtype", KV_DTYPES), ("attn_backend", ATTN_BACKENDS),
                   ("kv_layout", KV_LAYOUTS), ("capture", CAPTURE_LEVELS), ("padding", PADDINGS),
-                  ("fused_qkv", FUSED_CHOICES))
+                  ("fused_qkv", FUSED_CHOICES), ("quant", QUANT_MODES))
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not one of {', '.join(allowed)}")
@@ -89,6 +92,8 @@ class EngineConfig:
             raise ConfigError(f"kv_heads must be a positive integer, got {self.kv_heads!r}")
         if self.sliding_window is not None and (not isinstance(self.sliding_window, int) or self.sliding_window < 1):
             raise ConfigError(f"sliding_window must be a positive number of tokens, got {self.sliding_window!r}")
+        if not isinstance(self.quant_group, int) or self.quant_group < 1:
+            raise ConfigError(f"quant_group must be a positive integer, got {self.quant_group!r}")
         if not isinstance(self.kv_rollback, int) or self.kv_rollback < 0:
             raise ConfigError(f"kv_rollback must be an integer >= 0, got {self.kv_rollback!r}")
         if not isinstance(self.kv_block_size, int) or not 1 <= self.kv_block_size <= 4096:

@@ -24,6 +24,7 @@ from llmviz.engine.models import FAMILIES, SUPPORTED_MODEL_TYPES
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.convert import convert
 from llmviz.engine.models.layers import rope_inv_freq
+from llmviz.engine.models.quant import quantize
 from llmviz.engine.models.transformer import DecoderModel
 from llmviz.engine.tokens import Tokenizer
 from llmviz.errors import ConfigError, ModelNotFoundError, UnsupportedArchitectureError, WeightLoadError
@@ -64,7 +65,11 @@ class LoadedModel:
 
     @property
     def weight_bytes(self) -> int:
-        return sum(p.numel() * p.element_size() for p in self.model.parameters())
+        """Bytes of the weights as stored (quantized ones with their scales), each storage counted once."""
+        from llmviz.engine.kv.base import storage_bytes
+
+        return storage_bytes([*self.model.parameters(), *self.model.buffers()]) - storage_bytes(
+            [b for name, b in self.model.named_buffers() if name.endswith("inv_freq")])
 
     def card(self) -> dict:
         c = self.cfg
@@ -190,10 +195,12 @@ def column_major_weights(model: DecoderModel) -> None:
 
 
 def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str = "fp32",
-               kv_heads: int | None = None, fused_qkv: str = "auto") -> LoadedModel:
+               kv_heads: int | None = None, fused_qkv: str = "auto", quant: str = "none",
+               quant_group: int = 32) -> LoadedModel:
     """Load a supported model; raises the typed errors of llmviz.errors, never hangs.
 
-    kv_heads (GQA by mean-pooling) and fused_qkv (auto|on|off) rewrite the weights at load (convert.py).
+    kv_heads (GQA by mean-pooling) and fused_qkv (auto|on|off) rewrite the weights at load (convert.py);
+    quant int8|int4 replaces the blocks' projections by weight-only quantized ones (quant.py).
     """
     dev, dt = resolve_device(device), torch_dtype(dtype)
     path = resolve_path(name_or_path)
@@ -202,6 +209,7 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
     with typed_out_of_memory(f"loading {name_or_path or EMBEDDED_MODEL}", "try dtype fp16/bf16 or a smaller model"):
         cfg, state = convert(cfg, checkpoint_state(cfg, checkpoint_tensors(path)), kv_heads, fused_qkv)
         model = build(cfg, state, dev, dt)
+        quant_info = quantize(model, quant, quant_group)
     from transformers import AutoTokenizer
 
     try:
@@ -211,7 +219,8 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
     warm_up(model)
     return LoadedModel(name_or_path or EMBEDDED_MODEL, path, model,
                        Tokenizer(hf_tok, cfg.vocab_size, cfg.eos_token_ids), cfg, dev, dt,
-                       {"kv_heads": kv_heads, "fused_qkv": fused_qkv})
+                       {"kv_heads": kv_heads, "fused_qkv": fused_qkv, "quant": quant,
+                        "quant_group": quant_group, **quant_info})
 
 
 def warm_up(model: DecoderModel) -> None:

@@ -83,7 +83,7 @@ class Session:
         if dtype_name(lm.dtype) != config.dtype:
             raise ConfigError(f"the model was loaded in {dtype_name(lm.dtype)} but the config asks for "
                               f"{config.dtype}: load it again")
-        for name in ("kv_heads", "fused_qkv"):
+        for name in ("kv_heads", "fused_qkv", "quant", "quant_group"):
             loaded = lm.options.get(name, EngineConfig.__dataclass_fields__[name].default)
             if loaded != getattr(config, name):
                 raise ConfigError(f"the model was loaded with {name}={loaded!r} but the config asks for "

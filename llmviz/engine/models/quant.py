@@ -1,0 +1,133 @@
+"""Weight-only quantization of the blocks' projections: int8 per output channel, int4 per group (C21).
+
+Each nn.Linear of every block (attention and MLP projections; not the embedding or the output head)
+becomes a QuantLinear that stores integer weights and their scales and multiplies with PyTorch's own
+kernels where the device has them:
+  int8: aten._weight_int8pack_mm (CPU and others), w ~ q * scale[out]
+  int4: aten._weight_int4pack_mm_for_cpu / _weight_int4pack_mm (CUDA, bf16), w ~ (q - 8) * scale + zero
+        per group of `group` input columns (asymmetric, as gpt-fast and torchao pack it)
+Beside them, `dequantized()` is the readable reference: the weight rebuilt from q and the scales, then a
+plain matmul; where a kernel is missing the layer runs that and says so (`kernel`).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from llmviz.engine.config import QUANT_MODES
+from llmviz.errors import ConfigError
+
+INT4_INNER_K_TILES = 8  # the packing's tile width over the input dimension (gpt-fast's default)
+
+
+class QuantLinear(nn.Module):
+    def __init__(self, linear: nn.Linear, mode: str, group: int, use_kernel: bool = True):
+        super().__init__()
+        w = linear.weight.detach().float().contiguous()  # [out, in] (the CPU fast path stores it column-major)
+        self.mode, self.group, self.dtype = mode, group, linear.weight.dtype
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
+        if mode == "int8":
+            scale = (w.abs().amax(dim=1) / 127).clamp(min=1e-12)  # [out]
+            self.register_buffer("q", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))  # [out, in]
+            self.register_buffer("scale", scale.to(self.dtype))
+        else:
+            if self.in_features % group:
+                raise ConfigError(f"int4 groups of {group} columns do not divide the input width {self.in_features}: "
+                                  "choose a quant_group that divides every projection's width (e.g. 32)")
+            g = w.reshape(self.out_features, -1, group)  # [out, in/G, G]
+            low, high = g.amin(-1), g.amax(-1)
+            scale = ((high - low) / 15).clamp(min=1e-6)  # [out, in/G]
+            q = ((g - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)
+            q = q.reshape(self.out_features, self.in_features)  # 0..15
+            self.register_buffer("q", (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8))  # [out, in/2]: 2 per byte
+            self.register_buffer("scale", scale.to(self.dtype))
+            self.register_buffer("zero", (low + 8 * scale).to(self.dtype))  # so that w ~ (q - 8) * scale + zero
+        self.kernel = "reference"
+        self.register_buffer("packed", None)  # int4: the kernel's own packing of q, when the kernel runs
+        if use_kernel:
+            self._pick_kernel(linear.weight.device)
+
+    def _pick_kernel(self, device: torch.device) -> None:
+        """Use PyTorch's kernel if it runs here and agrees with the reference; otherwise the reference."""
+        x = torch.randn(2, self.in_features, device=device, dtype=self._act_dtype(device))
+        try:
+            if self.mode == "int4":
+                self.packed = self._pack_int4(device)
+            fast = self._kernel_matmul(x)
+        except (RuntimeError, NotImplementedError):
+            self.packed = None
+            return
+        if torch.allclose(fast.float(), self._reference_matmul(x).float(), rtol=2e-2, atol=2e-2):
+            self.kernel = "torch"
+            if self.packed is not None:
+                self.q = None  # the kernel reads its own packing: keep one copy of the weights
+        else:
+            self.packed = None
+
+    def _act_dtype(self, device: torch.device) -> torch.dtype:
+        if self.mode == "int4" and device.type == "cuda":
+            return torch.bfloat16  # CUDA's int4 kernel takes bf16 activations
+        return self.dtype
+
+    def _int4_values(self) -> torch.Tensor:
+        """[out, in] int32 in 0..15, unpacked from two values per byte."""
+        pairs = self.q.to(torch.int32)
+        return torch.stack([pairs >> 4, pairs & 15], dim=-1).reshape(self.out_features, self.in_features)
+
+    def _pack_int4(self, device: torch.device) -> torch.Tensor:
+        if device.type == "cpu":
+            return torch.ops.aten._convert_weight_to_int4pack_for_cpu(self._int4_values(), INT4_INNER_K_TILES)
+        return torch.ops.aten._convert_weight_to_int4pack(self.q, INT4_INNER_K_TILES)
+
+    def _scales_and_zeros(self, dtype: torch.dtype) -> torch.Tensor:
+        return torch.stack([self.scale, self.zero], dim=-1).transpose(0, 1).contiguous().to(dtype)  # [in/G, out, 2]
+
+    def _kernel_matmul(self, x2: torch.Tensor) -> torch.Tensor:
+        if self.mode == "int8":
+            return torch.ops.aten._weight_int8pack_mm(x2, self.q, self.scale.to(x2.dtype))
+        if x2.device.type == "cpu":
+            return torch.ops.aten._weight_int4pack_mm_for_cpu(x2, self.packed, self.group,
+                                                              self._scales_and_zeros(x2.dtype))
+        return torch.ops.aten._weight_int4pack_mm(x2, self.packed, self.group, self._scales_and_zeros(x2.dtype))
+
+    def dequantized(self) -> torch.Tensor:
+        """The reference: the [out, in] weight rebuilt from the integers and their scales (int4 layers
+        that run PyTorch's kernel keep only its packing: build them with use_kernel=False to read this)."""
+        if self.mode == "int8":
+            return self.q.float() * self.scale.float()[:, None]
+        q = self._int4_values().float().reshape(self.out_features, -1, self.group)  # [out, in/G, G]
+        w = (q - 8) * self.scale.float()[..., None] + self.zero.float()[..., None]
+        return w.reshape(self.out_features, self.in_features)
+
+    def _reference_matmul(self, x2: torch.Tensor) -> torch.Tensor:
+        return x2 @ self.dequantized().to(x2.dtype).t()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., in] -> [..., out]
+        x2 = x.reshape(-1, self.in_features)
+        if self.kernel == "torch":
+            y = self._kernel_matmul(x2.to(self._act_dtype(x.device))).to(x.dtype)
+        else:
+            y = F.linear(x2, self.dequantized().to(x.dtype))
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def quantize(model: nn.Module, mode: str, group: int) -> dict:
+    """Replace every block's nn.Linear in place; returns {"kernels": {kernel: count}}."""
+    if mode not in QUANT_MODES:
+        raise ConfigError(f"quant={mode!r} is not one of {', '.join(QUANT_MODES)}")
+    if mode == "none":
+        return {}
+    kernels: dict[str, int] = {}
+    for block in model.layers:
+        for name, child in list(block.named_modules()):
+            if isinstance(child, nn.Linear):
+                parent = block.get_submodule(name.rpartition(".")[0]) if "." in name else block
+                layer = QuantLinear(child, mode, group)
+                setattr(parent, name.rpartition(".")[2], layer)
+                kernels[layer.kernel] = kernels.get(layer.kernel, 0) + 1
+    return {"kernels": kernels}

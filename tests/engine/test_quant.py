@@ -1,0 +1,80 @@
+"""Weight-only quantization (C21): PyTorch's int8/int4 kernels against the readable dequantize reference,
+bytes read from the stored tensors against a hand count, and the quality cost on the held-out text."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.models.quant import QuantLinear
+from llmviz.engine.session import Session
+from llmviz.errors import ConfigError
+
+GREEDY = SamplingConfig(temperature=0)
+
+
+@pytest.mark.parametrize("mode,group", [("int8", 32), ("int4", 32), ("int4", 128)])
+def test_kernel_matches_the_reference_and_the_rounding_bound(mode, group):
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 96)
+    fast, ref = QuantLinear(linear, mode, group), QuantLinear(linear, mode, group, use_kernel=False)
+    assert fast.kernel == "torch" and ref.kernel == "reference"  # PyTorch has both kernels on this device
+    x = torch.randn(5, 256)
+    assert torch.allclose(fast(x), ref(x), atol=1e-4, rtol=1e-4)
+    w, deq = linear.weight.detach(), ref.dequantized()
+    if mode == "int8":
+        bound = w.abs().amax(dim=1, keepdim=True) / 127 / 2  # half a step per output channel
+    else:
+        g = w.reshape(96, -1, group)
+        bound = ((g.amax(-1) - g.amin(-1)) / 15 / 2).repeat_interleave(group, dim=1)  # half a step per group
+    assert ((w - deq).abs() <= bound + 1e-6).all()
+    assert (w - deq).abs().max() > 0  # lossy
+
+
+def test_weight_bytes_are_counted_from_the_stored_tensors():
+    full = load_model("llmviz-tiny")
+    linears = [m for block in full.model.layers for m in block.modules() if isinstance(m, nn.Linear)]
+    weights = sum(m.weight.numel() for m in linears)
+    outs = sum(m.out_features for m in linears)
+    rest = full.weight_bytes - 4 * weights  # embedding (tied head) and norms stay fp32
+    assert load_model("llmviz-tiny", quant="int8").weight_bytes == rest + weights + 4 * outs  # 1 B + a scale per row
+    groups = sum(m.out_features * m.in_features // 32 for m in linears)
+    assert load_model("llmviz-tiny", quant="int4").weight_bytes == rest + weights // 2 + 2 * 4 * groups  # scale, zero
+
+
+def heldout_perplexity(lm) -> float:
+    from test_embedded_model import HELDOUT, SEPARATOR
+
+    docs = HELDOUT.read_text(encoding="utf-8").removesuffix("\n").split(SEPARATOR)
+    ids = [t for d in docs for t in [*lm.tokenizer.hf.encode(d, add_special_tokens=False), 0]]
+    data, nll, count = torch.tensor(ids), 0.0, 0
+    with torch.inference_mode():
+        for i in range(0, len(data) - 1, 512):
+            chunk = data[i:i + 512][None]
+            logits = lm.model(chunk).float()  # [1, n, V]
+            nll += torch.nn.functional.cross_entropy(logits[0, :-1], chunk[0, 1:], reduction="sum").item()
+            count += chunk.shape[1] - 1
+    return math.exp(nll / count)
+
+
+@pytest.mark.parametrize("mode,max_ppl_ratio", [("int8", 1.01), ("int4", 1.10)])
+def test_quality_cost_on_the_embedded_model(mode, max_ppl_ratio):
+    """Drift against fp32: logits, greedy agreement over 16 steps, held-out perplexity (60.14 in fp32)."""
+    full, quant = load_model("llmviz-tiny"), load_model("llmviz-tiny", quant=mode)
+    cfg = EngineConfig(sampling=GREEDY, stop_at_eos=False)
+    a = Session(full, "Return the value of the function", cfg).generate(16)
+    b = Session(quant, "Return the value of the function", cfg.with_(quant=mode)).generate(16)
+    assert sum(x == y for x, y in zip(a.output_ids, b.output_ids, strict=True)) >= 14
+    base, ppl = heldout_perplexity(full), heldout_perplexity(quant)
+    assert abs(base - 60.14) < 0.3
+    assert base < ppl <= max_ppl_ratio * base, (base, ppl)
+
+
+def test_int4_groups_must_divide_the_widths():
+    with pytest.raises(ConfigError, match="do not divide the input width 256"):
+        load_model("llmviz-tiny", quant="int4", quant_group=48)
+    with pytest.raises(ConfigError, match="loaded with quant='int8'"):
+        Session(load_model("llmviz-tiny", quant="int8"), "hi", EngineConfig())

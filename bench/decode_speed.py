@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import shutil
 import statistics
 import sys
 import tempfile
@@ -29,21 +27,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import cpu_name, gpt2_124m_folder  # noqa: E402
+
 from llmviz.engine.config import EngineConfig, SamplingConfig  # noqa: E402
 from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL, load_model  # noqa: E402
 from llmviz.engine.session import Session  # noqa: E402
-
-
-def gpt2_124m_folder(tmp: Path) -> Path:
-    """Random weights in GPT-2-124M's shape, with the embedded model's tokenizer (ids < 4096 < 50257)."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    folder = tmp / "gpt2-124m-random"
-    torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config()).save_pretrained(str(folder))
-    for f in (ASSETS / EMBEDDED_MODEL).glob("tokenizer*"):
-        shutil.copy(f, folder / f.name)
-    return folder
 
 
 def time_hf(model, ids: torch.Tensor, n: int) -> float:
@@ -94,17 +82,6 @@ def bench_model(folder: Path, args) -> dict:
         "full_over_off": round(med["full"] / med["off"], 3),
         "repeats": {k: [round(x, 3) for x in v] for k, v in results.items()},
     }
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

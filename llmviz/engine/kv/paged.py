@@ -24,6 +24,9 @@ from llmviz.engine.step_batch import StepBatch
 class BlockAddress:
     slots: torch.Tensor  # [m] flat slot (block * block_size + offset) of every real token, row-major
     tables: torch.Tensor  # [b, max_blocks] block ids of each row (padded with block 0; masked on read)
+    # (first, end) when the batch is one row whose blocks are first, first+1, ..., end-1: the read is then a
+    # view of the pool, as a paged-attention kernel reads blocks where they are; otherwise None (a gather)
+    run: tuple | None = None
 
 
 class PagedKVCache(KVCache):
@@ -78,7 +81,12 @@ class PagedKVCache(KVCache):
         tables = tables.to(self.device)
         rows, pos = step.real_rows, step.real_positions  # [m] each
         slots = tables[rows, pos // bs] * bs + pos % bs  # [m]
-        return BlockAddress(slots, tables)
+        run = None
+        if step.batch == 1:
+            table = self.tables[step.seq_ids[0]]
+            if table == list(range(table[0], table[0] + len(table))):
+                run = (table[0], table[0] + len(table))
+        return BlockAddress(slots, tables, run)
 
     def _store(self, layer, step, kp, vp):
         a: BlockAddress = step.kv
@@ -92,7 +100,9 @@ class PagedKVCache(KVCache):
         t = step.key_len
         out = []
         for plane in self.storage:
-            blocks = plane[layer][:, a.tables]  # [2, b, max_blocks, block_size, kv, w] (a gather: a copy)
+            # [2, b, max_blocks, block_size, kv, w]: a view of the pool when one row's blocks lie in order
+            # there (read in place), else a gather through the block tables (a copy)
+            blocks = plane[layer][:, None, a.run[0]:a.run[1]] if a.run is not None else plane[layer][:, a.tables]
             rows = blocks.flatten(2, 3)[:, :, :t]  # [2, b, t, kv, w]
             out.append(rows.transpose(2, 3))  # [2, b, kv, t, w]
         return [p[0] for p in out], [p[1] for p in out]

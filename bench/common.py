@@ -1,0 +1,42 @@
+"""What the benchmarks share: the machine's name and the random GPT-2-124M-shaped model they build."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSETS = ROOT / "assets"
+
+
+def gpt2_124m_folder(tmp: Path, context: int = 1024) -> Path:
+    """Random weights in GPT-2-124M's shape, with the embedded model's tokenizer (its ids < 4096 < 50257)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = tmp / f"gpt2-124m-random-{context}"
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(n_positions=context)).save_pretrained(str(folder))
+    for f in (ASSETS / "llmviz-tiny").glob("tokenizer*"):
+        shutil.copy(f, folder / f.name)
+    return folder
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine(device: str) -> dict:
+    out = {"cpu": cpu_name(), "torch": torch.__version__, "threads": torch.get_num_threads(), "device": device}
+    if device.startswith("cuda") and torch.cuda.is_available():
+        out["gpu"] = torch.cuda.get_device_name(0)
+    return out

@@ -1,0 +1,40 @@
+"""Probes of the machine itself, measured in the same run as what they are compared with (C7).
+
+memory_bandwidth: read a buffer much larger than the CPU's caches (or the GPU's L2) and take the best
+of several passes: the rate at which a memory-bound decode step can at best stream its weights and KV
+cache. One implementation, for the benchmarks, the optimization lab and the claims page.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+GIB = 2**30
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def memory_bandwidth(device: torch.device | str = "cpu", nbytes: int = GIB, repeats: int = 5) -> dict:
+    """Best-of-`repeats` read bandwidth over an fp32 buffer of `nbytes` (a sum reads every byte once)."""
+    device = torch.device(device)
+    buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+    buf.sum()  # touch every page before timing
+    _sync(device)
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        buf.sum()
+        _sync(device)
+        seconds.append(time.perf_counter() - start)
+    del buf
+    best = min(seconds)
+    return {"bytes": nbytes, "best_s": best, "gb_per_s": nbytes / best / 1e9, "repeats": repeats,
+            "all_gb_per_s": [round(nbytes / s / 1e9, 2) for s in seconds], "device": str(device),
+            "threads": torch.get_num_threads(), "what": "fp32 sum over the buffer (reads only), best pass"}

@@ -17,6 +17,7 @@ the engine's probe in the same run.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import statistics
 import sys
@@ -100,13 +101,14 @@ def hf_loop(hf, ids: torch.Tensor, n: int) -> float:
     from transformers import StaticCache
 
     cache = StaticCache(config=hf.config, max_cache_len=ids.shape[1] + n + 1)
+    key = "cache" if "cache" in inspect.signature(hf.forward).parameters else "past_key_values"  # 5.24 / older 5.x
     with torch.inference_mode():
-        out = hf(ids, cache=cache, use_cache=True, logits_to_keep=1)
+        out = hf(ids, use_cache=True, logits_to_keep=1, **{key: cache})
         walls = []
         for _ in range(n - 1):
             token = out.logits[:, -1].argmax(-1, keepdim=True)
             start = time.perf_counter()
-            out = hf(token, cache=cache, use_cache=True, logits_to_keep=1)
+            out = hf(token, use_cache=True, logits_to_keep=1, **{key: cache})
             out.logits[:, -1].argmax(-1)
             walls.append((time.perf_counter() - start) * 1000)
     return statistics.fmean(walls)

@@ -20,7 +20,8 @@ def _has_cuda() -> bool:
 
 def cli(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "llmviz", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                          timeout=timeout,
+                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "LLMVIZ_AUTO_DEVICE": "cpu"})
 
 
 def test_generate_json(model_dirs):

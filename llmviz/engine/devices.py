@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from llmviz.errors import ConfigError, DeviceUnavailableError
@@ -13,9 +15,14 @@ def _mps_available() -> bool:
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
+AUTO_ENV = "LLMVIZ_AUTO_DEVICE"  # what "auto" means, when set (e.g. cpu on a machine whose GPU is busy)
+
+
 def resolve_device(name: str) -> torch.device:
-    """auto -> cuda, then mps, then cpu; an explicit device must exist here."""
+    """auto -> cuda, then mps, then cpu (or what LLMVIZ_AUTO_DEVICE names); an explicit device must exist."""
     name = (name or "auto").strip().lower()
+    if name == "auto" and os.environ.get(AUTO_ENV, "auto").strip().lower() != "auto":
+        return resolve_device(os.environ[AUTO_ENV])
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")

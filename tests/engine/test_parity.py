@@ -16,35 +16,57 @@ DECODE_STEPS = 16
 TOL = 1e-4
 
 
-def oracle(folder):
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def oracle(folder, dtype: str = "fp32", device: str = "cpu"):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager",
-                                                dtype=torch.float32).eval()
+                                                dtype=DTYPES[dtype]).to(device).eval()
 
 
-def run_parity(folder, backend: str, prompt: str = PROMPT, layout: str = "contiguous", lm=None,
-               window: int | None = None) -> list[float]:
+def hf_step(hf, ids: torch.Tensor, cache):
+    """One oracle forward with its cache (transformers 5.24 calls the keyword `cache`; older 5.x releases,
+    as on the GPU machine, `past_key_values`)."""
+    import inspect
+
+    key = "cache" if "cache" in inspect.signature(hf.forward).parameters else "past_key_values"
+    return hf(ids, use_cache=True, **{key: cache}).logits[:, -1].float()
+
+
+def teacher_forced(folder, backend: str, prompt: str = PROMPT, layout: str = "contiguous", lm=None,
+                   window: int | None = None, dtype: str = "fp32", device: str = "cpu",
+                   steps: int = DECODE_STEPS, kv_dtype: str = "auto") -> tuple[list[float], float]:
+    """Per-step max |Δlogit| against transformers in the same dtype on the same device, at the prefill and at
+    `steps` decode steps fed the oracle's greedy tokens; and the share of steps whose top-1 token agrees."""
     from transformers import DynamicCache
 
-    lm = lm or load_model(str(folder), device="cpu", dtype="fp32")
-    hf = oracle(folder)
+    lm = lm or load_model(str(folder), device=device, dtype=dtype)
+    hf = oracle(folder, dtype, device)
     ids = lm.tokenizer.encode(prompt)
-    cache = make_kv_cache(layout, lm.cfg, len(ids) + DECODE_STEPS + 1, block_size=4, window=window)
+    cache = make_kv_cache(layout, lm.cfg, len(ids) + steps + 1, block_size=4, window=window, model_dtype=lm.dtype,
+                          device=lm.device, kv_dtype=kv_dtype)
     cache.add(0)
     hf_cache = DynamicCache(config=hf.config)
-    diffs = []
+    diffs, agree = [], 0
     with torch.inference_mode():
-        ref = hf(torch.tensor([ids]), cache=hf_cache, use_cache=True).logits[:, -1]
-        ours = feed(lm.model, cache, [ids], [0], backend=backend, window=window)
-        diffs.append((ref - ours).abs().max().item())
-        for _ in range(DECODE_STEPS):
-            token = ref.argmax(-1, keepdim=True)  # [1, 1] the oracle's greedy token, fed to both
-            ref = hf(token, cache=hf_cache, use_cache=True).logits[:, -1]
-            ours = feed(lm.model, cache, [[int(token)]], [0], backend=backend, window=window)
+        ref = hf_step(hf, torch.tensor([ids], device=lm.device), hf_cache)
+        ours = feed(lm.model, cache, [ids], [0], backend=backend, window=window).float()
+        for i in range(steps + 1):
             diffs.append((ref - ours).abs().max().item())
-    assert cache.length(0) == len(ids) + DECODE_STEPS
-    return diffs
+            agree += int(ref.argmax() == ours.argmax())
+            if i == steps:
+                break
+            token = ref.argmax(-1, keepdim=True)  # [1, 1] the oracle's greedy token, fed to both
+            ref = hf_step(hf, token, hf_cache)
+            ours = feed(lm.model, cache, [[int(token)]], [0], backend=backend, window=window).float()
+    assert cache.length(0) == len(ids) + steps
+    return diffs, agree / (steps + 1)
+
+
+def run_parity(folder, backend: str, **kwargs) -> list[float]:
+    return teacher_forced(folder, backend, **kwargs)[0]
 
 
 @pytest.mark.parametrize("backend", ["eager", "sdpa", "flash"])
@@ -77,6 +99,23 @@ def test_llama3_rope_scaling_changes_frequencies(model_dirs):
     assert lm.cfg.rope_scaling["rope_type"] == "llama3"
     plain = ModelConfig(**{**lm.cfg.to_dict(), "rope_scaling": {}, "sliding_windows": (), "eos_token_ids": ()})
     assert not torch.allclose(rope_inv_freq(lm.cfg), rope_inv_freq(plain))
+
+
+# Half precision against transformers in the same dtype, on decode steps that read the half-precision cache.
+# The two implementations order and fuse their operations differently, and every rounding is worth about
+# |logit| x eps (fp16 eps 2^-11, bf16 eps 2^-8; the embedded model's logits reach ~15): so the logits may
+# differ by a few such steps, while the chosen token must agree at >= 95% of 64 teacher-forced steps.
+HALF_TOL = {"fp16": 0.1, "bf16": 0.5}
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_matches_transformers_in_the_same_dtype(dtype):
+    from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL
+
+    diffs, agreement = teacher_forced(ASSETS / EMBEDDED_MODEL, "sdpa", dtype=dtype, steps=64,
+                                      prompt="Return the value of the function and the list of its arguments")
+    assert agreement >= 0.95, (dtype, agreement)
+    assert max(diffs) <= HALF_TOL[dtype], (dtype, max(diffs))
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])

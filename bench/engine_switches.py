@@ -35,7 +35,7 @@ from common import ASSETS, gpt2_124m_folder, machine  # noqa: E402
 
 from llmviz.engine.config import EngineConfig, SamplingConfig  # noqa: E402
 from llmviz.engine.loading import load_model  # noqa: E402
-from llmviz.engine.probes import memory_bandwidth  # noqa: E402
+from llmviz.engine.probes import matmul_flops, memory_bandwidth  # noqa: E402
 from llmviz.engine.session import Session  # noqa: E402
 
 LOAD_KEYS = ("dtype", "kv_heads", "fused_qkv", "quant", "quant_group")
@@ -182,6 +182,9 @@ def paged_at_512(models: Models, args, ids: list[int]) -> dict:
 
 
 def batch_scaling(models: Models, args, rows: list[list[int]]) -> dict:
+    """Decode tokens/s at batch 8 over batch 1, beside the bound this device's matmul rate puts on it."""
+    lm = models.get({})
+    c = lm.cfg
     rounds = {1: [], len(rows): []}
     for r in range(args.repeats + 1):
         for b in rounds:
@@ -190,8 +193,17 @@ def batch_scaling(models: Models, args, rows: list[list[int]]) -> dict:
                 rounds[b].append(run)
     per_s = {b: b * 1000 / statistics.median(x["decode_ms"] for x in rs) for b, rs in rounds.items()}
     b = len(rows)
+    # FLOPs of one row's decode step: 2 per weight of the blocks and of the output head
+    weights = sum(p.numel() for p in lm.model.layers.parameters()) + c.vocab_size * c.hidden_size
+    rate = matmul_flops(args.device, m=b, k=c.hidden_size, n=c.vocab_size)
+    compute_ms = b * 2 * weights / (rate["gflop_per_s"] * 1e9) * 1000  # batch-b step at the head's matmul rate
+    best_ratio = b * (1000 / per_s[1]) / max(compute_ms, 1000 / per_s[1])
     return {"tokens_per_s": {str(k): round(v, 1) for k, v in per_s.items()},
-            f"batch_{b}_over_batch_1": round(per_s[b] / per_s[1], 3), "target": ">= 4"}
+            f"batch_{b}_over_batch_1": round(per_s[b] / per_s[1], 3), "target": ">= 4",
+            "matmul_probe": rate, f"batch_{b}_step_compute_bound_ms": round(compute_ms, 2),
+            "best_ratio_this_device_allows": round(best_ratio, 2),
+            "note": "at batch b a step does b times the FLOPs of batch 1 while reading the weights once: where "
+                    "the matmul rate bounds the batch-b step above batch 1's time, the ratio cannot reach b"}
 
 
 def roofline(result: dict, bandwidth: dict) -> dict:

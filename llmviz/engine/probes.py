@@ -38,3 +38,23 @@ def memory_bandwidth(device: torch.device | str = "cpu", nbytes: int = GIB, repe
     return {"bytes": nbytes, "best_s": best, "gb_per_s": nbytes / best / 1e9, "repeats": repeats,
             "all_gb_per_s": [round(nbytes / s / 1e9, 2) for s in seconds], "device": str(device),
             "threads": torch.get_num_threads(), "what": "fp32 sum over the buffer (reads only), best pass"}
+
+
+def matmul_flops(device: torch.device | str = "cpu", m: int = 8, k: int = 768, n: int = 50257,
+                 dtype: torch.dtype = torch.float32, repeats: int = 5) -> dict:
+    """Best-of-`repeats` FLOP/s of one [m, k] x [k, n] matmul: with m the rows of a decode step, the rate
+    a batched decode step can at best compute at on this device (2mkn FLOPs per product)."""
+    device = torch.device(device)
+    x = torch.randn(m, k, device=device, dtype=dtype)
+    w = torch.randn(k, n, device=device, dtype=dtype)
+    x @ w
+    _sync(device)
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        x @ w
+        _sync(device)
+        seconds.append(time.perf_counter() - start)
+    flops = 2 * m * k * n
+    return {"shape": [m, k, n], "dtype": str(dtype).removeprefix("torch."), "flops": flops,
+            "gflop_per_s": flops / min(seconds) / 1e9, "device": str(device), "threads": torch.get_num_threads()}

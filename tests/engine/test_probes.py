@@ -1,6 +1,6 @@
 """The bandwidth probe reports a plausible rate and the figures it was computed from (C7)."""
 
-from llmviz.engine.probes import memory_bandwidth
+from llmviz.engine.probes import matmul_flops, memory_bandwidth
 
 
 def test_bandwidth_probe_reads_the_buffer():
@@ -9,3 +9,9 @@ def test_bandwidth_probe_reads_the_buffer():
     assert abs(out["gb_per_s"] - out["bytes"] / out["best_s"] / 1e9) < 1e-9
     assert max(out["all_gb_per_s"]) == round(out["gb_per_s"], 2)  # the best pass
     assert 0.5 < out["gb_per_s"] < 2000  # a memory system, not a timer glitch
+
+
+def test_matmul_probe_counts_two_flops_per_multiply_add():
+    out = matmul_flops("cpu", m=4, k=64, n=128, repeats=2)
+    assert out["flops"] == 2 * 4 * 64 * 128 and out["shape"] == [4, 64, 128]
+    assert 0.01 < out["gflop_per_s"] < 1e5

@@ -22,10 +22,11 @@ from llmviz.engine.step_batch import StepBatch
 
 @dataclass(frozen=True)
 class BlockAddress:
-    slots: torch.Tensor  # [m] flat slot (block * block_size + offset) of every real token, row-major
-    tables: torch.Tensor  # [b, max_blocks] block ids of each row (padded with block 0; masked on read)
-    # (first, end) when the batch is one row whose blocks are first, first+1, ..., end-1: the read is then a
-    # view of the pool, as a paged-attention kernel reads blocks where they are; otherwise None (a gather)
+    slots: torch.Tensor | None  # [m] flat slot (block * block_size + offset) of every real token, row-major
+    tables: torch.Tensor | None  # [b, max_blocks] block ids of each row (padded with block 0; masked on read)
+    # (first, end) when the batch is one row whose blocks are first, first+1, ..., end-1: its slots are then
+    # consecutive and the read is a view of the pool (as a paged-attention kernel reads blocks where they
+    # are); otherwise None: slots and a gather through the block tables
     run: tuple | None = None
 
 
@@ -73,6 +74,10 @@ class PagedKVCache(KVCache):
                 self.tables[seq_id].remove(block)
                 self.pool.release(block)
             raise
+        if step.batch == 1 and not step.static:
+            table = self.tables[step.seq_ids[0]]
+            if table == list(range(table[0], table[0] + len(table))):  # in order in the pool: no indirection
+                return BlockAddress(None, None, (table[0], table[0] + len(table)))
         width = max(1, max(len(self.tables[s]) for s in step.seq_ids))
         tables = torch.zeros((step.batch, width), dtype=torch.long)
         for i, seq_id in enumerate(step.seq_ids):
@@ -81,17 +86,17 @@ class PagedKVCache(KVCache):
         tables = tables.to(self.device)
         rows, pos = step.real_rows, step.real_positions  # [m] each
         slots = tables[rows, pos // bs] * bs + pos % bs  # [m]
-        run = None
-        if step.batch == 1:
-            table = self.tables[step.seq_ids[0]]
-            if table == list(range(table[0], table[0] + len(table))):
-                run = (table[0], table[0] + len(table))
-        return BlockAddress(slots, tables, run)
+        return BlockAddress(slots, tables)
 
     def _store(self, layer, step, kp, vp):
         a: BlockAddress = step.kv
         for plane, k, v in zip(self.storage, kp, vp, strict=True):
             flat = plane[layer].flatten(1, 2)  # [2, blocks * block_size, kv, w] view
+            if a.run is not None:  # one row, its blocks in order: its new tokens' slots are consecutive
+                first = a.run[0] * self.block_size + step.start
+                flat[0, first:first + step.width] = k[0].transpose(0, 1)  # [n, kv, w]
+                flat[1, first:first + step.width] = v[0].transpose(0, 1)
+                continue
             flat[0, a.slots] = k.transpose(1, 2)[step.real]  # [m, kv, w]
             flat[1, a.slots] = v.transpose(1, 2)[step.real]
 

@@ -34,6 +34,10 @@ class UnsupportedArchitectureError(LlmvizError):
     """A model whose architecture the engine does not implement."""
 
 
+class ModelConfigError(LlmvizError, ValueError):
+    """A model folder's config.json that does not describe a model: a missing field, a malformed rope_scaling."""
+
+
 class WeightLoadError(LlmvizError):
     """A checkpoint whose tensors are missing, unexpected, of the wrong shape, or not safetensors."""
 

@@ -2,7 +2,8 @@
 
 One is made for every step of every session, so two sessions on one cached model never share
 captures, and nothing is registered on the model. Capture levels:
-  off  - hooks return at once; only timings are kept.
+  off  - hooks return at once; no hook records (the step itself still keeps its logits, tokens, KV
+         snapshot and timings: see recording.py).
   meta - shape, dtype, bytes and L2 norm of every hook tensor (norms read once at the end of the step).
   full - meta plus a float32 CPU copy of every tensor whose name passes the filter patterns.
 The copy is made inside the timed region (its cost shows); turning it into numpy happens after.

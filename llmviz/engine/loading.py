@@ -27,7 +27,13 @@ from llmviz.engine.models.layers import rope_inv_freq
 from llmviz.engine.models.quant import quantize
 from llmviz.engine.models.transformer import DecoderModel
 from llmviz.engine.tokens import Tokenizer
-from llmviz.errors import ConfigError, ModelNotFoundError, UnsupportedArchitectureError, WeightLoadError
+from llmviz.errors import (
+    ConfigError,
+    ModelConfigError,
+    ModelNotFoundError,
+    UnsupportedArchitectureError,
+    WeightLoadError,
+)
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 EMBEDDED_DRAFT = "llmviz-tiny-draft"
@@ -108,8 +114,29 @@ def read_config(path: Path) -> dict:
             "(SmolLM checkpoints are 'llama')")
     from transformers import AutoConfig  # normalizes rope_theta/rope_scaling into rope_parameters
 
-    config = AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    try:
+        config = AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    except Exception as exc:  # transformers' and huggingface_hub's own checks raise many kinds (rope keys, types)
+        raise ModelConfigError(f"{path / 'config.json'} is malformed: {str(exc).splitlines()[0][:300]}") from exc
     return config.to_dict()
+
+
+def model_config(hf_config: dict) -> ModelConfig:
+    """Our ModelConfig from a Hugging Face config dict; a missing or wrong field is a ModelConfigError."""
+    try:
+        return FAMILIES[hf_config["model_type"]].config_from_hf(hf_config)
+    except (KeyError, TypeError) as exc:
+        raise ModelConfigError(f"config.json lacks or mistypes {exc} for a {hf_config['model_type']} model") from exc
+
+
+def generation_eos(path: Path) -> tuple:
+    """End-of-sequence ids that generation_config.json adds (Llama 3 lists several), if the folder has one."""
+    try:
+        value = json.loads((path / "generation_config.json").read_text()).get("eos_token_id")
+    except (OSError, ValueError, AttributeError):
+        return ()
+    values = value if isinstance(value, list) else [value]
+    return tuple(int(v) for v in values if isinstance(v, int) and not isinstance(v, bool))
 
 
 def checkpoint_tensors(path: Path) -> dict[str, torch.Tensor]:
@@ -205,7 +232,7 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
     dev, dt = resolve_device(device), torch_dtype(dtype)
     path = resolve_path(name_or_path)
     hf_config = read_config(path)
-    cfg = FAMILIES[hf_config["model_type"]].config_from_hf(hf_config)
+    cfg = model_config(hf_config)
     with typed_out_of_memory(f"loading {name_or_path or EMBEDDED_MODEL}", "try dtype fp16/bf16 or a smaller model"):
         cfg, state = convert(cfg, checkpoint_state(cfg, checkpoint_tensors(path)), kv_heads, fused_qkv)
         model = build(cfg, state, dev, dt)
@@ -217,8 +244,9 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
     except (OSError, ValueError) as exc:
         raise ModelNotFoundError(f"{path} has no usable tokenizer: {exc}") from exc
     warm_up(model)
-    return LoadedModel(name_or_path or EMBEDDED_MODEL, path, model,
-                       Tokenizer(hf_tok, cfg.vocab_size, cfg.eos_token_ids), cfg, dev, dt,
+    eos = tuple(dict.fromkeys((*cfg.eos_token_ids, *generation_eos(path))))  # config.json's, then the others
+    tokenizer = Tokenizer(hf_tok, cfg.vocab_size, eos)
+    return LoadedModel(name_or_path or EMBEDDED_MODEL, path, model, tokenizer, cfg, dev, dt,
                        {"kv_heads": kv_heads, "fused_qkv": fused_qkv, "quant": quant,
                         "quant_group": quant_group, **quant_info})
 

@@ -87,10 +87,10 @@ class Tokenizer:
         return piece.replace("▁", " ").encode("utf-8")
 
     def describe(self, ids) -> dict[int, dict]:
-        """{id: {"piece", "bytes" (hex), "text"}} for the UI: text is the bytes decoded leniently."""
+        """{id: {"piece", "bytes" (hex), "text", "special"}} for the UI: text is the bytes decoded leniently."""
         out = {}
         for token_id in {int(i) for i in ids}:
             raw = self.token_bytes(token_id)
             out[token_id] = {"piece": self.piece(token_id), "bytes": raw.hex(),
-                             "text": raw.decode("utf-8", errors="replace")}
+                             "text": raw.decode("utf-8", errors="replace"), "special": token_id in self.special_ids}
         return out

@@ -34,9 +34,14 @@ def markdown_escape(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", text).replace("\r", "").replace("\n", " ↵ ")
 
 
-def generated_text(trace: RunTrace) -> str:
-    """The sampled tokens as text, from the token table the trace carries (no tokenizer needed)."""
-    return "".join(trace.tokens.get(i, {}).get("text", "") for i in trace.output_ids)
+def generated_text(trace: RunTrace, row: int = 0) -> str:
+    """One row's sampled tokens as text, from the token table the trace carries (no tokenizer needed): their
+    bytes joined first and decoded together, so a character split over several byte tokens (济 is three)
+    comes out whole, as the engine's own decode gives it; special tokens (EOS) left out."""
+    table = trace.tokens
+    data = b"".join(bytes.fromhex(table.get(i, {}).get("bytes", "")) for i in trace.row_output_ids(row)
+                    if not table.get(i, {}).get("special", False))
+    return data.decode("utf-8", errors="replace")
 
 
 def summary(trace: RunTrace) -> dict:

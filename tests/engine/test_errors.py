@@ -153,3 +153,61 @@ def test_a_step_that_fails_after_the_cache_moved_leaves_no_trace(model_dirs, mon
     assert session.cache.length(0) == before and len(session.trace.steps) == 1
     session.generate(4)
     assert session.trace.output_ids == alone  # the retried step drew exactly what an undisturbed run drew
+
+
+def _edited_copy(src, dst, config_changes=None, generation=None):
+    import json
+    import shutil
+
+    shutil.copytree(src, dst)
+    if config_changes is not None:
+        config = json.loads((dst / "config.json").read_text())
+        config.pop("rope_parameters", None)
+        config.update(config_changes)
+        (dst / "config.json").write_text(json.dumps(config))
+    if generation is not None:
+        (dst / "generation_config.json").write_text(json.dumps(generation))
+    return dst
+
+
+@pytest.mark.parametrize("scaling,needle", [
+    ({"rope_type": "llama3", "factor": 8.0}, "malformed"),  # transformers' own check: missing keys
+    ({"rope_type": "linear"}, "malformed"),
+    ({"rope_type": "linear", "factor": -2}, "factor"),  # transformers only warns about this one
+    ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+      "original_max_position_embeddings": 64}, "high_freq_factor > low_freq_factor"),
+    ("oops", "malformed"),
+])
+def test_malformed_rope_scaling_is_a_typed_error(model_dirs, tmp_path, scaling, needle):
+    from llmviz.errors import ModelConfigError
+
+    folder = _edited_copy(model_dirs["llama_gqa_rope3"], tmp_path / "m", {"rope_scaling": scaling})
+    with pytest.raises(ModelConfigError, match=needle):
+        load_model(str(folder))
+
+
+@pytest.mark.parametrize("change,error", [({"n_head": "four"}, "ModelConfigError"), ({"n_head": 3}, "ModelConfigError"),
+                                          ({"n_head": None}, "ModelConfigError")])
+def test_a_config_with_wrong_sizes_is_a_typed_error(model_dirs, tmp_path, change, error):
+    import llmviz.errors
+
+    folder = _edited_copy(model_dirs["gpt2"], tmp_path / "m", change)
+    with pytest.raises(getattr(llmviz.errors, error)):
+        load_model(str(folder))
+
+
+def test_eos_ids_from_generation_config_stop_a_run(model_dirs, tmp_path):
+    """Llama 3 lists its end-of-turn tokens in generation_config.json only: they stop a run too."""
+    from llmviz.engine.config import SamplingConfig
+
+    greedy = EngineConfig(sampling=SamplingConfig(temperature=0))
+    plain = load_model(str(model_dirs["llama_tied"]))
+    ref = Session(plain, "hello there", greedy.with_(stop_at_eos=False)).generate(6).output_ids
+    stop = ref[3]
+    assert stop not in ref[:3] and stop not in plain.tokenizer.eos_ids
+    folder = _edited_copy(model_dirs["llama_tied"], tmp_path / "m", generation={"eos_token_id": [0, stop]})
+    lm = load_model(str(folder))
+    assert lm.tokenizer.eos_ids == (0, stop)
+    session = Session(lm, "hello there", greedy)
+    trace = session.generate(6)
+    assert trace.output_ids == ref[:4] and session.finished == "eos"

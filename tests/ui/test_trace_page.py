@@ -206,4 +206,26 @@ def test_download_name_and_summary(downloaded):
     s = summary(trace)
     assert (s["steps"], s["decode_steps"], s["generated_tokens"]) == (4, 3, 4)
     assert s["kv_len"] == len(trace.prompt_ids) + 3  # the last sampled token is not in the cache yet
-    assert s["generated_text"] == "".join(trace.tokens[i]["text"] for i in trace.output_ids)
+    from llmviz.engine.loading import load_model
+
+    tok = load_model("llmviz-tiny").tokenizer
+    assert s["generated_text"] == tok.hf.decode(trace.output_ids, skip_special_tokens=True)
+
+
+def test_generated_text_regroups_a_character_split_into_byte_tokens(downloaded):
+    """济南 is six byte tokens in the embedded vocabulary; each alone decodes to U+FFFD."""
+    import copy
+
+    import numpy as np
+
+    from llmviz.engine.loading import load_model
+
+    tok = load_model("llmviz-tiny").tokenizer
+    ids = [*tok.encode("济南"), tok.eos_ids[0]]
+    trace = copy.deepcopy(trace_from_zip(downloaded[2]))
+    trace.steps = [copy.copy(trace.steps[0]) for _ in ids]
+    for step, token in zip(trace.steps, ids, strict=True):
+        step.sampled = np.array([token])
+    trace.tokens.update(tok.describe(ids))
+    assert len(ids) == 7 and "".join(trace.tokens[i]["text"] for i in ids[:-1]) == "\ufffd" * 6
+    assert generated_text(trace) == "济南" == tok.hf.decode(ids, skip_special_tokens=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from llmviz.engine.models.config import ModelConfig
-from llmviz.errors import UnsupportedArchitectureError
+from llmviz.errors import ModelConfigError, UnsupportedArchitectureError
 
 MODEL_TYPES = ("gpt2",)
 
@@ -35,6 +35,8 @@ def config_from_hf(d: dict) -> ModelConfig:
     if not d.get("scale_attn_weights", True):
         raise UnsupportedArchitectureError("GPT-2 without 1/sqrt(head_dim) scaling is not supported")
     d_model, heads = d["n_embd"], d["n_head"]
+    if not isinstance(heads, int) or heads < 1 or d_model % heads:
+        raise ModelConfigError(f"n_embd={d_model} must split evenly into n_head={heads!r} heads")
     act = d.get("activation_function", "gelu_new")
     return ModelConfig(
         family="gpt2",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from llmviz.engine.models.config import ACTIVATIONS, ROPE_TYPES, ModelConfig
-from llmviz.errors import UnsupportedArchitectureError
+from llmviz.errors import ModelConfigError, UnsupportedArchitectureError
 
 MODEL_TYPES = ("llama", "qwen2", "mistral")
 
@@ -56,7 +56,25 @@ def _rope(d: dict) -> tuple[float, dict]:
                                            f"{', '.join(ROPE_TYPES)}")
     if params.get("rope_type", "default") == "default":
         params = {}
+    _check_scaling(params)
     return theta, params
+
+
+_SCALING_KEYS = {"linear": ("factor",),
+                 "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}
+
+
+def _check_scaling(params: dict) -> None:
+    """Every number a rope scaling needs, present and sensible (transformers only warns about some)."""
+    kind = params.get("rope_type", "default")
+    for key in _SCALING_KEYS.get(kind, ()):
+        value = params.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ModelConfigError(f"rope_scaling of type {kind!r} needs a positive number {key!r}, got {value!r}")
+    if kind in _SCALING_KEYS and params["factor"] < 1:
+        raise ModelConfigError(f"rope_scaling factor must be >= 1, got {params['factor']}")
+    if kind == "llama3" and not params["high_freq_factor"] > params["low_freq_factor"]:
+        raise ModelConfigError("rope_scaling of type 'llama3' needs high_freq_factor > low_freq_factor")
 
 
 def _windows(d: dict, model_type: str, layers: int) -> tuple:
@@ -85,6 +103,8 @@ def config_from_hf(d: dict) -> ModelConfig:
         raise UnsupportedArchitectureError(f"activation {act!r} is not supported; supported: {', '.join(ACTIVATIONS)}")
     heads = d["num_attention_heads"]
     layers = d["num_hidden_layers"]
+    if not d.get("head_dim") and (not isinstance(heads, int) or heads < 1 or d["hidden_size"] % heads):
+        raise ModelConfigError(f"hidden_size={d['hidden_size']} must split evenly into {heads!r} attention heads")
     theta, scaling = _rope(d)
     attention_bias = bool(d.get("attention_bias", False))
     return ModelConfig(

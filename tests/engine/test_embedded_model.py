@@ -104,3 +104,20 @@ def test_uptrained_gqa_models_keep_their_quality(card, kv_heads):
     assert abs(pooled_ppl - gqa["perplexity_mean_pooled"]) <= 0.01 * pooled_ppl
     assert pooled_ppl > 1.5 * ppl
     assert load_model(f"llmviz-tiny-gqa{kv_heads}").cfg.num_kv_heads == kv_heads  # selectable by name
+
+
+def test_engine_perplexity_through_the_cache_equals_the_oracles(card):
+    """The engine's held-out perplexity (each window one prefill through a KV cache) is the card's, which
+    transformers computed; a lossy KV storage costs a little, GQA by pooling alone a lot (C11, C19)."""
+    from llmviz.engine.evaluation import drift, engine_perplexity, heldout_ids
+    from llmviz.engine.loading import load_model
+
+    lm = load_model("llmviz-tiny")
+    ids = heldout_ids(lm.tokenizer)
+    assert len(ids) == card["heldout_tokens"]
+    base = engine_perplexity(lm, ids, layout="paged")
+    assert abs(base - card["heldout_perplexity"]) <= 1e-3 * base
+    int8 = engine_perplexity(lm, ids, kv_dtype="int8")
+    assert base < int8 < 1.01 * base
+    report = drift(lm, lm, lm.tokenizer.encode("Return the value of the"), 16, cand_kv="fp8")
+    assert report["steps"] == 17 and 0 < max(report["max_abs_dlogit"]) < 0.5 and report["greedy_agreement"] >= 0.9

@@ -1,13 +1,12 @@
 """Weight-only quantization (C21): PyTorch's int8/int4 kernels against the readable dequantize reference,
 bytes read from the stored tensors against a hand count, and the quality cost on the held-out text."""
 
-import math
-
 import pytest
 import torch
 from torch import nn
 
 from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.evaluation import engine_perplexity, heldout_ids
 from llmviz.engine.loading import load_model
 from llmviz.engine.models.quant import QuantLinear
 from llmviz.engine.session import Session
@@ -46,18 +45,7 @@ def test_weight_bytes_are_counted_from_the_stored_tensors():
 
 
 def heldout_perplexity(lm) -> float:
-    from test_embedded_model import HELDOUT, SEPARATOR
-
-    docs = HELDOUT.read_text(encoding="utf-8").removesuffix("\n").split(SEPARATOR)
-    ids = [t for d in docs for t in [*lm.tokenizer.hf.encode(d, add_special_tokens=False), 0]]
-    data, nll, count = torch.tensor(ids), 0.0, 0
-    with torch.inference_mode():
-        for i in range(0, len(data) - 1, 512):
-            chunk = data[i:i + 512][None]
-            logits = lm.model(chunk).float()  # [1, n, V]
-            nll += torch.nn.functional.cross_entropy(logits[0, :-1], chunk[0, 1:], reduction="sum").item()
-            count += chunk.shape[1] - 1
-    return math.exp(nll / count)
+    return engine_perplexity(lm, heldout_ids(lm.tokenizer))
 
 
 @pytest.mark.parametrize("mode,max_ppl_ratio", [("int8", 1.01), ("int4", 1.10)])

@@ -5,33 +5,15 @@ config), the check that transformers reads it back with our logits, a few sample
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from llmviz.engine.evaluation import perplexity
 from llmviz.engine.models import llama
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.transformer import DecoderModel
-
-EVAL_WINDOW = 512  # held-out perplexity: non-overlapping windows of this many tokens (the test does the same)
-
-
-@torch.no_grad()
-def perplexity(logits_fn, ids: list[int], window: int = EVAL_WINDOW) -> float:
-    """exp(mean NLL) over every predicted token of non-overlapping `window`-token chunks of `ids`."""
-    data = torch.tensor(ids)
-    nll, count = 0.0, 0
-    for i in range(0, len(data) - 1, window):
-        chunk = data[i:i + window][None]  # [1, n]
-        if chunk.shape[1] < 2:
-            break
-        logits = logits_fn(chunk).float()  # [1, n, V]
-        nll += F.cross_entropy(logits[0, :-1], chunk[0, 1:], reduction="sum").item()
-        count += chunk.shape[1] - 1
-    return math.exp(nll / count)
 
 
 def save_model(model: DecoderModel, folder: Path) -> None:

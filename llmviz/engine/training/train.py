@@ -23,19 +23,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from llmviz.engine.evaluation import EVAL_WINDOW, perplexity
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.transformer import DecoderModel
 from llmviz.engine.training import corpus as corpus_mod
 from llmviz.engine.training import tokenizer as tok_mod
-from llmviz.engine.training.export import (
-    EVAL_WINDOW,
-    check_with_transformers,
-    generate,
-    load_ours,
-    perplexity,
-    save_model,
-    write_card,
-)
+from llmviz.engine.training.export import check_with_transformers, generate, load_ours, save_model, write_card
 
 ASSETS = Path(__file__).resolve().parents[3] / "assets"
 PROMPTS = (("The list", "greedy"), ("Return the", "greedy"), ("This module", "sampled"), ("Raise", "sampled"))

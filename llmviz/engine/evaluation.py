@@ -1,0 +1,78 @@
+"""How much a lossy switch costs: held-out perplexity through the KV cache, and the drift of logits and
+greedy tokens against a reference run (C11, C19, C21).
+
+Perplexity runs each 512-token window of assets/corpus/heldout.txt as one prefill through a KV cache of
+the chosen layout and storage dtype, so a quantized cache's keys and values are the ones attended to.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from llmviz.engine.kv import make_kv_cache
+from llmviz.engine.phases import feed
+
+HELDOUT = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "heldout.txt"
+EVAL_WINDOW = 512  # non-overlapping windows of this many tokens (the embedded models' context)
+SEPARATOR = "\n<|endoftext|>\n"  # how heldout.txt joins its documents (training/corpus.py writes it)
+
+
+def heldout_ids(tokenizer, path: Path = HELDOUT) -> list[int]:
+    """Each held-out document encoded on its own and followed by the end-of-text id, concatenated."""
+    docs = path.read_text(encoding="utf-8").removesuffix("\n").split(SEPARATOR)
+    eos = tokenizer.eos_ids[0]
+    return [t for doc in docs for t in [*tokenizer.hf.encode(doc, add_special_tokens=False), eos]]
+
+
+@torch.no_grad()
+def perplexity(logits_fn, ids: list[int], window: int = EVAL_WINDOW) -> float:
+    """exp(mean NLL) over every predicted token of non-overlapping `window`-token chunks of `ids`;
+    logits_fn: ids [1, n] -> logits [1, n, V]."""
+    data = torch.tensor(ids)
+    nll, count = 0.0, 0
+    for i in range(0, len(data) - 1, window):
+        chunk = data[i:i + window][None]  # [1, n]
+        if chunk.shape[1] < 2:
+            break
+        logits = logits_fn(chunk).float().cpu()  # [1, n, V]
+        nll += F.cross_entropy(logits[0, :-1], chunk[0, 1:], reduction="sum").item()
+        count += chunk.shape[1] - 1
+    return math.exp(nll / count)
+
+
+def engine_perplexity(lm, ids: list[int], kv_dtype: str = "auto", layout: str = "contiguous",
+                      backend: str = "sdpa") -> float:
+    """Perplexity of a loaded model (its load-time switches included) with a KV cache of this kind."""
+    def through_cache(chunk: torch.Tensor) -> torch.Tensor:
+        cache = make_kv_cache(layout, lm.cfg, chunk.shape[1], kv_dtype=kv_dtype, model_dtype=lm.dtype,
+                              device=lm.device)
+        cache.add(0)
+        with torch.inference_mode():
+            return feed(lm.model, cache, [chunk[0].tolist()], [0], backend=backend, last_only=False)
+
+    return perplexity(through_cache, ids)
+
+
+def drift(reference, candidate, ids: list[int], steps: int, ref_kv: str = "auto", cand_kv: str = "auto") -> dict:
+    """Teacher-forced on the reference's greedy tokens: max |Δlogit| per step (prefill first) and the share
+    of steps where both pick the same greedy token."""
+    caches = []
+    for lm, kv_dtype in ((reference, ref_kv), (candidate, cand_kv)):
+        cache = make_kv_cache("contiguous", lm.cfg, len(ids) + steps + 1, kv_dtype=kv_dtype, model_dtype=lm.dtype,
+                              device=lm.device)
+        cache.add(0)
+        caches.append(cache)
+    gaps, agree = [], 0
+    with torch.inference_mode():
+        rows = [ids]
+        for _ in range(steps + 1):
+            ref = feed(reference.model, caches[0], rows, [0]).float().cpu()
+            cand = feed(candidate.model, caches[1], rows, [0]).float().cpu()
+            gaps.append((ref - cand).abs().max().item())
+            agree += int(ref.argmax() == cand.argmax())
+            rows = [[int(ref.argmax())]]
+    return {"max_abs_dlogit": gaps, "greedy_agreement": agree / (steps + 1), "steps": steps + 1}

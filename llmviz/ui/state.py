@@ -25,11 +25,15 @@ RUN_KEY, SETTINGS_KEY = "llmviz_run", "llmviz_settings"
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def cached_model(name: str, device: str, dtype: str) -> LoadedModel:
+def cached_model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused_qkv: str = "auto",
+                 quant: str = "none", quant_group: int = 32) -> LoadedModel:
+    """One shared model per name and load-time switch (each switch rewrites the weights, so each is its own
+    cache entry)."""
     from llmviz import service
 
     service.use_cpu_threads(UI_THREADS)  # once per model load, for the whole server process
-    return service.load(name, EngineConfig(device=device, dtype=dtype))
+    return service.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
+                                           quant=quant, quant_group=quant_group))
 
 
 @dataclass

@@ -65,6 +65,16 @@ def flash_attention(q, keys, values, mask: StepMask, scale: float, names: LayerH
     group = q.shape[1] // keys.shape[1]
     if group > 1:  # the kernel's own op wants one K/V head per query head
         keys, values = keys.repeat_interleave(group, dim=1), values.repeat_interleave(group, dim=1)
+    try:
+        return _flash_kernel(q, keys, values, mask, scale)
+    except RuntimeError as exc:  # e.g. a head width the kernel does not take
+        if "out of memory" in str(exc).lower():
+            raise
+        raise ConfigError(f"the flash kernel refused this input ({str(exc).splitlines()[0][:160]}); use "
+                          "attn_backend sdpa") from exc
+
+
+def _flash_kernel(q, keys, values, mask: StepMask, scale: float):
     causal = mask.causal_square
     if q.device.type == "cpu":
         bias = None

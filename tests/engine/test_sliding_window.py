@@ -61,7 +61,7 @@ def test_ring_rollback_within_its_slots_replays_exactly(tiny):
         cache.truncate(0, cache.length(0) - 3)  # rollback 2, plus the one token a decode step may always take back
         again = [feed(tiny.model, cache, [[t]], [0], window=4) for t in (9, 11, 13)]
         assert all(torch.equal(a, b) for a, b in zip(first[1:], again, strict=True))
-        with pytest.raises(ConfigError, match="cannot go back"):
+        with pytest.raises(ConfigError, match="no longer holds"):
             cache.truncate(0, cache.length(0) - 4)
         cache.truncate(0, 0)  # back to nothing is always possible
 
@@ -70,3 +70,62 @@ def test_ring_rollback_within_its_slots_replays_exactly(tiny):
 def test_a_window_must_be_positive(value):
     with pytest.raises(ConfigError, match="sliding_window"):
         EngineConfig(sliding_window=value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ring_under_random_feeds_and_truncates_matches_a_cache_that_keeps_everything(tiny, seed):
+    """Truncates one after another, and after regrowth: the ring either gives the dynamic cache's logits
+    (same window mask) or refuses the rollback; it never reads a key it overwrote."""
+    import random
+
+    rng = random.Random(seed)
+    window, rollback = rng.randint(2, 6), rng.randint(0, 3)
+    ring = make_kv_cache("contiguous", tiny.cfg, 120, window=window, rollback=rollback)
+    full = make_kv_cache("dynamic", tiny.cfg, 120)
+    ring.add(0)
+    full.add(0)
+    refused = 0
+    with torch.inference_mode():
+        for _ in range(30):
+            length = ring.length(0)
+            if rng.random() < 0.35 and length:
+                n = max(length - rng.randint(1, rollback + 2), 0)
+                try:
+                    ring.truncate(0, n)
+                except ConfigError:
+                    refused += 1
+                    continue
+                full.truncate(0, n)
+                continue
+            tokens = [rng.randrange(5, 4000) for _ in range(rng.choice([1, 1, 1, rng.randint(2, 9)]))]
+            if length + len(tokens) > 120:
+                break
+            a = feed(tiny.model, ring, [tokens], [0], window=window, last_only=False)
+            b = feed(tiny.model, full, [tokens], [0], window=window, last_only=False)
+            assert (a - b).abs().max() <= 1e-4, (seed, length, len(tokens))
+    assert ring.bytes_allocated() == ring.slots * 8192
+
+
+def test_two_rollbacks_in_a_row_are_refused_when_the_ring_overwrote_the_keys(tiny):
+    ring = make_kv_cache("contiguous", tiny.cfg, 64, window=2)
+    ring.add(0)
+    with torch.inference_mode():
+        feed(tiny.model, ring, [list(range(5, 21))], [0], window=2)  # 16 tokens, 2 slots
+    ring.truncate(0, 15)  # slot of 14 still holds 14: the next query (15) needs only it
+    with pytest.raises(ConfigError, match="no longer holds"):
+        ring.truncate(0, 14)  # 13's slot holds 15 now
+
+
+def test_fp16_overflow_is_caught_in_the_ring_too(tiny):
+    from llmviz.engine.step_batch import build_step
+    from llmviz.errors import KVOverflowError
+
+    ring = make_kv_cache("contiguous", tiny.cfg, 64, window=4, kv_dtype="fp16")
+    ring.add(0)
+    step = build_step([[1, 2]], [0], backend="sdpa", windows=(4,) * 4, device=torch.device("cpu"), seq_ids=[0])
+    step.kv = ring.reserve(step)
+    k = torch.zeros(1, tiny.cfg.num_kv_heads, 2, tiny.cfg.head_dim)
+    k[0, 1, 0, 5] = 1e5
+    ring.write(0, step, k, k)
+    with pytest.raises(KVOverflowError):
+        ring.check_overflow()

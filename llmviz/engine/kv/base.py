@@ -113,9 +113,13 @@ class KVCache(ABC):
         if self.codec.may_overflow:
             bad = ~(torch.isfinite(kp[0]).all() & torch.isfinite(vp[0]).all())
             self._overflow = bad if self._overflow is None else self._overflow | bad
-        _store_outside_graph(self, layer, step, kp, vp)
-        keys, values = self._load(layer, step)
+        keys, values = self._store_and_read(layer, step, kp, vp)
         return self.codec.decode(keys, k.dtype), self.codec.decode(values, k.dtype)
+
+    def _store_and_read(self, layer: int, step: StepBatch, kp: list, vp: list) -> tuple[list, list]:
+        """The planes the step's queries attend to: by default, store the new rows, then read the row's keys."""
+        _store_outside_graph(self, layer, step, kp, vp)
+        return self._load(layer, step)
 
     def new_rows(self, layer: int, step: StepBatch) -> torch.Tensor:
         """What this step stored for one layer, read back from the cache: [2, b, kv, n, hd], pad slots 0."""

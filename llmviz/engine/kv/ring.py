@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from llmviz.engine.kv.base import view_bytes
+from llmviz.engine.kv.base import _store_outside_graph, view_bytes
 from llmviz.engine.kv.contiguous import ContiguousKVCache
 from llmviz.engine.step_batch import StepBatch
 from llmviz.errors import ConfigError
@@ -36,6 +36,7 @@ class RingKVCache(ContiguousKVCache):
 
     def __init__(self, cfg, max_seq, capacity, codec, device, window: int, rollback: int = 0, **_):
         self.window, self.rollback = window, rollback
+        self._slot_pos: dict[int, list[int]] = {}  # per sequence: the position each slot holds (-1: none)
         super().__init__(cfg, max_seq, capacity, codec, device, slots=min(max_seq, window + rollback))
 
     def _reserve(self, step: StepBatch) -> RingAddress:
@@ -52,21 +53,33 @@ class RingKVCache(ContiguousKVCache):
         new = torch.where(step.real, step.positions, NOWHERE)  # [b, n]
         return torch.cat([step.kv.old_positions, new], dim=1)  # [b, t_old + n]
 
-    def write(self, layer, step, k, v):
+    def _store_and_read(self, layer, step, kp, vp):
+        """The retained old rows (read before this step writes, in position order) followed by the new ones."""
         a: RingAddress = step.kv
-        kp, vp = self.codec.encode(k), self.codec.encode(v)
         old = [self._gather(plane, layer, a.rows, a.old_slots) for plane in self.storage]  # [2, b, kv, t_old, w]
-        keys = self.codec.decode([torch.cat([p[0], new], dim=2) for p, new in zip(old, kp, strict=True)], k.dtype)
-        values = self.codec.decode([torch.cat([p[1], new], dim=2) for p, new in zip(old, vp, strict=True)], k.dtype)
-        # store the real tokens, each row's last `slots` of them only (earlier ones would be overwritten)
+        _store_outside_graph(self, layer, step, kp, vp)
+        keys = [torch.cat([p[0], new], dim=2) for p, new in zip(old, kp, strict=True)]
+        values = [torch.cat([p[1], new], dim=2) for p, new in zip(old, vp, strict=True)]
+        return keys, values
+
+    def _stored(self, step: StepBatch) -> torch.Tensor:
+        """[b, n] the real tokens the ring keeps: each row's last `slots` (earlier ones would be overwritten)."""
         ends = torch.tensor([s + n for s, n in zip(step.start_list, step.n_real, strict=True)], device=self.device)
-        keep = step.real & (step.positions >= (ends - self.slots)[:, None])  # [b, n]
+        return step.real & (step.positions >= (ends - self.slots)[:, None])
+
+    def _store(self, layer, step, kp, vp):
+        a: RingAddress = step.kv
+        keep = self._stored(step)
         rows = a.rows[:, None].expand_as(keep)[keep]
         slots = step.positions[keep] % self.slots
         for plane, kq, vq in zip(self.storage, kp, vp, strict=True):
             plane[layer, 0].transpose(1, 2)[rows, slots] = kq.transpose(1, 2)[keep]  # [m, kv, w]
             plane[layer, 1].transpose(1, 2)[rows, slots] = vq.transpose(1, 2)[keep]
-        return keys, values
+        if layer == 0:  # which position each slot now holds (for truncate's check)
+            for seq_id, start, n in zip(step.seq_ids, step.start_list, step.n_real, strict=True):
+                held = self._slot_pos[seq_id]
+                for pos in range(max(start, start + n - self.slots), start + n):
+                    held[pos % self.slots] = pos
 
     def new_rows(self, layer, step):
         """What the ring stored this step, read back from its slots: [2, b, kv, n, hd], 0 where not stored."""
@@ -75,9 +88,7 @@ class RingKVCache(ContiguousKVCache):
         kv = [self._gather(plane, layer, a.rows, slots) for plane in self.storage]  # [2, b, kv, n, w]
         rows = torch.stack([self.codec.decode([p[0] for p in kv], torch.float32),
                             self.codec.decode([p[1] for p in kv], torch.float32)])
-        ends = torch.tensor([s + n for s, n in zip(step.start_list, step.n_real, strict=True)], device=self.device)
-        stored = step.real & (step.positions >= (ends - self.slots)[:, None])
-        return rows * stored[None, :, None, :, None]
+        return rows * self._stored(step)[None, :, None, :, None]
 
     @staticmethod
     def _gather(plane, layer: int, rows: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
@@ -85,11 +96,22 @@ class RingKVCache(ContiguousKVCache):
         by_slot = plane[layer].permute(1, 3, 0, 2, 4)  # [R, S, 2, kv, w] view
         return by_slot[rows[:, None], slots].permute(2, 0, 3, 1, 4)  # [b, t, 2, kv, w] -> [2, b, kv, t, w]
 
+    def _on_add(self, seq_id):
+        super()._on_add(seq_id)
+        self._slot_pos[seq_id] = [-1] * self.slots
+
+    def _on_free(self, seq_id):
+        super()._on_free(seq_id)
+        del self._slot_pos[seq_id]
+
     def truncate(self, seq_id, n):
-        length = self._lengths[seq_id]
-        if n and length > self.slots and n - self.window + 1 < length - self.slots:  # keys the next query needs
+        """Back to n tokens, if the ring still holds every key the next query needs (the last window - 1)."""
+        held = self._slot_pos[seq_id]
+        needed = range(max(0, n - self.window + 1), n)
+        if any(held[q % self.slots] != q for q in needed):
             raise ConfigError(f"the ring buffer keeps {self.slots} slots (window {self.window} + rollback "
-                              f"{self.rollback}): it cannot go back from {length} to {n} tokens; raise kv_rollback")
+                              f"{self.rollback}): it no longer holds the keys that going back from "
+                              f"{self._lengths[seq_id]} to {n} tokens needs; raise kv_rollback")
         super().truncate(seq_id, n)
 
     def bytes_used(self) -> int:

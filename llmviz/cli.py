@@ -41,6 +41,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-layout", default="contiguous", choices=KV_LAYOUTS, help="KV cache layout (C8, C9)")
     p.add_argument("--kv-dtype", default="auto", choices=KV_DTYPES, help="KV storage dtype (auto: the model's)")
     p.add_argument("--kv-block-size", type=int, default=16, help="tokens per block of the paged layout")
+    p.add_argument("--kv-pool-blocks", type=int, default=None,
+                   help="blocks in the paged pool (default: enough for every prompt to reach --max-seq-len)")
     p.add_argument("--kv-heads", type=int, default=None,
                    help="grouped-query attention: mean-pool the K/V heads down to N at load (lossy; C19)")
     p.add_argument("--fused-qkv", default="auto", choices=FUSED_CHOICES,
@@ -83,6 +85,7 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
                               repetition_penalty=args.repetition_penalty)
     return EngineConfig(device=args.device, dtype=args.dtype, attn_backend=args.attn, max_seq_len=args.max_seq_len,
                         kv_layout=args.kv_layout, kv_dtype=args.kv_dtype, kv_block_size=args.kv_block_size,
+                        kv_pool_blocks=args.kv_pool_blocks,
                         kv_heads=args.kv_heads, fused_qkv=args.fused_qkv, sliding_window=args.sliding_window,
                         kv_rollback=args.kv_rollback, compile=args.compile,
                         quant=args.quant, quant_group=args.quant_group,
@@ -93,8 +96,11 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
 def prompts_of(args) -> list[str]:
     prompts = list(args.prompt)
     if args.prompts_file:
-        with open(args.prompts_file, encoding="utf-8") as f:
-            prompts += [line.rstrip("\n") for line in f if line.strip()]
+        try:
+            with open(args.prompts_file, encoding="utf-8") as f:
+                prompts += [line.rstrip("\n") for line in f if line.strip()]
+        except UnicodeDecodeError as exc:
+            raise LlmvizError(f"{args.prompts_file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     if not prompts:
         raise LlmvizError("give a prompt: --prompt TEXT (repeat it for a batch) or --prompts-file FILE")
     return prompts

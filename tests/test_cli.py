@@ -88,3 +88,9 @@ def test_errors_are_one_line(model_dirs, args, needle):
 def test_bare_command_prints_help():
     out = cli()
     assert out.returncode == 0 and "generate" in out.stdout and "trace" in out.stdout
+
+
+def test_a_prompts_file_that_is_not_utf8(tmp_path, model_dirs):
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    out = cli("generate", "--model", str(model_dirs["gpt2"]), "--prompts-file", str(tmp_path / "latin1.txt"))
+    assert out.returncode == 2 and "not UTF-8" in out.stderr and len(out.stderr.strip().splitlines()) == 1

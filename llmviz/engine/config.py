@@ -33,8 +33,8 @@ class SamplingConfig:
     repetition_penalty: float = 1.0  # 1 = off; > 1 discourages tokens already in the sequence
 
     def __post_init__(self):
-        if not self.temperature >= 0:
-            raise ConfigError(f"temperature must be >= 0 (0 is greedy), got {self.temperature}")
+        if not (self.temperature == 0 or 1e-3 <= self.temperature <= 1e3):
+            raise ConfigError(f"temperature must be 0 (greedy) or in [0.001, 1000], got {self.temperature}")
         if not isinstance(self.top_k, int) or self.top_k < 0:
             raise ConfigError(f"top_k must be an integer >= 0 (0 turns it off), got {self.top_k!r}")
         if not 0 < self.top_p <= 1:
@@ -63,6 +63,7 @@ class EngineConfig:
     fused_qkv: str = "auto"  # q/k/v (and gate/up) as one matmul: on | off | auto (as stored) (C10)
     max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ (per sequence)
     kv_block_size: int = 16  # tokens per block of the paged layout (C9)
+    kv_pool_blocks: int | None = None  # blocks in the paged pool; None: enough for every sequence to reach max_seq
     sliding_window: int | None = None  # every layer attends to the last W tokens only; the cache evicts (C20)
     quant: str = "none"  # weight-only: int8 per output channel, int4 per group of quant_group columns (C21)
     quant_group: int = 32
@@ -92,6 +93,8 @@ class EngineConfig:
             raise ConfigError(f"kv_heads must be a positive integer, got {self.kv_heads!r}")
         if self.sliding_window is not None and (not isinstance(self.sliding_window, int) or self.sliding_window < 1):
             raise ConfigError(f"sliding_window must be a positive number of tokens, got {self.sliding_window!r}")
+        if self.kv_pool_blocks is not None and (not isinstance(self.kv_pool_blocks, int) or self.kv_pool_blocks < 1):
+            raise ConfigError(f"kv_pool_blocks must be a positive integer, got {self.kv_pool_blocks!r}")
         if not isinstance(self.quant_group, int) or self.quant_group < 1:
             raise ConfigError(f"quant_group must be a positive integer, got {self.quant_group!r}")
         if not isinstance(self.kv_rollback, int) or self.kv_rollback < 0:

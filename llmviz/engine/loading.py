@@ -53,15 +53,25 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     options: dict = field(default_factory=dict)  # the load-time switches: kv_heads, fused_qkv
-    # torch.compile'd forward pass, made on first use and shared by every session on this model (guarded)
+    # torch.compile'd forward pass, made on first use and shared by every session on this model. Dynamo is
+    # not thread-safe, so every compiled call holds this lock (compile is for measuring, not for a class).
     _compiled: object = field(default=None, repr=False, compare=False)
-    compiled_warm: bool = field(default=False, repr=False, compare=False)  # the first compiled call has run
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    compiled_shapes: set = field(default_factory=set, repr=False, compare=False)  # static shapes compiled so far
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def compiled_model(self):
-        """The model under torch.compile (static shapes); compilation happens at its first call."""
-        with self._lock:
+        """The model under torch.compile (static shapes); compilation happens at its first call per shape.
+        Call it with `lock` held."""
+        with self.lock:
             if self._compiled is None:
+                import torch._dynamo
+
+                # The cache write is kept out of the graph, so the graph resumes once per layer, and Dynamo
+                # specializes each resume on the layer index: allow that many graphs (its default is 8).
+                limit = 8 * self.cfg.num_layers + 8
+                for name in ("recompile_limit", "cache_size_limit"):
+                    if hasattr(torch._dynamo.config, name):
+                        setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), limit))
                 self._compiled = torch.compile(self.model, dynamic=False)
             return self._compiled
 

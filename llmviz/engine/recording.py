@@ -42,7 +42,9 @@ def record_step(session, index: int, step: StepBatch, logits: torch.Tensor, next
         timings={"spans_ms": spans, "total_ms": sum(spans.values()), "device": str(lm.device),
                  "threads": torch.get_num_threads(), "capture": config.capture,
                  "attn_backend": config.attn_backend, "tokens": int(sum(step.n_real)),
-                 "padded_slots": int(step.batch * step.width - sum(step.n_real))},
+                 "padded_slots": int(step.batch * step.width - sum(step.n_real)),
+                 **({"logit_lens": "not recorded: a compiled decode step keeps no hook data"}
+                    if step.static and config.logit_lens_top_k else {})},
         memory=process_memory(lm.device), sampling=asdict(session.sampling),
         finished=run_finished, row_finished=[s.finished for s in session.sequences],
     )

@@ -29,7 +29,7 @@ from llmviz.engine.sequence import Sequence
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer
 from llmviz.engine.trace import RunTrace, StepTrace
-from llmviz.errors import CaptureTooLargeError, ConfigError, PromptError, SessionFinishedError
+from llmviz.errors import CaptureTooLargeError, ConfigError, LlmvizError, PromptError, SessionFinishedError
 
 SHORTER = "use a shorter prompt or max_seq_len, capture meta instead of full, or dtype fp16/bf16"
 
@@ -61,6 +61,9 @@ class Session:
                 raise PromptError(f"the prompt is {len(ids)} tokens but the context holds {self.max_seq} "
                                   "(including the tokens to generate): shorten it", code="prompt_too_long",
                                   n=len(ids), limit=self.max_seq)
+        if config.seed + len(rows) - 1 >= 2**64:
+            raise ConfigError(f"seed {config.seed} is too large for {len(rows)} rows: row i draws with seed + i, "
+                              "which must stay below 2**64")
         self._check_capture_fits(rows)
         self._check_compile(config)
         device = lm.device
@@ -70,7 +73,8 @@ class Session:
         with typed_out_of_memory("allocating the KV cache", SHORTER):
             self.cache = make_kv_cache(config.kv_layout, lm.cfg, self.max_seq, capacity=len(rows),
                                        kv_dtype=config.kv_dtype, model_dtype=lm.dtype, device=device,
-                                       block_size=config.kv_block_size, window=config.sliding_window,
+                                       block_size=config.kv_block_size, pool_blocks=config.kv_pool_blocks,
+                                       window=config.sliding_window,
                                        rollback=config.kv_rollback)
         for seq in self.sequences:
             self.cache.add(seq.seq_id)
@@ -177,9 +181,8 @@ class Session:
                              windows=self.windows, device=lm.device, padding=cfg.padding, static=compiled)
             ctx.mark("mask")
             if compiled:
-                first_call = not lm.compiled_warm
-                logits = decode(lm.compiled_model(), cache, step, RunContext())
-                lm.compiled_warm = True
+                first_call = self._compiled_decode_needs_compiling()
+                logits = self._compiled_decode(step)
                 ctx.mark("compile + forward" if first_call else "forward (compiled)")
             else:
                 logits = (prefill if index == 0 else decode)(lm.model, cache, step, ctx)
@@ -198,6 +201,31 @@ class Session:
             ended = [s.finished for s, was_open in zip(seqs, open_before, strict=True) if was_open and s.finished]
             run_finished = ended[0] if ended and all(s.finished for s in seqs) else ""
             return record_step(self, index, step, logits, next_ids, ctx, spans, run_finished)
+
+    def _shape_key(self) -> tuple:
+        c = self.config
+        return len(self.sequences), self.max_seq, c.kv_dtype, c.attn_backend, self.lm.cfg.num_layers
+
+    def _compiled_decode_needs_compiling(self) -> bool:
+        with self.lm.lock:
+            return self._shape_key() not in self.lm.compiled_shapes
+
+    def _compiled_decode(self, step) -> torch.Tensor:
+        """A decode step through the shared compiled model (under its lock); a compiler failure is a ConfigError."""
+        lm = self.lm
+        with lm.lock:
+            try:
+                logits = decode(lm.compiled_model(), self.cache, step, RunContext())
+            except LlmvizError:
+                raise
+            except Exception as exc:  # inductor and dynamo raise many kinds (no C++ compiler, an op it cannot lower)
+                if "out of memory" in str(exc).lower():
+                    raise
+                first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                raise ConfigError(f"torch.compile could not compile this model with these settings "
+                                  f"({type(exc).__name__}: {first}); run without compile") from exc
+            lm.compiled_shapes.add(self._shape_key())
+        return logits
 
     def _finished_reason(self, seq: Sequence) -> str:
         eos = set(self.lm.tokenizer.eos_ids)

@@ -136,3 +136,11 @@ def test_a_session_starts_from_token_ids(tiny):
         Session(tiny, config=cfg, prompt_ids=[[]])
     with pytest.raises(PromptError):
         Session(tiny, [], cfg)
+
+
+def test_a_seed_that_would_overflow_for_a_later_row_is_refused(tiny):
+    from llmviz.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="row i draws with seed"):
+        Session(tiny, PROMPTS, EngineConfig(seed=2**64 - 2))
+    Session(tiny, PROMPTS[:2], EngineConfig(seed=2**64 - 2))  # rows 0 and 1 fit

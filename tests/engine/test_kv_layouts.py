@@ -101,8 +101,25 @@ def test_storage_dtype_bytes(tiny, layout, kv_dtype, data, scale):
         assert kv["bytes_used"] == fp32 // 4 + n * tiny.cfg.num_layers * 2 * tiny.cfg.num_kv_heads * 4
 
 
-def test_every_kv_dtype_name_is_a_codec():
-    assert [n for n in KV_DTYPES if n != "auto"] == ["fp32", "fp16", "bf16", "fp8", "int8"]
+def test_every_kv_dtype_name_is_a_codec_storing_what_it_says():
+    from llmviz.engine.kv import KV_CODECS
+
+    stored = {name: [p.dtype for p in KV_CODECS.get(name).planes(32)] for name in KV_DTYPES if name != "auto"}
+    assert stored == {"fp32": [torch.float32], "fp16": [torch.float16], "bf16": [torch.bfloat16],
+                      "fp8": [torch.float8_e4m3fn, torch.float32], "int8": [torch.int8, torch.float32]}
+
+
+def test_a_row_that_feeds_nothing_writes_nothing(tiny):
+    """A finished row of a padded batch: its pad slot must not land in another sequence's block."""
+    cache = make_kv_cache("paged", tiny.cfg, 32, capacity=2, block_size=4)
+    cache.add(0)
+    cache.add(1)
+    with torch.inference_mode():
+        feed(tiny.model, cache, [[5, 6, 7, 8]], [0])  # block 0, full
+        feed(tiny.model, cache, [[9, 10]], [1])  # block 1
+        before = cache.storage[0].clone()
+        feed(tiny.model, cache, [[]], [0])
+    assert torch.equal(cache.storage[0], before) and cache.length(0) == 4
 
 
 @pytest.mark.parametrize("kv_dtype,max_gap", [("bf16", 0.05), ("fp8", 0.3), ("int8", 0.15)])

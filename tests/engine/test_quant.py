@@ -66,3 +66,17 @@ def test_int4_groups_must_divide_the_widths():
         load_model("llmviz-tiny", quant="int4", quant_group=48)
     with pytest.raises(ConfigError, match="loaded with quant='int8'"):
         Session(load_model("llmviz-tiny", quant="int8"), "hi", EngineConfig())
+
+
+def test_int8_in_fp16_does_not_overflow_on_large_activations():
+    """x q^T is ~127/amax times the output: the reference accumulates in fp32 before scaling."""
+    torch.manual_seed(0)
+    linear = nn.Linear(768, 768, bias=False)
+    with torch.no_grad():
+        linear.weight.normal_(0, 0.02)
+    x = torch.randn(1, 768)
+    x[0, 7] = 500.0
+    want = linear(x)
+    half = QuantLinear(linear.half(), "int8", 32, kernel="reference")
+    got = half(x.half()).float()
+    assert torch.isfinite(got).all() and (got - want).abs().max() < 0.05 * want.abs().max()

@@ -25,7 +25,8 @@ def test_registries_list_the_config_names():
 
 
 @pytest.mark.parametrize("field,value", [("kv_layout", "ring"), ("kv_dtype", "int4"), ("attn_backend", "xformers"),
-                                         ("padding", "middle"), ("dtype", "fp64"), ("kv_block_size", 0)])
+                                         ("padding", "middle"), ("dtype", "fp64"), ("kv_block_size", 0),
+                                         ("kv_pool_blocks", 0), ("quant", "int3"), ("fused_qkv", "yes")])
 def test_unknown_names_are_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):
         EngineConfig(**{field: value})

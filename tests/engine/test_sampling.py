@@ -54,3 +54,9 @@ def test_bad_sampling_settings():
     for bad in (dict(temperature=-1), dict(top_k=-1), dict(top_p=0), dict(top_p=1.5), dict(repetition_penalty=0)):
         with pytest.raises(ConfigError):
             SamplingConfig(**bad)
+
+
+@pytest.mark.parametrize("temperature", [1e-40, 1e-4, 1e6, float("nan")])
+def test_temperatures_that_would_overflow_are_refused(temperature):
+    with pytest.raises(ConfigError, match="temperature"):
+        SamplingConfig(temperature=temperature)

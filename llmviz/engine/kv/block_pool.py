@@ -31,7 +31,8 @@ class BlockPool:
     def allocate(self) -> int:
         if not self._free:
             raise KVCacheFullError(f"the KV block pool is full ({self.num_blocks} blocks in use): raise "
-                                   "kv_pool_blocks, use a shorter max_seq_len, or run fewer sequences")
+                                   "kv_pool_blocks (--kv-pool-blocks), use a shorter max_seq_len, or run fewer "
+                                   "sequences")
         block = self._free.popleft()
         self.refs[block] = 1
         return block

@@ -74,7 +74,7 @@ class PagedKVCache(KVCache):
                 self.tables[seq_id].remove(block)
                 self.pool.release(block)
             raise
-        if step.batch == 1 and not step.static:
+        if step.batch == 1 and step.uniform and not step.static:  # one row feeding real tokens only
             table = self.tables[step.seq_ids[0]]
             if table == list(range(table[0], table[0] + len(table))):  # in order in the pool: no indirection
                 return BlockAddress(None, None, (table[0], table[0] + len(table)))

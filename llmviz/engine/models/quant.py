@@ -116,7 +116,8 @@ class QuantLinear(nn.Module):
 
     def _reference_matmul(self, x2: torch.Tensor) -> torch.Tensor:
         if self.mode == "int8":  # x (q s)^T = (x q^T) s: scale the [rows, out] result, not the weights
-            return F.linear(x2, self.q.to(x2.dtype)) * self.scale.to(x2.dtype)
+            acc = torch.float32 if x2.dtype == torch.float16 else x2.dtype  # x q^T is ~127/amax times y: fp16 overflows
+            return (F.linear(x2.to(acc), self.q.to(acc)) * self.scale.to(acc)).to(x2.dtype)
         return F.linear(x2, self.dequantized().to(x2.dtype))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., in] -> [..., out]

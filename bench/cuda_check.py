@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "engine"))
 
 from common import ASSETS, gpt2_124m_folder, machine  # noqa: E402
-from engine_switches import Models, engine_run, hf_loop  # noqa: E402
+from engine_switches import Models, batch_scaling, engine_run, hf_loop, paged_at_512  # noqa: E402
 from test_parity import teacher_forced  # noqa: E402
 
 from llmviz.engine.config import EngineConfig, SamplingConfig  # noqa: E402
@@ -127,36 +127,36 @@ def compiled() -> dict:
 
 
 def speed(tmp: Path) -> dict:
-    folder = gpt2_124m_folder(tmp, 2048)
+    """GPT-2-124M shape on the GPU: the engine vs the transformers loop, then the benchmark's own
+    paged-at-512 and batch-scaling measurements, in fp32 and bf16."""
     from transformers import AutoModelForCausalLM
 
-    args = argparse.Namespace(device=DEV, repeats=3)
+    folder = gpt2_124m_folder(tmp, 2048)
+    args = argparse.Namespace(device=DEV, repeats=3, new_tokens=32)
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, 4000, (64,), generator=gen).tolist()
+    rows = [torch.randint(1, 4000, (64,), generator=gen).tolist() for _ in range(8)]
+    long_ids = torch.randint(1, 4000, (497,), generator=gen).tolist()
     out = {}
     for dtype in ("fp32", "bf16"):
+        base = {"dtype": dtype}
         models = Models(folder, DEV)
-        lm = load_model(str(folder), device=DEV, dtype=dtype)
-        models.cache[(("dtype", dtype),)] = lm
+        lm = models.get(base)
         hf = AutoModelForCausalLM.from_pretrained(str(folder), dtype=DTYPES[dtype]).to(DEV).eval()
-        gen = torch.Generator().manual_seed(0)
-        ids = torch.randint(1, 4000, (64,), generator=gen).tolist()
-        rows = [torch.randint(1, 4000, (64,), generator=gen).tolist() for _ in range(8)]
-        long_ids = torch.randint(1, 4000, (497,), generator=gen).tolist()
-        res = {k: [] for k in ("engine", "hf_loop", "batch8", "contiguous512", "paged512")}
+        engine, loop = [], []
         for r in range(args.repeats + 1):
-            m = {"engine": engine_run(lm, [ids], 32, {"dtype": dtype}, DEV)["decode_ms"],
-                 "hf_loop": hf_loop(hf, torch.tensor([ids], device=DEV), 32),
-                 "batch8": engine_run(lm, rows, 32, {"dtype": dtype}, DEV)["decode_ms"],
-                 "contiguous512": engine_run(lm, [long_ids], 16, {"dtype": dtype}, DEV)["decode_ms"],
-                 "paged512": engine_run(lm, [long_ids], 16, {"dtype": dtype, "kv_layout": "paged"}, DEV)["decode_ms"]}
+            e = engine_run(lm, [ids], args.new_tokens, base, DEV)["decode_ms"]
+            h = hf_loop(hf, torch.tensor([ids], device=DEV), args.new_tokens)
             if r:
-                for k, v in m.items():
-                    res[k].append(v)
-        med = {k: sorted(v)[len(v) // 2] for k, v in res.items()}
-        out[dtype] = {"decode_ms_per_token": {k: round(v, 3) for k, v in med.items()},
-                      "engine_vs_transformers_loop": round(med["hf_loop"] / med["engine"], 3),
-                      "batch8_tokens_per_s_over_batch1": round(8 * med["engine"] / med["batch8"], 3),
-                      "paged_over_contiguous_512": round(med["paged512"] / med["contiguous512"], 3),
-                      "repeats": {k: [round(x, 3) for x in v] for k, v in res.items()}}
+                engine.append(e)
+                loop.append(h)
+        med_e, med_h = sorted(engine)[len(engine) // 2], sorted(loop)[len(loop) // 2]
+        out[dtype] = {"engine_decode_ms": round(med_e, 3), "transformers_loop_decode_ms": round(med_h, 3),
+                      "engine_vs_transformers_loop": round(med_h / med_e, 3),
+                      "repeats": {"engine": [round(x, 3) for x in engine],
+                                  "transformers_loop": [round(x, 3) for x in loop]},
+                      "paged_vs_contiguous_at_512": paged_at_512(models, args, long_ids, base),
+                      "batch_8_vs_1": batch_scaling(models, args, rows, base)}
     return out
 
 

@@ -166,12 +166,13 @@ def bench_switches(name: str, folder: Path, args, ids: list[int]) -> dict:
             "decode_ratio_transformers_loop_over_engine": round(loop / d, 3)}
 
 
-def paged_at_512(models: Models, args, ids: list[int]) -> dict:
-    """Decode with 512 tokens cached: contiguous vs paged (block 16), interleaved."""
+def paged_at_512(models: Models, args, ids: list[int], base: dict | None = None) -> dict:
+    """Decode with 512 tokens cached: contiguous vs paged (block 16), interleaved. base: other switches (dtype)."""
+    base = base or {}
     rounds = {"contiguous": [], "paged": []}
     for r in range(args.repeats + 1):
         for layout in rounds:
-            run = engine_run(models.get({}), [ids], 16, {"kv_layout": layout}, args.device)
+            run = engine_run(models.get(base), [ids], 16, {**base, "kv_layout": layout}, args.device)
             if r:
                 rounds[layout].append(run)
     c, p = (statistics.median(x["decode_ms"] for x in rounds[k]) for k in ("contiguous", "paged"))
@@ -181,21 +182,22 @@ def paged_at_512(models: Models, args, ids: list[int]) -> dict:
             "paged_wasted_slots_per_sequence": waste, "block_size": 16, "waste_target": "< 16 (one block)"}
 
 
-def batch_scaling(models: Models, args, rows: list[list[int]]) -> dict:
+def batch_scaling(models: Models, args, rows: list[list[int]], base: dict | None = None) -> dict:
     """Decode tokens/s at batch 8 over batch 1, beside the bound this device's matmul rate puts on it."""
-    lm = models.get({})
+    base = base or {}
+    lm = models.get(base)
     c = lm.cfg
     rounds = {1: [], len(rows): []}
     for r in range(args.repeats + 1):
         for b in rounds:
-            run = engine_run(models.get({}), rows[:b], args.new_tokens, {}, args.device)
+            run = engine_run(lm, rows[:b], args.new_tokens, base, args.device)
             if r:
                 rounds[b].append(run)
     per_s = {b: b * 1000 / statistics.median(x["decode_ms"] for x in rs) for b, rs in rounds.items()}
     b = len(rows)
     # FLOPs of one row's decode step: 2 per weight of the blocks and of the output head
     weights = sum(p.numel() for p in lm.model.layers.parameters()) + c.vocab_size * c.hidden_size
-    rate = matmul_flops(args.device, m=b, k=c.hidden_size, n=c.vocab_size)
+    rate = matmul_flops(args.device, m=b, k=c.hidden_size, n=c.vocab_size, dtype=lm.dtype)
     compute_ms = b * 2 * weights / (rate["gflop_per_s"] * 1e9) * 1000  # batch-b step at the head's matmul rate
     best_ratio = b * (1000 / per_s[1]) / max(compute_ms, 1000 / per_s[1])
     return {"tokens_per_s": {str(k): round(v, 1) for k, v in per_s.items()},

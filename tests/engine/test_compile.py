@@ -41,3 +41,15 @@ def test_compiled_decode_equals_eager():
 def test_compile_refuses_shapes_that_change(change, needle):
     with pytest.raises(ConfigError, match=needle):
         Session(load_model("llmviz-tiny"), PROMPT, EngineConfig(compile=True, **change))
+
+
+def test_a_graph_the_compiler_cannot_lower_is_a_config_error():
+    """Inductor cannot lower PyTorch's CPU int4 kernel: the step says so and names the fix (no traceback)."""
+    lm = load_model("llmviz-tiny", quant="int4")
+    if lm.options["kernels"].get("torch", 0) == 0:
+        pytest.skip("this device runs int4 through the reference, which compiles")
+    session = Session(lm, PROMPT, EngineConfig(compile=True, quant="int4", stop_at_eos=False))
+    session.step()  # the prefill runs eager
+    with pytest.raises(ConfigError, match="run without compile"):
+        session.step()
+    assert len(session.trace.steps) == 1 and session.cache.length(0) == len(session.sequences[0].ids) - 1

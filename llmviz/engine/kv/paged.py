@@ -2,12 +2,12 @@
 
 Pool tensor per plane `[layers, 2, kv_heads, blocks, block_size, w]`: heads outermost, so that each head's
 blocks are rows of one matrix and a run of consecutive blocks reads as `[kv, t, w]`, the layout the
-attention kernels read fastest (with blocks innermost, token-major, PyTorch's CPU flash kernel took twice
-as long per layer at 510 tokens). A block is one `[block_size, w]` tile per head. A sequence holds the blocks its
-table lists, taken from the pool's free list as it grows; `truncate` and `free` give whole blocks back.
-Its waste is the unused tail of its last block (< one block), instead of everything up to max_seq. The
-price is an indirection: the attention reads each row's keys through its block table (a gather here,
-on every device; a paged-attention kernel would read the blocks in place).
+attention kernels read fastest (token-major, PyTorch's CPU flash kernel took twice as long per layer at
+510 tokens). A block is one `[block_size, w]` tile per head. A sequence holds the blocks its table lists,
+taken from the pool's free list as it grows; `truncate` and `free` give whole blocks back. Its waste is
+the unused tail of its last block (< one block), instead of everything up to max_seq. The price is an
+indirection: the attention reads each row's keys through its block table, a gather on every device (a
+paged-attention kernel would read the blocks in place; one row whose blocks lie in order is read in place).
 """
 
 from __future__ import annotations

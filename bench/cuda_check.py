@@ -31,6 +31,7 @@ from engine_switches import Models, batch_scaling, engine_run, hf_loop, paged_at
 from test_parity import teacher_forced  # noqa: E402
 
 from llmviz.engine.config import EngineConfig, SamplingConfig  # noqa: E402
+from llmviz.engine.devices import torch_dtype  # noqa: E402
 from llmviz.engine.kv import make_kv_cache  # noqa: E402
 from llmviz.engine.loading import load_model  # noqa: E402
 from llmviz.engine.phases import feed  # noqa: E402
@@ -39,7 +40,6 @@ from llmviz.engine.session import Session  # noqa: E402
 from llmviz.errors import ConfigError  # noqa: E402
 
 DEV = "cuda"
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # for the transformers peer
 TINY = ASSETS / "llmviz-tiny"
 PROMPT = "Return the value of the function and the list of its arguments"
 
@@ -142,7 +142,7 @@ def speed(tmp: Path) -> dict:
         base = {"dtype": dtype}
         models = Models(folder, DEV)
         lm = models.get(base)
-        hf = AutoModelForCausalLM.from_pretrained(str(folder), dtype=DTYPES[dtype]).to(DEV).eval()
+        hf = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype(dtype)).to(DEV).eval()
         engine, loop = [], []
         for r in range(args.repeats + 1):
             e = engine_run(lm, [ids], args.new_tokens, base, DEV)["decode_ms"]

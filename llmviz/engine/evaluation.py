@@ -15,15 +15,15 @@ import torch.nn.functional as F
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.phases import feed
+from llmviz.engine.training.corpus import read_documents
 
 HELDOUT = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "heldout.txt"
 EVAL_WINDOW = 512  # non-overlapping windows of this many tokens (the embedded models' context)
-SEPARATOR = "\n<|endoftext|>\n"  # how heldout.txt joins its documents (training/corpus.py writes it)
 
 
 def heldout_ids(tokenizer, path: Path = HELDOUT) -> list[int]:
     """Each held-out document encoded on its own and followed by the end-of-text id, concatenated."""
-    docs = path.read_text(encoding="utf-8").removesuffix("\n").split(SEPARATOR)
+    docs = read_documents(path)
     eos = tokenizer.eos_ids[0]
     return [t for doc in docs for t in [*tokenizer.hf.encode(doc, add_special_tokens=False), eos]]
 

@@ -37,14 +37,6 @@ class Sequence:
         generator = torch.Generator(device=device).manual_seed(seed)
         return cls(seq_id, ids, len(ids), sampling, generator, seed, prompt)
 
-    @property
-    def num_tokens(self) -> int:
-        return len(self.ids)
-
-    @property
-    def generated(self) -> list[int]:
-        return self.ids[self.prompt_len:]
-
     def history(self, device: torch.device) -> torch.Tensor:
         """[1, t] every token so far (prompt and generated, never padding): the repetition-penalty history."""
         return torch.tensor([self.ids], dtype=torch.long, device=device)

@@ -11,8 +11,6 @@ that has finished stays in the pass as padding until every row is done.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import torch
 
 from llmviz.engine.capture import RunContext
@@ -240,6 +238,3 @@ class Session:
         while len(self.trace.steps) < max_new_tokens and not self.finished:
             self.step()
         return self.trace
-
-    def row_sampling(self) -> list[dict]:
-        return [asdict(s.sampling) for s in self.sequences]

@@ -1,14 +1,14 @@
 """StepBatch: everything one forward pass needs to know about its rows, built by the caller and handed
 down the model (nano-vllm's per-step context, but passed, never global) (C5, C13, C20).
 
-Row i feeds `n_real[i]` new tokens at positions starts[i] .. starts[i] + n_real[i] - 1, padded to a
+Row i feeds `n_real[i]` new tokens at positions start_list[i] .. start_list[i] + n_real[i] - 1, padded to a
 common width n (right or left padding). Pad tokens are never written into the KV cache and never
 attended to: a row's cache holds only its own tokens, so a batch of prompts of different lengths gives
 every row what it gives alone. A finished row of a static batch stays in the pass as padding only
 (C13's wasted slot) and feeds nothing.
 
-Positions, starts and totals travel as tensors; the Python ints beside them (n_real, key_len) only
-shape slices.
+Positions travel as tensors; the Python ints beside them (n_real, start_list, key_len) only shape
+slices.
 """
 
 from __future__ import annotations
@@ -51,10 +51,9 @@ class StepBatch:
     ids: torch.Tensor  # [b, n] token ids, PAD_ID in pad slots
     positions: torch.Tensor  # [b, n] positions of the tokens (0 in pad slots)
     real: torch.Tensor  # [b, n] bool: a real token (not padding)
-    starts: torch.Tensor  # [b] tokens each row had cached before this step
     last_cols: torch.Tensor  # [b] column of each row's last real token (0 for a row that feeds nothing)
     n_real: tuple  # per row, the real tokens fed this step (Python ints)
-    start_list: tuple  # per row, starts as Python ints
+    start_list: tuple  # per row, the tokens it had cached before this step
     key_len: int  # key slots read per row: max(start + n_real)
     uniform: bool  # every row feeds all n columns from the same start: slices, no masks for padding
     backend: str
@@ -123,7 +122,7 @@ def build_step(rows: list[list[int]], starts: list[int], *, backend: str, window
     uniform = all(k == n for k in n_real) and len(set(starts)) == 1
     key_len = static_len or max(s + k for s, k in zip(starts, n_real, strict=True))
     step = StepBatch(ids.to(device), positions.to(device), real.to(device),
-                     torch.tensor(starts, dtype=torch.long, device=device), last_cols.to(device), n_real,
+                     last_cols.to(device), n_real,
                      tuple(int(s) for s in starts), key_len, uniform, backend, seq_ids=tuple(seq_ids),
                      layer_windows=tuple(windows), static=static_len is not None)
     step.set_masks()
@@ -135,7 +134,6 @@ def whole_sequence(ids: torch.Tensor, backend: str, windows: tuple) -> StepBatch
     b, n = ids.shape
     positions = torch.arange(n, device=ids.device).expand(b, n)
     step = StepBatch(ids, positions, torch.ones_like(ids, dtype=torch.bool),
-                     torch.zeros(b, dtype=torch.long, device=ids.device),
                      torch.full((b,), n - 1, dtype=torch.long, device=ids.device),
                      (n,) * b, (0,) * b, n, True, backend, layer_windows=tuple(windows))
     step.set_masks()

@@ -7,6 +7,7 @@ oracle's greedy tokens (random models have near-ties, so logits are compared, no
 import pytest
 import torch
 
+from llmviz.engine.devices import torch_dtype
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading import load_model
 from llmviz.engine.phases import feed
@@ -16,14 +17,13 @@ DECODE_STEPS = 16
 TOL = 1e-4
 
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def oracle(folder, dtype: str = "fp32", device: str = "cpu"):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager",
-                                                dtype=DTYPES[dtype]).to(device).eval()
+                                                dtype=torch_dtype(dtype)).to(device).eval()
 
 
 def hf_step(hf, ids: torch.Tensor, cache):

@@ -1,5 +1,9 @@
 """The bandwidth probe reports a plausible rate and the figures it was computed from (C7)."""
 
+import time
+
+import numpy as np
+
 from llmviz.engine.probes import matmul_flops, memory_bandwidth
 
 
@@ -7,7 +11,18 @@ def test_bandwidth_probe_reads_the_buffer():
     out = memory_bandwidth("cpu", nbytes=64 * 2**20, repeats=3)
     assert out["bytes"] == 64 * 2**20 and len(out["all_gb_per_s"]) == 3
     assert max(out["all_gb_per_s"]) == round(out["gb_per_s"], 2)  # the best pass
-    assert 0.5 < out["gb_per_s"] < 2000  # a memory system, not a timer glitch
+    # an independent reading: numpy summing a buffer of the same size, timed here (a wide band: both are
+    # timings on a shared machine)
+    buf = np.ones(out["bytes"] // 4, dtype=np.float32)
+    buf.sum()
+    best = min(_timed(buf.sum) for _ in range(3))
+    assert 0.2 < out["gb_per_s"] / (out["bytes"] / best / 1e9) < 5, (out["gb_per_s"], out["bytes"] / best / 1e9)
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def test_matmul_probe_counts_two_flops_per_multiply_add():

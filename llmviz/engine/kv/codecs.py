@@ -32,8 +32,6 @@ class PlaneSpec:
 class CastCodec:
     """Store in a float dtype; read back by a cast (a no-op when it is the compute dtype)."""
 
-    quantized = False
-
     def __init__(self, name: str, dtype: torch.dtype):
         self.name, self.dtype = name, dtype
         self.may_overflow = dtype == torch.float16  # fp32 and bf16 sources reach far beyond 65504
@@ -52,7 +50,6 @@ class CastCodec:
 class ScaledCodec:
     """Symmetric quantization with one scale per (token, head): x ~ q * scale, q = x / scale."""
 
-    quantized = True
     may_overflow = False
 
     def __init__(self, name: str, dtype: torch.dtype, qmax: float, rounds: bool):

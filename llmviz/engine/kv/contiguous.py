@@ -19,7 +19,7 @@ from llmviz.engine.step_batch import StepBatch
 
 @dataclass(frozen=True)
 class RowAddress:
-    rows: torch.Tensor  # [b] the cache row of each batch row
+    rows: torch.Tensor | None  # [b] the cache row of each batch row; None when slices serve (no index needed)
     first: int | None  # rows are first, first+1, ...: read and write through slices (no copy)
 
 
@@ -37,9 +37,6 @@ class ContiguousKVCache(KVCache):
         self._free_rows = list(range(capacity))
         self._row: dict[int, int] = {}
 
-    def row_of(self, seq_id: int) -> int:
-        return self._row[seq_id]
-
     def _on_add(self, seq_id):
         self._row[seq_id] = self._free_rows.pop(0)
 
@@ -50,6 +47,8 @@ class ContiguousKVCache(KVCache):
     def _reserve(self, step: StepBatch) -> RowAddress:
         rows = [self._row[s] for s in step.seq_ids]
         first = rows[0] if rows == list(range(rows[0], rows[0] + len(rows))) else None
+        if first is not None and step.uniform and not step.static:
+            return RowAddress(None, first)  # the common decode step: slices only, no index tensor to upload
         return RowAddress(torch.tensor(rows, dtype=torch.long, device=self.device), first)
 
     def _store(self, layer, step, kp, vp):

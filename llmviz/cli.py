@@ -77,7 +77,35 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--capture", default="meta", choices=("meta", "full"))
     tr.add_argument("--filter", nargs="*", default=[], help="hook-name glob patterns: record only these hooks")
     tr.add_argument("--out", required=True, help="folder for trace.json + arrays.npz")
+    _compare_parser(sub)
     return top
+
+
+def _compare_parser(sub) -> None:
+    from llmviz.engine.presets import presets
+
+    names = list(presets({"num_heads": 8, "num_kv_heads": 8, "max_position_embeddings": 512}))
+    cmp = sub.add_parser("compare", help="A/B: two settings on one prompt, timed, measured and diffed")
+    cmp.add_argument("--prompt", required=True, help="text to run both settings on")
+    cmp.add_argument("--model", default=service.EMBEDDED_MODEL,
+                     help="hub id, local folder, the embedded llmviz-tiny or the built-in gpt2-124m-random")
+    cmp.add_argument("--a", default="", help='setting A as switches: "kv-dtype=fp16,attn=sdpa" (empty: defaults)')
+    cmp.add_argument("--b", default="", help="setting B, the same way")
+    cmp.add_argument("--preset", default=None, choices=names, help="A and B of a preset (--a/--b then add to it)")
+    cmp.add_argument("--steps", type=int, default=16, help="decode steps after the prefill")
+    cmp.add_argument("--repeats", type=int, default=3, help="timed rounds of A and B, interleaved")
+    cmp.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
+    cmp.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    cmp.add_argument("--top-k", type=int, default=DEFAULT_SAMPLING.top_k)
+    cmp.add_argument("--top-p", type=float, default=DEFAULT_SAMPLING.top_p)
+    cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
+    cmp.add_argument("--max-seq-len", type=int, default=None, help="KV cache length (default: context, <= 2048)")
+    cmp.add_argument("--perplexity", action="store_true", help="also held-out perplexity of each side")
+    cmp.add_argument("--layer", type=int, default=0, help="the attention map's layer")
+    cmp.add_argument("--head", type=int, default=0, help="the attention map's head")
+    cmp.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
+    cmp.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
@@ -174,13 +202,23 @@ def trace_cmd(args) -> int:
     return 0
 
 
+def compare_cmd(args) -> int:
+    from llmviz.cli_compare import run_compare
+
+    start(args)
+    return run_compare(args)
+
+
+COMMANDS = {"generate": generate, "trace": trace_cmd, "compare": compare_cmd}
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.command is None:
         parser().print_help()
         return 0
     try:
-        return generate(args) if args.command == "generate" else trace_cmd(args)
+        return COMMANDS[args.command](args)
     except LlmvizError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ import torch themselves.
 
 from __future__ import annotations
 
+from llmviz.engine.compare import CompareConfig
 from llmviz.engine.config import EngineConfig
 from llmviz.engine.devices import set_cpu_threads
 from llmviz.engine.loading import EMBEDDED_MODEL, LoadedModel, load_model
@@ -14,11 +15,14 @@ from llmviz.engine.trace import RunTrace, StepTrace
 
 __all__ = [
     "EMBEDDED_MODEL",
+    "CompareConfig",
     "EngineConfig",
     "LoadedModel",
     "RunTrace",
     "Session",
     "StepTrace",
+    "batch_sweep",
+    "compare",
     "generated_text",
     "language_note",
     "load",
@@ -67,3 +71,18 @@ def language_note(lm: LoadedModel, prompt: str) -> str | None:
 def run(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, max_new_tokens: int) -> RunTrace:
     """Prefill plus decode steps until max_new_tokens tokens exist, EOS, or the cache is full."""
     return start(lm, prompt, config).generate(max_new_tokens)
+
+
+def batch_sweep(lm: LoadedModel, prompt_rows: list[list[int]], **options) -> dict:
+    """Throughput at batch 1, 2, 4, 8 (llmviz/engine/batch_sweep.py)."""
+    from llmviz.engine.batch_sweep import batch_sweep as sweep
+
+    return sweep(lm, prompt_rows, **options)
+
+
+def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:
+    """An A/B comparison (llmviz/engine/compare.py); load_fn(name, engine_config) -> LoadedModel lets the app
+    use its shared model cache."""
+    from llmviz.engine.compare import compare as run_compare
+
+    return run_compare(config, load_fn or load, progress)

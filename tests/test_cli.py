@@ -94,3 +94,29 @@ def test_a_prompts_file_that_is_not_utf8(tmp_path, model_dirs):
     (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
     out = cli("generate", "--model", str(model_dirs["gpt2"]), "--prompts-file", str(tmp_path / "latin1.txt"))
     assert out.returncode == 2 and "not UTF-8" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_compare_json(model_dirs):
+    out = cli("compare", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "The quick brown fox",
+              "--preset", "kv-fp16", "--steps", "3", "--repeats", "1", "--json", "--threads", "1")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert (doc["a"]["spec"], doc["b"]["spec"]) == ("kv-dtype=fp32", "kv-dtype=fp16")
+    n = len(doc["a"]["output_ids"])
+    assert n == 4 and doc["b"]["kv_bytes_used"] * 2 == doc["a"]["kv_bytes_used"]
+    assert doc["a"]["kv_bytes_used"] == (doc["prompt_tokens"] + 3) * 2 * 16 * 2 * 4 * 2
+    rows = {r["what"]: r for r in doc["prediction"]}
+    assert rows["kv_used"]["predicted_ratio"] == 0.5 == rows["kv_used"]["measured_ratio"]
+    assert doc["verdict"]["text"] and doc["bandwidth"]["gb_per_s"] > 0
+    assert doc["drift"]["max"] < 0.05 and len(doc["drift"]["max_abs_dlogit"]) == 4
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--a", "kv-dtype=fp17"), "not one of"),
+    (("--b", "warp=9"), "unknown switch"),
+    (("--steps", "0"), "steps must be"),
+    (("--preset", "gqa", "--b", "kv-heads=3"), "set twice"),
+])
+def test_compare_errors_are_one_line(model_dirs, args, needle):
+    out = cli("compare", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "hi", *args)
+    assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

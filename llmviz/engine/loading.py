@@ -26,6 +26,7 @@ from llmviz.engine.models.convert import convert
 from llmviz.engine.models.layers import rope_inv_freq
 from llmviz.engine.models.quant import quantize
 from llmviz.engine.models.transformer import DecoderModel
+from llmviz.engine.random_weights import RANDOM_MODELS, TOKENIZER_OF_RANDOM, random_state
 from llmviz.engine.tokens import Tokenizer
 from llmviz.errors import (
     ConfigError,
@@ -102,7 +103,7 @@ class LoadedModel:
 def resolve_path(name_or_path: str | None) -> Path:
     """The local folder holding the model: the embedded one, a folder, or a hub snapshot."""
     name = (name_or_path or EMBEDDED_MODEL).strip()
-    if name in EMBEDDED_MODELS:
+    if name in EMBEDDED_MODELS or name in RANDOM_MODELS:
         return ASSETS / name
     path = Path(name).expanduser()
     if path.exists():
@@ -237,20 +238,24 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
     """Load a supported model; raises the typed errors of llmviz.errors, never hangs.
 
     kv_heads (GQA by mean-pooling) and fused_qkv (auto|on|off) rewrite the weights at load (convert.py);
-    quant int8|int4 replaces the blocks' projections by weight-only quantized ones (quant.py).
+    quant int8|int4 replaces the blocks' projections by weight-only quantized ones (quant.py). A built-in
+    random model (random_weights.py) draws its weights here and borrows the embedded tokenizer.
     """
     dev, dt = resolve_device(device), torch_dtype(dtype)
     path = resolve_path(name_or_path)
     hf_config = read_config(path)
     cfg = model_config(hf_config)
+    is_random = (name_or_path or "").strip() in RANDOM_MODELS
     with typed_out_of_memory(f"loading {name_or_path or EMBEDDED_MODEL}", "try dtype fp16/bf16 or a smaller model"):
-        cfg, state = convert(cfg, checkpoint_state(cfg, checkpoint_tensors(path)), kv_heads, fused_qkv)
+        state = random_state(cfg) if is_random else checkpoint_state(cfg, checkpoint_tensors(path))
+        cfg, state = convert(cfg, state, kv_heads, fused_qkv)
         model = build(cfg, state, dev, dt)
         quant_info = quantize(model, quant, quant_group)
     from transformers import AutoTokenizer
 
+    tokenizer_path = ASSETS / TOKENIZER_OF_RANDOM if is_random else path
     try:
-        hf_tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+        hf_tok = AutoTokenizer.from_pretrained(str(tokenizer_path), local_files_only=True, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise ModelNotFoundError(f"{path} has no usable tokenizer: {exc}") from exc
     warm_up(model)

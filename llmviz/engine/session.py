@@ -225,6 +225,18 @@ class Session:
             lm.compiled_shapes.add(self._shape_key())
         return logits
 
+    def force_last(self, tokens: list[int]) -> None:
+        """Teacher forcing: each open row's last drawn token becomes tokens[i] before the next step, so a
+        comparison can feed one setting the tokens another drew (the trace keeps what this run drew)."""
+        if len(tokens) != len(self.sequences):
+            raise ConfigError(f"force_last needs one token per row ({len(self.sequences)}), got {len(tokens)}")
+        for seq, token in zip(self.sequences, tokens, strict=True):
+            if len(seq.ids) > seq.prompt_len and not (seq.finished and seq.finished != "eos"):
+                if not 0 <= int(token) < self.lm.cfg.vocab_size:
+                    raise PromptError(f"token id {token} is outside the vocabulary")
+                seq.ids[-1] = int(token)
+                seq.finished = self._finished_reason(seq)
+
     def _finished_reason(self, seq: Sequence) -> str:
         eos = set(self.lm.tokenizer.eos_ids)
         if self.config.stop_at_eos and eos and seq.ids[-1] in eos:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
-from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, EngineConfig, SamplingConfig
+from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, PADDINGS, EngineConfig, SamplingConfig
+from llmviz.engine.switches import parse_spec
 from llmviz.errors import ConfigError
 
 DEFAULT_MODEL = EMBEDDED_MODEL
@@ -24,7 +25,7 @@ MAX_UI_SEQ = 512
 UI_THREADS = max(1, (os.cpu_count() or 2) // 2)
 SLIDERS = {"temperature": (0.0, 2.0, 0.05), "top_k": (0, 100, 1), "top_p": (0.05, 1.0, 0.05)}  # min, max, step
 RANGES = {**{name: (low, high) for name, (low, high, _) in SLIDERS.items()}, "seed": (0, 2**32 - 1),
-          "step": (0, MAX_UI_SEQ)}
+          "step": (0, MAX_UI_SEQ), "cmp_steps": (1, 128), "cmp_repeats": (1, 10), "cmp_run": (0, 1)}
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,17 @@ class Settings:
     # "first-last:temperature,top_k,top_p;..." (see encode_history): with it a link replays a run exactly,
     # even when the sliders moved halfway through it.
     history: str = ""
+    # The Compare page (C8-C11, C14, C19-C21): the model ("" = the one above), settings A and B as switch specs
+    # ("kv-dtype=fp16,attn=eager"), decode steps and timed rounds; cmp_run=1 runs it when the link opens.
+    cmp_model: str = ""
+    cmp_a: str = ""
+    cmp_b: str = ""
+    cmp_steps: int = 16
+    cmp_repeats: int = 3
+    cmp_run: int = 0
+    # The Batch page (C13): its prompts, one per line ("" = examples of different lengths), and the pad side.
+    batch: str = ""
+    padding: str = "right"
 
     def sampling_for(self, step: int) -> SamplingConfig:
         """The settings step `step` is drawn with: its recorded ones from the link, else the sliders'."""
@@ -82,10 +94,16 @@ class Settings:
                 values[f.name] = kind(raw)
             except (TypeError, ValueError):
                 problems.append(f"{f.name}={raw!r}")
-        checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": ("en", "zh")}
+        checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": ("en", "zh"), "padding": PADDINGS}
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
                 problems.append(f"{name}={values.pop(name)!r}")
+        for name in ("cmp_a", "cmp_b"):
+            if name in values:
+                try:
+                    parse_spec(values[name])
+                except ConfigError:
+                    problems.append(f"{name}={values.pop(name)!r}")
         if "history" in values:
             try:
                 decode_history(values["history"])

@@ -1,0 +1,91 @@
+"""Compare: two settings of the engine on one prompt; predicted first, then measured side by side (C8-C11,
+C14, C19-C21; claims K4, K6, K10, K11)."""
+
+import streamlit as st
+
+from llmviz.engine.presets import presets
+from llmviz.errors import LlmvizError
+from llmviz.ui import compare_run, compare_view, state
+from llmviz.ui.chrome import heading, translator
+
+WIDGETS = {"cmp_model": "cmp_model_w", "cmp_a": "cmp_a_w", "cmp_b": "cmp_b_w", "cmp_steps": "cmp_steps_w",
+           "cmp_repeats": "cmp_repeats_w"}
+
+
+def seed_widgets() -> None:
+    current = state.settings()
+    for field, key in WIDGETS.items():
+        st.session_state.setdefault(key, getattr(current, field))
+
+
+def apply() -> None:
+    state.update(**{field: st.session_state[key] for field, key in WIDGETS.items()}, cmp_run=0)
+
+
+def use_preset(table: dict) -> None:
+    name = st.session_state.get("cmp_preset_w")
+    if name in table:
+        st.session_state["cmp_a_w"], st.session_state["cmp_b_w"] = table[name].a, table[name].b
+        apply()
+
+
+def controls(t, s, config: dict, device: str) -> bool:
+    seed_widgets()
+    table = presets(config, device)
+    home = s.model
+    models = [""] + [m for m in (compare_run.RANDOM_GPT2,) if m != home]
+    st.selectbox(t("compare.model"), models, key="cmp_model_w", on_change=apply,
+                 format_func=lambda m: t("compare.model_home", name=home) if not m else t("compare.model_random"),
+                 help=t("compare.model_help"))
+    st.pills(t("compare.presets"), list(table), key="cmp_preset_w", on_change=use_preset, args=(table,),
+             format_func=lambda n: t(f"preset.{n}"), help=t("compare.presets_help"))
+    a, b = st.columns(2)
+    a.text_input(t("compare.spec", side="A"), key="cmp_a_w", on_change=apply, help=t("compare.spec_help"),
+                 placeholder=t("compare.defaults"))
+    b.text_input(t("compare.spec", side="B"), key="cmp_b_w", on_change=apply, help=t("compare.spec_help"),
+                 placeholder=t("compare.defaults"))
+    a, b, c = st.columns([1, 1, 2])
+    a.number_input(t("compare.steps"), 1, 128, key="cmp_steps_w", on_change=apply)
+    b.number_input(t("compare.repeats"), 1, 10, key="cmp_repeats_w", on_change=apply)
+    c.caption(t("compare.prompt_note", prompt=s.prompt))
+    compare_view.switch_reference(t)
+    return st.button(t("compare.run"), type="primary")
+
+
+def main() -> None:
+    t = translator()
+    heading(t, "compare")
+    s = state.settings()
+    try:
+        base = compare_run.base_model(s)
+    except ImportError:  # a replay-only install without torch
+        st.info(t("compare.no_engine"))
+        return
+    except (LlmvizError, MemoryError) as exc:
+        state.explain(t, exc)
+        st.page_link("app_pages/home.py", label=t("error.go_home"), icon=":material/home:")
+        return
+    pressed = controls(t, s, base.card()["config"], base.device.type)
+    s = state.settings()
+    st.subheader(t("compare.predict_title"))
+    try:
+        pa, pb, n = compare_run.preview(s)
+        compare_view.prediction_table(t, pa, pb)
+        st.caption(t("compare.predict_note", n=n, steps=s.cmp_steps))
+    except (LlmvizError, MemoryError) as exc:
+        state.explain(t, exc)
+        return
+    result = compare_run.shown_result(s)
+    if pressed or (s.cmp_run and result is None):
+        result = compare_run.run(t, s)
+        if result is not None:
+            state.update(cmp_run=1)  # the link now reopens (and reruns) this comparison
+            state.sync_url()
+            st.rerun()  # draw the prediction again with the bandwidth just measured
+    if result is not None:
+        labels = [base.tokenizer.describe([i])[i]["text"] for i in base.tokenizer.encode(s.prompt)]
+        compare_view.result_view(t, result, labels)
+    state.sync_url()
+
+
+main()

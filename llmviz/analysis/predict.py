@@ -1,0 +1,210 @@
+"""Predict before measuring: what arithmetic says a setting costs, from the model's shape alone (C7, C11,
+C19, C21; claims K2, K4, K10, K11).
+
+For one side of a comparison (a model config plus the switches that change bytes), per decode step:
+
+    weights read    every projection of every block, the final norm and the output head (an embedding
+                    lookup reads one row)
+    KV read         min(cached tokens, window) x kv_heads x head_dim x 2 (K and V) x bytes, per layer,
+                    plus the per-token scales of fp8/int8
+    FLOPs           2 per weight of each matmul, plus 4 x heads x head_dim x attended tokens per layer
+    bound           (weights read + KV read) / measured bandwidth: the step's time if memory were the
+                    only cost (a decode step at batch 1 is memory-bound, C7)
+
+and the KV bytes a layout allocates. Pure arithmetic (no numpy needed): the Compare page shows it before
+a comparison runs, then beside the measured figures; the claims page reuses it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+SCALE_BYTES = 4  # fp8/int8 KV keep one fp32 scale per token and head, for K and for V
+QUANT_BITS = {"none": None, "int8": 8, "int4": 4}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A model's dimensions, as the model card's config dict has them (before any load-time switch)."""
+
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    max_position_embeddings: int
+    mlp: str = "gated"
+    norm: str = "rms"
+    position: str = "rope"
+    qkv_bias: bool = False
+    out_bias: bool = False
+    mlp_bias: bool = False
+    tie_embeddings: bool = False
+    sliding_windows: tuple = ()
+
+    @classmethod
+    def from_config(cls, config: dict) -> Shape:
+        keys = cls.__dataclass_fields__
+        values = {k: v for k, v in config.items() if k in keys}
+        values["sliding_windows"] = tuple(values.get("sliding_windows", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One side of a comparison: a shape and the switches that change what a step reads or stores."""
+
+    shape: Shape
+    dtype: str = "fp32"
+    kv_dtype: str = "auto"
+    kv_heads: int | None = None
+    quant: str = "none"
+    quant_group: int = 32
+    kv_layout: str = "contiguous"
+    kv_block_size: int = 16
+    sliding_window: int | None = None
+    kv_rollback: int = 0
+    max_seq: int = 2048
+
+    @classmethod
+    def of(cls, shape: Shape, changes: dict, max_seq: int) -> Setup:
+        """A side from a compare spec's EngineConfig changes (fields this arithmetic ignores are dropped)."""
+        keys = set(cls.__dataclass_fields__) - {"shape", "max_seq"}
+        return cls(shape, max_seq=max_seq, **{k: v for k, v in changes.items() if k in keys})
+
+    @property
+    def kv_head_count(self) -> int:
+        return self.kv_heads or self.shape.num_kv_heads
+
+    @property
+    def kv_element(self) -> str:
+        return self.dtype if self.kv_dtype == "auto" else self.kv_dtype
+
+    def window(self, layer: int) -> int:
+        """Tokens layer `layer` attends to at most (0 = all)."""
+        if self.sliding_window:
+            return self.sliding_window
+        return self.shape.sliding_windows[layer] if self.shape.sliding_windows else 0
+
+
+def block_matrices(s: Shape, kv_heads: int) -> tuple[int, int]:
+    """(weights of the matmuls, bias and norm parameters) of one transformer block."""
+    d, hd, h, f = s.hidden_size, s.head_dim, s.num_heads, s.intermediate_size
+    q_out, kv_out = h * hd, kv_heads * hd
+    matrices = d * q_out + 2 * d * kv_out + q_out * d + (3 if s.mlp == "gated" else 2) * d * f
+    small = (q_out + 2 * kv_out) * s.qkv_bias + d * s.out_bias
+    small += ((2 * f if s.mlp == "gated" else f) + d) * s.mlp_bias
+    small += 2 * d * (2 if s.norm == "layer" else 1)  # two norms (LayerNorm has a bias)
+    return matrices, small
+
+
+def weight_bytes(setup: Setup) -> int:
+    """Bytes of every weight as stored: quantized block matrices with their scales, the rest in dtype."""
+    s, e = setup.shape, ELEMENT_BYTES[setup.dtype]
+    matrices, small = block_matrices(s, setup.kv_head_count)
+    bits = QUANT_BITS[setup.quant]
+    if bits is None:
+        blocks = (matrices + small) * e
+    else:
+        out_rows = _block_out_rows(s, setup.kv_head_count)
+        scales = out_rows if bits == 8 else 2 * matrices // setup.quant_group  # int8: one per row; int4: scale+zero
+        blocks = matrices * bits // 8 + (scales + small) * e
+    final_norm = s.hidden_size * (2 if s.norm == "layer" else 1)
+    tables = s.vocab_size * s.hidden_size * (1 if s.tie_embeddings else 2)
+    tables += s.max_position_embeddings * s.hidden_size * (s.position == "learned")
+    return s.num_layers * blocks + (final_norm + tables) * e
+
+
+def _block_out_rows(s: Shape, kv_heads: int) -> int:
+    """Output rows of a block's matrices (int8 keeps one scale per row)."""
+    q_out, kv_out = s.num_heads * s.head_dim, kv_heads * s.head_dim
+    return q_out + 2 * kv_out + s.hidden_size + (2 if s.mlp == "gated" else 1) * s.intermediate_size + s.hidden_size
+
+
+def weight_read_bytes(setup: Setup) -> int:
+    """Weight bytes one decode step reads: everything but the embedding tables, of which it reads one row
+    each (a tied table is read whole as the output head)."""
+    s, e = setup.shape, ELEMENT_BYTES[setup.dtype]
+    unread_rows = (s.vocab_size - 1) * (0 if s.tie_embeddings else 1)
+    unread_rows += (s.max_position_embeddings - 1) * (s.position == "learned")
+    return weight_bytes(setup) - unread_rows * s.hidden_size * e
+
+
+def kv_bytes_per_token(setup: Setup) -> int:
+    """One token's K and V in every layer, scales included (C4)."""
+    hd, kv = setup.shape.head_dim, setup.kv_head_count
+    element = setup.kv_element
+    per_head = hd * ELEMENT_BYTES[element] + (SCALE_BYTES if element in ("fp8", "int8") else 0)
+    return 2 * kv * per_head * setup.shape.num_layers
+
+
+def kv_read_bytes(setup: Setup, cached: int) -> int:
+    """KV bytes one decode step reads with `cached` tokens in the cache (the new one included)."""
+    per_layer = kv_bytes_per_token(setup) // setup.shape.num_layers
+    return sum(per_layer * (min(cached, w) if (w := setup.window(i)) else cached)
+               for i in range(setup.shape.num_layers))
+
+
+def kv_allocated_bytes(setup: Setup, tokens: int) -> int:
+    """What the layout holds for one sequence of `tokens` tokens: contiguous preallocates max_seq slots (a
+    ring of window + rollback with a sliding window), paged whole blocks, dynamic exactly the tokens."""
+    if setup.kv_layout == "contiguous":
+        ring = setup.sliding_window and setup.sliding_window + setup.kv_rollback < setup.max_seq
+        slots = setup.sliding_window + setup.kv_rollback if ring else setup.max_seq
+    elif setup.kv_layout == "paged":
+        slots = math.ceil(tokens / setup.kv_block_size) * setup.kv_block_size
+    else:
+        slots = tokens
+    return slots * kv_bytes_per_token(setup)
+
+
+def decode_flops(setup: Setup, cached: int) -> int:
+    """FLOPs of one decode step at batch 1: the matmuls (2 per weight) and attention over `cached` tokens."""
+    s = setup.shape
+    matrices, _ = block_matrices(s, setup.kv_head_count)
+    attended = sum(min(cached, w) if (w := setup.window(i)) else cached for i in range(s.num_layers))
+    return 2 * (s.num_layers * matrices + s.vocab_size * s.hidden_size) + 4 * s.num_heads * s.head_dim * attended
+
+
+@dataclass(frozen=True)
+class Prediction:
+    weight_bytes: int
+    weight_read_bytes: int  # per decode step
+    kv_read_bytes: int  # per decode step, averaged over the run's decode steps
+    kv_used_bytes: int  # at the end of the run
+    kv_allocated_bytes: int
+    decode_flops: int  # per decode step, averaged
+    bound_ms: float | None  # memory-bound decode time per token from the measured bandwidth
+
+    @property
+    def read_bytes(self) -> int:
+        return self.weight_read_bytes + self.kv_read_bytes
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte read: far below a device's FLOP/s over its bandwidth means memory-bound (C7)."""
+        return self.decode_flops / self.read_bytes
+
+
+def predict(setup: Setup, prompt_tokens: int, decode_steps: int, bandwidth_gb_per_s: float | None) -> Prediction:
+    """A run of one prompt and `decode_steps` decode steps (step k reads prompt + k cached tokens)."""
+    steps = max(decode_steps, 1)
+    cached = [prompt_tokens + k for k in range(1, steps + 1)]
+    kv_read = round(sum(kv_read_bytes(setup, c) for c in cached) / steps)
+    flops = round(sum(decode_flops(setup, c) for c in cached) / steps)
+    tokens = prompt_tokens + decode_steps  # the last drawn token is never fed back, so not cached
+    cached_now = min(tokens, setup.sliding_window + setup.kv_rollback) if (
+        setup.sliding_window and setup.kv_layout == "contiguous") else tokens
+    w_read = weight_read_bytes(setup)
+    bound = (w_read + kv_read) / (bandwidth_gb_per_s * 1e9) * 1000 if bandwidth_gb_per_s else None
+    return Prediction(weight_bytes(setup), w_read, kv_read, cached_now * kv_bytes_per_token(setup),
+                      kv_allocated_bytes(setup, tokens), flops, bound)
+
+
+def ratio(b: float | None, a: float | None) -> float | None:
+    """b / a, or None where it has no meaning."""
+    return None if a in (None, 0) or b is None else b / a

@@ -1,0 +1,73 @@
+"""Throughput against batch size (C13; claim K5): the same prompts run as padded batches of 1, 2, 4, 8.
+
+A decode step reads every weight once whatever the batch, so while the step stays memory-bound a batch of
+b rows costs little more than one row and tokens/s grows almost b-fold; once the matmuls become the cost
+(b rows x the weights' FLOPs against the device's FLOP/s) it flattens. Timed per step at capture off:
+the engine's timed region (forward pass and sampling, device synchronized), greedy, EOS ignored so every
+row decodes every step; a warm-up round, then `repeats` rounds with the sizes interleaved; medians.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+import torch
+
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.loading import LoadedModel
+from llmviz.engine.session import Session
+from llmviz.errors import ConfigError
+
+MAX_BATCH = 8
+
+
+def _run(lm: LoadedModel, rows: list[list[int]], steps: int, padding: str, device: str) -> dict:
+    config = EngineConfig(device=device, capture="off", logit_lens_top_k=0, stop_at_eos=False, padding=padding,
+                          sampling=SamplingConfig(temperature=0),
+                          max_seq_len=min(lm.cfg.max_position_embeddings, max(map(len, rows)) + steps + 1))
+    trace = Session(lm, config=config, prompt_ids=rows).generate(steps + 1)
+    prefill = trace.steps[0]
+    return {"prefill_ms": prefill.timings["total_ms"], "prompt_tokens": sum(map(len, rows)),
+            "padded_slots": prefill.timings["padded_slots"],
+            "decode_ms": statistics.median(s.timings["total_ms"] for s in trace.steps[1:])}
+
+
+def batch_sweep(lm: LoadedModel, prompt_rows: list[list[int]], sizes: tuple = (1, 2, 4, 8), steps: int = 8,
+                repeats: int = 2, padding: str = "right", device: str = "auto",
+                progress: Callable[[float, str], None] | None = None) -> dict:
+    """Batch b runs the first b of `prompt_rows` (token ids; cycled when there are fewer rows than b)."""
+    if not prompt_rows or not all(prompt_rows):
+        raise ConfigError("batch_sweep needs at least one prompt of at least one token")
+    if not sizes or any(not isinstance(b, int) or not 1 <= b <= MAX_BATCH for b in sizes):
+        raise ConfigError(f"batch sizes must be whole numbers in 1..{MAX_BATCH}, got {list(sizes)}")
+    if not 1 <= steps <= 128 or not 1 <= repeats <= 10:
+        raise ConfigError("steps must be in 1..128 and repeats in 1..10")
+    progress = progress or (lambda fraction, what: None)
+    batches = {b: [prompt_rows[i % len(prompt_rows)] for i in range(b)] for b in sizes}
+    runs: dict[int, list[dict]] = {b: [] for b in sizes}
+    order = list(sizes)
+    total = (repeats + 1) * len(order)
+    for r in range(repeats + 1):
+        for j, b in enumerate(order if r % 2 == 0 else order[::-1]):
+            progress((r * len(order) + j) / total, f"batch {b}, round {r + 1}/{repeats + 1}")
+            run = _run(lm, batches[b], steps, padding, device)
+            if r:  # round 0 warms up
+                runs[b].append(run)
+    progress(1.0, "done")
+    out = []
+    for b in sizes:
+        rs = runs[b]
+        decode = [x["decode_ms"] for x in rs]
+        prefill = [x["prefill_ms"] for x in rs]
+        out.append({"batch": b, "decode_ms_per_step": {"median": statistics.median(decode), "min": min(decode),
+                                                       "max": max(decode)},
+                    "prefill_ms": {"median": statistics.median(prefill), "min": min(prefill), "max": max(prefill)},
+                    "decode_tokens_per_s": b * 1000 / statistics.median(decode),
+                    "prefill_tokens_per_s": rs[0]["prompt_tokens"] * 1000 / statistics.median(prefill),
+                    "prefill_padded_slots": rs[0]["padded_slots"]})
+    return {"sizes": out, "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
+            "steps": steps, "repeats": repeats, "padding": padding,
+            "what_was_timed": "the engine's timed region of each step (forward pass and sampling, device "
+                              "synchronized) at capture off, greedy, EOS ignored; one warm-up round, then "
+                              f"{repeats} rounds with the sizes interleaved; medians"}

@@ -1,0 +1,77 @@
+"""The Compare page's state: which comparison the settings name, its prediction before it runs, running it
+with a progress bar on the shared model cache, and its result kept in this browser session (C8-C11, C14,
+C19-C21).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis.predict import Prediction, Setup, Shape, predict
+from llmviz.engine.config import DEFAULT_MAX_SEQ
+from llmviz.engine.switches import parse_spec
+from llmviz.errors import LlmvizError
+from llmviz.ui import state
+from llmviz.ui.settings import Settings
+
+RESULT_KEY, BANDWIDTH_KEY = "llmviz_compare", "llmviz_bandwidth"
+RANDOM_GPT2 = "gpt2-124m-random"
+
+
+def model_of(s: Settings) -> str:
+    return s.cmp_model or s.model
+
+
+def key_of(s: Settings) -> tuple:
+    """What a comparison depends on: change any of these and the shown result is another comparison's."""
+    return model_of(s), s.device, s.prompt, s.seed, s.cmp_a, s.cmp_b, s.cmp_steps, s.cmp_repeats
+
+
+def load(name, engine):
+    """A side's model from the shared cache, by its load-time switches."""
+    return state.cached_model(name, engine.device, engine.dtype, engine.kv_heads, engine.fused_qkv, engine.quant,
+                              engine.quant_group)
+
+
+def base_model(s: Settings):
+    """The model as stored (fp32, no load-time switch): its shape and tokenizer feed the prediction."""
+    return state.cached_model(model_of(s), s.device, "fp32")
+
+
+def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
+    """What arithmetic predicts for A and B before anything runs (bandwidth: this session's last probe)."""
+    lm = base_model(s)
+    config = lm.card()["config"]
+    shape = Shape.from_config(config)
+    n = len(lm.tokenizer.encode(s.prompt))
+    max_seq = min(config["max_position_embeddings"], DEFAULT_MAX_SEQ)
+    gbps = st.session_state.get(BANDWIDTH_KEY)
+    sides = [predict(Setup.of(shape, parse_spec(spec), max_seq), n, s.cmp_steps, gbps) for spec in (s.cmp_a, s.cmp_b)]
+    return sides[0], sides[1], n
+
+
+def shown_result(s: Settings) -> dict | None:
+    kept = st.session_state.get(RESULT_KEY)
+    return kept[1] if kept and kept[0] == key_of(s) else None
+
+
+def run(t, s: Settings) -> dict | None:
+    """Run the comparison the settings name, with a progress bar; None (and a message) when it cannot run."""
+    from llmviz import service
+    from llmviz.engine.config import SamplingConfig
+
+    bar = st.progress(0.0, text=t("compare.progress", what="…"))
+    try:
+        config = service.CompareConfig(prompt=s.prompt, a=s.cmp_a, b=s.cmp_b, model=model_of(s), steps=s.cmp_steps,
+                                       repeats=s.cmp_repeats, seed=s.seed, device=s.device,
+                                       sampling=SamplingConfig(temperature=0))
+        result = service.compare(config, load, lambda f, what: bar.progress(min(1.0, f),
+                                                                            text=t("compare.progress", what=what)))
+    except (LlmvizError, MemoryError) as exc:
+        bar.empty()
+        state.explain(t, exc)
+        return None
+    bar.empty()
+    st.session_state[BANDWIDTH_KEY] = result["bandwidth"]["gb_per_s"]
+    st.session_state[RESULT_KEY] = (key_of(s), result)
+    return result

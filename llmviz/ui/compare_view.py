@@ -1,0 +1,138 @@
+"""How the Compare page draws a prediction and a result (see llmviz/engine/compare.py for each number)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import streamlit as st
+
+from llmviz.analysis.kv_memory import human
+from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
+from llmviz.analysis.predict import Prediction, ratio
+from llmviz.engine.switches import SWITCHES
+from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+def escape(text: str) -> str:
+    """Text shown literally inside markdown (generated text may hold any character)."""
+    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
+
+
+def _x(b: float | None, a: float | None) -> str:
+    r = ratio(b, a)
+    return "—" if r is None else f"{r:.2f}×"
+
+
+def prediction_table(t, a: Prediction, b: Prediction) -> None:
+    rows = [("weight_bytes", a.weight_bytes, b.weight_bytes, human), ("weight_read", a.weight_read_bytes,
+            b.weight_read_bytes, human), ("kv_read", a.kv_read_bytes, b.kv_read_bytes, human),
+            ("kv_used", a.kv_used_bytes, b.kv_used_bytes, human), ("kv_held", a.kv_allocated_bytes,
+            b.kv_allocated_bytes, human), ("flops", a.decode_flops, b.decode_flops, lambda v: f"{v / 1e6:,.1f} M"),
+            ("bound", a.bound_ms, b.bound_ms, lambda v: "—" if v is None else f"{v:.3f} ms")]
+    st.table({t("compare.col.what"): [t(f"compare.row.{k}") for k, *_ in rows],
+              "A": [f(x) for _, x, _, f in rows], "B": [f(y) for _, _, y, f in rows],
+              "B / A": [_x(y, x) for _, x, y, _ in rows]})
+
+
+def metrics(t, result: dict) -> None:
+    cols = st.columns(2)
+    for col, side in zip(cols, "ab", strict=True):
+        s, other = result[side], result["a"]
+        with col:
+            st.subheader(t("compare.side", side=side.upper(), spec=s["spec"] or t("compare.defaults")))
+            st.caption(t("compare.lossy_note", names=", ".join(s["lossy"])) if s["lossy"] else t("compare.exact_note"))
+            m = st.columns(2)
+            for i, key in enumerate(("prefill_ms", "decode_ms_per_token")):
+                v = s[key]
+                delta = None if side == "a" else f"{v['median'] / other[key]['median']:.2f}×"
+                m[i].metric(t(f"compare.m.{key}"), f"{v['median']:.2f} ms", delta, delta_color="off",
+                            help=t("compare.spread", lo=v["min"], hi=v["max"], n=len(v["all"])))
+            m = st.columns(2)
+            m[0].metric(t("compare.m.tokens_per_s"), f"{s['tokens_per_s']:.1f}")
+            m[1].metric(t("compare.m.weights"), human(s["weight_bytes"]))
+            m = st.columns(2)
+            alloc = t("compare.kv_alloc", alloc=human(s["kv_bytes_allocated"]), held=human(s["kv_bytes_held"]))
+            m[0].metric(t("compare.m.kv_used"), human(s["kv_bytes_used"]), help=alloc)
+            m[1].metric(t("compare.m.peak"), human(s["peak_memory"]["bytes"]),
+                        help=t(f"compare.peak_{s['peak_memory']['kind']}", hook=s["largest_activation"]["hook"]))
+            if s["kv"]["layout"] == "paged":
+                st.caption(t("compare.blocks", n=len(s["kv"]["block_tables"][0]), bs=s["kv"]["block_size"],
+                             table=s["kv"]["block_tables"][0][:32]))
+
+
+def outputs(t, result: dict) -> None:
+    first = result["outputs"]["first_divergence"]
+    st.markdown(t("compare.agreement", share=result["outputs"]["agreement"],
+                  where=t("compare.identical") if first is None else t("compare.diverge_at", i=first)))
+    cols = st.columns(2)
+    for col, side in zip(cols, "ab", strict=True):
+        pieces = result[side]["pieces"]
+        cut = len(pieces) if first is None else first
+        same, diff = escape("".join(pieces[:cut])), escape("".join(pieces[cut:]))
+        col.markdown(f"**{side.upper()}** · {escape(result['prompt'])}" + same +
+                     (f":orange-background[{diff}]" if diff else ""))
+
+
+def drift(t, result: dict) -> None:
+    d = result["drift"]
+    if d.get("max_abs_dlogit") is None:
+        st.info(t("compare.no_drift"))
+        return
+    st.plotly_chart(drift_bars(d["max_abs_dlogit"], d["greedy_agree"], t("compare.drift_title", max=d["max"]),
+                               t("compare.step"), "max |Δlogit|", t("compare.agree"), t("compare.differ")),
+                    width="stretch", key="cmp_drift")
+    st.caption(t("compare.drift_note", share=d["greedy_agreement"]))
+
+
+def attention(t, result: dict, labels: list[str]) -> None:
+    maps = [result[s]["attention"]["probs"] for s in "ab"]
+    titles = [f"{s.upper()}" + (f" ({t('compare.recomputed')})" if result[s]["attention"]["recomputed"] else "")
+              for s in "ab"]
+    st.plotly_chart(attention_pair(maps, titles, labels, t("compare.maps_title"), t("compare.prob")),
+                    width="stretch", key="cmp_maps")
+    if any(result[s]["attention"]["recomputed"] for s in "ab"):
+        st.caption(t("compare.recomputed_note"))
+
+
+def result_view(t, result: dict, labels: list[str]) -> None:
+    metrics(t, result)
+    st.caption(t("compare.timed", device=result["device"], threads=result["threads"], warmup=result["warmup"],
+                 repeats=result["repeats"]))
+    if result["within_noise"]["decode_ms_per_token"]:
+        st.warning(t("compare.noise"))
+    st.plotly_chart(timing_bars(result, {"a": "A", "b": "B", "prefill_ms": t("compare.m.prefill_ms"),
+                                         "decode_ms_per_token": t("compare.m.decode_ms_per_token")},
+                                t("compare.timing_title"), "ms"), width="stretch", key="cmp_timing")
+    st.subheader(t("compare.vs_title"))
+    st.markdown(gap_text(t, result))
+    rows = table(result)
+    st.table({t("compare.col.what"): [t(f"compare.row.{r.what}") for r in rows],
+              t("compare.col.predicted"): [_x(r.predicted_b, r.predicted_a) for r in rows],
+              t("compare.col.measured"): [_x(r.measured_b, r.measured_a) for r in rows]})
+    outputs(t, result)
+    drift(t, result)
+    attention(t, result, labels)
+    downloads(t, result)
+
+
+def downloads(t, result: dict) -> None:
+    buf = io.StringIO()
+    csv.writer(buf).writerows(csv_rows(result))
+    a, b = st.columns(2)
+    a.download_button(t("compare.json"), json.dumps(jsonable(result), ensure_ascii=False), "compare.json",
+                      "application/json", key="cmp_json")
+    b.download_button(t("compare.csv"), buf.getvalue(), "compare.csv", "text/csv", key="cmp_csv")
+
+
+def switch_reference(t) -> None:
+    """Every engine switch, its values and what it changes (exact or lossy)."""
+    with st.expander(t("compare.switches")):
+        st.table({t("compare.col.switch"): [s.name for s in SWITCHES.values()],
+                  t("compare.col.values"): [" | ".join(s.choices) if s.choices else t(f"compare.kind.{s.kind.__name__}")
+                                            for s in SWITCHES.values()],
+                  t("compare.col.what"): [t(f"switch.{s.name}") for s in SWITCHES.values()]})

@@ -1,0 +1,132 @@
+"""The optimization lab's engine side: switch specs, presets, the A/B comparison (C8-C11, C14, C19-C21).
+
+Bytes are checked against the prediction arithmetic (tests/analysis/test_predict.py checks that against
+published parameter counts) and against hand-computed sizes; lossless switches must give identical tokens.
+"""
+
+import math
+
+import pytest
+
+from llmviz import service
+from llmviz.analysis.lab import table, verdict
+from llmviz.cli import parser
+from llmviz.engine.compare import CompareConfig, agreement, compare
+from llmviz.engine.config import EngineConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.presets import presets
+from llmviz.engine.switches import SWITCHES, format_spec, lossy_changes, parse_spec
+from llmviz.errors import ConfigError
+
+PROMPT = "The quick brown fox"
+
+
+def test_spec_round_trip_and_errors():
+    changes = parse_spec("kv-dtype=fp16, attn=eager,compile,kv-heads=2")
+    assert changes == {"kv_dtype": "fp16", "attn_backend": "eager", "compile": True, "kv_heads": 2}
+    assert parse_spec(format_spec(changes)) == changes
+    assert parse_spec("") == {} and parse_spec("sliding-window=none") == {"sliding_window": None}
+    assert lossy_changes(changes) == ["kv-dtype", "kv-heads"]
+    assert lossy_changes(parse_spec("kv-dtype=auto,attn=flash,kv-layout=paged")) == []
+    for bad, needle in (("kv-dtype=fp17", "not one of"), ("warp=9", "unknown switch"),
+                        ("attn=eager,attn=sdpa", "twice"), ("kv-heads=two", "whole number"),
+                        ("compile=maybe", "on or off"), ("attn", "needs a value")):
+        with pytest.raises(ConfigError, match=needle):
+            parse_spec(bad)
+
+
+def test_every_switch_is_a_cli_flag_and_a_config_field():
+    flags = {a.dest for a in parser()._subparsers._group_actions[0].choices["generate"]._actions}
+    for switch in SWITCHES.values():
+        assert switch.name.replace("-", "_") in flags or switch.field in flags, switch.name
+        assert switch.field in EngineConfig.__dataclass_fields__
+
+
+def test_presets_fit_the_model():
+    tiny = {"num_heads": 8, "num_kv_heads": 8, "max_position_embeddings": 512}
+    table_ = presets(tiny)
+    assert table_["gqa"].b == "kv-heads=2"  # 8 -> 2, as the issue names it
+    assert presets({"num_heads": 12, "num_kv_heads": 12, "max_position_embeddings": 2048})["gqa"].b == "kv-heads=3"
+    assert presets(tiny, "cuda")["flash"].a == "dtype=fp16,attn=eager"  # CUDA's flash kernel: half precision only
+    for p in table_.values():
+        parse_spec(p.a), parse_spec(p.b)
+        assert parse_spec(p.a) != parse_spec(p.b) or p.name == "none"
+
+
+def test_compare_config_is_validated():
+    for bad in ({"steps": 0}, {"repeats": 99}, {"warmup": 0}, {"b": "kv-dtype=fp99"}, {"layer": -1}):
+        with pytest.raises(ConfigError):
+            CompareConfig(prompt=PROMPT, **bad)
+
+
+def test_agreement():
+    assert agreement([1, 2, 3], [1, 2, 3]) == {"agreement": 1.0, "first_divergence": None}
+    assert agreement([1, 2, 3], [1, 5, 3]) == {"agreement": 2 / 3, "first_divergence": 1}
+    assert agreement([1, 2], [1, 2, 3])["first_divergence"] == 2
+
+
+def run(model, a, b, **kw):
+    config = CompareConfig(prompt=PROMPT, a=a, b=b, model=str(model), steps=kw.pop("steps", 6), repeats=1,
+                           device="cpu", bandwidth_bytes=64 * 2**20, **kw)
+    return compare(config, service.load)
+
+
+def test_lossless_switch_gives_identical_tokens_and_the_predicted_bytes(model_dirs):
+    result = run(model_dirs["llama_gqa_rope3"], "kv-layout=contiguous", "kv-layout=paged,kv-block-size=4")
+    assert result["outputs"] == {"agreement": 1.0, "first_divergence": None}
+    assert result["a"]["output_ids"] == result["b"]["output_ids"] and len(result["a"]["output_ids"]) == 7
+    assert result["drift"]["max"] <= 1e-4 and result["drift"]["greedy_agreement"] == 1.0
+    b = result["b"]
+    cached = result["prompt_tokens"] + 6
+    per_token = 2 * 2 * 16 * 4 * 2  # layers x K,V x kv heads x head_dim x fp32 bytes
+    assert b["kv_bytes_used"] == cached * per_token
+    assert b["kv_bytes_held"] == math.ceil(cached / 4) * 4 * per_token  # whole blocks of 4
+    table_ = b["kv"]["block_tables"][0]
+    assert len(table_) == math.ceil(cached / 4)
+    for row in table(result):  # the arithmetic agrees with the bytes read from the allocated tensors
+        if row.what in ("weight_bytes", "kv_used", "kv_held"):
+            assert (row.predicted_a, row.predicted_b) == (row.measured_a, row.measured_b), row.what
+    assert result["a"]["attention"]["probs"].shape == (result["prompt_tokens"],) * 2
+
+
+def test_lossy_switches_change_bytes_as_hand_computed(model_dirs):
+    folder = model_dirs["llama_gqa_rope3"]  # 4 heads, 2 KV heads, head_dim 16, 2 layers
+    half = run(folder, "kv-dtype=fp32", "kv-dtype=fp16")
+    assert half["b"]["kv_bytes_used"] * 2 == half["a"]["kv_bytes_used"]
+    assert half["b"]["lossy"] == ["kv-dtype"] and 0 < half["drift"]["max"] < 0.05
+    gqa = run(folder, "", "kv-heads=1")
+    assert gqa["b"]["kv_bytes_used"] * 2 == gqa["a"]["kv_bytes_used"]
+    assert gqa["drift"]["max"] > 1e-3  # mean-pooled heads: a different model
+    assert gqa["b"]["weight_bytes"] == gqa["a"]["weight_bytes"] - 2 * 2 * 64 * 16 * 4  # 2 layers x k,v x d x hd x 4 B
+
+
+def test_teacher_forcing_makes_drift_zero_for_the_same_setting(model_dirs):
+    result = run(model_dirs["gpt2"], "", "", steps=4)
+    assert result["drift"]["max"] == 0.0 and result["outputs"]["agreement"] == 1.0
+    key, _ = verdict(result)
+    assert key in ("gap.noise", "gap.as_predicted")
+
+
+def test_eager_materializes_the_score_matrix_and_sdpa_does_not(model_dirs):
+    folder = model_dirs["llama_gqa_rope3"]
+    prompt = " ".join(["fox"] * 40)
+    config = CompareConfig(prompt=prompt, a="attn=eager", b="attn=sdpa", model=str(folder), steps=2, repeats=1,
+                           device="cpu", bandwidth_bytes=64 * 2**20)
+    result = compare(config, service.load)
+    n = result["prompt_tokens"]
+    eager, sdpa = result["a"]["largest_activation"], result["b"]["largest_activation"]
+    assert eager["bytes"] == 4 * n * n * 4 and eager["hook"].endswith(("scores", "probs"))  # [1, h, n, n] fp32
+    assert sdpa["bytes"] < eager["bytes"]
+    assert result["b"]["attention"]["recomputed"] and not result["a"]["attention"]["recomputed"]
+    assert result["drift"]["max"] <= 1e-4
+
+
+def test_force_last_feeds_the_given_token(model_dirs):
+    lm = load_model(str(model_dirs["gpt2"]), device="cpu")
+    session = service.start(lm, PROMPT, EngineConfig(device="cpu"))
+    session.step()
+    session.force_last([7])
+    step = session.step()
+    assert int(step.input_ids[0, 0]) == 7
+    with pytest.raises(ConfigError):
+        session.force_last([1, 2])

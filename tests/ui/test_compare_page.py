@@ -1,0 +1,87 @@
+"""Compare page: real values on screen (C8-C11, C19): a lossless switch gives identical tokens and no drift,
+fp16 KV halves the KV bytes shown, kv-heads 2 shows a quarter, paged shows a block table covering the
+sequence; the settings travel in the URL."""
+
+import math
+
+import pytest
+from ui_helpers import open_app, page_file, rendered_text
+
+from llmviz.analysis.kv_memory import human
+
+PROMPT = "The quick brown fox"
+
+
+def run_compare(app_model, a, b, steps=4, **params):
+    at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_a=a, cmp_b=b, cmp_steps=steps,
+                  cmp_repeats=1, **params)
+    next(x for x in at.button if x.label in ("Compare", "对比")).click().run(timeout=180)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def shown(at) -> dict:
+    """Metric label -> [A's value, B's value] (the two columns draw the same labels in order)."""
+    out = {}
+    for m in at.metric:
+        out.setdefault(m.label, []).append(m.value)
+    return out
+
+
+def result(at) -> dict:
+    return at.session_state["llmviz_compare"][1]
+
+
+def test_lossless_paged_switch(app_model):
+    at = run_compare(app_model, "kv-layout=contiguous", "kv-layout=paged")
+    r = result(at)
+    assert r["a"]["output_ids"] == r["b"]["output_ids"] and r["drift"]["max"] <= 1e-4
+    texts = rendered_text(at)
+    assert any("Tokens in agreement: 100%" in x and "identical" in x for x in texts)
+    n = r["prompt_tokens"] + 4
+    blocks = [x for x in texts if x.startswith("Block table")]
+    assert blocks and f"({math.ceil(n / 16)} blocks of 16 tokens)" in blocks[0]
+    assert at.query_params["cmp_run"] in ("1", ["1"]) and "paged" in str(at.query_params["cmp_b"])
+
+
+def test_fp16_kv_halves_and_kv_heads_quarter(app_model):
+    at = run_compare(app_model, "kv-dtype=fp32", "kv-dtype=fp16")
+    used = shown(at)["KV cache used"]
+    r = result(at)
+    assert r["b"]["kv_bytes_used"] * 2 == r["a"]["kv_bytes_used"]
+    assert used == [human(r["a"]["kv_bytes_used"]), human(r["a"]["kv_bytes_used"] / 2)]
+    at = run_compare(app_model, "", "kv-heads=2")
+    r = result(at)
+    heads = r["a"]["model_config"]["num_kv_heads"]
+    assert r["b"]["kv_bytes_used"] * heads // 2 == r["a"]["kv_bytes_used"]
+    assert shown(at)["KV cache used"][1] == human(r["a"]["kv_bytes_used"] * 2 / heads)
+    assert any("Lossy: kv-heads" in x for x in rendered_text(at))
+
+
+def test_prediction_shows_before_running(app_model):
+    at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_a="kv-dtype=fp32", cmp_b="kv-dtype=fp16")
+    table = next(t.value for t in at.table if "B / A" in t.value.columns)
+    row = list(table.iloc[:, 0]).index("KV cache used")
+    assert table.iloc[row]["B / A"] == "0.50×"
+    assert "llmviz_compare" not in at.session_state  # nothing ran
+
+
+def test_link_runs_the_comparison_in_chinese(app_model):
+    at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_a="", cmp_b="attn=eager",
+                  cmp_steps=2, cmp_repeats=1, cmp_run=1, lang="zh")
+    assert result(at)["b"]["spec"] == "attn=eager"
+    texts = rendered_text(at)
+    assert any("一致的 token" in x for x in texts)
+
+
+@pytest.mark.parametrize("params,needle", [({"cmp_b": "warp=9"}, "cmp_b"), ({"cmp_steps": "-3"}, "cmp_steps")])
+def test_bad_link_values_are_reported(app_model, params, needle):
+    at = open_app(None, model=app_model, prompt=PROMPT, **params)
+    assert any(needle in w.value for w in at.warning)
+    at.switch_page(page_file("compare")).run()
+    assert not at.exception and at.text_input(key="cmp_b_w").value == ""
+
+
+def test_impossible_setting_gets_a_message(app_model):
+    at = run_compare(app_model, "", "kv-heads=3")
+    assert any("Impossible setting" in e.value for e in at.error)

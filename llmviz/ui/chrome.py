@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from llmviz.ui import state
@@ -43,6 +45,15 @@ def shown_run(t: Translator, link_home: bool = True) -> state.Run | None:
     elif run is not None and run.key is None:
         st.info(t("common.replay"))
     return run
+
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+def literal(text: str) -> str:
+    """Text shown as typed inside markdown (a prompt or generated text may hold any character); newlines
+    become ↵ so a row stays one line."""
+    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
 
 
 SPAN_KEYS = {"embed": "span.embed", "mask": "span.mask", "kv.write": "span.kv_write", "head": "span.head",

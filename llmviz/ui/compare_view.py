@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 
 import streamlit as st
 
@@ -13,14 +12,8 @@ from llmviz.analysis.kv_memory import human
 from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
 from llmviz.analysis.predict import Prediction, ratio
 from llmviz.engine.switches import SWITCHES
+from llmviz.ui.chrome import literal
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
-
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
-
-
-def escape(text: str) -> str:
-    """Text shown literally inside markdown (generated text may hold any character)."""
-    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
 
 
 def _x(b: float | None, a: float | None) -> str:
@@ -73,8 +66,8 @@ def outputs(t, result: dict) -> None:
     for col, side in zip(cols, "ab", strict=True):
         pieces = result[side]["pieces"]
         cut = len(pieces) if first is None else first
-        same, diff = escape("".join(pieces[:cut])), escape("".join(pieces[cut:]))
-        col.markdown(f"**{side.upper()}** · {escape(result['prompt'])}" + same +
+        same, diff = literal("".join(pieces[:cut])), literal("".join(pieces[cut:]))
+        col.markdown(f"**{side.upper()}** · {literal(result['prompt'])}" + same +
                      (f":orange-background[{diff}]" if diff else ""))
 
 

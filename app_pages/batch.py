@@ -1,0 +1,93 @@
+"""Batch: several prompts of different lengths as one padded batch, step by step, with its wasted slots,
+each row's tokens and its own end; then throughput at batch 1, 2, 4, 8 measured (C13; claim K5)."""
+
+import streamlit as st
+
+from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, row_outputs, throughput_table
+from llmviz.engine.config import PADDINGS
+from llmviz.ui import batch_run, state
+from llmviz.ui.chrome import heading, literal, translator
+from llmviz.viz.batch import batch_grid_figure, throughput_figure
+
+RANDOM_GPT2 = "gpt2-124m-random"
+
+
+def controls(t, s) -> tuple[int, str]:
+    st.session_state.setdefault("batch_prompts_w", "\n".join(batch_run.prompts_of(s)))
+    st.session_state.setdefault("batch_padding_w", s.padding)
+    left, right = st.columns([3, 1])
+    left.text_area(t("batch.prompts"), key="batch_prompts_w", height=130, help=t("batch.prompts_help"))
+    right.selectbox(t("batch.padding"), PADDINGS, key="batch_padding_w", help=t("switch.padding"))
+    max_new = right.number_input(t("batch.max_new"), 2, batch_run.MAX_NEW, 16, key="batch_max_new_w")
+    text = st.session_state["batch_prompts_w"]
+    wanted = "" if [p for p in text.split("\n") if p.strip()] == list(batch_run.EXAMPLES) else text.strip()
+    state.update(batch=wanted, padding=st.session_state["batch_padding_w"])
+    a, b, c = st.columns(3)
+    action = "start" if a.button(t("batch.run"), type="primary") else ""
+    action = "next" if b.button(t("batch.next")) else action
+    return int(max_new), "end" if c.button(t("batch.to_end")) else action
+
+
+def grid(t, run, max_new: int) -> None:
+    steps = run.trace.steps
+    done = len(steps) >= max_new
+    g = batch_grid(steps)
+    tokens = run.trace.tokens
+    pieces = [[tokens[i]["text"] if i >= 0 else "" for i in row] for row in g.ids.tolist()]
+    cols = st.columns(4)
+    cols[0].metric(t("batch.rows"), g.kinds.shape[0])
+    cols[1].metric(t("batch.slots"), g.slots, help=t("batch.slots_help"))
+    cols[2].metric(t("batch.wasted"), g.wasted, help=t("batch.wasted_help"))
+    cols[3].metric(t("batch.utilization"), f"{g.utilization:.0%}")
+    names = {k: t(f"batch.kind.{k}") for k in CATEGORIES}
+    labels = [t("batch.row", i=i) for i in range(g.kinds.shape[0])]
+    st.plotly_chart(batch_grid_figure(g, pieces, names, t("batch.grid_title", steps=len(steps) - 1),
+                                      t("batch.x"), t("batch.y"), labels), width="stretch", key="batch_grid")
+    last = steps[-1]
+    st.table({t("batch.col.row"): labels, t("batch.col.prompt"): [literal(p) for p in run.trace.prompts],
+              t("batch.col.output"): [literal("".join(tokens[i]["text"] for i in row_outputs(steps, r)))
+                                      for r in range(len(labels))],
+              t("batch.col.finished"): [t(f"batch.end.{f or 'max_new_tokens'}") if f or done else "…"
+                                        for f in last.row_finished]})
+    st.caption(t("batch.timed", ms=last.timings["total_ms"], device=last.timings["device"],
+                 threads=last.timings["threads"]))
+
+
+def throughput(t, s) -> None:
+    st.subheader(t("batch.sweep_title"))
+    st.markdown(t("batch.k5"))
+    model = st.selectbox(t("compare.model"), [s.model, RANDOM_GPT2] if s.model != RANDOM_GPT2 else [s.model],
+                         key="batch_model_w", help=t("compare.model_help"))
+    kept = st.session_state.get(batch_run.SWEEP_KEY)
+    result = kept[1] if kept and kept[0] == model else None
+    if st.button(t("batch.sweep")):
+        result = batch_run.sweep(t, s, model)
+    if result is None:
+        return
+    rows = throughput_table(result)
+    st.plotly_chart(throughput_figure(rows, t("batch.sweep_chart"), t("batch.size"), t("batch.tokens_per_s"),
+                                      t("batch.decode"), t("batch.prefill")), width="stretch", key="batch_sweep")
+    top = rows[-1]
+    st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
+    st.caption(t("batch.sweep_note", model=result["model"], device=result["device"], threads=result["threads"],
+                 steps=result["steps"], repeats=result["repeats"]))
+
+
+def main() -> None:
+    t = translator()
+    heading(t, "batch")
+    s = state.settings()
+    max_new, action = controls(t, s)
+    s = state.settings()
+    run = batch_run.shown(s, max_new)
+    if action == "start" or (action and run is None):
+        run = batch_run.start(t, s, max_new)
+    elif run is not None and action:
+        batch_run.advance(t, run, max_new, to_end=action == "end")
+    if run is not None:
+        grid(t, run, max_new)
+    throughput(t, s)
+    state.sync_url()
+
+
+main()

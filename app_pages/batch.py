@@ -1,12 +1,14 @@
 """Batch: several prompts of different lengths as one padded batch, step by step, with its wasted slots,
 each row's tokens and its own end; then throughput at batch 1, 2, 4, 8 measured (C13; claim K5)."""
 
+import json
+
 import streamlit as st
 
 from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, row_outputs, throughput_table
 from llmviz.engine.config import PADDINGS
 from llmviz.ui import batch_run, state
-from llmviz.ui.chrome import heading, literal, translator
+from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz.batch import batch_grid_figure, throughput_figure
 
 RANDOM_GPT2 = "gpt2-124m-random"
@@ -71,6 +73,9 @@ def throughput(t, s) -> None:
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
     st.caption(t("batch.sweep_note", model=result["model"], device=result["device"], threads=result["threads"],
                  steps=result["steps"], repeats=result["repeats"]))
+    a, b = st.columns(2)
+    a.download_button(t("compare.json"), json.dumps(result), "batch_sweep.json", "application/json", key="batch_json")
+    b.download_button(t("compare.csv"), table_csv(rows), "batch_sweep.csv", "text/csv", key="batch_csv")
 
 
 def main() -> None:

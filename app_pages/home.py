@@ -5,11 +5,12 @@ import streamlit as st
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.ui.compare_view import switch_reference
 from llmviz.ui.settings import DEFAULT_MODEL, DEVICES, EXAMPLE_PROMPTS
 from llmviz.viz.phases import phases_dot
 
 WIDGETS = {"model": "home_model", "device": "home_device", "dtype": "home_dtype", "attn": "home_attn",
-           "prompt": "home_prompt"}
+           "engine": "home_engine", "prompt": "home_prompt"}
 
 
 def seed_widgets() -> None:
@@ -45,6 +46,8 @@ def picker(t) -> None:
         a.selectbox(t("home.device"), DEVICES, key="home_device")
         b.selectbox(t("home.dtype"), DTYPES, key="home_dtype")
         c.selectbox(t("home.attn"), ATTN_BACKENDS, key="home_attn", help=t("home.attn_help"))
+        st.text_input(t("home.engine"), key="home_engine", help=t("home.engine_help"), placeholder="kv-layout=paged")
+        switch_reference(t)
     st.button(t("home.run"), type="primary", on_click=apply)
 
 

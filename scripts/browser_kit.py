@@ -188,3 +188,26 @@ def wait_metric_change(page, label: str, old: str | None, timeout_s: float = 30)
 
 def exceptions(page) -> list[str]:
     return [e.inner_text()[:500] for e in page.query_selector_all(EXCEPTION)]
+
+
+# Every st.metric value whose label is `label`, in page order (the Compare page draws A's, then B's).
+METRICS_JS = """(label) => {
+  const out = [];
+  for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    const l = m.querySelector('[data-testid="stMetricLabel"]');
+    if (l && l.innerText.trim() === label) {
+      const v = m.querySelector('[data-testid="stMetricValue"]');
+      out.push(v ? v.innerText.trim() : null);
+    }
+  }
+  return out;
+}"""
+
+
+def wait_metric_count(page, label: str, count: int, timeout_s: float = 120) -> list[str]:
+    """Wait until `count` metrics labelled `label` show with the script idle; return their values."""
+    page.wait_for_function(
+        "([label, count]) => { const all = " + METRICS_JS + ";\n"
+        f"  return document.querySelector('{IDLE}') !== null && all(label).length >= count; }}",
+        arg=[label, count], polling=250, timeout=timeout_s * 1000)
+    return page.evaluate(METRICS_JS, label)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 
 import streamlit as st
@@ -54,6 +56,15 @@ def literal(text: str) -> str:
     """Text shown as typed inside markdown (a prompt or generated text may hold any character); newlines
     become ↵ so a row stays one line."""
     return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
+
+
+def table_csv(rows: list[dict]) -> str:
+    """Rows of equal keys as CSV text (a header line, then one line per row), for a download button."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else [])
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
 
 
 SPAN_KEYS = {"embed": "span.embed", "mask": "span.mask", "kv.write": "span.kv_write", "head": "span.head",

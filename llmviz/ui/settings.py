@@ -10,7 +10,7 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, PADDINGS, EngineConfig, SamplingConfig
-from llmviz.engine.switches import parse_spec
+from llmviz.engine.switches import LOAD_FIELDS, parse_spec
 from llmviz.errors import ConfigError
 
 DEFAULT_MODEL = EMBEDDED_MODEL
@@ -47,6 +47,9 @@ class Settings:
     history: str = ""
     # The Compare page (C8-C11, C14, C19-C21): the model ("" = the one above), settings A and B as switch specs
     # ("kv-dtype=fp16,attn=eager"), decode steps and timed rounds; cmp_run=1 runs it when the link opens.
+    # More engine switches for the stepper's runs, as a switch spec ("kv-layout=paged,kv-dtype=fp16"); dtype
+    # and attention have their own boxes.
+    engine: str = ""
     cmp_model: str = ""
     cmp_a: str = ""
     cmp_b: str = ""
@@ -64,7 +67,20 @@ class Settings:
 
     def run_key(self) -> tuple:
         """What a run depends on at its start: change any of these and the run starts again."""
-        return (self.model, self.device, self.dtype, self.attn, self.prompt, self.seed)
+        return (self.model, self.device, self.dtype, self.attn, self.engine, self.prompt, self.seed)
+
+    def switches(self) -> dict:
+        """The EngineConfig changes the `engine` spec makes (ConfigError when it is malformed or names a switch
+        that has its own box)."""
+        changes = parse_spec(self.engine)
+        own = {"dtype", "attn_backend"} & set(changes)
+        if own:
+            raise ConfigError(f"set {', '.join(sorted(own))} with its own box, not in the engine switches")
+        return changes
+
+    def load_options(self) -> dict:
+        """The load-time switches of this run (the model is cached per combination)."""
+        return {k: v for k, v in self.switches().items() if k in LOAD_FIELDS}
 
     def sampling(self) -> SamplingConfig:
         return SamplingConfig(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p)
@@ -72,7 +88,8 @@ class Settings:
     def engine_config(self, context: int) -> EngineConfig:
         """The engine settings of a UI run on a model whose context is `context` tokens."""
         return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling_for(0),
-                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ))
+                            seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ),
+                            **self.switches())
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -98,7 +115,7 @@ class Settings:
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
                 problems.append(f"{name}={values.pop(name)!r}")
-        for name in ("cmp_a", "cmp_b"):
+        for name in ("cmp_a", "cmp_b", "engine"):
             if name in values:
                 try:
                     parse_spec(values[name])

@@ -109,7 +109,7 @@ def current_run(t: Translator) -> Run | None:
         from llmviz import service
 
         with st.spinner(t("common.loading", model=s.model)):
-            lm = cached_model(s.model, s.device, s.dtype)
+            lm = cached_model(s.model, s.device, s.dtype, **s.load_options())
         session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
         service.step(session)  # the prefill
         run = Run(s.run_key(), session.trace, session)

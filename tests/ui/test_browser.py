@@ -1,6 +1,6 @@
 """One real browser: Debian's chromium through playwright opens the Decode page, presses Next 3 times and
-sees the KV cache grow by exactly 3 with no exception box, then Play advances on its own until Pause.
-Skipped where /usr/bin/chromium is absent."""
+sees the KV cache grow by exactly 3 with no exception box, then Play advances on its own until Pause; and
+it runs one preset comparison on the Compare page end to end. Skipped where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from browser_kit import (
     metric,
     wait_idle,
     wait_metric_change,
+    wait_metric_count,
 )
 
 from llmviz.ui.i18n import translate
@@ -68,3 +69,26 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
         assert int(metric(page, kv_label)) == paused >= seen[-1] + 2
         assert exceptions(page) == []
     assert time.perf_counter() - began < 60
+
+
+def test_a_preset_comparison_end_to_end(app_model):
+    from llmviz.analysis.kv_memory import human
+
+    query = {"prompt": PROMPT} if EMBEDDED_WEIGHTS.exists() else {"model": app_model, "prompt": PROMPT}
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server.url("compare", **query))
+        wait_idle(page)
+        page.get_by_text(translate("en", "preset.kv-fp16"), exact=True).click()
+        wait_idle(page)
+        page.get_by_role("button", name=translate("en", "compare.run"), exact=True).click()
+        kv = wait_metric_count(page, translate("en", "compare.m.kv_used"), 2, timeout_s=120)
+        wait_idle(page)
+        assert exceptions(page) == []
+        assert "cmp_b=kv-dtype%3Dfp16" in page.url and "cmp_run=1" in page.url  # the link reruns it
+        shown = page.locator('[data-testid="stMain"]').inner_text()
+        assert "Tokens in agreement" in shown and "B: kv-dtype=fp16" in shown
+    units = {"B": 1, "KiB": 2**10, "MiB": 2**20}
+    a, b = (float(v.split()[0].replace(",", "")) * units[v.split()[1]] for v in kv)
+    assert abs(b * 2 - a) <= 0.1 * units[kv[0].split()[1]], kv  # fp16 halves the KV bytes on screen
+    assert human(a) == kv[0]

@@ -95,3 +95,24 @@ def test_common_errors_are_explained_in_chinese(model_dirs, params, needle):
         for kept in (str(params["model"]), "token", "Hugging Face", "ID"):
             detail = detail.replace(kept, "")
         assert not re.search("[A-Za-z]", detail), error
+
+
+def test_engine_switches_reach_the_stepper(model_dirs):
+    folder = model_dirs["llama_gqa_rope3"]  # 2 layers, 2 KV heads of 16
+    at = open_home(model=folder, prompt="The quick brown fox", engine="kv-dtype=fp16,kv-layout=paged")
+    run = at.session_state["llmviz_run"]
+    kv = run.trace.steps[0].kv
+    n = len(run.trace.prompt_ids)
+    assert (kv["layout"], kv["kv_dtype"]) == ("paged", "fp16")
+    assert kv["bytes_used"] == n * 2 * 2 * 16 * 2 * 2  # tokens x layers x kv heads x head_dim x K,V x 2 bytes
+    at = open_home(model=folder, prompt="The quick brown fox", engine="kv-heads=1")
+    assert at.session_state["llmviz_run"].trace.model_card["config"]["num_kv_heads"] == 1
+
+
+@pytest.mark.parametrize("engine,needle", [("warp=9", "not valid and were ignored"),
+                                           ("dtype=fp16", "with its own box"),
+                                           ("kv-heads=3", "must divide")])
+def test_bad_engine_switches_get_a_message(model_dirs, engine, needle):
+    at = open_home(model=model_dirs["llama_gqa_rope3"], prompt="hello", engine=engine)
+    texts = [e.value for e in at.error] + [w.value for w in at.warning]
+    assert any(needle in x for x in texts), texts

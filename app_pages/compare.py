@@ -9,17 +9,19 @@ from llmviz.ui import compare_run, compare_view, state
 from llmviz.ui.chrome import heading, translator
 
 WIDGETS = {"cmp_model": "cmp_model_w", "cmp_a": "cmp_a_w", "cmp_b": "cmp_b_w", "cmp_steps": "cmp_steps_w",
-           "cmp_repeats": "cmp_repeats_w"}
+           "cmp_repeats": "cmp_repeats_w", "cmp_ppl": "cmp_ppl_w"}
 
 
 def seed_widgets() -> None:
     current = state.settings()
     for field, key in WIDGETS.items():
         st.session_state.setdefault(key, getattr(current, field))
+    st.session_state[WIDGETS["cmp_ppl"]] = bool(st.session_state[WIDGETS["cmp_ppl"]])
 
 
 def apply() -> None:
-    state.update(**{field: st.session_state[key] for field, key in WIDGETS.items()}, cmp_run=0)
+    values = {field: st.session_state[key] for field, key in WIDGETS.items()}
+    state.update(**{**values, "cmp_ppl": int(values["cmp_ppl"])}, cmp_run=0)
 
 
 def use_preset(table: dict) -> None:
@@ -44,10 +46,11 @@ def controls(t, s, config: dict, device: str) -> bool:
                  placeholder=t("compare.defaults"))
     b.text_input(t("compare.spec", side="B"), key="cmp_b_w", on_change=apply, help=t("compare.spec_help"),
                  placeholder=t("compare.defaults"))
-    a, b, c = st.columns([1, 1, 2])
+    a, b, c, d = st.columns([1, 1, 1, 2])
     a.number_input(t("compare.steps"), 1, 128, key="cmp_steps_w", on_change=apply)
     b.number_input(t("compare.repeats"), 1, 10, key="cmp_repeats_w", on_change=apply)
-    c.caption(t("compare.prompt_note", prompt=s.prompt))
+    c.checkbox(t("compare.ppl"), key="cmp_ppl_w", on_change=apply, help=t("compare.ppl_help"))
+    d.caption(t("compare.prompt_note", prompt=s.prompt))
     compare_view.switch_reference(t)
     return st.button(t("compare.run"), type="primary")
 

@@ -24,7 +24,7 @@ def model_of(s: Settings) -> str:
 
 def key_of(s: Settings) -> tuple:
     """What a comparison depends on: change any of these and the shown result is another comparison's."""
-    return model_of(s), s.device, s.prompt, s.seed, s.cmp_a, s.cmp_b, s.cmp_steps, s.cmp_repeats
+    return model_of(s), s.device, s.prompt, s.seed, s.cmp_a, s.cmp_b, s.cmp_steps, s.cmp_repeats, s.cmp_ppl
 
 
 def load(name, engine):
@@ -64,7 +64,7 @@ def run(t, s: Settings) -> dict | None:
     try:
         config = service.CompareConfig(prompt=s.prompt, a=s.cmp_a, b=s.cmp_b, model=model_of(s), steps=s.cmp_steps,
                                        repeats=s.cmp_repeats, seed=s.seed, device=s.device,
-                                       sampling=SamplingConfig(temperature=0))
+                                       sampling=SamplingConfig(temperature=0), perplexity=bool(s.cmp_ppl))
         result = service.compare(config, load, lambda f, what: bar.progress(min(1.0, f),
                                                                             text=t("compare.progress", what=what)))
     except (LlmvizError, MemoryError) as exc:

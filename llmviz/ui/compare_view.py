@@ -53,6 +53,8 @@ def metrics(t, result: dict) -> None:
             m[0].metric(t("compare.m.kv_used"), human(s["kv_bytes_used"]), help=alloc)
             m[1].metric(t("compare.m.peak"), human(s["peak_memory"]["bytes"]),
                         help=t(f"compare.peak_{s['peak_memory']['kind']}", hook=s["largest_activation"]["hook"]))
+            if "perplexity" in s:
+                st.metric(t("compare.m.perplexity"), f"{s['perplexity']:.2f}", help=t("compare.ppl_help"))
             if s["kv"]["layout"] == "paged":
                 st.caption(t("compare.blocks", n=len(s["kv"]["block_tables"][0]), bs=s["kv"]["block_size"],
                              table=s["kv"]["block_tables"][0][:32]))
@@ -96,8 +98,9 @@ def result_view(t, result: dict, labels: list[str]) -> None:
     metrics(t, result)
     st.caption(t("compare.timed", device=result["device"], threads=result["threads"], warmup=result["warmup"],
                  repeats=result["repeats"]))
-    if result["within_noise"]["decode_ms_per_token"]:
-        st.warning(t("compare.noise"))
+    noisy = [t(f"compare.m.{k}") for k, v in result["within_noise"].items() if v]
+    if noisy:
+        st.warning(t("compare.noise", what=", ".join(noisy)))
     st.plotly_chart(timing_bars(result, {"a": "A", "b": "B", "prefill_ms": t("compare.m.prefill_ms"),
                                          "decode_ms_per_token": t("compare.m.decode_ms_per_token")},
                                 t("compare.timing_title"), "ms"), width="stretch", key="cmp_timing")

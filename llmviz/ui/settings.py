@@ -25,7 +25,8 @@ MAX_UI_SEQ = 512
 UI_THREADS = max(1, (os.cpu_count() or 2) // 2)
 SLIDERS = {"temperature": (0.0, 2.0, 0.05), "top_k": (0, 100, 1), "top_p": (0.05, 1.0, 0.05)}  # min, max, step
 RANGES = {**{name: (low, high) for name, (low, high, _) in SLIDERS.items()}, "seed": (0, 2**32 - 1),
-          "step": (0, MAX_UI_SEQ), "cmp_steps": (1, 128), "cmp_repeats": (1, 10), "cmp_run": (0, 1)}
+          "step": (0, MAX_UI_SEQ), "cmp_steps": (1, 128), "cmp_repeats": (1, 10), "cmp_run": (0, 1),
+          "cmp_ppl": (0, 1)}
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Settings:
     cmp_steps: int = 16
     cmp_repeats: int = 3
     cmp_run: int = 0
+    cmp_ppl: int = 0  # 1: also each side's held-out perplexity (C11, C19, C21: what a lossy switch costs)
     # The Batch page (C13): its prompts, one per line ("" = examples of different lengths), and the pad side.
     batch: str = ""
     padding: str = "right"

@@ -85,3 +85,12 @@ def test_bad_link_values_are_reported(app_model, params, needle):
 def test_impossible_setting_gets_a_message(app_model):
     at = run_compare(app_model, "", "kv-heads=3")
     assert any("Impossible setting" in e.value for e in at.error)
+
+
+def test_perplexity_when_asked(app_model):
+    at = run_compare(app_model, "", "kv-dtype=int8", steps=2, cmp_ppl=1)
+    r = result(at)
+    values = shown(at)["Held-out perplexity"]
+    assert values == [f"{r['a']['perplexity']:.2f}", f"{r['b']['perplexity']:.2f}"]
+    if app_model == "llmviz-tiny":  # the README's figures: 60.14 in fp32, 60.15 with an int8 cache
+        assert abs(r["a"]["perplexity"] - 60.14) < 0.05 and abs(r["b"]["perplexity"] - 60.15) < 0.05

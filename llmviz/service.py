@@ -25,10 +25,13 @@ __all__ = [
     "compare",
     "generated_text",
     "language_note",
+    "layout_sweep",
     "load",
     "run",
     "start",
+    "start_layouts",
     "step",
+    "step_layouts",
     "use_cpu_threads",
 ]
 
@@ -86,3 +89,23 @@ def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:
     from llmviz.engine.compare import compare as run_compare
 
     return run_compare(config, load_fn or load, progress)
+
+
+def start_layouts(lm: LoadedModel, prompts: list[str], config: EngineConfig,
+                  layouts: tuple = ("contiguous", "dynamic", "paged")) -> dict[str, Session]:
+    """One session per KV layout on the same prompts and settings, to be stepped in lockstep (C8, C9)."""
+    return {layout: Session(lm, list(prompts), config.with_(kv_layout=layout)) for layout in layouts}
+
+
+def step_layouts(sessions: dict[str, Session]) -> dict[str, StepTrace]:
+    """The next step of every session of start_layouts (each computes the same tokens: the layouts are exact)."""
+    return {layout: session.step() for layout, session in sessions.items()}
+
+
+def layout_sweep(lm: LoadedModel, lengths=None, layouts=("contiguous", "dynamic", "paged"), steps: int = 8,
+                 repeats: int = 2, progress=None, **options) -> dict:
+    """Decode ms/token of each KV layout over cached lengths (llmviz/engine/layout_sweep.py, claim K3)."""
+    from llmviz.engine.layout_sweep import layout_sweep as sweep
+
+    return sweep(lm, lengths, layouts, steps, repeats, progress, **options)
+

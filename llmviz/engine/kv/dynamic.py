@@ -1,8 +1,10 @@
 """Dynamic layout: each sequence's K and V grow by `torch.cat` at every step, as the article shows (C6, C8).
 
 Nothing is preallocated and nothing is wasted, but every step copies the whole cache of every layer
-into a new tensor one row longer (the old one is freed): the cost that preallocation avoids. A batch of
-rows with different lengths is padded into one tensor when it is read.
+into a new tensor one row longer (the old one is freed): the cost that preallocation avoids. The snapshot
+counts it: the bytes of the old tensors `torch.cat` copied in the last step and since the cache was made
+(all layers, K and V, every plane). A batch of rows with different lengths is padded into one tensor when
+it is read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ class DynamicKVCache(KVCache):
         super().__init__(cfg, max_seq, capacity, codec, device)
         # seq_id -> per layer -> per plane -> [2, kv, t, w]
         self._store_of: dict[int, list[list[torch.Tensor]]] = {}
+        self.copied_step = 0  # bytes of old rows torch.cat copied in the last step (reset by each reserve)
+        self.copied_total = 0  # ... and since the cache was made
 
     def _empty(self) -> list[torch.Tensor]:
         kv = self.cfg.num_kv_heads
@@ -37,6 +41,7 @@ class DynamicKVCache(KVCache):
             layers[i] = [p[:, :, :n].clone() for p in planes]  # a copy, so the longer tensor is freed
 
     def _reserve(self, step):
+        self.copied_step = 0  # a new step begins
         return None
 
     def _store(self, layer, step, kp, vp):
@@ -49,7 +54,10 @@ class DynamicKVCache(KVCache):
             planes = self._store_of[seq_id][layer]
             for j, (k, v) in enumerate(zip(kp, vp, strict=True)):
                 new = torch.stack([k[i, :, cols], v[i, :, cols]])  # [2, kv, k_new, w]
+                copied = view_bytes(planes[j])  # the old tensor, copied whole into the new one
                 planes[j] = torch.cat([planes[j], new], dim=2)  # the article's growth: copy, one row longer
+                self.copied_step += copied
+                self.copied_total += copied
 
     def _load(self, layer, step):
         t = step.key_len
@@ -75,3 +83,6 @@ class DynamicKVCache(KVCache):
 
     def slots_allocated(self) -> int:
         return self.tokens_used
+
+    def _snapshot_extra(self) -> dict:
+        return {"bytes_copied_step": self.copied_step, "bytes_copied_total": self.copied_total}

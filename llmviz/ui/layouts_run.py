@@ -1,0 +1,336 @@
+"""The KV layouts page's state (C6, C8, C9; claim K3): its own URL settings (kv_*), three live sessions (one
+per layout, same prompts, stepped in lockstep), the controls that step them, and the length sweep's result,
+all kept in this browser session.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields, replace
+
+import streamlit as st
+
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.errors import ConfigError, LlmvizError
+from llmviz.ui import state
+from llmviz.ui.settings import Settings
+
+OPTIONS_KEY, LIVE_KEY, SWEEP_KEY, ERROR_KEY = "llmviz_kv_options", "llmviz_kv_live", "llmviz_kv_sweep", "kv_error"
+LAYOUTS = ("contiguous", "dynamic", "paged")
+BLOCK_SIZES = (4, 8, 16)
+MAX_SEQS = (64, 128, 256, 512)
+MAX_EXTRA = 3  # prompts beside the Home one
+MAX_STEP = 512
+RANDOM_GPT2 = "gpt2-124m-random"
+SWEEP_STEPS, SWEEP_BLOCK = 8, 16  # decode steps timed per run; the paged layout's block size in the sweep
+NOISE = 0.05  # a measured ratio within 5% of 1 is no difference
+ARTICLE = {"short": 1.15, "long": 0.80}  # paged / contiguous time as the article reports it (K3)
+# Home's engine switches the live runs take over (storage and weights); the layout, its block size and the
+# length are this page's own, and compile or a sliding window would change what a layout is
+KEPT_SWITCHES = ("kv_dtype", "kv_heads", "fused_qkv", "quant", "quant_group", "padding")
+
+
+@dataclass(frozen=True)
+class Options:
+    """This page's settings, carried in the URL as kv_<name>."""
+
+    bs: int = 4  # the paged layout's block size (small, so blocks fill and interleave within a few steps)
+    max: int = 128  # max_seq_len of the live runs: the contiguous rows' length
+    prompts: str = "Return the\nThis module provides"  # prompts beside the Home one, one per line
+    step: int = 0  # the step shown
+    model: str = RANDOM_GPT2  # the sweep's model: gpt2-124m-random, or "home" (the Home page's)
+    lengths: str = ""  # the sweep's lengths, "64, 512, ..." ("" = automatic)
+    repeats: int = 3  # the sweep's timed rounds
+
+    def to_query(self) -> dict[str, str]:
+        default = Options()
+        return {f"kv_{k}": str(v) for k, v in asdict(self).items() if v != getattr(default, k)}
+
+    @classmethod
+    def from_query(cls, params: dict) -> tuple[Options, list[str]]:
+        """Options from URL parameters; bad values are dropped and reported, never raised."""
+        values, problems = {}, []
+        allowed = {"bs": BLOCK_SIZES, "max": MAX_SEQS, "model": (RANDOM_GPT2, "home")}
+        ranges = {"step": (0, MAX_STEP), "repeats": (1, 10)}
+        for f in fields(cls):
+            raw = params.get(f"kv_{f.name}")
+            if raw is None:
+                continue
+            try:
+                value = type(getattr(cls(), f.name))(raw)
+                if f.name in allowed and value not in allowed[f.name]:
+                    raise ValueError(raw)
+                if f.name in ranges and not ranges[f.name][0] <= value <= ranges[f.name][1]:
+                    raise ValueError(raw)
+                if f.name == "lengths":
+                    parse_lengths(value)
+                if f.name == "prompts" and len(extra_prompts(value)) > MAX_EXTRA:
+                    raise ValueError(raw)
+                values[f.name] = value
+            except (TypeError, ValueError):
+                problems.append(f"kv_{f.name}={raw!r}")
+        return cls(**values), problems
+
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+def escape(text: str) -> str:
+    """A prompt shown literally inside markdown."""
+    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
+
+
+def engine_available() -> bool:
+    """False in a replay-only install (no torch): the live runs and the sweep need the engine."""
+    try:
+        from llmviz import service  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def parse_lengths(text: str) -> list[int] | None:
+    """ "64, 512 1024" -> [64, 512, 1024]; "" -> None (automatic); ConfigError when not whole numbers."""
+    parts = text.replace(",", " ").split()
+    if not parts:
+        return None
+    try:
+        return [int(p) for p in parts]
+    except ValueError as exc:
+        raise ConfigError(f"lengths must be whole numbers separated by commas, got {text!r}",
+                          code="sweep_lengths_text", text=text) from exc
+
+
+def extra_prompts(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def options() -> Options:
+    """This browser session's page settings; read from the URL the first time (problems warned once)."""
+    if OPTIONS_KEY not in st.session_state:
+        current, problems = Options.from_query(st.query_params.to_dict())
+        st.session_state[OPTIONS_KEY] = current
+        if problems:
+            st.session_state["kv_url_problems"] = problems
+    return st.session_state[OPTIONS_KEY]
+
+
+def update(**changes) -> Options:
+    st.session_state[OPTIONS_KEY] = replace(options(), **changes)
+    return st.session_state[OPTIONS_KEY]
+
+
+def sync_url() -> None:
+    """The Home settings and this page's, with the step shown, in the URL (a link reopens this view)."""
+    live = st.session_state.get(LIVE_KEY)
+    o = options() if live is None else replace(options(), step=live.cursor)
+    wanted = {**state.settings().to_query(), **o.to_query()}
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+
+
+# --- the live runs -------------------------------------------------------------------------------------
+@dataclass
+class Live:
+    key: tuple
+    sessions: dict  # layout -> Session
+    prompts: list
+    cursor: int = 0
+
+    @property
+    def recorded(self) -> int:
+        return len(self.sessions["contiguous"].trace.steps)
+
+    def steps(self, layout: str) -> list:
+        return self.sessions[layout].trace.steps[: self.cursor + 1]
+
+    def kv(self, layout: str) -> dict:
+        return self.sessions[layout].trace.steps[self.cursor].kv
+
+    @property
+    def can_compute(self) -> bool:
+        return not any(s.finished for s in self.sessions.values())
+
+    @property
+    def can_next(self) -> bool:
+        return self.cursor + 1 < self.recorded or self.can_compute
+
+
+def prompts_of(s: Settings, o: Options) -> list[str]:
+    return [s.prompt, *extra_prompts(o.prompts)[:MAX_EXTRA]]
+
+
+def live_key(s: Settings, o: Options) -> tuple:
+    return s.model, s.device, s.dtype, s.attn, s.engine, s.seed, tuple(prompts_of(s, o)), o.bs, o.max
+
+
+def kept_switches(s: Settings) -> tuple[dict, list[str]]:
+    """Home's engine switches the live runs use, and the names of those they leave out (ConfigError when the
+    spec is malformed)."""
+    changes = s.switches()
+    return {k: v for k, v in changes.items() if k in KEPT_SWITCHES}, [k for k in changes if k not in KEPT_SWITCHES]
+
+
+def engine_config(s: Settings, o: Options, context: int) -> EngineConfig:
+    """Greedy (the three layouts then draw the same tokens), nothing captured: the page reads KV snapshots."""
+    return EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, sampling=SamplingConfig(temperature=0),
+                        seed=s.seed, capture="off", logit_lens_top_k=0, max_seq_len=min(context, o.max),
+                        kv_block_size=o.bs, **kept_switches(s)[0])
+
+
+def current_live(t, s: Settings, o: Options) -> Live | None:
+    """The three sessions for these settings: reused, or started (prefill, then up to the URL's step).
+    ImportError (no torch) is left to the page."""
+    live = st.session_state.get(LIVE_KEY)
+    if live is not None and live.key == live_key(s, o):
+        return live
+    from llmviz import service
+
+    try:
+        kept, _ = kept_switches(s)
+        with st.spinner(t("common.loading", model=s.model)):
+            lm = state.cached_model(s.model, s.device, s.dtype,
+                                    **{k: v for k, v in kept.items() if k in s.load_options()})
+        prompts = prompts_of(s, o)
+        sessions = service.start_layouts(lm, prompts, engine_config(s, o, lm.cfg.max_position_embeddings), LAYOUTS)
+        service.step_layouts(sessions)  # the prefill
+        live = Live(live_key(s, o), sessions, prompts)
+        while live.cursor < o.step and live.can_next:
+            advance(live)
+    except (LlmvizError, MemoryError) as exc:
+        st.session_state.pop(LIVE_KEY, None)
+        state.explain(t, exc)
+        return None
+    st.session_state[LIVE_KEY] = live
+    return live
+
+
+def advance(live: Live) -> None:
+    """Show the recorded next step, or compute it on all three sessions."""
+    if live.cursor + 1 >= live.recorded:
+        from llmviz import service
+
+        service.step_layouts(live.sessions)
+    live.cursor += 1
+
+
+def _step(live: Live, count: int) -> None:
+    try:
+        for _ in range(count):
+            if not live.can_next:
+                break
+            advance(live)
+    except (LlmvizError, MemoryError) as exc:
+        st.session_state[ERROR_KEY] = exc  # shown by controls() on the rerun that follows
+
+
+def _back(live: Live) -> None:
+    live.cursor = max(0, live.cursor - 1)
+
+
+def _reset(live: Live) -> None:
+    live.cursor = 0
+
+
+def _apply_run_widgets() -> None:
+    update(bs=st.session_state["kv_bs_w"], max=st.session_state["kv_max_w"], step=0,
+           prompts="\n".join(extra_prompts(st.session_state["kv_prompts_w"])[:MAX_EXTRA]))
+
+
+def run_controls(t, s: Settings) -> None:
+    """Extra prompts, block size and max_seq_len (a change starts the runs again)."""
+    o = options()
+    for key, value in (("kv_bs_w", o.bs), ("kv_max_w", o.max), ("kv_prompts_w", o.prompts)):
+        st.session_state.setdefault(key, value)
+    left, mid, right = st.columns([3, 1, 1])
+    left.text_area(t("layouts.prompts"), key="kv_prompts_w", on_change=_apply_run_widgets, height=90,
+                   help=t("layouts.prompts_help", home=s.prompt, n=MAX_EXTRA))
+    mid.segmented_control(t("layouts.block_size"), BLOCK_SIZES, key="kv_bs_w", on_change=_apply_run_widgets,
+                          help=t("layouts.block_size_help"), required=True)
+    right.selectbox(t("layouts.max_seq"), MAX_SEQS, key="kv_max_w", on_change=_apply_run_widgets,
+                    help=t("layouts.max_seq_help"))
+    if len(extra_prompts(st.session_state["kv_prompts_w"])) > MAX_EXTRA:
+        st.warning(t("layouts.too_many_prompts", n=MAX_EXTRA))
+
+
+def step_controls(t, live: Live) -> None:
+    if ERROR_KEY in st.session_state:
+        state.explain(t, st.session_state.pop(ERROR_KEY))
+    cols = st.columns(4)
+    cols[0].button(t("layouts.prev"), disabled=live.cursor == 0, width="stretch", on_click=_back, args=(live,))
+    cols[1].button(t("layouts.next"), type="primary", disabled=not live.can_next, width="stretch", on_click=_step,
+                   args=(live, 1))
+    cols[2].button(t("layouts.next8"), disabled=not live.can_next, width="stretch", on_click=_step, args=(live, 8))
+    cols[3].button(t("layouts.reset"), width="stretch", on_click=_reset, args=(live,))
+
+
+# --- the sweep -----------------------------------------------------------------------------------------
+def sweep_model(s: Settings, o: Options) -> str:
+    return s.model if o.model == "home" else o.model
+
+
+def sweep_key(s: Settings, o: Options) -> tuple:
+    return sweep_model(s, o), s.device, s.dtype, s.attn, o.lengths, o.repeats
+
+
+def shown_sweep(s: Settings, o: Options) -> dict | None:
+    kept = st.session_state.get(SWEEP_KEY)
+    return kept[1] if kept and kept[0] == sweep_key(s, o) else None
+
+
+def _apply_sweep_widgets() -> None:
+    update(model=st.session_state["kv_model_w"], lengths=st.session_state["kv_lengths_w"].strip(),
+           repeats=st.session_state["kv_repeats_w"])
+
+
+def sweep_controls(t, s: Settings) -> bool:
+    o = options()
+    for key, value in (("kv_model_w", o.model), ("kv_lengths_w", o.lengths), ("kv_repeats_w", o.repeats)):
+        st.session_state.setdefault(key, value)
+    a, b, c = st.columns([2, 3, 1])
+    a.selectbox(t("layouts.sweep_model"), (RANDOM_GPT2, "home"), key="kv_model_w", on_change=_apply_sweep_widgets,
+                format_func=lambda m: t("layouts.model_home", name=s.model) if m == "home"
+                else t("layouts.model_random"))
+    b.text_input(t("layouts.lengths"), key="kv_lengths_w", on_change=_apply_sweep_widgets,
+                 placeholder=t("layouts.lengths_auto"), help=t("layouts.lengths_help", steps=SWEEP_STEPS))
+    c.number_input(t("layouts.repeats"), 1, 10, key="kv_repeats_w", on_change=_apply_sweep_widgets)
+    return st.button(t("layouts.sweep_run"), type="primary")
+
+
+def run_sweep(t, s: Settings, o: Options) -> dict | None:
+    """The sweep the settings name, with a progress bar; None (and a message) when it cannot run."""
+    from llmviz import service
+
+    bar = st.progress(0.0, text=t("layouts.progress", what="…"))
+    try:
+        lengths = parse_lengths(o.lengths)
+        lm = state.cached_model(sweep_model(s, o), s.device, s.dtype)
+        result = service.layout_sweep(lm, lengths, LAYOUTS, SWEEP_STEPS, o.repeats,
+                                      lambda f, what: bar.progress(min(1.0, f), text=t("layouts.progress", what=what)),
+                                      block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
+    except (LlmvizError, MemoryError) as exc:
+        bar.empty()
+        state.explain(t, exc)
+        return None
+    bar.empty()
+    st.session_state[SWEEP_KEY] = (sweep_key(s, o), result)
+    return result
+
+
+def verdict(t, result: dict) -> list[str]:
+    """One sentence per range of K3 (≤512, >1024): the measured paged / contiguous time, and whether it
+    agrees with the article's direction."""
+    out = []
+    for part in ("short", "long"):
+        k = result["k3"][part]
+        if k is None or "paged_over_contiguous" not in k:
+            out.append(t(f"layouts.k3_none_{part}", context=result["context"]))
+            continue
+        r = k["paged_over_contiguous"]
+        kind = "same" if abs(r - 1) <= NOISE else ("contiguous" if r > 1 else "paged")
+        expected = "contiguous" if part == "short" else "paged"
+        out.append(t(f"layouts.k3_{part}", ratio=r, article=ARTICLE[part], n=len(k["lengths"]),
+                     lengths=", ".join(map(str, k["lengths"])), pct=abs(r - 1) * 100,
+                     finding=t(f"layouts.k3_found_{kind}", pct=abs(r - 1) * 100),
+                     agrees=t("layouts.k3_agrees") if kind == expected else t("layouts.k3_differs")))
+    return out

@@ -5,13 +5,12 @@ import json
 
 import streamlit as st
 
-from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, row_outputs, throughput_table
-from llmviz.engine.config import PADDINGS
+from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
+from llmviz.engine.config import PADDINGS, RANDOM_MODELS
 from llmviz.ui import batch_run, state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
+from llmviz.ui.trace_file import generated_text
 from llmviz.viz.batch import batch_grid_figure, throughput_figure
-
-RANDOM_GPT2 = "gpt2-124m-random"
 
 
 def controls(t, s) -> tuple[int, str]:
@@ -47,8 +46,7 @@ def grid(t, run, max_new: int) -> None:
                                       t("batch.x"), t("batch.y"), labels), width="stretch", key="batch_grid")
     last = steps[-1]
     st.table({t("batch.col.row"): labels, t("batch.col.prompt"): [literal(p) for p in run.trace.prompts],
-              t("batch.col.output"): [literal("".join(tokens[i]["text"] for i in row_outputs(steps, r)))
-                                      for r in range(len(labels))],
+              t("batch.col.output"): [literal(generated_text(run.trace, r)) for r in range(len(labels))],
               t("batch.col.finished"): [t(f"batch.end.{f or 'max_new_tokens'}") if f or done else "…"
                                         for f in last.row_finished]})
     st.caption(t("batch.timed", ms=last.timings["total_ms"], device=last.timings["device"],
@@ -58,7 +56,7 @@ def grid(t, run, max_new: int) -> None:
 def throughput(t, s) -> None:
     st.subheader(t("batch.sweep_title"))
     st.markdown(t("batch.k5"))
-    model = st.selectbox(t("compare.model"), [s.model, RANDOM_GPT2] if s.model != RANDOM_GPT2 else [s.model],
+    model = st.selectbox(t("compare.model"), [s.model, *(m for m in RANDOM_MODELS if m != s.model)],
                          key="batch_model_w", help=t("compare.model_help"))
     kept = st.session_state.get(batch_run.SWEEP_KEY)
     result = kept[1] if kept and kept[0] == model else None

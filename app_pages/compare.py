@@ -3,10 +3,11 @@ C14, C19-C21; claims K4, K6, K10, K11)."""
 
 import streamlit as st
 
+from llmviz.engine.config import RANDOM_MODELS
 from llmviz.engine.presets import presets
 from llmviz.errors import LlmvizError
 from llmviz.ui import compare_run, compare_view, state
-from llmviz.ui.chrome import heading, translator
+from llmviz.ui.chrome import heading, literal, translator
 
 WIDGETS = {"cmp_model": "cmp_model_w", "cmp_a": "cmp_a_w", "cmp_b": "cmp_b_w", "cmp_steps": "cmp_steps_w",
            "cmp_repeats": "cmp_repeats_w", "cmp_ppl": "cmp_ppl_w"}
@@ -35,7 +36,7 @@ def controls(t, s, config: dict, device: str) -> bool:
     seed_widgets()
     table = presets(config, device)
     home = s.model
-    models = [""] + [m for m in (compare_run.RANDOM_GPT2,) if m != home]
+    models = [""] + [m for m in RANDOM_MODELS if m != home]
     st.selectbox(t("compare.model"), models, key="cmp_model_w", on_change=apply,
                  format_func=lambda m: t("compare.model_home", name=home) if not m else t("compare.model_random"),
                  help=t("compare.model_help"))
@@ -50,7 +51,7 @@ def controls(t, s, config: dict, device: str) -> bool:
     a.number_input(t("compare.steps"), 1, 128, key="cmp_steps_w", on_change=apply)
     b.number_input(t("compare.repeats"), 1, 10, key="cmp_repeats_w", on_change=apply)
     c.checkbox(t("compare.ppl"), key="cmp_ppl_w", on_change=apply, help=t("compare.ppl_help"))
-    d.caption(t("compare.prompt_note", prompt=s.prompt))
+    d.caption(t("compare.prompt_note", prompt=literal(s.prompt)))
     compare_view.switch_reference(t)
     return st.button(t("compare.run"), type="primary")
 

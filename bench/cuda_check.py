@@ -160,6 +160,28 @@ def speed(tmp: Path) -> dict:
     return out
 
 
+def lab_presets() -> dict:
+    """The Compare page's design-card presets on the GPU, on the GPT-2-124M shape (issue 7): FP16, GQA, flash."""
+    from llmviz import service
+    from llmviz.analysis.lab import gap_text, jsonable
+    from llmviz.engine.compare import CompareConfig, compare
+    from llmviz.engine.presets import presets
+    from llmviz.ui.i18n import Translator
+
+    lm = load_model("gpt2-124m-random", device=DEV)
+    out = {}
+    for name in ("fp16", "gqa", "flash", "kv-fp8"):
+        p = presets(lm.cfg.to_dict(), "cuda" if DEV.startswith("cuda") else DEV)[name]
+        r = compare(CompareConfig(prompt="The list of", a=p.a, b=p.b, model="gpt2-124m-random", steps=16, device=DEV),
+                    service.load)
+        keep = ("decode_ms_per_token", "prefill_ms", "weight_bytes", "kv_bytes_used", "peak_memory")
+        out[name] = jsonable({"a": {"spec": r["a"]["spec"], **{k: r["a"][k] for k in keep}},
+                              "b": {"spec": r["b"]["spec"], **{k: r["b"][k] for k in keep}},
+                              "drift_max": r["drift"].get("max"), "agreement": r["outputs"]["agreement"],
+                              "within_noise": r["within_noise"], "verdict": gap_text(Translator("en"), r)})
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None)
@@ -183,6 +205,7 @@ def main() -> None:
         "cache_bytes_vs_cuda_allocator": lambda: cache_bytes_vs_allocator(load_model(str(TINY), device=DEV)),
         "batch_equals_single_rows": lambda: batch_vs_single(load_model(str(TINY), device=DEV)),
         "quant": quant,
+        "lab_presets_gpt2_124m": lab_presets,
     }
     if not args.skip_compile:
         checks["compile"] = compiled

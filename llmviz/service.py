@@ -76,11 +76,11 @@ def run(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, max_new_
     return start(lm, prompt, config).generate(max_new_tokens)
 
 
-def batch_sweep(lm: LoadedModel, prompt_rows: list[list[int]], **options) -> dict:
-    """Throughput at batch 1, 2, 4, 8 (llmviz/engine/batch_sweep.py)."""
+def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
+    """Throughput at batch 1, 2, 4, 8 copies of one prompt (llmviz/engine/batch_sweep.py)."""
     from llmviz.engine.batch_sweep import batch_sweep as sweep
 
-    return sweep(lm, prompt_rows, **options)
+    return sweep(lm, prompt, **options)
 
 
 def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:

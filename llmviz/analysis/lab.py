@@ -31,8 +31,8 @@ class Row:
     what: str  # message-key suffix: weight_bytes, kv_used, kv_allocated, decode_ms
     predicted_a: float | None
     predicted_b: float | None
-    measured_a: float
-    measured_b: float
+    measured_a: float | None  # None: arithmetic only (nothing measures it)
+    measured_b: float | None
 
     @property
     def predicted_ratio(self) -> float | None:
@@ -50,7 +50,7 @@ def table(result: dict) -> list[Row]:
         Row("weight_bytes", pa.weight_bytes, pb.weight_bytes, a["weight_bytes"], b["weight_bytes"]),
         Row("kv_used", pa.kv_used_bytes, pb.kv_used_bytes, a["kv_bytes_used"], b["kv_bytes_used"]),
         Row("kv_held", pa.kv_allocated_bytes, pb.kv_allocated_bytes, a["kv_bytes_held"], b["kv_bytes_held"]),
-        Row("read_per_token", pa.read_bytes, pb.read_bytes, pa.read_bytes, pb.read_bytes),
+        Row("read_per_token", pa.read_bytes, pb.read_bytes, None, None),
         Row("decode_ms", pa.bound_ms, pb.bound_ms, a["decode_ms_per_token"]["median"],
             b["decode_ms_per_token"]["median"]),
     ]
@@ -69,6 +69,7 @@ def verdict(result: dict) -> tuple[str, dict]:
     row = table(result)[-1]
     values = {"predicted": row.predicted_ratio or 1.0, "measured": row.measured_ratio or 1.0,
               "bound_a": row.predicted_a or 0.0, "share_a": (row.predicted_a or 0.0) / row.measured_a, "hint": ""}
+    # None (fewer than 3 rounds): the noise cannot be judged, so the gap is read as it is
     if result["within_noise"]["decode_ms_per_token"]:
         return "gap.noise", values
     if abs(values["measured"] / values["predicted"] - 1) <= AS_PREDICTED:

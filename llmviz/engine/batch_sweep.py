@@ -1,10 +1,12 @@
-"""Throughput against batch size (C13; claim K5): the same prompts run as padded batches of 1, 2, 4, 8.
+"""Throughput against batch size (C13; claim K5): one prompt run as batches of 1, 2, 4, 8 copies.
 
 A decode step reads every weight once whatever the batch, so while the step stays memory-bound a batch of
 b rows costs little more than one row and tokens/s grows almost b-fold; once the matmuls become the cost
-(b rows x the weights' FLOPs against the device's FLOP/s) it flattens. Timed per step at capture off:
-the engine's timed region (forward pass and sampling, device synchronized), greedy, EOS ignored so every
-row decodes every step; a warm-up round, then `repeats` rounds with the sizes interleaved; medians.
+(b rows x the weights' FLOPs against the device's FLOP/s) it flattens. Every row is the same prompt, so
+only the batch size changes (no padding, the same context length). Timed per step at capture off: the
+engine's timed region (planning the step, the forward pass, sampling; device synchronized), greedy, EOS
+ignored so every row decodes every step; a warm-up round, then `repeats` rounds with the sizes
+interleaved; medians.
 """
 
 from __future__ import annotations
@@ -33,28 +35,28 @@ def _run(lm: LoadedModel, rows: list[list[int]], steps: int, padding: str, devic
             "decode_ms": statistics.median(s.timings["total_ms"] for s in trace.steps[1:])}
 
 
-def batch_sweep(lm: LoadedModel, prompt_rows: list[list[int]], sizes: tuple = (1, 2, 4, 8), steps: int = 8,
+def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8), steps: int = 8,
                 repeats: int = 2, padding: str = "right", device: str = "auto",
-                progress: Callable[[float, str], None] | None = None) -> dict:
-    """Batch b runs the first b of `prompt_rows` (token ids; cycled when there are fewer rows than b)."""
-    if not prompt_rows or not all(prompt_rows):
-        raise ConfigError("batch_sweep needs at least one prompt of at least one token")
+                progress: Callable[[float, str, dict], None] | None = None) -> dict:
+    """Batch b runs b copies of `prompt` (token ids). progress(fraction, stage, values): stages "round", "done"."""
+    if not prompt or not all(isinstance(i, int) for i in prompt):
+        raise ConfigError("batch_sweep needs a prompt of at least one token id")
     if not sizes or any(not isinstance(b, int) or not 1 <= b <= MAX_BATCH for b in sizes):
         raise ConfigError(f"batch sizes must be whole numbers in 1..{MAX_BATCH}, got {list(sizes)}")
     if not 1 <= steps <= 128 or not 1 <= repeats <= 10:
         raise ConfigError("steps must be in 1..128 and repeats in 1..10")
-    progress = progress or (lambda fraction, what: None)
-    batches = {b: [prompt_rows[i % len(prompt_rows)] for i in range(b)] for b in sizes}
+    progress = progress or (lambda fraction, stage, values: None)
+    batches = {b: [list(prompt)] * b for b in sizes}
     runs: dict[int, list[dict]] = {b: [] for b in sizes}
     order = list(sizes)
     total = (repeats + 1) * len(order)
     for r in range(repeats + 1):
         for j, b in enumerate(order if r % 2 == 0 else order[::-1]):
-            progress((r * len(order) + j) / total, f"batch {b}, round {r + 1}/{repeats + 1}")
+            progress((r * len(order) + j) / total, "round", {"batch": b, "round": r + 1, "rounds": repeats + 1})
             run = _run(lm, batches[b], steps, padding, device)
             if r:  # round 0 warms up
                 runs[b].append(run)
-    progress(1.0, "done")
+    progress(1.0, "done", {})
     out = []
     for b in sizes:
         rs = runs[b]
@@ -68,6 +70,7 @@ def batch_sweep(lm: LoadedModel, prompt_rows: list[list[int]], sizes: tuple = (1
                     "prefill_padded_slots": rs[0]["padded_slots"]})
     return {"sizes": out, "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
             "steps": steps, "repeats": repeats, "padding": padding,
-            "what_was_timed": "the engine's timed region of each step (forward pass and sampling, device "
-                              "synchronized) at capture off, greedy, EOS ignored; one warm-up round, then "
-                              f"{repeats} rounds with the sizes interleaved; medians"}
+            "prompt_tokens": len(prompt),
+            "what_was_timed": "the engine's timed region of each step (planning it, the forward pass, sampling; "
+                              "device synchronized) at capture off, greedy, EOS ignored, b copies of one prompt; "
+                              f"one warm-up round, then {repeats} rounds with the sizes interleaved; medians"}

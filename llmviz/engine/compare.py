@@ -3,13 +3,15 @@ C14, C19-C21; claims K4, K6, K10, K11).
 
     runs      warm-up rounds, then `repeats` rounds of A and B interleaved (A B, then B A, ...), each run a
               fresh session of one prefill and `steps` decode steps at capture off; per run the engine's
-              timed region of each step (forward pass and sampling, device synchronized); medians and the
-              spread (min, max) over the rounds
+              timed region of each step (planning it: positions, masks, cache slots; the forward pass;
+              sampling; device synchronized); medians and the spread (min, max) over the rounds; a
+              difference of medians within the wider spread is timing noise (judged from 3 rounds on)
     outputs   the tokens and text of each side, token agreement and the first position they differ
     drift     B teacher-forced on A's tokens (untimed): max |logit_A - logit_B| and whether the greedy
               pick agrees, per step (after a divergence free-running logits compare different contexts)
-    memory    weight bytes, KV bytes used and allocated; peak memory: CUDA's peak allocated on a GPU, on a
-              CPU this run's own tensors (weights + KV + the largest activation a step materialized, read
+    memory    weight bytes, KV bytes used and allocated; peak memory: on a GPU the model's weights plus
+              CUDA's peak allocated during the run above what was resident when it began, on a CPU this
+              run's own tensors (weights + KV + the largest activation a step materialized, read
               from an untimed run at capture meta), since the process's RSS is the whole server's
     maps      one layer and head's prefill attention probabilities per side (untimed, capture full; rebuilt
               from q and k where a fused backend never materialized them, and labelled so)
@@ -21,11 +23,10 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.evaluation import engine_perplexity, heldout_ids
+from llmviz.engine.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.probes import memory_bandwidth
@@ -36,7 +37,7 @@ from llmviz.errors import ConfigError
 MAX_STEPS, MAX_REPEATS = 256, 20
 RECOMPUTED = "recomputed"  # the start of a hook note of a map a fused backend never built (capture.py)
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
-Progress = Callable[[float, str], None]
+Progress = Callable[[float, str, dict], None]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ def spread(values: list[float]) -> dict:
 def _timed_run(lm: LoadedModel, config: CompareConfig, engine: EngineConfig) -> dict:
     session = Session(lm, [config.prompt], engine)
     if lm.device.type == "cuda":
+        torch.cuda.synchronize(lm.device)
+        resident = torch.cuda.memory_allocated(lm.device)
         torch.cuda.reset_peak_memory_stats(lm.device)
     trace = session.generate(config.steps + 1)
     decode = [s.timings["total_ms"] for s in trace.steps[1:]]
@@ -95,7 +98,7 @@ def _timed_run(lm: LoadedModel, config: CompareConfig, engine: EngineConfig) -> 
     timed = [ms for i, ms in enumerate(decode) if i not in compiling] or decode
     out = {"prefill_ms": trace.steps[0].timings["total_ms"], "decode_ms": statistics.fmean(timed), "trace": trace}
     if lm.device.type == "cuda":
-        out["cuda_peak_bytes"] = int(torch.cuda.max_memory_allocated(lm.device))
+        out["cuda_peak_bytes"] = lm.weight_bytes + int(torch.cuda.max_memory_allocated(lm.device)) - resident
     return out
 
 
@@ -109,9 +112,6 @@ def _largest_activation(lm: LoadedModel, config: CompareConfig, side: str) -> di
 
 
 def _attention_map(lm: LoadedModel, config: CompareConfig, side: str) -> dict:
-    if config.layer >= lm.cfg.num_layers or config.head >= lm.cfg.num_heads:
-        raise ConfigError(f"layer {config.layer} / head {config.head} is outside this model "
-                          f"({lm.cfg.num_layers} layers, {lm.cfg.num_heads} heads)")
     session = Session(lm, [config.prompt], config.engine_config(side, "full"))
     record = session.step().hook(f"layers.{config.layer}.probs")
     return {"probs": record.array[0, config.head], "recomputed": record.note.startswith(RECOMPUTED),
@@ -119,19 +119,8 @@ def _attention_map(lm: LoadedModel, config: CompareConfig, side: str) -> dict:
 
 
 def _drift(lm_b: LoadedModel, config: CompareConfig, reference) -> dict:
-    """B teacher-forced on A's tokens: per step max |Δlogit| and greedy agreement (full logits needed)."""
-    session = Session(lm_b, [config.prompt], config.engine_config("b"))
-    gaps, agree = [], []
-    for step_a in reference.steps:
-        step_b = session.step()
-        if step_a.logits is None or step_b.logits is None:
-            return {"max_abs_dlogit": None, "why": "the vocabulary is too large to keep whole logits per step"}
-        gaps.append(float(np.abs(step_a.logits[0] - step_b.logits[0]).max()))
-        agree.append(bool(step_a.logits[0].argmax() == step_b.logits[0].argmax()))
-        if step_a.index + 1 < len(reference.steps):
-            session.force_last([int(step_a.sampled[0])])
-    return {"max_abs_dlogit": gaps, "greedy_agree": agree, "max": max(gaps),
-            "greedy_agreement": sum(agree) / len(agree)}
+    """B teacher-forced on A's tokens (evaluation.teacher_forced_drift)."""
+    return teacher_forced_drift(reference, Session(lm_b, [config.prompt], config.engine_config("b")))
 
 
 def agreement(a: list[int], b: list[int]) -> dict:
@@ -144,52 +133,67 @@ def agreement(a: list[int], b: list[int]) -> dict:
 
 
 def compare(config: CompareConfig, load: Loader, progress: Progress | None = None) -> dict:
-    """Run the comparison; `load(model, engine_config)` gives the loaded model for a side's load switches."""
-    progress = progress or (lambda fraction, what: None)
+    """Run the comparison; `load(model, engine_config)` gives the loaded model for a side's load switches.
+    `progress(fraction, stage, values)` names each stage by a key ("load", "probe", "round", "memory",
+    "drift", "perplexity", "done") so a page can say it in its own language."""
+    progress = progress or (lambda fraction, stage, values: None)
     engines = {side: config.engine_config(side) for side in "ab"}
     models = {}
     for side in "ab":
-        progress(0.02 if side == "a" else 0.05, f"loading {side.upper()}")
+        progress(0.02 if side == "a" else 0.05, "load", {"side": side.upper()})
         models[side] = load(config.model, engines[side])
     if models["a"].device != models["b"].device:
         raise ConfigError("A and B must run on the same device")
+    cfg = models["a"].cfg
+    if config.layer >= cfg.num_layers or config.head >= cfg.num_heads:
+        raise ConfigError(f"layer {config.layer} / head {config.head} is outside this model "
+                          f"({cfg.num_layers} layers, {cfg.num_heads} heads)")
     device = models["a"].device
-    progress(0.08, "bandwidth probe")
+    progress(0.08, "probe", {})
     with typed_out_of_memory("the bandwidth probe", "free some memory"):
         bandwidth = memory_bandwidth(device, config.bandwidth_bytes, repeats=3)
     runs = {"a": [], "b": []}
     rounds = config.warmup + config.repeats
     for r in range(rounds):
         for j, side in enumerate("ab" if r % 2 == 0 else "ba"):
-            progress(0.1 + 0.6 * (2 * r + j) / (2 * rounds), f"round {r + 1}/{rounds}: {side.upper()}")
+            progress(0.1 + 0.6 * (2 * r + j) / (2 * rounds), "round", {"round": r + 1, "rounds": rounds,
+                                                                      "side": side.upper()})
             run = _timed_run(models[side], config, engines[side])
             if r >= config.warmup:
                 runs[side].append(run)
     sides = {}
     for i, side in enumerate("ab"):
-        progress(0.72 + 0.1 * i, f"memory and attention map of {side.upper()}")
+        progress(0.72 + 0.1 * i, "memory", {"side": side.upper()})
         sides[side] = _side_result(models[side], config, side, runs[side], engines[side])
-    progress(0.9, "drift of B against A")
+    sides["b"]["lossy"] = lossy_against(parse_spec(config.a), parse_spec(config.b))
+    progress(0.9, "drift", {})
     reference = runs["a"][-1]["trace"]
+    outputs = agreement(sides["a"]["output_ids"], sides["b"]["output_ids"])
+    for side in "ab":  # each text cut where the outputs part, decoded from the tokens' bytes together
+        ids, cut = sides[side]["output_ids"], outputs["first_divergence"]
+        cut = len(ids) if cut is None else cut
+        decode = models[side].tokenizer.hf.decode
+        sides[side]["text_same"], sides[side]["text_diff"] = decode(ids[:cut]), decode(ids[cut:])
     result = {
         "prompt": config.prompt, "model": models["a"].name, "device": str(device), "threads": torch.get_num_threads(),
-        "steps": config.steps, "repeats": config.repeats, "warmup": config.warmup, "seed": config.seed,
-        "sampling": config.sampling.__dict__, "a": sides["a"], "b": sides["b"], "bandwidth": bandwidth,
-        "drift": _drift(models["b"], config, reference),
-        "outputs": agreement(sides["a"]["output_ids"], sides["b"]["output_ids"]),
+        "steps": len(reference.steps) - 1, "steps_asked": config.steps, "repeats": config.repeats,
+        "warmup": config.warmup, "seed": config.seed, "sampling": config.sampling.__dict__,
+        "a": sides["a"], "b": sides["b"], "bandwidth": bandwidth,
+        "drift": _drift(models["b"], config, reference), "outputs": outputs,
         "prompt_tokens": len(reference.prompt_ids),
-        "what_was_timed": "the engine's timed region of each step (forward pass and sampling, device "
-                          f"synchronized) at capture off; {config.warmup} warm-up round(s), then {config.repeats} "
-                          "rounds of A and B interleaved; medians, with min and max",
+        "what_was_timed": "the engine's timed region of each step (planning the step: positions, masks and cache "
+                          "slots; the forward pass; sampling; device synchronized) at capture off; "
+                          f"{config.warmup} warm-up round(s), then {config.repeats} rounds of A and B interleaved; "
+                          "medians, with min and max",
     }
     result["within_noise"] = within_noise(sides["a"], sides["b"])
     if config.perplexity:
-        progress(0.93, "held-out perplexity")
+        progress(0.93, "perplexity", {})
         for side in "ab":
             lm, e = models[side], engines[side]
             sides[side]["perplexity"] = engine_perplexity(lm, heldout_ids(lm.tokenizer), e.kv_dtype, e.kv_layout,
-                                                          e.attn_backend)
-    progress(1.0, "done")
+                                                          e.attn_backend, e.sliding_window)
+    progress(1.0, "done", {})
     return result
 
 
@@ -202,7 +206,8 @@ def _side_result(lm: LoadedModel, config: CompareConfig, side: str, runs: list[d
             "what": "weights + KV cache allocated + the largest activation (this run's own tensors)"}
     if "cuda_peak_bytes" in runs[-1]:
         peak = {"bytes": runs[-1]["cuda_peak_bytes"], "kind": "cuda",
-                "what": "CUDA's peak allocated bytes during the run"}
+                "what": "this model's weights + the most CUDA memory the run allocated beyond what was resident "
+                        "when it began (other sessions on the GPU share the allocator's counter)"}
     changes = parse_spec(config.a if side == "a" else config.b)
     decode = spread([r["decode_ms"] for r in runs])
     return {
@@ -211,19 +216,32 @@ def _side_result(lm: LoadedModel, config: CompareConfig, side: str, runs: list[d
         "tokens_per_s": 1000 / decode["median"], "weight_bytes": lm.weight_bytes, "parameters": lm.parameters,
         "kv_bytes_used": kv["bytes_used"], "kv_bytes_allocated": kv_alloc,
         "kv_bytes_held": kv.get("bytes_held", kv_alloc), "kv": kv, "largest_activation": activation,
-        "peak_memory": peak, "output_ids": trace.row_output_ids(0), "text": lm.tokenizer.hf.decode(
-            trace.row_output_ids(0), skip_special_tokens=True),
-        "pieces": [lm.tokenizer.describe([i])[i]["text"] for i in trace.row_output_ids(0)],
+        "peak_memory": peak, "output_ids": trace.row_output_ids(0),
+        "text": lm.tokenizer.hf.decode(trace.row_output_ids(0), skip_special_tokens=True),
         "attention": _attention_map(lm, config, side), "model_config": lm.cfg.to_dict(),
         "compiled": engine.compile,
     }
 
 
+def lossy_against(a: dict, b: dict) -> list[str]:
+    """The lossy switches B sets to another value than A does (B's approximations relative to A)."""
+    differ = {k: v for k, v in b.items() if a.get(k) != v}
+    return lossy_changes(differ)
+
+
+MIN_ROUNDS_FOR_NOISE = 3
+
+
 def within_noise(a: dict, b: dict) -> dict:
-    """Per timing: True when A's and B's ranges (min..max over the rounds) overlap, so the difference in
-    their medians is not beyond the spread."""
+    """Per timing: True when the medians of A and B differ by no more than the wider of their spreads (max -
+    min over the rounds), so the difference is not beyond timing noise; None with fewer than 3 rounds,
+    where the spread says nothing."""
     out = {}
     for key in ("prefill_ms", "decode_ms_per_token"):
         x, y = a[key], b[key]
-        out[key] = x["min"] <= y["max"] and y["min"] <= x["max"]
+        if min(len(x["all"]), len(y["all"])) < MIN_ROUNDS_FOR_NOISE:
+            out[key] = None
+            continue
+        widest = max(x["max"] - x["min"], y["max"] - y["min"])
+        out[key] = abs(x["median"] - y["median"]) <= widest
     return out

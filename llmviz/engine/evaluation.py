@@ -1,5 +1,5 @@
 """How much a lossy switch costs: held-out perplexity through the KV cache, and the drift of logits and
-greedy tokens against a reference run (C11, C19, C21).
+greedy tokens against a reference run, teacher-forced (C11, C19, C20, C21).
 
 Perplexity runs each 512-token window of assets/corpus/heldout.txt as one prefill through a KV cache of
 the chosen layout and storage dtype, so a quantized cache's keys and values are the ones attended to.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -45,34 +46,31 @@ def perplexity(logits_fn, ids: list[int], window: int = EVAL_WINDOW) -> float:
 
 
 def engine_perplexity(lm, ids: list[int], kv_dtype: str = "auto", layout: str = "contiguous",
-                      backend: str = "sdpa") -> float:
-    """Perplexity of a loaded model (its load-time switches included) with a KV cache of this kind."""
+                      backend: str = "sdpa", window: int | None = None) -> float:
+    """Perplexity of a loaded model (its load-time switches included) with a KV cache of this kind, every
+    layer attending to its last `window` tokens when one is given."""
     def through_cache(chunk: torch.Tensor) -> torch.Tensor:
         cache = make_kv_cache(layout, lm.cfg, chunk.shape[1], kv_dtype=kv_dtype, model_dtype=lm.dtype,
                               device=lm.device)
         cache.add(0)
         with torch.inference_mode():
-            return feed(lm.model, cache, [chunk[0].tolist()], [0], backend=backend, last_only=False)
+            return feed(lm.model, cache, [chunk[0].tolist()], [0], backend=backend, last_only=False, window=window)
 
     return perplexity(through_cache, ids)
 
 
-def drift(reference, candidate, ids: list[int], steps: int, ref_kv: str = "auto", cand_kv: str = "auto") -> dict:
-    """Teacher-forced on the reference's greedy tokens: max |Δlogit| per step (prefill first) and the share
-    of steps where both pick the same greedy token."""
-    caches = []
-    for lm, kv_dtype in ((reference, ref_kv), (candidate, cand_kv)):
-        cache = make_kv_cache("contiguous", lm.cfg, len(ids) + steps + 1, kv_dtype=kv_dtype, model_dtype=lm.dtype,
-                              device=lm.device)
-        cache.add(0)
-        caches.append(cache)
-    gaps, agree = [], 0
-    with torch.inference_mode():
-        rows = [ids]
-        for _ in range(steps + 1):
-            ref = feed(reference.model, caches[0], rows, [0]).float().cpu()
-            cand = feed(candidate.model, caches[1], rows, [0]).float().cpu()
-            gaps.append((ref - cand).abs().max().item())
-            agree += int(ref.argmax() == cand.argmax())
-            rows = [[int(ref.argmax())]]
-    return {"max_abs_dlogit": gaps, "greedy_agreement": agree / (steps + 1), "steps": steps + 1}
+def teacher_forced_drift(reference, session) -> dict:
+    """`session` (a fresh Session of one row) fed the tokens the `reference` trace drew, step by step: per step
+    max |logit_ref - logit| and whether the greedy pick agrees, so every step compares the same context
+    (after a divergence, free-running logits would compare different ones). Needs whole logits per step."""
+    gaps, agree = [], []
+    for ref in reference.steps:
+        step = session.step()
+        if ref.logits is None or step.logits is None:
+            return {"max_abs_dlogit": None, "why": "the vocabulary is too large to keep whole logits per step"}
+        gaps.append(float(np.abs(ref.logits[0] - step.logits[0]).max()))
+        agree.append(bool(ref.logits[0].argmax() == step.logits[0].argmax()))
+        if ref.index + 1 < len(reference.steps):
+            session.force_last([int(ref.sampled[0])])
+    return {"max_abs_dlogit": gaps, "greedy_agree": agree, "max": max(gaps),
+            "greedy_agreement": sum(agree) / len(agree), "steps": len(gaps)}

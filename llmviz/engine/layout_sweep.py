@@ -180,7 +180,7 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
     for layout in layouts:
         cells = [spread(v) for v in runs[layout]]
         per_layout[layout] = {key: [c[key] for c in cells] for key in ("median", "min", "max", "all")}
-    progress(1.0, "done")
+    progress(1.0, "✓")
     return {
         "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
         "dtype": str(lm.dtype).removeprefix("torch."), "attn_backend": backend, "lengths": lengths,

@@ -12,10 +12,12 @@ import math
 
 import torch
 
+from llmviz.engine.config import RANDOM_MODELS  # folders in assets/ holding a config.json and no weights
 from llmviz.engine.models.config import ModelConfig
+
+__all__ = ["RANDOM_MODELS", "TOKENIZER_OF_RANDOM", "random_state"]
 from llmviz.engine.models.transformer import DecoderModel
 
-RANDOM_MODELS = ("gpt2-124m-random",)  # folders in assets/ holding a config.json and no weights
 TOKENIZER_OF_RANDOM = "llmviz-tiny"  # its ids (< 4,096) fit every random model's vocabulary
 INIT_STD = 0.02  # GPT-2's and Llama's initializer_range
 SEED = 0

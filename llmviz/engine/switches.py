@@ -38,6 +38,11 @@ class Switch:
     def at_load(self) -> bool:
         return self.field in LOAD_FIELDS
 
+    @property
+    def optional(self) -> bool:
+        """It can be off ("none"): the EngineConfig default is None."""
+        return EngineConfig.__dataclass_fields__[self.field].default is None
+
     def parse(self, raw: str):
         """The value a spec writes as text -> the EngineConfig value; ConfigError when it is not one."""
         text = raw.strip()
@@ -48,8 +53,7 @@ class Switch:
                 return False
             raise ConfigError(f"{self.name}={raw!r}: write on or off")
         if self.kind is int:
-            optional = EngineConfig.__dataclass_fields__[self.field].default is None
-            if optional and text.lower() in ("none", "off", "auto"):
+            if self.optional and text.lower() in ("none", "off", "auto"):
                 return None
             try:
                 return int(text)

@@ -54,7 +54,7 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
 
         prompts = prompts_of(s)
         check(prompts)
-        lm = state.cached_model(s.model, s.device, s.dtype)
+        lm = state.model(s.model, s.device, s.dtype)
         longest = max(len(lm.tokenizer.encode(p)) for p in prompts)
         config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=s.padding,
                               sampling=s.sampling(), seed=s.seed, capture="off", logit_lens_top_k=0,
@@ -82,17 +82,17 @@ def advance(t, run: BatchRun, max_new: int, to_end: bool = False) -> None:
 
 
 def sweep(t, s: Settings, model: str) -> dict | None:
-    """Batch 1, 2, 4, 8 of the page's prompts on `model`, with a progress bar."""
+    """Batch 1, 2, 4, 8 copies of the page's first prompt on `model`, with a progress bar."""
     from llmviz import service
 
     bar = st.progress(0.0)
     try:
         prompts = prompts_of(s)
         check(prompts)
-        lm = state.cached_model(model, s.device, s.dtype)
-        rows = [lm.tokenizer.encode(p) for p in prompts]
-        result = service.batch_sweep(lm, rows, padding=s.padding, device=s.device,
-                                     progress=lambda f, what: bar.progress(min(1.0, f), text=what))
+        lm = state.model(model, s.device, s.dtype)
+        result = service.batch_sweep(lm, lm.tokenizer.encode(prompts[0]), device=s.device,
+                                     progress=lambda f, stage, values: bar.progress(
+                                         min(1.0, f), text=t(f"progress.batch.{stage}", **values)))
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None

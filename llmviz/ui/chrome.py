@@ -58,13 +58,16 @@ def literal(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
 
 
-def table_csv(rows: list[dict]) -> str:
-    """Rows of equal keys as CSV text (a header line, then one line per row), for a download button."""
+def csv_text(rows: list[list]) -> str:
+    """Rows (the first one the header) as CSV text, for a download button."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else [])
-    writer.writeheader()
-    writer.writerows(rows)
+    csv.writer(buf).writerows(rows)
     return buf.getvalue()
+
+
+def table_csv(rows: list[dict]) -> str:
+    """Dicts of equal keys as CSV text: a header line of the keys, then one line per dict."""
+    return csv_text([list(rows[0]), *([r[k] for k in rows[0]] for r in rows)] if rows else [])
 
 
 SPAN_KEYS = {"embed": "span.embed", "mask": "span.mask", "kv.write": "span.kv_write", "head": "span.head",

@@ -15,7 +15,6 @@ from llmviz.ui import state
 from llmviz.ui.settings import Settings
 
 RESULT_KEY, BANDWIDTH_KEY = "llmviz_compare", "llmviz_bandwidth"
-RANDOM_GPT2 = "gpt2-124m-random"
 
 
 def model_of(s: Settings) -> str:
@@ -29,13 +28,13 @@ def key_of(s: Settings) -> tuple:
 
 def load(name, engine):
     """A side's model from the shared cache, by its load-time switches."""
-    return state.cached_model(name, engine.device, engine.dtype, engine.kv_heads, engine.fused_qkv, engine.quant,
-                              engine.quant_group)
+    return state.model(name, engine.device, engine.dtype, engine.kv_heads, engine.fused_qkv, engine.quant,
+                       engine.quant_group)
 
 
 def base_model(s: Settings):
     """The model as stored (fp32, no load-time switch): its shape and tokenizer feed the prediction."""
-    return state.cached_model(model_of(s), s.device, "fp32")
+    return state.model(model_of(s), s.device, "fp32")
 
 
 def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
@@ -45,7 +44,7 @@ def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
     shape = Shape.from_config(config)
     n = len(lm.tokenizer.encode(s.prompt))
     max_seq = min(config["max_position_embeddings"], DEFAULT_MAX_SEQ)
-    gbps = st.session_state.get(BANDWIDTH_KEY)
+    gbps = st.session_state.get(BANDWIDTH_KEY, {}).get(str(lm.device))  # this device's last probe
     sides = [predict(Setup.of(shape, parse_spec(spec), max_seq), n, s.cmp_steps, gbps) for spec in (s.cmp_a, s.cmp_b)]
     return sides[0], sides[1], n
 
@@ -60,18 +59,19 @@ def run(t, s: Settings) -> dict | None:
     from llmviz import service
     from llmviz.engine.config import SamplingConfig
 
-    bar = st.progress(0.0, text=t("compare.progress", what="…"))
+    bar = st.progress(0.0, text=t("progress.compare.load", side="A"))
     try:
         config = service.CompareConfig(prompt=s.prompt, a=s.cmp_a, b=s.cmp_b, model=model_of(s), steps=s.cmp_steps,
                                        repeats=s.cmp_repeats, seed=s.seed, device=s.device,
                                        sampling=SamplingConfig(temperature=0), perplexity=bool(s.cmp_ppl))
-        result = service.compare(config, load, lambda f, what: bar.progress(min(1.0, f),
-                                                                            text=t("compare.progress", what=what)))
+        result = service.compare(config, load, lambda f, stage, values: bar.progress(
+            min(1.0, f), text=t(f"progress.compare.{stage}", **values)))
     except (LlmvizError, MemoryError) as exc:
         bar.empty()
         state.explain(t, exc)
         return None
     bar.empty()
-    st.session_state[BANDWIDTH_KEY] = result["bandwidth"]["gb_per_s"]
+    st.session_state[BANDWIDTH_KEY] = {**st.session_state.get(BANDWIDTH_KEY, {}),
+                                       result["device"]: result["bandwidth"]["gb_per_s"]}
     st.session_state[RESULT_KEY] = (key_of(s), result)
     return result

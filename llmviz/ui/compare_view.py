@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 import streamlit as st
@@ -12,7 +10,7 @@ from llmviz.analysis.kv_memory import human
 from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
 from llmviz.analysis.predict import Prediction, ratio
 from llmviz.engine.switches import SWITCHES
-from llmviz.ui.chrome import literal
+from llmviz.ui.chrome import csv_text, literal
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
 
 
@@ -53,6 +51,7 @@ def metrics(t, result: dict) -> None:
             m[0].metric(t("compare.m.kv_used"), human(s["kv_bytes_used"]), help=alloc)
             m[1].metric(t("compare.m.peak"), human(s["peak_memory"]["bytes"]),
                         help=t(f"compare.peak_{s['peak_memory']['kind']}", hook=s["largest_activation"]["hook"]))
+            st.caption(alloc)
             if "perplexity" in s:
                 st.metric(t("compare.m.perplexity"), f"{s['perplexity']:.2f}", help=t("compare.ppl_help"))
             if s["kv"]["layout"] == "paged":
@@ -66,9 +65,7 @@ def outputs(t, result: dict) -> None:
                   where=t("compare.identical") if first is None else t("compare.diverge_at", i=first)))
     cols = st.columns(2)
     for col, side in zip(cols, "ab", strict=True):
-        pieces = result[side]["pieces"]
-        cut = len(pieces) if first is None else first
-        same, diff = literal("".join(pieces[:cut])), literal("".join(pieces[cut:]))
+        same, diff = literal(result[side]["text_same"]), literal(result[side]["text_diff"])
         col.markdown(f"**{side.upper()}** · {literal(result['prompt'])}" + same +
                      (f":orange-background[{diff}]" if diff else ""))
 
@@ -95,12 +92,16 @@ def attention(t, result: dict, labels: list[str]) -> None:
 
 
 def result_view(t, result: dict, labels: list[str]) -> None:
+    if result["steps"] < result["steps_asked"]:
+        st.info(t("compare.cut_short", ran=result["steps"], asked=result["steps_asked"]))
     metrics(t, result)
     st.caption(t("compare.timed", device=result["device"], threads=result["threads"], warmup=result["warmup"],
                  repeats=result["repeats"]))
     noisy = [t(f"compare.m.{k}") for k, v in result["within_noise"].items() if v]
     if noisy:
         st.warning(t("compare.noise", what=", ".join(noisy)))
+    elif None in result["within_noise"].values():
+        st.info(t("compare.noise_unjudged"))
     st.plotly_chart(timing_bars(result, {"a": "A", "b": "B", "prefill_ms": t("compare.m.prefill_ms"),
                                          "decode_ms_per_token": t("compare.m.decode_ms_per_token")},
                                 t("compare.timing_title"), "ms"), width="stretch", key="cmp_timing")
@@ -117,18 +118,23 @@ def result_view(t, result: dict, labels: list[str]) -> None:
 
 
 def downloads(t, result: dict) -> None:
-    buf = io.StringIO()
-    csv.writer(buf).writerows(csv_rows(result))
     a, b = st.columns(2)
     a.download_button(t("compare.json"), json.dumps(jsonable(result), ensure_ascii=False), "compare.json",
                       "application/json", key="cmp_json")
-    b.download_button(t("compare.csv"), buf.getvalue(), "compare.csv", "text/csv", key="cmp_csv")
+    b.download_button(t("compare.csv"), csv_text(csv_rows(result)), "compare.csv", "text/csv", key="cmp_csv")
 
 
 def switch_reference(t) -> None:
     """Every engine switch, its values and what it changes (exact or lossy)."""
     with st.expander(t("compare.switches")):
-        st.table({t("compare.col.switch"): [s.name for s in SWITCHES.values()],
-                  t("compare.col.values"): [" | ".join(s.choices) if s.choices else t(f"compare.kind.{s.kind.__name__}")
-                                            for s in SWITCHES.values()],
-                  t("compare.col.what"): [t(f"switch.{s.name}") for s in SWITCHES.values()]})
+        switches = list(SWITCHES.values())
+        st.table({t("compare.col.switch"): [s.name for s in switches],
+                  t("compare.col.values"): [" | ".join(s.choices) if s.choices else t(_kind(s)) for s in switches],
+                  t("compare.col.exact"): [t("switch.exact") if s.exact else t("switch.lossy") for s in switches],
+                  t("compare.col.what"): [t(f"switch.{s.name}") for s in switches]})
+
+
+def _kind(switch) -> str:
+    if switch.kind is bool:
+        return "compare.kind.bool"
+    return "compare.kind.int_optional" if switch.optional else "compare.kind.int"

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import streamlit as st
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.config import RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.ui import state
 from llmviz.ui.settings import Settings
@@ -21,7 +21,7 @@ BLOCK_SIZES = (4, 8, 16)
 MAX_SEQS = (64, 128, 256, 512)
 MAX_EXTRA = 3  # prompts beside the Home one
 MAX_STEP = 512
-RANDOM_GPT2 = "gpt2-124m-random"
+RANDOM_GPT2 = RANDOM_MODELS[0]  # the GPT-2-124M shape
 SWEEP_STEPS, SWEEP_BLOCK = 8, 16  # decode steps timed per run; the paged layout's block size in the sweep
 NOISE = 0.05  # a measured ratio within 5% of 1 is no difference
 ARTICLE = {"short": 1.15, "long": 0.80}  # paged / contiguous time as the article reports it (K3)
@@ -189,8 +189,8 @@ def current_live(t, s: Settings, o: Options) -> Live | None:
     try:
         kept, _ = kept_switches(s)
         with st.spinner(t("common.loading", model=s.model)):
-            lm = state.cached_model(s.model, s.device, s.dtype,
-                                    **{k: v for k, v in kept.items() if k in s.load_options()})
+            lm = state.model(s.model, s.device, s.dtype,
+                             **{k: v for k, v in kept.items() if k in s.load_options()})
         prompts = prompts_of(s, o)
         sessions = service.start_layouts(lm, prompts, engine_config(s, o, lm.cfg.max_position_embeddings), LAYOUTS)
         service.step_layouts(sessions)  # the prefill
@@ -304,7 +304,7 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
     bar = st.progress(0.0, text=t("layouts.progress", what="…"))
     try:
         lengths = parse_lengths(o.lengths)
-        lm = state.cached_model(sweep_model(s, o), s.device, s.dtype)
+        lm = state.model(sweep_model(s, o), s.device, s.dtype)
         result = service.layout_sweep(lm, lengths, LAYOUTS, SWEEP_STEPS, o.repeats,
                                       lambda f, what: bar.progress(min(1.0, f), text=t("layouts.progress", what=what)),
                                       block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)

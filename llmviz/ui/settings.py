@@ -9,7 +9,15 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
-from llmviz.engine.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, PADDINGS, EngineConfig, SamplingConfig
+from llmviz.engine.config import (
+    ATTN_BACKENDS,
+    DTYPES,
+    EMBEDDED_MODEL,
+    PADDINGS,
+    RANDOM_MODELS,
+    EngineConfig,
+    SamplingConfig,
+)
 from llmviz.engine.switches import LOAD_FIELDS, parse_spec
 from llmviz.errors import ConfigError
 
@@ -117,6 +125,8 @@ class Settings:
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
                 problems.append(f"{name}={values.pop(name)!r}")
+        if values.get("cmp_model", "") not in ("", *RANDOM_MODELS):  # the Compare page's choices only
+            problems.append(f"cmp_model={values.pop('cmp_model')!r}")
         for name in ("cmp_a", "cmp_b", "engine"):
             if name in values:
                 try:

@@ -36,6 +36,13 @@ def cached_model(name: str, device: str, dtype: str, kv_heads: int | None = None
                                            quant=quant, quant_group=quant_group))
 
 
+def model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused_qkv: str = "auto",
+          quant: str = "none", quant_group: int = 32) -> LoadedModel:
+    """The shared model for these load-time switches. Every page goes through here: st.cache_resource keys on
+    the arguments as passed, so one combination must always be passed the same way to be one cache entry."""
+    return cached_model(name, device, dtype, kv_heads, fused_qkv, quant, quant_group)
+
+
 @dataclass
 class Run:
     """One run in one browser session: a live engine session, or a trace loaded for replay."""
@@ -109,7 +116,7 @@ def current_run(t: Translator) -> Run | None:
         from llmviz import service
 
         with st.spinner(t("common.loading", model=s.model)):
-            lm = cached_model(s.model, s.device, s.dtype, **s.load_options())
+            lm = model(s.model, s.device, s.dtype, **s.load_options())
         session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
         service.step(session)  # the prefill
         run = Run(s.run_key(), session.trace, session)

@@ -45,7 +45,7 @@ def batch_grid_figure(grid: BatchGrid, pieces: list[list[str]], names: dict, tit
 
 def throughput_figure(rows: list[dict], title: str, x_title: str, y_title: str, decode_name: str,
                       prefill_name: str) -> go.Figure:
-    """Decode and prefill tokens/s at each batch size, with the ideal b-fold line for decode."""
+    """Decode and prefill tokens/s at each batch size, labelled with the speed-up over batch 1."""
     batches = [r["batch"] for r in rows]
     fig = go.Figure()
     fig.add_bar(x=[str(b) for b in batches], y=[r["decode_tokens_per_s"] for r in rows], name=decode_name,

@@ -58,3 +58,18 @@ def test_cache_bytes_against_the_cuda_allocator(layout):
     torch.cuda.synchronize()
     delta = torch.cuda.memory_allocated() - before
     assert cache.bytes_allocated() <= delta <= cache.bytes_allocated() + 64 * 1024, (delta, cache.bytes_allocated())
+
+
+def test_compare_peak_memory_on_cuda():
+    """The Compare page's peak on a GPU: the model's weights plus what the run allocated above what was resident
+    (C11, C17). fp16 weights halve the weights, so B's peak drops by at least most of that."""
+    from llmviz import service
+    from llmviz.engine.compare import CompareConfig, compare
+
+    result = compare(CompareConfig(prompt=PROMPT, a="dtype=fp32", b="dtype=fp16", model="llmviz-tiny", steps=4,
+                                   repeats=1, device="cuda"), service.load)
+    a, b = result["a"], result["b"]
+    assert a["peak_memory"]["kind"] == "cuda" and b["weight_bytes"] * 2 == a["weight_bytes"]
+    assert a["weight_bytes"] + a["kv_bytes_allocated"] <= a["peak_memory"]["bytes"]
+    assert a["peak_memory"]["bytes"] - b["peak_memory"]["bytes"] >= 0.9 * (a["weight_bytes"] - b["weight_bytes"])
+    assert result["outputs"]["agreement"] >= 0.8 and result["drift"]["max"] < 0.5

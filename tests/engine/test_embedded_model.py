@@ -109,8 +109,10 @@ def test_uptrained_gqa_models_keep_their_quality(card, kv_heads):
 def test_engine_perplexity_through_the_cache_equals_the_oracles(card):
     """The engine's held-out perplexity (each window one prefill through a KV cache) is the card's, which
     transformers computed; a lossy KV storage costs a little, GQA by pooling alone a lot (C11, C19)."""
-    from llmviz.engine.evaluation import drift, engine_perplexity, heldout_ids
+    from llmviz.engine.config import EngineConfig, SamplingConfig
+    from llmviz.engine.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
     from llmviz.engine.loading import load_model
+    from llmviz.engine.session import Session
 
     lm = load_model("llmviz-tiny")
     ids = heldout_ids(lm.tokenizer)
@@ -119,5 +121,8 @@ def test_engine_perplexity_through_the_cache_equals_the_oracles(card):
     assert abs(base - card["heldout_perplexity"]) <= 1e-3 * base
     int8 = engine_perplexity(lm, ids, kv_dtype="int8")
     assert base < int8 < 1.01 * base
-    report = drift(lm, lm, lm.tokenizer.encode("Return the value of the"), 16, cand_kv="fp8")
+    config = EngineConfig(device="cpu", capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                          sampling=SamplingConfig(temperature=0))
+    reference = Session(lm, "Return the value of the", config).generate(17)
+    report = teacher_forced_drift(reference, Session(lm, "Return the value of the", config.with_(kv_dtype="fp8")))
     assert report["steps"] == 17 and 0 < max(report["max_abs_dlogit"]) < 0.5 and report["greedy_agreement"] >= 0.9

@@ -9,12 +9,14 @@ import math
 import pytest
 
 from llmviz import service
-from llmviz.analysis.lab import table, verdict
+from llmviz.analysis.lab import table
 from llmviz.cli import parser
-from llmviz.engine.compare import CompareConfig, agreement, compare
-from llmviz.engine.config import EngineConfig
+from llmviz.engine.compare import CompareConfig, agreement, compare, within_noise
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.evaluation import teacher_forced_drift
 from llmviz.engine.loading import load_model
 from llmviz.engine.presets import presets
+from llmviz.engine.session import Session
 from llmviz.engine.switches import SWITCHES, format_spec, lossy_changes, parse_spec
 from llmviz.errors import ConfigError
 
@@ -103,8 +105,32 @@ def test_lossy_switches_change_bytes_as_hand_computed(model_dirs):
 def test_teacher_forcing_makes_drift_zero_for_the_same_setting(model_dirs):
     result = run(model_dirs["gpt2"], "", "", steps=4)
     assert result["drift"]["max"] == 0.0 and result["outputs"]["agreement"] == 1.0
-    key, _ = verdict(result)
-    assert key in ("gap.noise", "gap.as_predicted")
+    assert result["within_noise"] == {"prefill_ms": None, "decode_ms_per_token": None}  # 1 round: no verdict
+
+
+def test_teacher_forcing_feeds_the_reference_tokens(model_dirs):
+    """A diverging pair: B (one pooled KV head) is fed the tokens A drew, not its own."""
+    folder = str(model_dirs["llama_gqa_rope3"])
+    config = EngineConfig(device="cpu", capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                          sampling=SamplingConfig(temperature=0))
+    reference = Session(load_model(folder, device="cpu"), PROMPT, config).generate(7)
+    pooled = Session(load_model(folder, device="cpu", kv_heads=1), PROMPT, config.with_(kv_heads=1))
+    report = teacher_forced_drift(reference, pooled)
+    fed = [int(s.input_ids[0, 0]) for s in pooled.trace.steps[1:]]
+    drawn_by_a = [int(s.sampled[0]) for s in reference.steps[:-1]]
+    assert fed == drawn_by_a and report["steps"] == 7
+    own = [int(s.sampled[0]) for s in pooled.trace.steps[:-1]]
+    assert own != drawn_by_a  # B alone would have fed other tokens: the forcing is what made them equal
+    assert report["max"] > 1e-3 and len(report["greedy_agree"]) == 7
+
+
+def test_within_noise_compares_the_median_gap_with_the_spread():
+    def side(*ms):
+        return {k: {"median": sorted(ms)[len(ms) // 2], "min": min(ms), "max": max(ms), "all": list(ms)}
+                for k in ("prefill_ms", "decode_ms_per_token")}
+    assert within_noise(side(10, 11, 12), side(11.5, 12, 12.5)) == {"prefill_ms": True, "decode_ms_per_token": True}
+    assert within_noise(side(10, 10.1, 10.2), side(12, 12.1, 12.2))["decode_ms_per_token"] is False
+    assert within_noise(side(10, 10.1), side(12, 12.1))["decode_ms_per_token"] is None  # 2 rounds
 
 
 def test_eager_materializes_the_score_matrix_and_sdpa_does_not(model_dirs):
@@ -130,3 +156,23 @@ def test_force_last_feeds_the_given_token(model_dirs):
     assert int(step.input_ids[0, 0]) == 7
     with pytest.raises(ConfigError):
         session.force_last([1, 2])
+
+
+def test_a_run_cut_short_by_the_cache_reports_the_steps_it_ran(model_dirs):
+    folder = model_dirs["llama_gqa_rope3"]
+    n = len(load_model(str(folder), device="cpu").tokenizer.encode(PROMPT))
+    config = CompareConfig(prompt=PROMPT, b="kv-layout=paged", model=str(folder), steps=10, repeats=1, device="cpu",
+                           max_seq_len=n + 4, bandwidth_bytes=64 * 2**20)
+    result = compare(config, service.load)
+    assert result["steps_asked"] == 10 and result["steps"] == 4  # the cache holds the prompt + 4 tokens
+    kv_used = next(r for r in table(result) if r.what == "kv_used")
+    assert kv_used.predicted_a == kv_used.measured_a == (n + 4) * 2 * 2 * 16 * 4 * 2  # full
+
+
+def test_perplexity_counts_the_sliding_window(model_dirs):
+    from llmviz.engine.evaluation import engine_perplexity
+
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]), device="cpu")
+    ids = list(range(1, 200))
+    full, windowed = engine_perplexity(lm, ids), engine_perplexity(lm, ids, window=4)
+    assert abs(full - windowed) > 1e-3 * full

@@ -1,12 +1,14 @@
 """KV layouts (C6, C8, C9; claim K3): the contiguous, growing and paged caches of one live run, drawn as they
 stand after each step; then a length sweep of decode ms/token for the three, beside the article's claim."""
 
+import json
+
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.ui import layouts_run as run
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, translator
+from llmviz.ui.chrome import heading, table_csv, translator
 from llmviz.viz import kv_layouts as fig
 
 
@@ -117,6 +119,12 @@ def sweep_view(t, s) -> None:
     st.caption(t("layouts.sweep_timed", steps=result["steps"], warmup=result["warmup_steps"], repeats=result["repeats"],
                  bs=result["block_size"], device=result["device"], threads=result["threads"],
                  backend=result["attn_backend"], dtype=result["dtype"], seconds=result["seconds"]))
+    rows = [{"layout": x, "cached_tokens": n, "ms_per_token_median": ms[x]["median"][i], "min": ms[x]["min"][i],
+             "max": ms[x]["max"][i]} for x in result["layouts"] for i, n in enumerate(result["lengths"])]
+    a, b = st.columns(2)
+    a.download_button(t("compare.json"), json.dumps(result), "kv_layout_sweep.json", "application/json",
+                      key="kv_sweep_json")
+    b.download_button(t("compare.csv"), table_csv(rows), "kv_layout_sweep.csv", "text/csv", key="kv_sweep_csv")
 
 
 def main() -> None:

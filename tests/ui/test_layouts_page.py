@@ -130,6 +130,8 @@ def test_the_sweep_draws_the_lengths_asked_for_with_a_verdict(app_model, shape):
     assert any(f"this model's context is {shape['context']} tokens" in x for x in texts)  # nothing past 1024 here
     numbers = table(at, "tokens in the cache")
     assert list(numbers["tokens in the cache"]) == [8, 24]
+    downloads = [d.proto.label for d in at.get("download_button")]
+    assert downloads == ["Download JSON", "Download CSV"]
 
 
 def test_bad_sweep_lengths_get_a_message(app_model, shape):

@@ -8,7 +8,7 @@ import streamlit as st
 from llmviz.analysis.kv_memory import human
 from llmviz.ui import layouts_run as run
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, table_csv, translator
+from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz import kv_layouts as fig
 
 
@@ -79,7 +79,7 @@ def live_view(t, s, live) -> None:
     if not live.can_compute and live.cursor + 1 == live.recorded:
         st.info(t("layouts.finished"))
     labels = [t("layouts.seq", i=i + 1) for i in range(len(live.prompts))]
-    st.caption(" · ".join(f"**{label}**: {run.escape(p)}" for label, p in zip(labels, live.prompts, strict=True)))
+    st.caption(" · ".join(f"**{label}**: {literal(p)}" for label, p in zip(labels, live.prompts, strict=True)))
     kept, left_out = run.kept_switches(s)
     if kept or left_out:
         st.caption(t("layouts.switches", kept=", ".join(f"{k.replace('_', '-')}={v}" for k, v in kept.items()) or "—",
@@ -130,10 +130,6 @@ def sweep_view(t, s) -> None:
 def main() -> None:
     t = translator()
     heading(t, "layouts")
-    run.options()  # read from the link the first time: its problems are reported here
-    problems = st.session_state.pop("kv_url_problems", None)
-    if problems:
-        st.warning(t("error.url", items=", ".join(problems)))
     if not run.engine_available():  # a replay-only install without torch
         st.info(t("layouts.no_engine"))
         return

@@ -5,22 +5,30 @@ all kept in this browser session.
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import streamlit as st
 
 from llmviz.engine.config import RANDOM_MODELS, EngineConfig, SamplingConfig
-from llmviz.errors import ConfigError, LlmvizError
+from llmviz.errors import LlmvizError
 from llmviz.ui import state
-from llmviz.ui.settings import Settings
+from llmviz.ui.settings import (
+    KV_BLOCK_SIZES as BLOCK_SIZES,
+)
+from llmviz.ui.settings import (
+    KV_MAX_EXTRA as MAX_EXTRA,
+)
+from llmviz.ui.settings import (
+    KV_MAX_SEQS as MAX_SEQS,
+)
+from llmviz.ui.settings import (
+    Settings,
+    extra_prompts,
+    parse_lengths,
+)
 
 OPTIONS_KEY, LIVE_KEY, SWEEP_KEY, ERROR_KEY = "llmviz_kv_options", "llmviz_kv_live", "llmviz_kv_sweep", "kv_error"
 LAYOUTS = ("contiguous", "dynamic", "paged")
-BLOCK_SIZES = (4, 8, 16)
-MAX_SEQS = (64, 128, 256, 512)
-MAX_EXTRA = 3  # prompts beside the Home one
-MAX_STEP = 512
 RANDOM_GPT2 = RANDOM_MODELS[0]  # the GPT-2-124M shape
 SWEEP_STEPS, SWEEP_BLOCK = 8, 16  # decode steps timed per run; the paged layout's block size in the sweep
 NOISE = 0.05  # a measured ratio within 5% of 1 is no difference
@@ -32,52 +40,15 @@ KEPT_SWITCHES = ("kv_dtype", "kv_heads", "fused_qkv", "quant", "quant_group", "p
 
 @dataclass(frozen=True)
 class Options:
-    """This page's settings, carried in the URL as kv_<name>."""
+    """This page's settings: the kv_* fields of the session's Settings (carried in the URL with the rest)."""
 
-    bs: int = 4  # the paged layout's block size (small, so blocks fill and interleave within a few steps)
-    max: int = 128  # max_seq_len of the live runs: the contiguous rows' length
-    prompts: str = "Return the\nThis module provides"  # prompts beside the Home one, one per line
-    step: int = 0  # the step shown
-    model: str = RANDOM_GPT2  # the sweep's model: gpt2-124m-random, or "home" (the Home page's)
-    lengths: str = ""  # the sweep's lengths, "64, 512, ..." ("" = automatic)
-    repeats: int = 3  # the sweep's timed rounds
-
-    def to_query(self) -> dict[str, str]:
-        default = Options()
-        return {f"kv_{k}": str(v) for k, v in asdict(self).items() if v != getattr(default, k)}
-
-    @classmethod
-    def from_query(cls, params: dict) -> tuple[Options, list[str]]:
-        """Options from URL parameters; bad values are dropped and reported, never raised."""
-        values, problems = {}, []
-        allowed = {"bs": BLOCK_SIZES, "max": MAX_SEQS, "model": (RANDOM_GPT2, "home")}
-        ranges = {"step": (0, MAX_STEP), "repeats": (1, 10)}
-        for f in fields(cls):
-            raw = params.get(f"kv_{f.name}")
-            if raw is None:
-                continue
-            try:
-                value = type(getattr(cls(), f.name))(raw)
-                if f.name in allowed and value not in allowed[f.name]:
-                    raise ValueError(raw)
-                if f.name in ranges and not ranges[f.name][0] <= value <= ranges[f.name][1]:
-                    raise ValueError(raw)
-                if f.name == "lengths":
-                    parse_lengths(value)
-                if f.name == "prompts" and len(extra_prompts(value)) > MAX_EXTRA:
-                    raise ValueError(raw)
-                values[f.name] = value
-            except (TypeError, ValueError):
-                problems.append(f"kv_{f.name}={raw!r}")
-        return cls(**values), problems
-
-
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
-
-
-def escape(text: str) -> str:
-    """A prompt shown literally inside markdown."""
-    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
+    bs: int
+    max: int
+    prompts: str
+    step: int
+    model: str
+    lengths: str
+    repeats: int
 
 
 def engine_available() -> bool:
@@ -89,44 +60,23 @@ def engine_available() -> bool:
     return True
 
 
-def parse_lengths(text: str) -> list[int] | None:
-    """ "64, 512 1024" -> [64, 512, 1024]; "" -> None (automatic); ConfigError when not whole numbers."""
-    parts = text.replace(",", " ").split()
-    if not parts:
-        return None
-    try:
-        return [int(p) for p in parts]
-    except ValueError as exc:
-        raise ConfigError(f"lengths must be whole numbers separated by commas, got {text!r}",
-                          code="sweep_lengths_text", text=text) from exc
-
-
-def extra_prompts(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
 def options() -> Options:
-    """This browser session's page settings; read from the URL the first time (problems warned once)."""
-    if OPTIONS_KEY not in st.session_state:
-        current, problems = Options.from_query(st.query_params.to_dict())
-        st.session_state[OPTIONS_KEY] = current
-        if problems:
-            st.session_state["kv_url_problems"] = problems
-    return st.session_state[OPTIONS_KEY]
+    """This browser session's page settings (read from the URL with the others the first time)."""
+    current = state.settings()
+    return Options(**{f.name: getattr(current, f"kv_{f.name}") for f in fields(Options)})
 
 
 def update(**changes) -> Options:
-    st.session_state[OPTIONS_KEY] = replace(options(), **changes)
-    return st.session_state[OPTIONS_KEY]
+    state.update(**{f"kv_{k}": v for k, v in changes.items()})
+    return options()
 
 
 def sync_url() -> None:
-    """The Home settings and this page's, with the step shown, in the URL (a link reopens this view)."""
+    """The settings, with the step shown, in the URL (a link reopens this view)."""
     live = st.session_state.get(LIVE_KEY)
-    o = options() if live is None else replace(options(), step=live.cursor)
-    wanted = {**state.settings().to_query(), **o.to_query()}
-    if st.query_params.to_dict() != wanted:
-        st.query_params.from_dict(wanted)
+    if live is not None:
+        update(step=live.cursor)
+    state.sync_url()
 
 
 # --- the live runs -------------------------------------------------------------------------------------

@@ -34,7 +34,10 @@ UI_THREADS = max(1, (os.cpu_count() or 2) // 2)
 SLIDERS = {"temperature": (0.0, 2.0, 0.05), "top_k": (0, 100, 1), "top_p": (0.05, 1.0, 0.05)}  # min, max, step
 RANGES = {**{name: (low, high) for name, (low, high, _) in SLIDERS.items()}, "seed": (0, 2**32 - 1),
           "step": (0, MAX_UI_SEQ), "cmp_steps": (1, 128), "cmp_repeats": (1, 10), "cmp_run": (0, 1),
-          "cmp_ppl": (0, 1)}
+          "cmp_ppl": (0, 1), "kv_step": (0, MAX_UI_SEQ), "kv_repeats": (1, 10)}
+KV_BLOCK_SIZES = (4, 8, 16)  # the KV layouts page's choices
+KV_MAX_SEQS = (64, 128, 256, 512)
+KV_MAX_EXTRA = 3  # prompts beside the Home one on the KV layouts page
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,16 @@ class Settings:
     cmp_repeats: int = 3
     cmp_run: int = 0
     cmp_ppl: int = 0  # 1: also each side's held-out perplexity (C11, C19, C21: what a lossy switch costs)
+    # The KV layouts page (C6, C8, C9, K3): the paged layout's block size, the live runs' max_seq_len, prompts
+    # beside the Home one (one per line), the step shown; the sweep's model (a built-in shape or "home"), its
+    # lengths ("" = automatic) and timed rounds.
+    kv_bs: int = 4
+    kv_max: int = 128
+    kv_prompts: str = "Return the\nThis module provides"
+    kv_step: int = 0
+    kv_model: str = RANDOM_MODELS[0]
+    kv_lengths: str = ""
+    kv_repeats: int = 3
     # The Batch page (C13): its prompts, one per line ("" = examples of different lengths), and the pad side.
     batch: str = ""
     padding: str = "right"
@@ -121,7 +134,8 @@ class Settings:
                 values[f.name] = kind(raw)
             except (TypeError, ValueError):
                 problems.append(f"{f.name}={raw!r}")
-        checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": ("en", "zh"), "padding": PADDINGS}
+        checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": ("en", "zh"), "padding": PADDINGS,
+                  "kv_bs": KV_BLOCK_SIZES, "kv_max": KV_MAX_SEQS, "kv_model": (*RANDOM_MODELS, "home")}
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
                 problems.append(f"{name}={values.pop(name)!r}")
@@ -133,6 +147,13 @@ class Settings:
                     parse_spec(values[name])
                 except ConfigError:
                     problems.append(f"{name}={values.pop(name)!r}")
+        if "kv_lengths" in values:
+            try:
+                parse_lengths(values["kv_lengths"])
+            except ConfigError:
+                problems.append(f"kv_lengths={values.pop('kv_lengths')!r}")
+        if len(extra_prompts(values.get("kv_prompts", ""))) > KV_MAX_EXTRA:
+            problems.append(f"kv_prompts={values.pop('kv_prompts')!r}")
         if "history" in values:
             try:
                 decode_history(values["history"])
@@ -142,6 +163,23 @@ class Settings:
             if name in values and not low <= values[name] <= high:
                 problems.append(f"{name}={values.pop(name)!r}")
         return cls(**values), problems
+
+
+def extra_prompts(text: str) -> list[str]:
+    """The non-empty lines of a prompts box."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def parse_lengths(text: str) -> list[int] | None:
+    """ "64, 512 1024" -> [64, 512, 1024]; "" -> None (automatic); ConfigError when not whole numbers."""
+    parts = text.replace(",", " ").split()
+    if not parts:
+        return None
+    try:
+        return [int(p) for p in parts]
+    except ValueError as exc:
+        raise ConfigError(f"lengths must be whole numbers separated by commas, got {text!r}",
+                          code="sweep_lengths_text", text=text) from exc
 
 
 def encode_history(per_step: list[tuple], now: tuple) -> str:

@@ -30,13 +30,10 @@ def shape(app_model):
 
 
 def open_layouts(app_model, **params):
-    """The page as a link with kv_* settings opens it (AppTest starts on Home, whose URL sync drops them: they
-    are set again before switching; Home's own settings are read on the first run)."""
-    home = {"model": app_model, "prompt": PROMPT, **{k: v for k, v in params.items() if not k.startswith("kv_")}}
-    at = open_app(None, **home)
-    for key, value in params.items():
-        if key.startswith("kv_"):
-            at.query_params[key] = str(value)
+    """The page as a link with kv_* settings opens it (AppTest starts on Home, which reads the link and warns
+    about bad values there: those warnings are kept as at.url_warnings)."""
+    at = open_app(None, **{"model": app_model, "prompt": PROMPT, **params})
+    at.url_warnings = [w.value for w in at.warning]
     at.switch_page(page_file("kv_layouts")).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -106,7 +103,7 @@ def test_three_steps_show_each_layouts_bytes(app_model, shape):
 
 def test_the_link_reopens_the_step_and_reports_bad_values(app_model, shape):
     at = open_layouts(app_model, kv_step=2, kv_bs=5, kv_max=64, kv_prompts="")
-    assert any("kv_bs='5'" in w.value for w in at.warning)
+    assert any("kv_bs=5" in w for w in at.url_warnings)
     live = at.session_state[LIVE]
     assert live.cursor == 2 and len(live.prompts) == 1
     assert table(at, "Sequence")["Last block filled"][0] == f"{(shape['prompts'][0] + 2 - 1) % 4 + 1}/4"  # bs 4
@@ -142,7 +139,7 @@ def test_bad_sweep_lengths_get_a_message(app_model, shape):
     click(at, "Run the sweep")
     assert any("is not a list of lengths" in e.value for e in at.error)
     at = open_layouts(app_model, kv_lengths="abc")
-    assert any("kv_lengths='abc'" in w.value for w in at.warning)
+    assert any("kv_lengths='abc'" in w for w in at.url_warnings)
 
 
 def test_a_prompt_longer_than_max_seq_gets_a_message(app_model):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from llmviz.analysis.predict import Prediction, Setup, Shape, predict, ratio
 from llmviz.engine.switches import SWITCHES
 
+SMALL_MODEL_BYTES = 100 * 2**20  # below this a decode step on a CPU is mostly Python overhead
 AS_PREDICTED = 0.15  # a measured ratio within 15% of the predicted one "matches"
 # Which switch a gap is most likely due to, in the order they are looked for (the first found is named).
 CAUSES = ("compile", "quant", "dtype", "kv-dtype", "attn", "kv-layout", "fused-qkv", "kv-heads", "sliding-window")
@@ -71,6 +72,8 @@ def verdict(result: dict) -> tuple[str, dict]:
               "bound_a": row.predicted_a or 0.0, "share_a": (row.predicted_a or 0.0) / row.measured_a, "hint": ""}
     # None (fewer than 3 rounds): the noise cannot be judged, so the gap is read as it is
     if result["within_noise"]["decode_ms_per_token"]:
+        if result["a"]["weight_bytes"] < SMALL_MODEL_BYTES:
+            values["hint"] = "gap.noise.small"
         return "gap.noise", values
     if abs(values["measured"] / values["predicted"] - 1) <= AS_PREDICTED:
         return "gap.as_predicted", values

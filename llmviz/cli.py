@@ -78,6 +78,9 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--filter", nargs="*", default=[], help="hook-name glob patterns: record only these hooks")
     tr.add_argument("--out", required=True, help="folder for trace.json + arrays.npz")
     _compare_parser(sub)
+    from llmviz.cli_serve import add_parser as serve_parser
+
+    serve_parser(sub)
     return top
 
 
@@ -209,7 +212,14 @@ def compare_cmd(args) -> int:
     return run_compare(args)
 
 
-COMMANDS = {"generate": generate, "trace": trace_cmd, "compare": compare_cmd}
+def serve_cmd(args) -> int:
+    from llmviz.cli_serve import run
+
+    start(args)
+    return run(args)
+
+
+COMMANDS = {"generate": generate, "trace": trace_cmd, "compare": compare_cmd, "serve-sim": serve_cmd}
 
 
 def main(argv=None) -> int:

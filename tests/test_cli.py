@@ -120,3 +120,27 @@ def test_compare_json(model_dirs):
 def test_compare_errors_are_one_line(model_dirs, args, needle):
     out = cli("compare", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "hi", *args)
     assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_serve_sim_json(model_dirs, tmp_path):
+    trace = {"name": "small", "requests": [
+        {"id": i, "arrival_step": i, "prompt_ids": list(range(5 + i, 12 + 2 * i)), "output_len": 3 + i,
+         "temperature": 0.8 if i % 2 else 0.0, "seed": 7 + i} for i in range(4)]}
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(trace))
+    for scheduler in ("continuous", "static"):
+        out = cli("serve-sim", "--model", str(model_dirs["llama_gqa_rope3"]), "--trace", str(path), "--scheduler",
+                  scheduler, "--slots", "2", "--token-budget", "6", "--block-size", "4", "--json", "--threads", "1")
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        assert doc["identical_outputs"] is True and doc["tokens"] == 3 + 4 + 5 + 6
+        assert [len(v) for v in doc["outputs"].values()] == [3, 4, 5, 6]
+        assert len(doc["records"]) == doc["steps"] and 0 < doc["slot_utilization"] <= 1
+
+
+def test_serve_sim_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    for args, needle in (((bad,), "is not JSON"), (("no-such",), "built-in traces")):
+        out = cli("serve-sim", "--trace", *map(str, args))
+        assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

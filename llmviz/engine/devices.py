@@ -69,3 +69,11 @@ def same_device(a: torch.device, b: torch.device) -> bool:
         return torch.cuda.current_device() if d.type == "cuda" else 0
 
     return a.type == b.type and index(a) == index(b)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (a no-op on a CPU), so a wall clock read after it is honest."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()

@@ -11,14 +11,9 @@ import time
 
 import torch
 
+from llmviz.engine.devices import synchronize
+
 GIB = 2**30
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
 
 
 def memory_bandwidth(device: torch.device | str = "cpu", nbytes: int = GIB, repeats: int = 5) -> dict:
@@ -26,12 +21,12 @@ def memory_bandwidth(device: torch.device | str = "cpu", nbytes: int = GIB, repe
     device = torch.device(device)
     buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
     buf.sum()  # touch every page before timing
-    _sync(device)
+    synchronize(device)
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
         buf.sum()
-        _sync(device)
+        synchronize(device)
         seconds.append(time.perf_counter() - start)
     del buf
     best = min(seconds)
@@ -48,12 +43,12 @@ def matmul_flops(device: torch.device | str = "cpu", m: int = 8, k: int = 768, n
     x = torch.randn(m, k, device=device, dtype=dtype)
     w = torch.randn(k, n, device=device, dtype=dtype)
     x @ w
-    _sync(device)
+    synchronize(device)
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
         x @ w
-        _sync(device)
+        synchronize(device)
         seconds.append(time.perf_counter() - start)
     flops = 2 * m * k * n
     return {"shape": [m, k, n], "dtype": str(dtype).removeprefix("torch."), "flops": flops,

@@ -43,11 +43,11 @@ def max_seq_for(lm: LoadedModel, config: EngineConfig) -> int:
 
 class Session:
     def __init__(self, lm: LoadedModel, prompt: str | list[str] | None = None, config: EngineConfig | None = None,
-                 *, prompt_ids: list[list[int]] | None = None):
+                 *, prompt_ids: list[list[int]] | None = None, seeds: list[int] | None = None):
         """`prompt`: one text or a list of texts (one row each); or `prompt_ids`: rows of token ids.
 
-        Row i samples with its own generator seeded `config.seed + i`, so row i of a batch draws what the
-        same prompt alone draws with that seed.
+        Row i samples with its own generator seeded `config.seed + i` (or `seeds[i]`: a serving trace's
+        per-request seeds), so row i of a batch draws what the same prompt alone draws with that seed.
         """
         config = config or EngineConfig()
         self._check_model(lm, config)
@@ -59,13 +59,16 @@ class Session:
                 raise PromptError(f"the prompt is {len(ids)} tokens but the context holds {self.max_seq} "
                                   "(including the tokens to generate): shorten it", code="prompt_too_long",
                                   n=len(ids), limit=self.max_seq)
+        if seeds is not None and (len(seeds) != len(rows) or not all(0 <= s < 2**64 for s in seeds)):
+            raise ConfigError(f"seeds needs one seed in [0, 2**64) per row ({len(rows)} rows)")
         if config.seed + len(rows) - 1 >= 2**64:
             raise ConfigError(f"seed {config.seed} is too large for {len(rows)} rows: row i draws with seed + i, "
                               "which must stay below 2**64")
         self._check_capture_fits(rows)
         self._check_compile(config)
         device = lm.device
-        self.sequences = [Sequence.start(i, ids, config.sampling, config.seed + i, device, text)
+        row_seeds = seeds if seeds is not None else [config.seed + i for i in range(len(rows))]
+        self.sequences = [Sequence.start(i, ids, config.sampling, row_seeds[i], device, text)
                           for i, (text, ids) in enumerate(zip(texts, rows, strict=True))]
         self.windows = layer_windows(lm.cfg, config.sliding_window)
         with typed_out_of_memory("allocating the KV cache", SHORTER):

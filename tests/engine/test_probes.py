@@ -28,4 +28,4 @@ def _timed(fn) -> float:
 def test_matmul_probe_counts_two_flops_per_multiply_add():
     out = matmul_flops("cpu", m=4, k=64, n=128, repeats=2)
     assert out["flops"] == 2 * 4 * 64 * 128 and out["shape"] == [4, 64, 128]
-    assert 0.01 < out["gflop_per_s"] < 1e5
+    assert 0 < out["gflop_per_s"] < 1e5  # a rate, not a speed target (a busy machine may be slow)

@@ -1,0 +1,46 @@
+"""Serving metrics from a scheduler's step records (C15; claim K7): throughput, time to first token,
+inter-token latency and slot utilization, the same arithmetic for static and continuous batching.
+
+Time runs on the steps' wall clocks: step i ends at the sum of the first i+1 steps' ms; a request arriving
+at step s arrives when step s begins. TTFT = the end of the step that drew its first token minus its
+arrival; ITL = the gaps between the ends of the steps that drew its successive tokens. Both also in steps.
+Slot utilization = the share of slot-steps in which a request fed a token it needed (an idle row of a
+static batch, or an empty slot, counts as unused).
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+
+
+def _percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"p50": None, "p95": None}
+    arr = np.asarray(values, dtype=np.float64)
+    return {"p50": float(np.percentile(arr, 50)), "p95": float(np.percentile(arr, 95))}
+
+
+def metrics(result: dict) -> dict:
+    """result: {"records": [StepRecord or dict], "token_steps": {id: [step, ...]}, "arrival_steps": {id: s},
+    "slots": n}."""
+    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
+    ends = np.cumsum([r["ms"] for r in records])  # [steps] ms
+    starts = np.concatenate([[0.0], ends[:-1]])
+    ttft_ms, ttft_steps, itl_ms, itl_steps = [], [], [], []
+    for rid, steps in result["token_steps"].items():
+        arrival = result["arrival_steps"][rid]
+        ttft_ms.append(float(ends[steps[0]] - starts[arrival]))
+        ttft_steps.append(steps[0] - arrival + 1)
+        itl_ms += [float(ends[b] - ends[a]) for a, b in pairwise(steps)]
+        itl_steps += [b - a for a, b in pairwise(steps)]
+    tokens = sum(len(s) for s in result["token_steps"].values())
+    wall_s = float(ends[-1]) / 1000 if len(ends) else 0.0
+    used = sum(1 for r in records for row in r["rows"] if row[3] != "idle" and row[2] > 0)
+    slot_steps = result["slots"] * len(records)
+    return {"steps": len(records), "tokens": tokens, "wall_s": wall_s,
+            "tokens_per_s": tokens / wall_s if wall_s else None, "tokens_per_step": tokens / len(records),
+            "ttft_ms": _percentiles(ttft_ms), "ttft_steps": _percentiles(ttft_steps),
+            "itl_ms": _percentiles(itl_ms), "itl_steps": _percentiles(itl_steps),
+            "slot_utilization": used / slot_steps if slot_steps else 0.0}

@@ -1,0 +1,231 @@
+"""Continuous batching over the paged KV cache, as a serving engine schedules it (C9, C15; claim K7).
+
+Each step reads as schedule -> run -> postprocess:
+
+    schedule     arrivals join the waiting queue; running requests that decode take one token each of the
+                 step's token budget first, then requests still prefilling take chunks of their prompt
+                 (chunked prefill), then waiting requests are admitted while a slot is free and budget is
+                 left; if the pool cannot hold the step's new tokens, the most recently admitted request is
+                 preempted: its blocks are freed at once and it waits again, to be recomputed (its prompt
+                 and the tokens it has drawn prefilled anew), keeping its random stream
+    run          one forward pass over every scheduled row (each row its own length, padded)
+    postprocess  a row that has fed all its pending tokens draws its next one with its own generator; a
+                 request with all its tokens is retired and its blocks freed at once
+
+Every request draws what it draws alone with its seed: its tokens and its random stream never depend on
+who shares the batch (the same-tokens rule of the engine's batches).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from llmviz.engine.config import DEFAULT_MAX_SEQ
+from llmviz.engine.devices import synchronize
+from llmviz.engine.kv import make_kv_cache
+from llmviz.engine.loading import LoadedModel
+from llmviz.engine.phases import feed
+from llmviz.engine.sampling import sample_rows
+from llmviz.engine.sequence import Sequence
+from llmviz.engine.serving.requests import Request, RequestTrace
+from llmviz.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    slots: int = 8  # requests running at once (the batch's rows)
+    block_size: int = 16
+    pool_blocks: int | None = None  # None: enough for every slot to reach max_seq
+    token_budget: int = 256  # tokens fed per step, decode tokens first (chunked prefill takes the rest)
+    max_seq: int | None = None  # per request; None: the model's context, capped
+    device: str = "auto"
+    backend: str = "sdpa"
+
+    def __post_init__(self):
+        for name in ("slots", "block_size", "token_budget"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.token_budget < self.slots:
+            raise ConfigError(f"token_budget ({self.token_budget}) must cover one decode token per slot "
+                              f"({self.slots})")
+        if self.pool_blocks is not None and self.pool_blocks < 1:
+            raise ConfigError(f"pool_blocks must be >= 1, got {self.pool_blocks}")
+
+
+@dataclass
+class Running:
+    request: Request
+    seq: Sequence
+    slot: int
+    admitted_step: int
+    first_token_step: int | None = None
+    token_steps: list = field(default_factory=list)  # the step index of each drawn token
+
+    @property
+    def drawn(self) -> int:
+        return len(self.seq.ids) - self.seq.prompt_len
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one engine step did: which request held which slot and fed how many tokens (and of which kind)."""
+
+    index: int
+    ms: float  # wall clock of the step (schedule, forward pass, sampling; device synchronized)
+    rows: tuple  # (request id, slot, tokens fed, "prefill" | "decode")
+    blocks_used: int
+    blocks_total: int
+    waiting: int
+    preempted: tuple = ()
+    finished: tuple = ()
+    drawn: tuple = ()  # request ids that drew a token this step
+
+
+class ContinuousScheduler:
+    def __init__(self, lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None):
+        self.lm, self.trace, self.config = lm, trace, config or ServeConfig()
+        c = self.config
+        trace.check_vocab(lm.cfg.vocab_size)
+        self.max_seq = min(lm.cfg.max_position_embeddings, c.max_seq or DEFAULT_MAX_SEQ)
+        pool_blocks = c.pool_blocks or c.slots * math.ceil(self.max_seq / c.block_size)
+        for r in trace.requests:
+            total = len(r.prompt_ids) + r.output_len
+            if total > self.max_seq:
+                raise ConfigError(f"request {r.id} needs {total} tokens (prompt + output) but a sequence holds "
+                                  f"{self.max_seq}")
+            if math.ceil(total / c.block_size) > pool_blocks:
+                raise ConfigError(f"request {r.id} needs {math.ceil(total / c.block_size)} blocks but the whole "
+                                  f"pool has {pool_blocks}: raise pool_blocks or shorten the request")
+        self.cache = make_kv_cache("paged", lm.cfg, self.max_seq, capacity=c.slots, model_dtype=lm.dtype,
+                                   device=lm.device, block_size=c.block_size, pool_blocks=pool_blocks)
+        self.pending = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))  # not yet arrived
+        self.waiting: list[Running] = []
+        self.running: list[Running] = []
+        self.done: dict[int, Running] = {}
+        self.records: list[StepRecord] = []
+        self.started = time.perf_counter()
+
+    @property
+    def finished(self) -> bool:
+        return not (self.pending or self.waiting or self.running)
+
+    def _arrivals(self, step: int) -> None:
+        while self.pending and self.pending[0].arrival_step <= step:
+            r = self.pending.pop(0)
+            seq = Sequence.start(r.id, list(r.prompt_ids), r.sampling, r.seed, self.lm.device)
+            self.waiting.append(Running(r, seq, -1, -1))
+
+    def _pending_tokens(self, run: Running) -> int:
+        return len(run.seq.ids) - self.cache.length(run.seq.seq_id)
+
+    def _blocks_needed(self, plan: list[tuple[Running, int]]) -> int:
+        bs, need = self.config.block_size, 0
+        for run, take in plan:
+            sid = run.seq.seq_id
+            have = len(self.cache.tables[sid]) if sid in self.cache.tables else 0
+            need += max(0, math.ceil((self.cache_len(run) + take) / bs) - have)
+        return need
+
+    def cache_len(self, run: Running) -> int:
+        return self.cache.length(run.seq.seq_id) if run.seq.seq_id in self.cache.seq_ids else 0
+
+    def _preempt(self, run: Running) -> None:
+        """Free its blocks now; it waits at the front of the queue and is recomputed when readmitted."""
+        self.running.remove(run)
+        self.cache.free(run.seq.seq_id)
+        run.slot = -1
+        self.waiting.insert(0, run)
+
+    def _schedule(self, step: int) -> tuple[list[tuple[Running, int]], list[int]]:
+        budget, plan = self.config.token_budget, []
+        ordered = sorted(self.running, key=lambda r: self._pending_tokens(r) > 1)  # decoding rows first
+        for run in ordered:
+            take = min(self._pending_tokens(run), budget)
+            if take:
+                plan.append((run, take))
+                budget -= take
+        while budget > 0 and self.waiting and len(self.running) < self.config.slots:
+            run = self.waiting.pop(0)
+            self.cache.add(run.seq.seq_id)
+            run.slot = min(set(range(self.config.slots)) - {r.slot for r in self.running})
+            run.admitted_step = step
+            self.running.append(run)
+            take = min(len(run.seq.ids), budget)
+            plan.append((run, take))
+            budget -= take
+        preempted = []
+        while plan and self._blocks_needed(plan) > self.cache.pool.free_count:
+            victim = max(self.running, key=lambda r: (r.admitted_step, r.request.id))
+            plan = [(r, k) for r, k in plan if r is not victim]
+            self._preempt(victim)
+            preempted.append(victim.request.id)
+        return plan, preempted
+
+    def _feed(self, group: list[tuple[Running, int]], index: int) -> list[Running]:
+        """One forward pass over these rows; the rows that fed all their pending tokens draw their next one."""
+        rows = [run.seq.ids[self.cache_len(run):self.cache_len(run) + take] for run, take in group]
+        with torch.inference_mode():
+            logits = feed(self.lm.model, self.cache, rows, [run.seq.seq_id for run, _ in group],
+                          backend=self.config.backend)  # [b, V]: each row's last fed token
+            ready = [run for run, _ in group if self._pending_tokens(run) == 0]
+            if not ready:
+                return []
+            picked = [i for i, (run, _) in enumerate(group) if self._pending_tokens(run) == 0]
+            tokens = sample_rows(logits[picked], [run.seq for run in ready]).tolist()
+        for run, token in zip(ready, tokens, strict=True):
+            run.seq.ids.append(int(token))
+            run.token_steps.append(index)
+            if run.first_token_step is None:
+                run.first_token_step = index
+        return ready
+
+    def step(self) -> StepRecord:
+        index = len(self.records)
+        began = time.perf_counter()
+        self._arrivals(index)
+        plan, preempted = self._schedule(index)
+        drawn, finished = [], []
+        kinds = ["decode" if run.drawn and self._pending_tokens(run) == 1 else "prefill" for run, _ in plan]
+        # The decoding rows go through one forward pass together and each prefill chunk through its own: the
+        # engine pads a pass to its widest row, so one chunk beside one-token rows would multiply their work.
+        groups = [[p for p in plan if p[1] == 1]] + [[p] for p in plan if p[1] > 1]
+        for group in filter(None, groups):
+            for run in self._feed(group, index):
+                drawn.append(run.request.id)
+                if run.drawn >= run.request.output_len:
+                    self.running.remove(run)
+                    self.cache.free(run.seq.seq_id)  # its blocks go back to the pool at once
+                    self.done[run.request.id] = run
+                    finished.append(run.request.id)
+        synchronize(self.lm.device)
+        ms = (time.perf_counter() - began) * 1000
+        record = StepRecord(index, ms, tuple((run.request.id, run.slot, take, kind)
+                                             for (run, take), kind in zip(plan, kinds, strict=True)),
+                            self.cache.pool.used_count, self.cache.pool.num_blocks, len(self.waiting),
+                            tuple(preempted), tuple(finished), tuple(drawn))
+        self.records.append(record)
+        return record
+
+    def run(self, progress=None, max_steps: int = 100_000) -> dict:
+        """Steps until every request is done; returns the outputs and the per-step records."""
+        total = sum(r.output_len for r in self.trace.requests)
+        while not self.finished:
+            if len(self.records) >= max_steps:
+                raise ConfigError(f"the schedule did not finish in {max_steps} steps")
+            self.step()
+            if progress:
+                progress(sum(r.drawn for r in (*self.done.values(), *self.running)) / total, "step",
+                         {"step": len(self.records)})
+        return self.result()
+
+    def result(self) -> dict:
+        return {"scheduler": "continuous", "slots": self.config.slots, "records": self.records,
+                "outputs": {rid: run.seq.ids[run.seq.prompt_len:] for rid, run in sorted(self.done.items())},
+                "token_steps": {rid: run.token_steps for rid, run in sorted(self.done.items())},
+                "arrival_steps": {r.id: r.arrival_step for r in self.trace.requests},
+                "blocks_total": self.cache.pool.num_blocks, "block_size": self.config.block_size}

@@ -1,0 +1,58 @@
+"""Static batching, the baseline continuous batching is measured against (C13, C15; claim K7).
+
+Requests are taken in arrival order in batches of `slots`; a batch starts once its last request has
+arrived and runs as one padded batch (the engine's Session: the prompts padded to the longest, one
+forward pass per step) until its longest request has all its tokens. A request that already has its
+tokens keeps its row, computed and thrown away, until the batch ends: the waste continuous batching
+removes. Rows draw with their requests' own seeds and settings, so every request's tokens are its own.
+"""
+
+from __future__ import annotations
+
+import time
+
+from llmviz.engine.config import EngineConfig
+from llmviz.engine.loading import LoadedModel
+from llmviz.engine.serving.continuous import ServeConfig, StepRecord
+from llmviz.engine.serving.requests import RequestTrace
+from llmviz.engine.session import Session
+
+
+def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None, progress=None) -> dict:
+    config = config or ServeConfig()
+    trace.check_vocab(lm.cfg.vocab_size)
+    ordered = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))
+    batches = [ordered[i:i + config.slots] for i in range(0, len(ordered), config.slots)]
+    records: list[StepRecord] = []
+    outputs, token_steps = {}, {}
+    total = sum(r.output_len for r in ordered)
+    for batch in batches:
+        while len(records) < max(r.arrival_step for r in batch):  # idle steps until the batch is complete
+            records.append(StepRecord(len(records), 0.0, (), 0, 0, len(batch)))
+        longest = max(len(r.prompt_ids) for r in batch)
+        steps = max(r.output_len for r in batch)
+        engine = EngineConfig(device=config.device, attn_backend=config.backend, capture="off", logit_lens_top_k=0,
+                              stop_at_eos=False, max_seq_len=min(lm.cfg.max_position_embeddings, longest + steps))
+        session = Session(lm, config=engine, prompt_ids=[list(r.prompt_ids) for r in batch],
+                          seeds=[r.seed for r in batch])
+        for seq, r in zip(session.sequences, batch, strict=True):
+            seq.sampling = r.sampling
+        first = len(records)
+        for k in range(steps):
+            began = time.perf_counter()
+            session.step()  # its timed region syncs the device; the wall clock includes recording the step
+            ms = (time.perf_counter() - began) * 1000
+            rows = tuple((r.id, slot, len(r.prompt_ids) if k == 0 else 1,
+                          ("prefill" if k == 0 else "decode") if k < r.output_len else "idle")
+                         for slot, r in enumerate(batch))
+            drawn = tuple(r.id for r in batch if k < r.output_len)
+            done = tuple(r.id for r in batch if k == r.output_len - 1)
+            records.append(StepRecord(len(records), ms, rows, 0, 0, 0, (), done, drawn))
+            if progress:
+                progress(sum(min(k + 1, r.output_len) for r in batch) / total, "step", {"step": len(records)})
+        for slot, r in enumerate(batch):
+            outputs[r.id] = session.trace.row_output_ids(slot)[:r.output_len]
+            token_steps[r.id] = list(range(first, first + r.output_len))
+    return {"scheduler": "static", "slots": config.slots, "records": records,
+            "outputs": dict(sorted(outputs.items())), "token_steps": dict(sorted(token_steps.items())),
+            "arrival_steps": {r.id: r.arrival_step for r in trace.requests}}

@@ -1,0 +1,138 @@
+"""Serving schedulers (C13, C15; K7): every request's tokens equal what it draws alone with its seed, under
+continuous batching (chunked prefill, preemption) and static batching; the block pool stays consistent at
+every step; bad input is a typed error."""
+
+import random
+
+import pytest
+
+from llmviz.analysis.serving import metrics
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
+from llmviz.engine.serving.requests import Request, RequestTrace, make_trace, parse_trace
+from llmviz.engine.serving.static import run_static
+from llmviz.engine.session import Session
+from llmviz.errors import ConfigError, TraceFormatError
+
+
+def random_trace(seed: int, n: int = 6, vocab: int = 300, sampled: bool = False) -> RequestTrace:
+    rng = random.Random(seed)
+    sampling = SamplingConfig(temperature=0.9, top_k=20) if sampled else SamplingConfig(temperature=0)
+    return RequestTrace("t", tuple(
+        Request(i, rng.randint(0, 4), tuple(rng.randrange(1, vocab) for _ in range(rng.randint(3, 20))),
+                rng.randint(1, 9), sampling, seed=100 + i) for i in range(n)))
+
+
+def alone(lm, r: Request) -> list[int]:
+    cfg = EngineConfig(device="cpu", capture="off", logit_lens_top_k=0, stop_at_eos=False, sampling=r.sampling,
+                       max_seq_len=len(r.prompt_ids) + r.output_len + 1)
+    return Session(lm, config=cfg, prompt_ids=[list(r.prompt_ids)], seeds=[r.seed]).generate(r.output_len).output_ids
+
+
+@pytest.fixture(scope="module")
+def lm(model_dirs):
+    return load_model(str(model_dirs["llama_gqa_rope3"]), device="cpu")
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_continuous_equals_each_request_alone(lm, sampled):
+    trace = random_trace(1, sampled=sampled)
+    # 3 slots, a budget of 8 tokens (prompts arrive in chunks), 6 blocks of 4 tokens (requests get preempted)
+    scheduler = ContinuousScheduler(lm, trace, ServeConfig(slots=3, token_budget=8, block_size=4, pool_blocks=8))
+    result = scheduler.run()
+    preempted = [rid for r in result["records"] for rid in r.preempted]
+    chunked = [row for r in result["records"] for row in r.rows if row[3] == "prefill" and row[2] < 20]
+    assert preempted and chunked  # the schedule exercised both
+    for r in trace.requests:
+        assert result["outputs"][r.id] == alone(lm, r), r.id
+        assert len(result["token_steps"][r.id]) == r.output_len
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_block_pool_stays_consistent_at_every_step(lm, seed):
+    trace = random_trace(seed, n=10)
+    rng = random.Random(seed)
+    bs = rng.choice([2, 4, 8])
+    largest = max(-(-(len(r.prompt_ids) + r.output_len) // bs) for r in trace.requests)  # blocks, rounded up
+    config = ServeConfig(slots=rng.randint(2, 5), token_budget=rng.randint(5, 40), block_size=bs,
+                         pool_blocks=largest + rng.randint(0, 8))
+    scheduler = ContinuousScheduler(lm, trace, config)
+    while not scheduler.finished:
+        record = scheduler.step()
+        scheduler.cache.pool.check(scheduler.cache.tables.values())
+        assert record.blocks_used == sum(len(t) for t in scheduler.cache.tables.values())
+        assert len({row[1] for row in record.rows}) == len(record.rows)  # one request per slot
+        assert sum(row[2] for row in record.rows) <= config.token_budget
+    assert scheduler.cache.pool.free_count == scheduler.cache.pool.num_blocks  # nothing leaked
+
+
+def test_static_equals_each_request_alone_and_wastes_slots(lm):
+    trace = random_trace(2, n=5, sampled=True)
+    result = run_static(lm, trace, ServeConfig(slots=2))
+    for r in trace.requests:
+        assert result["outputs"][r.id] == alone(lm, r), r.id
+    m = metrics(result)
+    idle = sum(1 for rec in result["records"] for row in rec.rows if row[3] == "idle")
+    busy = sum(1 for rec in result["records"] for row in rec.rows if row[3] != "idle")
+    assert m["slot_utilization"] == busy / (2 * m["steps"]) and idle > 0
+
+
+def test_metrics_by_hand():
+    rows = [(0, 0, 3, "prefill"), (1, 1, 2, "prefill")]
+    result = {"slots": 2, "arrival_steps": {0: 0, 1: 1}, "token_steps": {0: [0, 1, 3], 1: [2, 3]},
+              "records": [{"ms": 10.0, "rows": rows[:1]}, {"ms": 20.0, "rows": [(0, 0, 1, "decode")]},
+                          {"ms": 5.0, "rows": [(1, 1, 2, "prefill")]},
+                          {"ms": 5.0, "rows": [(0, 0, 1, "decode"), (1, 1, 1, "decode")]}]}
+    m = metrics(result)  # step ends: 10, 30, 35, 40 ms
+    assert (m["steps"], m["tokens"], m["wall_s"]) == (4, 5, 0.04)
+    assert m["ttft_ms"]["p50"] == pytest.approx((10 + 25) / 2)  # request 1 arrives when step 1 begins (10 ms)
+    assert m["ttft_steps"]["p50"] == 1.5  # 1 step and 2 steps
+    assert m["itl_ms"]["p50"] == 10.0  # gaps 30-10 and 40-30 (request 0), 40-35 (request 1): 20, 10, 5
+    assert m["itl_steps"]["p50"] == 1 and m["slot_utilization"] == 5 / 8
+
+
+def test_built_in_traces_as_specified():
+    ids = list(range(1, 3000))
+    mixed = make_trace("mixed", ids)
+    assert len(mixed.requests) == 32 and {r.arrival_step for r in mixed.requests} == {0}
+    assert all(16 <= len(r.prompt_ids) <= 128 and 1 <= r.output_len <= 256 for r in mixed.requests)
+    assert 20 <= sum(r.output_len for r in mixed.requests) / 32 <= 45  # geometric, mean 32
+    poisson = make_trace("mixed-poisson", ids)
+    arrivals = [r.arrival_step for r in poisson.requests]
+    assert arrivals == sorted(arrivals) and 30 <= arrivals[-1] <= 110  # ~2 steps apart
+    shared = make_trace("shared-prompt", ids)
+    system = shared.requests[0].prompt_ids[:192]
+    assert len(shared.requests) == 16 and all(r.prompt_ids[:192] == system for r in shared.requests)
+    assert all(16 <= len(r.prompt_ids) - 192 <= 64 and r.output_len == 32 for r in shared.requests)
+    assert parse_trace(mixed.to_json()) == mixed
+
+
+@pytest.mark.parametrize("text,error", [("", TraceFormatError), ("[1, 2]", TraceFormatError),
+                                        ('{"requests": []}', TraceFormatError),
+                                        ('{"requests": [{"prompt_ids": [1], "output_len": 0}]}', TraceFormatError),
+                                        ('{"requests": [{"prompt_ids": "abc", "output_len": 2}]}', TraceFormatError)])
+def test_malformed_traces(text, error):
+    with pytest.raises(error):
+        parse_trace(text)
+
+
+def test_impossible_schedules_are_config_errors(lm):
+    big = RequestTrace("big", (Request(0, 0, tuple(range(1, 60)), 10),))
+    with pytest.raises(ConfigError, match="whole pool"):
+        ContinuousScheduler(lm, big, ServeConfig(slots=2, block_size=4, pool_blocks=8))
+    with pytest.raises(ConfigError, match="vocabulary"):
+        ContinuousScheduler(lm, RequestTrace("v", (Request(0, 0, (5000,), 2),)), ServeConfig())
+    with pytest.raises(ConfigError, match="token_budget"):
+        ServeConfig(slots=8, token_budget=4)
+
+
+def test_the_shipped_traces_are_what_make_trace_draws():
+    from llmviz.engine.evaluation import heldout_ids
+    from llmviz.engine.serving.requests import BUILT_IN, load_trace
+
+    ids = heldout_ids(load_model("llmviz-tiny").tokenizer)
+    for kind in BUILT_IN:
+        assert load_trace(kind) == make_trace(kind, ids, seed=0), kind
+    with pytest.raises(TraceFormatError, match="built-in traces"):
+        load_trace("no-such-trace")

@@ -21,6 +21,8 @@ def add_parser(sub) -> None:
     p.add_argument("--token-budget", type=int, default=256, help="tokens fed per step (continuous)")
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--pool-blocks", type=int, default=None, help="blocks in the paged pool (continuous)")
+    p.add_argument("--prefix-sharing", action="store_true",
+                   help="continuous: requests reuse full KV blocks another request filled with the same tokens")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
     p.add_argument("--no-check", action="store_true", help="skip running every request alone to compare tokens")
@@ -41,6 +43,19 @@ def alone_outputs(lm, trace, device: str) -> dict:
     return out
 
 
+def kv_figures(result: dict, lm) -> dict:
+    """Peak KV blocks held and their bytes (continuous), and the prompt tokens the prefills fed."""
+    records = result["records"]
+    out = {"prefill_tokens_fed": sum(row[2] for r in records for row in r.rows if row[3] == "prefill")}
+    if result["scheduler"] == "continuous":
+        peak = max(r.blocks_used for r in records)
+        per_block = result["block_size"] * 2 * lm.cfg.num_layers * lm.cfg.num_kv_heads * lm.cfg.head_dim * \
+            lm.dtype.itemsize
+        out.update(peak_blocks=peak, peak_kv_bytes=peak * per_block,
+                   peak_shared_blocks=max(r.blocks_shared for r in records))
+    return out
+
+
 def run(args) -> int:
     from llmviz import service
     from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
@@ -49,7 +64,11 @@ def run(args) -> int:
 
     trace = load_trace(args.trace)
     config = ServeConfig(slots=args.slots, token_budget=args.token_budget, block_size=args.block_size,
-                         pool_blocks=args.pool_blocks, device=args.device)
+                         pool_blocks=args.pool_blocks, device=args.device, prefix_sharing=args.prefix_sharing)
+    if args.prefix_sharing and args.scheduler == "static":
+        from llmviz.errors import ConfigError
+
+        raise ConfigError("--prefix-sharing needs --scheduler continuous (static batching has no paged pool)")
     lm = service.load(args.model, service.EngineConfig(device=args.device))
     if args.scheduler == "static":
         result = run_static(lm, trace, config)
@@ -59,7 +78,8 @@ def run(args) -> int:
     identical = None if args.no_check else result["outputs"] == alone_outputs(lm, trace, args.device)
     doc = {"trace": trace.name, "note": trace.note, "scheduler": args.scheduler, "model": lm.name,
            "device": str(lm.device), "slots": args.slots, **m, "identical_outputs": identical,
-           "preemptions": sum(len(r.preempted) for r in result["records"]),
+           "preemptions": sum(len(r.preempted) for r in result["records"]), "prefix_sharing": args.prefix_sharing,
+           **kv_figures(result, lm),
            "what_was_timed": "the wall clock of every engine step (scheduling, forward passes, sampling; device "
                              "synchronized); TTFT from the start of a request's arrival step"}
     if args.json:
@@ -74,5 +94,8 @@ def run(args) -> int:
     print(f"  TTFT p50/p95 {m['ttft_ms']['p50']:.0f}/{m['ttft_ms']['p95']:.0f} ms "
           f"({m['ttft_steps']['p50']:.0f}/{m['ttft_steps']['p95']:.0f} steps); ITL p50/p95 "
           f"{m['itl_ms']['p50']:.1f}/{m['itl_ms']['p95']:.1f} ms")
+    if "peak_kv_bytes" in doc:
+        print(f"  KV: at most {doc['peak_blocks']} blocks held ({doc['peak_kv_bytes']:,} B), "
+              f"{doc['peak_shared_blocks']} shared; prompt tokens fed {doc['prefill_tokens_fed']:,}")
     print(f"  every request's tokens as alone: {identical}", file=sys.stderr if identical is None else sys.stdout)
     return 0

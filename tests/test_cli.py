@@ -144,3 +144,26 @@ def test_serve_sim_errors_are_one_line(tmp_path):
     for args, needle in (((bad,), "is not JSON"), (("no-such",), "built-in traces")):
         out = cli("serve-sim", "--trace", *map(str, args))
         assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_serve_sim_prefix_sharing(model_dirs, tmp_path):
+    system = list(range(20, 41))  # 21 tokens: 5 full blocks of 4 and one more
+    trace = {"requests": [{"id": i, "arrival_step": 0, "prompt_ids": [*system, 50 + i, 60 + i], "output_len": 4,
+                           "seed": i} for i in range(3)]}
+    path = tmp_path / "shared.json"
+    path.write_text(json.dumps(trace))
+    docs = {}
+    for flag in ((), ("--prefix-sharing",)):
+        out = cli("serve-sim", "--model", str(model_dirs["llama_gqa_rope3"]), "--trace", str(path), "--slots", "1",
+                  "--block-size", "4", "--json", "--threads", "1", *flag)
+        assert out.returncode == 0, out.stderr
+        docs[bool(flag)] = json.loads(out.stdout)
+    assert docs[True]["identical_outputs"] is True and docs[True]["outputs"] == docs[False]["outputs"]
+    # one slot: each request starts after the one before has finished and freed its blocks: nothing to share
+    assert docs[True]["prefill_tokens_fed"] == docs[False]["prefill_tokens_fed"] == 3 * 23
+    out = cli("serve-sim", "--model", str(model_dirs["llama_gqa_rope3"]), "--trace", str(path), "--slots", "3",
+              "--block-size", "4", "--json", "--threads", "1", "--prefix-sharing", "--token-budget", "23")
+    doc = json.loads(out.stdout)
+    # 3 slots, a budget of 23: request 0 prefills in step 0; 1 and 2 join later and skip the 20 cached tokens
+    assert doc["prefill_tokens_fed"] == 23 + 3 + 3 and doc["peak_shared_blocks"] == 5
+    assert doc["identical_outputs"] is True

@@ -71,3 +71,37 @@ def test_random_paged_cache_operations_keep_the_invariants(seed):
         cache.free(seq)
     assert cache.pool.free_count == cache.num_blocks  # no leak
     cache.pool.check([])
+
+
+def test_prefix_blocks_are_shared_and_copied_on_write(model_dirs):
+    """Two sequences with the same first 8 tokens share 2 full blocks of 4; truncating one into a shared block
+    copies that block first, so the other still reads its own keys (C22)."""
+    import torch
+
+    from llmviz.engine.kv import make_kv_cache
+    from llmviz.engine.loading import load_model
+    from llmviz.engine.phases import feed
+
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]), device="cpu")
+    cache = make_kv_cache("paged", lm.cfg, 32, capacity=2, block_size=4)
+    cache.enable_prefix_sharing()
+    ids_a, ids_b = list(range(10, 20)), [*range(10, 18), 40, 41, 42]
+    with torch.inference_mode():
+        cache.add(0)
+        feed(lm.model, cache, [ids_a], [0])
+        cache.register_prefix(0, ids_a)
+        cache.add(1)
+        assert cache.share_prefix(1, ids_b) == 8 and cache.tables[1] == cache.tables[0][:2]
+        feed(lm.model, cache, [ids_b[8:]], [1])
+    cache.pool.check(cache.tables.values())
+    assert cache.shared_blocks == 2
+    before = cache.storage[0][:, :, :, cache.tables[0][1]].clone()
+    cache.truncate(1, 6)  # into the second shared block
+    assert cache.tables[1][0] == cache.tables[0][0] and cache.tables[1][1] != cache.tables[0][1]
+    assert torch.equal(cache.storage[0][:, :, :, cache.tables[1][1]], before)  # the copy
+    cache.pool.check(cache.tables.values())
+    assert cache.shared_blocks == 1
+    with torch.inference_mode():
+        feed(lm.model, cache, [[77, 78]], [1])  # writes into the copy only
+    assert torch.equal(cache.storage[0][:, :, :, cache.tables[0][1]], before)
+    assert cache.share_prefix(0, ids_a) == 10  # a sequence with cached tokens is left as it is

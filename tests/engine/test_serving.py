@@ -136,3 +136,53 @@ def test_the_shipped_traces_are_what_make_trace_draws():
         assert load_trace(kind) == make_trace(kind, ids, seed=0), kind
     with pytest.raises(TraceFormatError, match="built-in traces"):
         load_trace("no-such-trace")
+
+
+def shared_trace(seed: int, n: int = 6, sampled: bool = False) -> RequestTrace:
+    rng = random.Random(seed)
+    system = tuple(rng.randrange(1, 300) for _ in range(21))  # 5 full blocks of 4, and one token more
+    sampling = SamplingConfig(temperature=0.9, top_k=20) if sampled else SamplingConfig(temperature=0)
+    users = [tuple(rng.randrange(1, 300) for _ in range(rng.randint(1, 7))) for _ in range(n)]
+    return RequestTrace("s", tuple(Request(i, i, system + users[i], rng.randint(2, 6), sampling, seed=50 + i)
+                                   for i in range(n)))
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_prefix_sharing_keeps_outputs_and_saves_blocks_and_prefill(lm, sampled):
+    trace = shared_trace(3, sampled=sampled)
+    runs = {}
+    for share in (False, True):
+        runs[share] = ContinuousScheduler(lm, trace, ServeConfig(slots=3, token_budget=64, block_size=4,
+                                                                 prefix_sharing=share)).run()
+    assert runs[True]["outputs"] == runs[False]["outputs"]
+    for r in trace.requests:
+        assert runs[True]["outputs"][r.id] == alone(lm, r)
+
+    def prefill_fed(result) -> dict:
+        fed = dict.fromkeys(result["outputs"], 0)
+        for rec in result["records"]:
+            for rid, _, take, kind in rec.rows:
+                fed[rid] += take if kind == "prefill" else 0
+        return fed
+    alone_fed, shared_fed = prefill_fed(runs[False]), prefill_fed(runs[True])
+    assert all(alone_fed[r.id] == len(r.prompt_ids) for r in trace.requests)  # no preemption here
+    # a request admitted while another holds the system prompt's 5 full blocks (20 tokens) skips them
+    saved = [alone_fed[rid] - shared_fed[rid] for rid in alone_fed]
+    assert set(saved) <= {0, 20} and saved.count(20) >= 2 and saved[0] == 0
+    assert max(rec.blocks_shared for rec in runs[True]["records"]) >= 5
+    peak = {share: max(rec.blocks_used for rec in runs[share]["records"]) for share in runs}
+    assert peak[True] < peak[False]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pool_stays_consistent_with_sharing_and_preemption(lm, seed):
+    trace = shared_trace(seed, n=8)
+    scheduler = ContinuousScheduler(lm, trace, ServeConfig(slots=4, token_budget=12, block_size=4, pool_blocks=10,
+                                                           prefix_sharing=True))
+    while not scheduler.finished:
+        scheduler.step()
+        scheduler.cache.pool.check(scheduler.cache.tables.values())  # ref counts equal the tables holding a block
+    assert scheduler.cache.pool.free_count == scheduler.cache.pool.num_blocks
+    assert any(rec.preempted for rec in scheduler.records)
+    assert scheduler.result()["outputs"] == ContinuousScheduler(lm, trace, ServeConfig(slots=4, token_budget=12,
+                                                                                        block_size=4)).run()["outputs"]

@@ -19,6 +19,7 @@ import torch
 
 from llmviz.engine.kv.base import KVCache, storage_bytes, view_bytes
 from llmviz.engine.kv.block_pool import BlockPool
+from llmviz.engine.kv.prefix import PrefixIndex
 from llmviz.engine.memory import check_fits
 from llmviz.engine.step_batch import StepBatch
 
@@ -48,20 +49,63 @@ class PagedKVCache(KVCache):
         self.storage = [torch.zeros((*shape, p.width), dtype=p.dtype, device=device) for p in self.planes]
         self.pool = BlockPool(self.num_blocks)
         self.tables: dict[int, list[int]] = {}
+        self.prefix: PrefixIndex | None = None  # prefix sharing, when enabled (C22)
 
     def _on_add(self, seq_id):
         self.tables[seq_id] = []
+
+    def _release(self, block: int) -> None:
+        self.pool.release(block)
+        if self.prefix is not None and self.pool.refs[block] == 0:
+            self.prefix.forget(block)
 
     def _on_truncate(self, seq_id, n):
         table = self.tables[seq_id]
         keep = math.ceil(n / self.block_size)
         for block in table[keep:]:
-            self.pool.release(block)
+            self._release(block)
         del table[keep:]
+        if n % self.block_size and table:  # the last kept block is cut: later writes go into it
+            last = table[-1]
+            if self.pool.refs[last] > 1:  # shared: copy on write
+                table[-1] = self.pool.allocate()
+                for plane in self.storage:
+                    plane[:, :, :, table[-1]] = plane[:, :, :, last]
+                self._release(last)
+            elif self.prefix is not None:
+                self.prefix.forget(last)  # its content will change: no longer the block its hash names
 
     def _on_free(self, seq_id):
         for block in self.tables.pop(seq_id):
-            self.pool.release(block)
+            self._release(block)
+
+    # --- prefix sharing (C22) ----------------------------------------------------------------------
+    def enable_prefix_sharing(self) -> None:
+        self.prefix = PrefixIndex(self.block_size)
+
+    def share_prefix(self, seq_id: int, ids) -> int:
+        """Before a new sequence's prefill: point its table at blocks that already hold its first full blocks
+        (their ref counts go up); returns the tokens now cached, always fewer than len(ids) (the last prompt
+        token is fed, so the prefill yields the next token's logits)."""
+        if self.prefix is None or self.tables[seq_id] or self._lengths[seq_id]:
+            return self._lengths[seq_id]
+        blocks = self.prefix.lookup(ids, (len(ids) - 1) // self.block_size)
+        for block in blocks:
+            self.pool.share(block)
+        self.tables[seq_id].extend(blocks)
+        self._lengths[seq_id] = len(blocks) * self.block_size
+        return self._lengths[seq_id]
+
+    def register_prefix(self, seq_id: int, ids) -> None:
+        """The sequence's full blocks (of `ids`, its tokens) become findable by later sequences."""
+        if self.prefix is not None:
+            full = self._lengths[seq_id] // self.block_size
+            self.prefix.register(ids, self.tables[seq_id][:full])
+
+    @property
+    def shared_blocks(self) -> int:
+        """Blocks held by more than one sequence."""
+        return sum(1 for r in self.pool.refs if r > 1)
 
     def _reserve(self, step: StepBatch) -> BlockAddress:
         bs = self.block_size

@@ -44,6 +44,7 @@ class ServeConfig:
     max_seq: int | None = None  # per request; None: the model's context, capped
     device: str = "auto"
     backend: str = "sdpa"
+    prefix_sharing: bool = False  # requests reuse full blocks another request filled with the same tokens (C22)
 
     def __post_init__(self):
         for name in ("slots", "block_size", "token_budget"):
@@ -81,6 +82,7 @@ class StepRecord:
     blocks_used: int
     blocks_total: int
     waiting: int
+    blocks_shared: int = 0  # blocks held by more than one request (prefix sharing)
     preempted: tuple = ()
     finished: tuple = ()
     drawn: tuple = ()  # request ids that drew a token this step
@@ -103,6 +105,8 @@ class ContinuousScheduler:
                                   f"pool has {pool_blocks}: raise pool_blocks or shorten the request")
         self.cache = make_kv_cache("paged", lm.cfg, self.max_seq, capacity=c.slots, model_dtype=lm.dtype,
                                    device=lm.device, block_size=c.block_size, pool_blocks=pool_blocks)
+        if c.prefix_sharing:
+            self.cache.enable_prefix_sharing()
         self.pending = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))  # not yet arrived
         self.waiting: list[Running] = []
         self.running: list[Running] = []
@@ -152,10 +156,11 @@ class ContinuousScheduler:
         while budget > 0 and self.waiting and len(self.running) < self.config.slots:
             run = self.waiting.pop(0)
             self.cache.add(run.seq.seq_id)
+            cached = self.cache.share_prefix(run.seq.seq_id, run.seq.ids)  # 0 unless prefix sharing finds blocks
             run.slot = min(set(range(self.config.slots)) - {r.slot for r in self.running})
             run.admitted_step = step
             self.running.append(run)
-            take = min(len(run.seq.ids), budget)
+            take = min(len(run.seq.ids) - cached, budget)
             plan.append((run, take))
             budget -= take
         preempted = []
@@ -172,6 +177,8 @@ class ContinuousScheduler:
         with torch.inference_mode():
             logits = feed(self.lm.model, self.cache, rows, [run.seq.seq_id for run, _ in group],
                           backend=self.config.backend)  # [b, V]: each row's last fed token
+            for run, _ in group:
+                self.cache.register_prefix(run.seq.seq_id, run.seq.ids)
             ready = [run for run, _ in group if self._pending_tokens(run) == 0]
             if not ready:
                 return []
@@ -207,7 +214,7 @@ class ContinuousScheduler:
         record = StepRecord(index, ms, tuple((run.request.id, run.slot, take, kind)
                                              for (run, take), kind in zip(plan, kinds, strict=True)),
                             self.cache.pool.used_count, self.cache.pool.num_blocks, len(self.waiting),
-                            tuple(preempted), tuple(finished), tuple(drawn))
+                            self.cache.shared_blocks, tuple(preempted), tuple(finished), tuple(drawn))
         self.records.append(record)
         return record
 

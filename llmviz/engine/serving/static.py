@@ -47,7 +47,7 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
                          for slot, r in enumerate(batch))
             drawn = tuple(r.id for r in batch if k < r.output_len)
             done = tuple(r.id for r in batch if k == r.output_len - 1)
-            records.append(StepRecord(len(records), ms, rows, 0, 0, 0, (), done, drawn))
+            records.append(StepRecord(len(records), ms, rows, 0, 0, 0, 0, (), done, drawn))
             if progress:
                 progress(sum(min(k + 1, r.output_len) for r in batch) / total, "step", {"step": len(records)})
         for slot, r in enumerate(batch):

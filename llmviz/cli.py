@@ -79,8 +79,10 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", required=True, help="folder for trace.json + arrays.npz")
     _compare_parser(sub)
     from llmviz.cli_serve import add_parser as serve_parser
+    from llmviz.cli_serve import add_speculative_parser
 
     serve_parser(sub)
+    add_speculative_parser(sub)
     return top
 
 
@@ -219,7 +221,15 @@ def serve_cmd(args) -> int:
     return run(args)
 
 
-COMMANDS = {"generate": generate, "trace": trace_cmd, "compare": compare_cmd, "serve-sim": serve_cmd}
+def speculative_cmd(args) -> int:
+    from llmviz.cli_serve import speculative
+
+    start(args)
+    return speculative(args)
+
+
+COMMANDS = {"generate": generate, "trace": trace_cmd, "compare": compare_cmd, "serve-sim": serve_cmd,
+            "speculative": speculative_cmd}
 
 
 def main(argv=None) -> int:

@@ -99,3 +99,68 @@ def run(args) -> int:
               f"{doc['peak_shared_blocks']} shared; prompt tokens fed {doc['prefill_tokens_fed']:,}")
     print(f"  every request's tokens as alone: {identical}", file=sys.stderr if identical is None else sys.stdout)
     return 0
+
+
+def add_speculative_parser(sub) -> None:
+    p = sub.add_parser("speculative", help="a draft proposes k tokens, the target verifies them: measured")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--model", default="llmviz-tiny", help="the target")
+    p.add_argument("--draft", default="llmviz-tiny-draft", help="the draft (the same tokenizer as the target)")
+    p.add_argument("--k", type=int, default=4, help="draft tokens per round")
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (output identical to the target's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
+    p.add_argument("--json", action="store_true")
+
+
+def decode_ms(lm, ids: list[int], n: int, device: str) -> tuple[list[int], float]:
+    """A model alone, greedy: its tokens and its decode ms per token (wall clock of each step, capture off)."""
+    from llmviz.engine.config import EngineConfig, SamplingConfig
+    from llmviz.engine.session import Session
+
+    cfg = EngineConfig(device=device, capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                       sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + n + 1)
+    trace = Session(lm, config=cfg, prompt_ids=[ids]).generate(n)
+    steps = [s.timings["total_ms"] for s in trace.steps[1:]]
+    return trace.output_ids, sum(steps) / max(1, len(steps))
+
+
+def speculative(args) -> int:
+    from llmviz import service
+    from llmviz.engine.config import SamplingConfig
+    from llmviz.engine.serving.speculative import Speculator, predicted_speedup
+
+    config = service.EngineConfig(device=args.device)
+    target, draft = service.load(args.model, config), service.load(args.draft, config)
+    ids = target.tokenizer.encode(args.prompt)
+    sampling = SamplingConfig(temperature=args.temperature)
+    Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()  # warm-up
+    result = Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()
+    alone, target_ms = decode_ms(target, ids, args.max_new_tokens, args.device)
+    _, draft_ms = decode_ms(draft, ids, args.max_new_tokens, args.device)
+    ratio = draft_ms / target_ms
+    doc = {"model": target.name, "draft": draft.name, "k": args.k, "device": str(target.device),
+           "temperature": args.temperature, "output_ids": result["output_ids"],
+           "text": target.tokenizer.hf.decode(result["output_ids"], skip_special_tokens=True),
+           "identical_outputs": result["output_ids"] == alone if sampling.greedy else None,
+           "acceptance_rate": result["acceptance_rate"], "rounds": len(result["rounds"]),
+           "speculative_ms_per_token": result["ms_per_token"], "target_alone_ms_per_token": target_ms,
+           "draft_alone_ms_per_token": draft_ms, "cost_ratio": ratio,
+           "measured_speedup": target_ms / result["ms_per_token"],
+           "predicted_speedup": predicted_speedup(result["acceptance_rate"], args.k, ratio),
+           "per_round": [{"proposed": list(r.proposed), "accepted": r.accepted, "token": r.token,
+                          "draft_ms": r.draft_ms, "verify_ms": r.verify_ms} for r in result["rounds"]],
+           "what_was_timed": "speculative: the wall clock of each round (draft steps, then the target's verify "
+                             "pass; device synchronized), after a warm-up run; alone: each model's greedy decode "
+                             "steps (the engine's timed region at capture off)"}
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    print(f"{args.prompt}{doc['text']}")
+    print(f"k={args.k}: acceptance {doc['acceptance_rate']:.0%} over {doc['rounds']} rounds; "
+          f"{doc['speculative_ms_per_token']:.2f} ms/token against {target_ms:.2f} alone: measured "
+          f"{doc['measured_speedup']:.2f}x, predicted {doc['predicted_speedup']:.2f}x from the draft/target cost "
+          f"ratio {ratio:.2f}; identical to the target alone: {doc['identical_outputs']}")
+    return 0

@@ -167,3 +167,17 @@ def test_serve_sim_prefix_sharing(model_dirs, tmp_path):
     # 3 slots, a budget of 23: request 0 prefills in step 0; 1 and 2 join later and skip the 20 cached tokens
     assert doc["prefill_tokens_fed"] == 23 + 3 + 3 and doc["peak_shared_blocks"] == 5
     assert doc["identical_outputs"] is True
+
+
+def test_speculative_json():
+    out = cli("speculative", "--prompt", "The list of", "--k", "3", "--max-new-tokens", "12", "--json",
+              "--threads", "1")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["identical_outputs"] is True and len(doc["output_ids"]) == 12
+    kept = sum(r["accepted"] for r in doc["per_round"])
+    assert doc["acceptance_rate"] == kept / sum(len(r["proposed"]) for r in doc["per_round"])
+    assert doc["cost_ratio"] == doc["draft_alone_ms_per_token"] / doc["target_alone_ms_per_token"]
+    assert doc["measured_speedup"] == doc["target_alone_ms_per_token"] / doc["speculative_ms_per_token"]
+    out = cli("speculative", "--prompt", "The list of", "--k", "0")
+    assert out.returncode == 2 and "k (draft tokens per round)" in out.stderr

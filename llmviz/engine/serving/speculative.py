@@ -1,0 +1,175 @@
+"""Speculative decoding (C16; claim K8): a small draft model proposes k tokens, the target verifies k + 1
+positions in one forward pass, and both caches are truncated to what was kept.
+
+A round, with x the last token (both caches hold everything before it):
+
+    draft        feeds x (and a token it has not cached yet), then proposes d1..dk one decode step each
+    verify       the target feeds [x, d1..dk] at once: k + 1 next-token distributions p0..pk
+    accept       greedy: keep d_i while it is the target's own pick; sampling: keep d_i with probability
+                 min(1, p(d_i) / q(d_i)), and at the first rejection draw from normalize(max(0, p - q)), so
+                 every token has the target's distribution (Leviathan et al., 2023; Chen et al., 2023)
+    bonus        when all k are kept, one more token from p_k
+    truncate     the target keeps x, d1..dj; the draft keeps what it fed of those
+
+Greedy output is the target's own, token for token (the engine's same-tokens rule); the timings say what
+the draft cost beside what the target would have cost alone.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+
+from llmviz.engine.config import SamplingConfig
+from llmviz.engine.devices import synchronize
+from llmviz.engine.kv import make_kv_cache
+from llmviz.engine.loading import LoadedModel
+from llmviz.engine.phases import feed
+from llmviz.engine.sampling import filter_logits
+from llmviz.errors import ConfigError
+
+MAX_K = 16
+
+
+@dataclass(frozen=True)
+class Round:
+    proposed: tuple  # the draft's k tokens
+    accepted: int  # how many of them were kept
+    token: int  # the target's token after them: the correction, or the bonus when all were kept
+    draft_ms: float
+    verify_ms: float
+
+
+def check_pair(target: LoadedModel, draft: LoadedModel) -> None:
+    """A draft must speak the target's tokens: the same vocabulary, the same ids."""
+    same_ids = draft.tokenizer.hf.get_vocab() == target.tokenizer.hf.get_vocab()
+    if draft.cfg.vocab_size != target.cfg.vocab_size or not same_ids:
+        raise ConfigError(f"the draft {draft.name} has another tokenizer or vocabulary than the target {target.name} "
+                          f"({draft.cfg.vocab_size} and {target.cfg.vocab_size} ids): a draft must share the target's")
+
+
+def probabilities(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+    """[n, V] logits -> [n, V] the distribution the sampler draws from (temperature, top-k, top-p)."""
+    return filter_logits(logits.float(), sampling).softmax(-1)
+
+
+def accept(p: torch.Tensor, q: torch.Tensor, proposed: list[int], generator: torch.Generator) -> tuple[int, int]:
+    """Rejection sampling. p [k+1, V] target, q [k, V] draft distributions at each proposed position;
+    returns (tokens kept, the next token): at the first rejection a draw from normalize(max(0, p - q)),
+    when all are kept a draw from p[k]."""
+    for i, d in enumerate(proposed):
+        u = torch.rand((), generator=generator, device=p.device)
+        if u * q[i, d] <= p[i, d]:  # u < p/q, written without dividing
+            continue
+        residual = (p[i] - q[i]).clamp(min=0)
+        residual = residual / residual.sum() if residual.sum() > 0 else p[i]
+        return i, int(torch.multinomial(residual, 1, generator=generator))
+    return len(proposed), int(torch.multinomial(p[len(proposed)], 1, generator=generator))
+
+
+class Speculator:
+    def __init__(self, target: LoadedModel, draft: LoadedModel, prompt_ids: list[int], k: int,
+                 sampling: SamplingConfig | None = None, seed: int = 0, max_new: int = 32):
+        if not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise ConfigError(f"k (draft tokens per round) must be a whole number in 1..{MAX_K}, got {k!r}")
+        check_pair(target, draft)
+        if target.device != draft.device:
+            raise ConfigError("the draft and the target must be on the same device")
+        self.sampling = sampling or SamplingConfig(temperature=0)
+        if self.sampling.repetition_penalty != 1.0:
+            raise ConfigError("speculative decoding here samples without a repetition penalty")
+        if not prompt_ids:
+            raise ConfigError("a prompt of at least one token is needed")
+        self.target, self.draft, self.k, self.max_new = target, draft, k, max_new
+        max_seq = len(prompt_ids) + max_new + k + 1
+        for lm in (target, draft):
+            if max_seq > lm.cfg.max_position_embeddings:
+                raise ConfigError(f"{len(prompt_ids)} prompt tokens + {max_new} new + k={k} exceed {lm.name}'s "
+                                  f"context of {lm.cfg.max_position_embeddings}")
+        self.caches = {}
+        for name, lm in (("target", target), ("draft", draft)):
+            self.caches[name] = make_kv_cache("contiguous", lm.cfg, max_seq, model_dtype=lm.dtype, device=lm.device)
+            self.caches[name].add(0)
+        self.ids = list(prompt_ids)
+        self.prompt_len = len(prompt_ids)
+        self.generator = torch.Generator(device=target.device).manual_seed(seed)
+        self.rounds: list[Round] = []
+        self.prefill_ms = 0.0
+
+    def _feed(self, which: str, tokens: list[int], all_positions: bool = False) -> torch.Tensor:
+        lm = self.target if which == "target" else self.draft
+        return feed(lm.model, self.caches[which], [tokens], [0], last_only=not all_positions)[0]
+
+    def prefill(self) -> None:
+        """Both models read the prompt but its last token (the first round feeds it)."""
+        began = time.perf_counter()
+        with torch.inference_mode():
+            if len(self.ids) > 1:
+                for which in ("target", "draft"):
+                    self._feed(which, self.ids[:-1])
+        synchronize(self.target.device)
+        self.prefill_ms = (time.perf_counter() - began) * 1000
+
+    @property
+    def generated(self) -> list[int]:
+        return self.ids[self.prompt_len:]
+
+    def round(self) -> Round:
+        k = min(self.k, self.max_new - len(self.generated))  # never propose past the tokens asked for
+        k = max(k, 1)
+        began = time.perf_counter()
+        with torch.inference_mode():
+            proposed, q = [], []
+            pending = self.ids[self.caches["draft"].length(0):]  # x, and d_k of a fully accepted round
+            for _ in range(k):
+                logits = self._feed("draft", pending)
+                if self.sampling.greedy:
+                    token = int(logits.float().argmax())
+                else:
+                    dist = probabilities(logits[None], self.sampling)[0]  # q: what the draft drew from
+                    token = int(torch.multinomial(dist, 1, generator=self.generator))
+                    q.append(dist)
+                proposed.append(token)
+                pending = [token]
+            synchronize(self.target.device)
+            drafted = time.perf_counter()
+            base = self.caches["target"].length(0)
+            logits = self._feed("target", [self.ids[-1], *proposed], all_positions=True)  # [k+1, V]
+            if self.sampling.greedy:
+                picks = logits.float().argmax(-1).tolist()
+                kept = next((i for i, (d, t) in enumerate(zip(proposed, picks, strict=False)) if d != t), k)
+                token = picks[kept]
+            else:
+                kept, token = accept(probabilities(logits, self.sampling), torch.stack(q), proposed, self.generator)
+            synchronize(self.target.device)
+        verified = time.perf_counter()
+        self.ids += [*proposed[:kept], token]
+        self.caches["target"].truncate(0, base + 1 + kept)  # x, d1..dj
+        draft = self.caches["draft"]
+        draft.truncate(0, min(draft.length(0), base + 1 + kept))
+        record = Round(tuple(proposed), kept, token, (drafted - began) * 1000, (verified - drafted) * 1000)
+        self.rounds.append(record)
+        return record
+
+    def run(self) -> dict:
+        self.prefill()
+        while len(self.generated) < self.max_new:
+            self.round()
+        del self.ids[self.prompt_len + self.max_new:]  # a last round may overshoot by its bonus token
+        proposed = sum(len(r.proposed) for r in self.rounds)
+        accepted = sum(r.accepted for r in self.rounds)
+        return {"output_ids": self.generated, "rounds": self.rounds, "k": self.k, "proposed": proposed,
+                "accepted": accepted, "acceptance_rate": accepted / proposed if proposed else 0.0,
+                "prefill_ms": self.prefill_ms, "draft_ms": sum(r.draft_ms for r in self.rounds),
+                "verify_ms": sum(r.verify_ms for r in self.rounds),
+                "ms_per_token": sum(r.draft_ms + r.verify_ms for r in self.rounds) / self.max_new}
+
+
+def predicted_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
+    """Expected tokens per round over its cost in target steps, for a per-token acceptance rate a and a
+    draft step costing `cost_ratio` target steps: (1 - a^(k+1)) / (1 - a) / (k c + 1) (Leviathan et al.)."""
+    tokens = k + 1 if acceptance >= 1 else (1 - acceptance ** (k + 1)) / (1 - acceptance)
+    return tokens / (k * cost_ratio + 1) if math.isfinite(tokens) else float("nan")

@@ -1,0 +1,80 @@
+"""Speculative decoding (C16, K8): greedy output is the target's own, self-speculation accepts everything,
+the rejection rule gives the target's distribution, and bad pairs are typed errors."""
+
+import pytest
+import torch
+
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.serving.speculative import Speculator, accept, predicted_speedup
+from llmviz.engine.session import Session
+from llmviz.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return load_model("llmviz-tiny", device="cpu"), load_model("llmviz-tiny-draft", device="cpu")
+
+
+def target_alone(lm, ids, n):
+    cfg = EngineConfig(device="cpu", capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                       sampling=SamplingConfig(temperature=0))
+    return Session(lm, config=cfg, prompt_ids=[ids]).generate(n).output_ids
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_greedy_output_is_the_targets(pair, k):
+    target, draft = pair
+    ids = target.tokenizer.encode("Return the value of the")
+    result = Speculator(target, draft, ids, k, max_new=24).run()
+    assert result["output_ids"] == target_alone(target, ids, 24)
+    assert 0 < result["acceptance_rate"] < 1  # a real draft is sometimes wrong
+    for r in result["rounds"]:
+        assert len(r.proposed) <= k and 0 <= r.accepted <= len(r.proposed)
+    # every round yields its kept drafts and one token of the target's: the rounds account for every token
+    assert sum(r.accepted + 1 for r in result["rounds"]) >= 24
+
+
+def test_self_speculation_accepts_every_draft(pair):
+    target, _ = pair
+    ids = target.tokenizer.encode("The list of")
+    result = Speculator(target, target, ids, 4, max_new=20).run()
+    assert result["acceptance_rate"] == 1.0 and result["output_ids"] == target_alone(target, ids, 20)
+    assert len(result["rounds"]) == 4  # 5 tokens a round (4 drafts + the bonus)
+
+
+def test_rejection_sampling_gives_the_target_distribution():
+    """k = 1 on a 5-token vocabulary: the first token kept (the draft's if accepted, else the residual draw)
+    follows p, not q (20,000 draws, fixed seed)."""
+    p = torch.tensor([[0.5, 0.2, 0.15, 0.1, 0.05], [0.2] * 5])
+    q = torch.tensor([[0.1, 0.1, 0.2, 0.3, 0.3]])
+    gen = torch.Generator().manual_seed(0)
+    counts = torch.zeros(5)
+    n = 20_000
+    for _ in range(n):
+        d = int(torch.multinomial(q[0], 1, generator=gen))
+        kept, token = accept(p, q, [d], gen)
+        counts[d if kept == 1 else token] += 1
+    assert torch.allclose(counts / n, p[0], atol=0.012), counts / n
+    assert abs(counts[3] / n - q[0, 3]) > 0.15  # far from the draft's own distribution
+
+
+def test_predicted_speedup_by_hand():
+    assert predicted_speedup(0.5, 2, 0.25) == pytest.approx(1.75 / 1.5)  # (1 - 0.5^3) / 0.5 tokens, 1.5 steps
+    assert predicted_speedup(1.0, 4, 0.1) == pytest.approx(5 / 1.4)
+    assert predicted_speedup(0.0, 4, 0.1) == pytest.approx(1 / 1.4)
+
+
+def test_bad_pairs_and_settings(pair, model_dirs):
+    target, draft = pair
+    ids = target.tokenizer.encode("The list of")
+    for k in (0, -1, 17):
+        with pytest.raises(ConfigError, match="k"):
+            Speculator(target, draft, ids, k)
+    other = load_model(str(model_dirs["gpt2"]), device="cpu")
+    with pytest.raises(ConfigError, match="another tokenizer or vocabulary"):
+        Speculator(target, other, ids, 2)
+    with pytest.raises(ConfigError, match="repetition"):
+        Speculator(target, draft, ids, 2, sampling=SamplingConfig(temperature=1.0, repetition_penalty=1.2))
+    with pytest.raises(ConfigError, match="context"):
+        Speculator(target, draft, ids, 4, max_new=600)

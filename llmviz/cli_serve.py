@@ -49,9 +49,7 @@ def kv_figures(result: dict, lm) -> dict:
     out = {"prefill_tokens_fed": sum(row[2] for r in records for row in r.rows if row[3] == "prefill")}
     if result["scheduler"] == "continuous":
         peak = max(r.blocks_used for r in records)
-        per_block = result["block_size"] * 2 * lm.cfg.num_layers * lm.cfg.num_kv_heads * lm.cfg.head_dim * \
-            lm.dtype.itemsize
-        out.update(peak_blocks=peak, peak_kv_bytes=peak * per_block,
+        out.update(peak_blocks=peak, peak_kv_bytes=peak * result["bytes_per_block"],
                    peak_shared_blocks=max(r.blocks_shared for r in records))
     return out
 
@@ -115,18 +113,6 @@ def add_speculative_parser(sub) -> None:
     p.add_argument("--json", action="store_true")
 
 
-def decode_ms(lm, ids: list[int], n: int, device: str) -> tuple[list[int], float]:
-    """A model alone, greedy: its tokens and its decode ms per token (wall clock of each step, capture off)."""
-    from llmviz.engine.config import EngineConfig, SamplingConfig
-    from llmviz.engine.session import Session
-
-    cfg = EngineConfig(device=device, capture="off", logit_lens_top_k=0, stop_at_eos=False,
-                       sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + n + 1)
-    trace = Session(lm, config=cfg, prompt_ids=[ids]).generate(n)
-    steps = [s.timings["total_ms"] for s in trace.steps[1:]]
-    return trace.output_ids, sum(steps) / max(1, len(steps))
-
-
 def speculative(args) -> int:
     from llmviz import service
     from llmviz.engine.config import SamplingConfig
@@ -134,22 +120,24 @@ def speculative(args) -> int:
 
     config = service.EngineConfig(device=args.device)
     target, draft = service.load(args.model, config), service.load(args.draft, config)
-    ids = target.tokenizer.encode(args.prompt)
-    sampling = SamplingConfig(temperature=args.temperature)
-    Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()  # warm-up
-    result = Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()
-    alone, target_ms = decode_ms(target, ids, args.max_new_tokens, args.device)
-    _, draft_ms = decode_ms(draft, ids, args.max_new_tokens, args.device)
-    ratio = draft_ms / target_ms
+    if args.temperature == 0:
+        result = service.speculate(target, draft, args.prompt, args.k, args.max_new_tokens)
+    else:  # sampled: the target's distribution, not its greedy tokens, so nothing to compare token by token
+        ids = target.tokenizer.encode(args.prompt)
+        sampling = SamplingConfig(temperature=args.temperature)
+        result = Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()
+        result["identical_outputs"] = None
+        for key, value in service.speculation_costs(target, draft, ids, args.max_new_tokens).items():
+            result[key] = value
+        result["measured_speedup"] = result["target_alone_ms_per_token"] / result["ms_per_token"]
+        result["predicted_speedup"] = predicted_speedup(result["acceptance_rate"], args.k, result["cost_ratio"])
     doc = {"model": target.name, "draft": draft.name, "k": args.k, "device": str(target.device),
            "temperature": args.temperature, "output_ids": result["output_ids"],
            "text": target.tokenizer.hf.decode(result["output_ids"], skip_special_tokens=True),
-           "identical_outputs": result["output_ids"] == alone if sampling.greedy else None,
-           "acceptance_rate": result["acceptance_rate"], "rounds": len(result["rounds"]),
-           "speculative_ms_per_token": result["ms_per_token"], "target_alone_ms_per_token": target_ms,
-           "draft_alone_ms_per_token": draft_ms, "cost_ratio": ratio,
-           "measured_speedup": target_ms / result["ms_per_token"],
-           "predicted_speedup": predicted_speedup(result["acceptance_rate"], args.k, ratio),
+           "identical_outputs": result["identical_outputs"], "acceptance_rate": result["acceptance_rate"],
+           "rounds": len(result["rounds"]), "speculative_ms_per_token": result["ms_per_token"],
+           **{k: result[k] for k in ("target_alone_ms_per_token", "draft_alone_ms_per_token", "cost_ratio",
+                                     "measured_speedup", "predicted_speedup")},
            "per_round": [{"proposed": list(r.proposed), "accepted": r.accepted, "token": r.token,
                           "draft_ms": r.draft_ms, "verify_ms": r.verify_ms} for r in result["rounds"]],
            "what_was_timed": "speculative: the wall clock of each round (draft steps, then the target's verify "
@@ -160,7 +148,7 @@ def speculative(args) -> int:
         return 0
     print(f"{args.prompt}{doc['text']}")
     print(f"k={args.k}: acceptance {doc['acceptance_rate']:.0%} over {doc['rounds']} rounds; "
-          f"{doc['speculative_ms_per_token']:.2f} ms/token against {target_ms:.2f} alone: measured "
-          f"{doc['measured_speedup']:.2f}x, predicted {doc['predicted_speedup']:.2f}x from the draft/target cost "
-          f"ratio {ratio:.2f}; identical to the target alone: {doc['identical_outputs']}")
+          f"{doc['speculative_ms_per_token']:.2f} ms/token against {doc['target_alone_ms_per_token']:.2f} alone: "
+          f"measured {doc['measured_speedup']:.2f}x, predicted {doc['predicted_speedup']:.2f}x from the draft/target "
+          f"cost ratio {doc['cost_ratio']:.2f}; identical to the target alone: {doc['identical_outputs']}")
     return 0

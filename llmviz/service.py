@@ -28,6 +28,9 @@ __all__ = [
     "layout_sweep",
     "load",
     "run",
+    "serve",
+    "speculate",
+    "speculation_costs",
     "start",
     "start_layouts",
     "step",
@@ -109,3 +112,42 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=("contiguous", "dynamic"
 
     return sweep(lm, lengths, layouts, steps, repeats, progress, **options)
 
+
+
+def serve(lm: LoadedModel, trace: str, scheduler: str, progress=None, **options) -> dict:
+    """A request trace (built-in name or JSON file) through static or continuous batching
+    (llmviz/engine/serving/); options are ServeConfig fields."""
+    from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
+    from llmviz.engine.serving.requests import load_trace
+    from llmviz.engine.serving.static import run_static
+
+    requests, config = load_trace(trace), ServeConfig(**options)
+    if scheduler == "static":
+        return run_static(lm, requests, config, progress)
+    return ContinuousScheduler(lm, requests, config).run(progress)
+
+
+def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
+    """Each model alone, greedy, timed the same way: decode ms per token, the cost ratio, the target's tokens."""
+    from llmviz.engine.serving.speculative import alone_decode
+
+    alone, target_ms = alone_decode(target, ids, n)
+    _, draft_ms = alone_decode(draft, ids, n)
+    return {"target_alone_ids": alone, "target_alone_ms_per_token": target_ms, "draft_alone_ms_per_token": draft_ms,
+            "cost_ratio": draft_ms / target_ms}
+
+
+def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32) -> dict:
+    """Greedy speculative decoding of `prompt` (llmviz/engine/serving/speculative.py), with the target alone
+    and the draft alone timed the same way, and whether the output is the target's own."""
+    from llmviz.engine.serving.speculative import Speculator, predicted_speedup
+
+    ids = target.tokenizer.encode(prompt)
+    Speculator(target, draft, ids, k, max_new=max_new).run()  # warm-up
+    result = Speculator(target, draft, ids, k, max_new=max_new).run()
+    costs = speculation_costs(target, draft, ids, max_new)
+    return {**result, **costs, "identical_outputs": result["output_ids"] == costs["target_alone_ids"],
+            "measured_speedup": costs["target_alone_ms_per_token"] / result["ms_per_token"],
+            "predicted_speedup": predicted_speedup(result["acceptance_rate"], k, costs["cost_ratio"]),
+            "prompt_ids": ids, "tokens": target.tokenizer.describe(
+                [*ids, *result["output_ids"], *(t for r in result["rounds"] for t in r.proposed)])}

@@ -44,3 +44,35 @@ def metrics(result: dict) -> dict:
             "ttft_ms": _percentiles(ttft_ms), "ttft_steps": _percentiles(ttft_steps),
             "itl_ms": _percentiles(itl_ms), "itl_steps": _percentiles(itl_steps),
             "slot_utilization": used / slot_steps if slot_steps else 0.0}
+
+
+NOT_ARRIVED, WAITING, PREFILL, DECODE, IDLE, DONE = range(6)
+STATES = ("not_arrived", "waiting", "prefill", "decode", "idle", "done")
+
+
+def timeline(result: dict) -> tuple[list[int], np.ndarray]:
+    """(request ids, [requests, steps] state codes): what each request was doing at each step, for a Gantt.
+    A request is waiting from its arrival step until it feeds tokens, done after the step that drew its last
+    token; a static batch's finished row that still holds its slot is idle."""
+    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
+    ids = sorted(result["token_steps"])
+    row_of = {rid: i for i, rid in enumerate(ids)}
+    grid = np.full((len(ids), len(records)), NOT_ARRIVED, dtype=np.int64)
+    for rid in ids:
+        grid[row_of[rid], result["arrival_steps"][rid]:] = WAITING
+        grid[row_of[rid], result["token_steps"][rid][-1] + 1:] = DONE
+    for step, rec in enumerate(records):
+        for rid, _slot, take, kind in rec["rows"]:
+            state = {"prefill": PREFILL, "decode": DECODE, "idle": IDLE}[kind]
+            if take > 0 or kind == "idle":
+                grid[row_of[rid], step] = state
+    return ids, grid
+
+
+def per_step(result: dict) -> dict:
+    """Series over the steps: the share of slots feeding a token, blocks in use (and shared), requests waiting."""
+    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
+    slots = result["slots"]
+    return {"utilization": [sum(1 for row in r["rows"] if row[3] != "idle" and row[2] > 0) / slots for r in records],
+            "blocks_used": [r["blocks_used"] for r in records], "blocks_shared": [r["blocks_shared"] for r in records],
+            "waiting": [r["waiting"] for r in records], "ms": [r["ms"] for r in records]}

@@ -86,6 +86,7 @@ class StepRecord:
     preempted: tuple = ()
     finished: tuple = ()
     drawn: tuple = ()  # request ids that drew a token this step
+    tables: tuple = ()  # (request id, its block table) of every request holding blocks after the step
 
 
 class ContinuousScheduler:
@@ -214,7 +215,8 @@ class ContinuousScheduler:
         record = StepRecord(index, ms, tuple((run.request.id, run.slot, take, kind)
                                              for (run, take), kind in zip(plan, kinds, strict=True)),
                             self.cache.pool.used_count, self.cache.pool.num_blocks, len(self.waiting),
-                            self.cache.shared_blocks, tuple(preempted), tuple(finished), tuple(drawn))
+                            self.cache.shared_blocks, tuple(preempted), tuple(finished), tuple(drawn),
+                            tuple((run.request.id, tuple(self.cache.tables[run.seq.seq_id])) for run in self.running))
         self.records.append(record)
         return record
 
@@ -235,4 +237,5 @@ class ContinuousScheduler:
                 "outputs": {rid: run.seq.ids[run.seq.prompt_len:] for rid, run in sorted(self.done.items())},
                 "token_steps": {rid: run.token_steps for rid, run in sorted(self.done.items())},
                 "arrival_steps": {r.id: r.arrival_step for r in self.trace.requests},
-                "blocks_total": self.cache.pool.num_blocks, "block_size": self.config.block_size}
+                "blocks_total": self.cache.pool.num_blocks, "block_size": self.config.block_size,
+                "bytes_per_block": self.cache.bytes_per_token() * self.config.block_size}

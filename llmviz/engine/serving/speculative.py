@@ -23,12 +23,13 @@ from dataclasses import dataclass
 
 import torch
 
-from llmviz.engine.config import SamplingConfig
+from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.devices import synchronize
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.phases import feed
 from llmviz.engine.sampling import filter_logits
+from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 
 MAX_K = 16
@@ -173,3 +174,13 @@ def predicted_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
     draft step costing `cost_ratio` target steps: (1 - a^(k+1)) / (1 - a) / (k c + 1) (Leviathan et al.)."""
     tokens = k + 1 if acceptance >= 1 else (1 - acceptance ** (k + 1)) / (1 - acceptance)
     return tokens / (k * cost_ratio + 1) if math.isfinite(tokens) else float("nan")
+
+
+def alone_decode(lm: LoadedModel, ids: list[int], n: int) -> tuple[list[int], float]:
+    """A model alone, greedy: its n tokens and its decode ms per token (the engine's timed region of each
+    decode step, capture off): the baseline a speculative run is measured against."""
+    cfg = EngineConfig(device=str(lm.device), capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                       sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + n + 1)
+    trace = Session(lm, config=cfg, prompt_ids=[ids]).generate(n)
+    steps = [s.timings["total_ms"] for s in trace.steps[1:]]
+    return trace.output_ids, sum(steps) / max(1, len(steps))

@@ -1,0 +1,143 @@
+"""Serving: continuous against static batching on a request trace, prefix sharing, speculative decoding, on
+the real engine, stepped through like the decode stepper (C15, C16, C22; claims K7, K8, K9)."""
+
+import json
+
+import streamlit as st
+
+from llmviz.analysis.kv_memory import human
+from llmviz.analysis.serving import STATES, metrics, per_step, timeline
+from llmviz.ui import serving_run as run
+from llmviz.ui import state
+from llmviz.ui.chrome import heading, literal, table_csv, translator
+from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
+
+
+def metrics_table(t, results: dict) -> list[dict]:
+    rows = []
+    for name, result in results.items():
+        m = metrics(result)
+        rows.append({t("serving.col.scheduler"): t(f"serving.sched.{name}"), t("serving.col.tokens_s"):
+                     f"{m['tokens_per_s']:.1f}", t("serving.col.tokens_step"): f"{m['tokens_per_step']:.2f}",
+                     t("serving.col.steps"): m["steps"], t("serving.col.util"): f"{m['slot_utilization']:.0%}",
+                     t("serving.col.ttft"): f"{m['ttft_ms']['p50']:.0f} / {m['ttft_ms']['p95']:.0f}",
+                     t("serving.col.itl"): f"{m['itl_ms']['p50']:.1f} / {m['itl_ms']['p95']:.1f}"})
+    st.table(rows)
+    return rows
+
+
+def batching_tab(t, s) -> None:
+    st.markdown(t("serving.batching_intro"))
+    a, b, c = st.columns(3)
+    model = a.selectbox(t("serving.model"), run.SERVE_MODELS, key="serve_model_w")
+    trace = b.selectbox(t("serving.trace"), run.TRACES, key="serve_trace_w",
+                        format_func=lambda n: t(f"serving.trace.{n}"))
+    slots = c.number_input(t("serving.slots"), 1, 16, 8, key="serve_slots_w")
+    wanted = (s.device, model, trace, int(slots))
+    results = run.batching(t, *wanted) if st.button(t("serving.run"), type="primary") else run.kept(run.BATCHING_KEY,
+                                                                                                    wanted)
+    if results is None:
+        return
+    rows = metrics_table(t, results)
+    m = {name: metrics(r) for name, r in results.items()}
+    same = results["static"]["outputs"] == results["continuous"]["outputs"]
+    st.markdown(t("serving.verdict", ratio=m["continuous"]["tokens_per_s"] / m["static"]["tokens_per_s"],
+                  static=m["static"]["slot_utilization"], cont=m["continuous"]["slot_utilization"],
+                  same=t("serving.same") if same else t("serving.differ")))
+    names = {k: t(f"serving.state.{k}") for k in STATES}
+    which = st.radio(t("serving.show"), ("continuous", "static"), horizontal=True, key="serve_which_w",
+                     format_func=lambda n: t(f"serving.sched.{n}"))
+    result = results[which]
+    steps = len(result["records"])
+    step = st.slider(t("serving.step"), 0, steps - 1, 0, key=f"serve_step_{which}")
+    ids, grid = timeline(result)
+    st.plotly_chart(gantt(ids, grid, names, t("serving.gantt", sched=t(f"serving.sched.{which}")),
+                          t("serving.x_step"), t("serving.y_request"), step), width="stretch", key="serve_gantt")
+    rec = result["records"][step]
+    st.caption(t("serving.step_note", step=step, ms=rec.ms, rows=", ".join(
+        f"{rid}→{slot} ({take} {t(f'serving.state.{kind}')})" for rid, slot, take, kind in rec.rows) or "—",
+        waiting=rec.waiting, blocks=rec.blocks_used))
+    util = {t(f"serving.sched.{n}"): per_step(r)["utilization"] for n, r in results.items()}
+    st.plotly_chart(series(util, t("serving.util_title"), t("serving.x_step"), t("serving.util_y"), percent=True),
+                    width="stretch", key="serve_util")
+    if which == "continuous":
+        st.plotly_chart(series({t("serving.blocks"): per_step(result)["blocks_used"]}, t("serving.blocks_title",
+                        total=result["blocks_total"]), t("serving.x_step"), t("serving.blocks")),
+                        width="stretch", key="serve_blocks")
+    st.caption(t("serving.timed"))
+    a, b = st.columns(2)
+    a.download_button(t("compare.json"), json.dumps({n: metrics(r) for n, r in results.items()}), "serving.json",
+                      "application/json", key="serve_json")
+    b.download_button(t("compare.csv"), table_csv(rows), "serving.csv", "text/csv", key="serve_csv")
+
+
+def sharing_tab(t, s) -> None:
+    st.markdown(t("serving.sharing_intro"))
+    model = st.selectbox(t("serving.model"), run.SERVE_MODELS, key="share_model_w")
+    wanted = (s.device, model, 8)
+    results = run.sharing(t, *wanted) if st.button(t("serving.run_sharing")) else run.kept(run.SHARING_KEY, wanted)
+    if results is None:
+        return
+    per_block = results[False]["bytes_per_block"]
+    peak = {on: max(r.blocks_used for r in results[on]["records"]) for on in (False, True)}
+    fed = {on: sum(row[2] for r in results[on]["records"] for row in r.rows if row[3] == "prefill")
+           for on in (False, True)}
+    cols = st.columns(3)
+    cols[0].metric(t("serving.kv_without"), human(peak[False] * per_block))
+    cols[1].metric(t("serving.kv_with"), human(peak[True] * per_block), f"-{1 - peak[True] / peak[False]:.0%}",
+                   delta_color="inverse")
+    cols[2].metric(t("serving.prefill_fed"), f"{fed[True]:,}", f"{fed[True] - fed[False]:,}", delta_color="inverse")
+    same = results[True]["outputs"] == results[False]["outputs"]
+    st.markdown(t("serving.k9", saved=1 - peak[True] / peak[False],
+                  same=t("serving.same") if same else t("serving.differ")))
+    records = results[True]["records"]
+    step = st.slider(t("serving.step"), 0, len(records) - 1, min(len(records) - 1, 5), key="share_step_w")
+    st.plotly_chart(block_tables(list(records[step].tables), t("serving.tables_title", step=step),
+                                 t("serving.x_block"), t("serving.y_request"), t("serving.shared"), t("serving.own")),
+                    width="stretch", key="share_tables")
+
+
+def speculative_tab(t, s) -> None:
+    st.markdown(t("serving.spec_intro"))
+    k = st.slider(t("serving.k"), 1, 8, 4, key="spec_k_w")
+    st.caption(t("compare.prompt_note", prompt=literal(s.prompt)))
+    wanted = (s.device, s.prompt, int(k))
+    result = run.speculative(t, *wanted) if st.button(t("serving.run_spec")) else run.kept(run.SPEC_KEY, wanted)
+    if result is None:
+        return
+    cols = st.columns(4)
+    cols[0].metric(t("serving.acceptance"), f"{result['acceptance_rate']:.0%}")
+    cols[1].metric(t("serving.measured"), f"{result['measured_speedup']:.2f}×")
+    cols[2].metric(t("serving.predicted"), f"{result['predicted_speedup']:.2f}×")
+    cols[3].metric(t("serving.cost_ratio"), f"{result['cost_ratio']:.2f}")
+    same = t("serving.spec_same") if result["identical_outputs"] else t("serving.spec_differ")
+    st.markdown(t("serving.spec_verdict", same=same, ms=result["ms_per_token"],
+                  alone=result["target_alone_ms_per_token"]))
+    tokens = result["tokens"]
+    rounds = [{"proposed": r.proposed, "accepted": r.accepted, "pieces": [tokens[i]["text"] for i in r.proposed],
+               "token_piece": tokens[r.token]["text"]} for r in result["rounds"]]
+    names = {"accepted": t("serving.accepted"), "rejected": t("serving.rejected"), "target": t("serving.target_token")}
+    st.plotly_chart(rounds_figure(rounds, names, t("serving.rounds_title", k=result["k"]), t("serving.x_position"),
+                                  t("serving.y_round")), width="stretch", key="spec_rounds")
+
+
+def main() -> None:
+    t = translator()
+    heading(t, "serving")
+    s = state.settings()
+    try:
+        from llmviz import service  # noqa: F401 - the engine must be importable to run anything here
+    except ImportError:
+        st.info(t("compare.no_engine"))
+        return
+    tabs = st.tabs([t("serving.tab.batching"), t("serving.tab.sharing"), t("serving.tab.spec")])
+    with tabs[0]:
+        batching_tab(t, s)
+    with tabs[1]:
+        sharing_tab(t, s)
+    with tabs[2]:
+        speculative_tab(t, s)
+    state.sync_url()
+
+
+main()

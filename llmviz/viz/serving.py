@@ -1,0 +1,107 @@
+"""Figures of the serving lab (C15, C16, C22): requests over steps (a Gantt), per-step series, speculative
+rounds with their accepted and rejected drafts, and block tables with shared blocks highlighted."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from llmviz.analysis.serving import STATES
+from llmviz.viz.style import finish
+
+STATE_COLORS = {"not_arrived": "#ffffff", "waiting": "#d9d9d9", "prefill": "#4c78a8", "decode": "#f58518",
+                "idle": "#e45756", "done": "#f2f2f2"}
+
+
+def _legend(fig: go.Figure, names: dict, colors: dict) -> None:
+    for key, name in names.items():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                 marker={"size": 12, "symbol": "square", "color": colors[key],
+                                         "line": {"color": "#999999", "width": 1}}))
+
+
+def gantt(ids: list[int], grid: np.ndarray, names: dict, title: str, x_title: str, y_title: str,
+          marked_step: int | None = None) -> go.Figure:
+    """[requests, steps] state codes (analysis.serving.timeline) as coloured cells."""
+    k = len(STATES)
+    scale = []
+    for i, state in enumerate(STATES):
+        scale += [[i / k, STATE_COLORS[state]], [(i + 1) / k, STATE_COLORS[state]]]
+    hover = np.array([[names[STATES[c]] for c in row] for row in grid])
+    fig = go.Figure(go.Heatmap(z=grid + 0.5, zmin=0, zmax=k, colorscale=scale, showscale=False, customdata=hover,
+                               hovertemplate="%{y} · %{x}: %{customdata}<extra></extra>", xgap=0, ygap=1))
+    _legend(fig, {s: names[s] for s in STATES if s != "not_arrived"}, STATE_COLORS)
+    shapes = []
+    if marked_step is not None:
+        shapes.append({"type": "rect", "x0": marked_step - 0.5, "x1": marked_step + 0.5, "y0": -0.5,
+                       "y1": len(ids) - 0.5, "line": {"color": "#222222", "width": 2}})
+    return finish(fig, title, height=min(900, 140 + 16 * len(ids)), shapes=shapes, plot_bgcolor="#ffffff",
+                  xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
+                  yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
+                         "tickmode": "array", "tickvals": list(range(len(ids))), "ticktext": [str(i) for i in ids]},
+                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+
+
+def series(lines: dict[str, list[float]], title: str, x_title: str, y_title: str, percent: bool = False) -> go.Figure:
+    """Step-indexed lines (one per scheduler or quantity)."""
+    fig = go.Figure()
+    for name, values in lines.items():
+        fig.add_scatter(x=list(range(len(values))), y=values, mode="lines", name=name, line={"shape": "hv"})
+    yaxis = {"title": {"text": y_title}, "rangemode": "tozero"}
+    if percent:
+        yaxis.update(tickformat=".0%", range=[0, 1.05])
+    return finish(fig, title, height=300, xaxis={"title": {"text": x_title}}, yaxis=yaxis,
+                  legend={"orientation": "h", "y": -0.3})
+
+
+def rounds_figure(rounds: list[dict], names: dict, title: str, x_title: str, y_title: str) -> go.Figure:
+    """One row per speculative round: its proposed tokens (accepted or rejected), then in the last column the
+    target's own token (the correction after a rejection, or the bonus when all were kept)."""
+    colors = {"accepted": "#54a24b", "rejected": "#e45756", "target": "#4c78a8", "unused": "#f2f2f2"}
+    width = max(len(r["proposed"]) for r in rounds) + 1
+    codes = {"accepted": 0, "rejected": 1, "target": 2, "unused": 3}
+    z = np.full((len(rounds), width), codes["unused"], dtype=float)
+    text = np.full((len(rounds), width), "", dtype=object)
+    for i, r in enumerate(rounds):
+        for j, piece in enumerate(r["pieces"]):
+            z[i, j] = codes["accepted"] if j < r["accepted"] else codes["rejected"]
+            text[i, j] = piece
+        z[i, width - 1] = codes["target"]
+        text[i, width - 1] = r["token_piece"]
+    scale = []
+    for key, code in codes.items():
+        scale += [[code / 4, colors[key]], [(code + 1) / 4, colors[key]]]
+    fig = go.Figure(go.Heatmap(z=z + 0.5, zmin=0, zmax=4, colorscale=scale, showscale=False, text=text,
+                               texttemplate="%{text}", textfont={"size": 11}, xgap=2, ygap=2, hoverinfo="skip"))
+    _legend(fig, names, colors)
+    return finish(fig, title, height=min(900, 140 + 26 * len(rounds)), plot_bgcolor="#ffffff",
+                  xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False, "dtick": 1},
+                  yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False},
+                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+
+
+def block_tables(tables: list[tuple[int, tuple]], title: str, x_title: str, y_title: str, shared_name: str,
+                 own_name: str) -> go.Figure:
+    """Each request's block table at one step: a cell per block (its id written in it), shared blocks (held
+    by more than one request) highlighted."""
+    counts: dict[int, int] = {}
+    for _, table in tables:
+        for block in table:
+            counts[block] = counts.get(block, 0) + 1
+    width = max((len(t) for _, t in tables), default=1)
+    z = np.full((len(tables), width), np.nan)
+    text = np.full((len(tables), width), "", dtype=object)
+    for i, (_, table) in enumerate(tables):
+        for j, block in enumerate(table):
+            z[i, j] = 1.0 if counts[block] > 1 else 0.0
+            text[i, j] = str(block)
+    fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, colorscale=[[0, "#9ecae9"], [1, "#f58518"]], showscale=False,
+                               text=text, texttemplate="%{text}", textfont={"size": 10}, xgap=2, ygap=2,
+                               hoverinfo="skip"))
+    _legend(fig, {"own": own_name, "shared": shared_name}, {"own": "#9ecae9", "shared": "#f58518"})
+    return finish(fig, title, height=min(700, 140 + 26 * len(tables)), plot_bgcolor="#ffffff",
+                  xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
+                  yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
+                         "tickmode": "array", "tickvals": list(range(len(tables))),
+                         "ticktext": [str(rid) for rid, _ in tables]},
+                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})

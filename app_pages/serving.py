@@ -13,7 +13,7 @@ from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
 
 
-def metrics_table(t, results: dict) -> list[dict]:
+def metrics_table(t, results: dict) -> None:
     rows = []
     for name, result in results.items():
         m = metrics(result)
@@ -23,7 +23,6 @@ def metrics_table(t, results: dict) -> list[dict]:
                      t("serving.col.ttft"): f"{m['ttft_ms']['p50']:.0f} / {m['ttft_ms']['p95']:.0f}",
                      t("serving.col.itl"): f"{m['itl_ms']['p50']:.1f} / {m['itl_ms']['p95']:.1f}"})
     st.table(rows)
-    return rows
 
 
 def batching_tab(t, s) -> None:
@@ -38,7 +37,7 @@ def batching_tab(t, s) -> None:
                                                                                                     wanted)
     if results is None:
         return
-    rows = metrics_table(t, results)
+    metrics_table(t, results)
     m = {name: metrics(r) for name, r in results.items()}
     same = results["static"]["outputs"] == results["continuous"]["outputs"]
     st.markdown(t("serving.verdict", ratio=m["continuous"]["tokens_per_s"] / m["static"]["tokens_per_s"],
@@ -49,7 +48,7 @@ def batching_tab(t, s) -> None:
                      format_func=lambda n: t(f"serving.sched.{n}"))
     result = results[which]
     steps = len(result["records"])
-    step = st.slider(t("serving.step"), 0, steps - 1, 0, key=f"serve_step_{which}")
+    step = stepper(t, f"serve_step_{which}", steps - 1)
     ids, grid = timeline(result)
     st.plotly_chart(gantt(ids, grid, names, t("serving.gantt", sched=t(f"serving.sched.{which}")),
                           t("serving.x_step"), t("serving.y_request"), step), width="stretch", key="serve_gantt")
@@ -65,10 +64,27 @@ def batching_tab(t, s) -> None:
                         total=result["blocks_total"]), t("serving.x_step"), t("serving.blocks")),
                         width="stretch", key="serve_blocks")
     st.caption(t("serving.timed"))
+    downloads(t, [{"scheduler": n, **{k: v for k, v in metrics(r).items() if not isinstance(v, dict)}}
+                  for n, r in results.items()], "batching")
+
+
+def stepper(t, key: str, last: int, start: int = 0) -> int:
+    """A step slider with Previous / Next beside it, as the decode stepper steps."""
+    st.session_state.setdefault(key, start)
+
+    def shift(delta: int) -> None:
+        st.session_state[key] = min(last, max(0, st.session_state[key] + delta))
+
+    a, b, c = st.columns([1, 1, 6])
+    a.button(t("decode.prev"), key=f"{key}_prev", on_click=shift, args=(-1,))
+    b.button(t("decode.next"), key=f"{key}_next", on_click=shift, args=(1,))
+    return c.slider(t("serving.step"), 0, last, key=key)
+
+
+def downloads(t, rows: list[dict], name: str) -> None:
     a, b = st.columns(2)
-    a.download_button(t("compare.json"), json.dumps({n: metrics(r) for n, r in results.items()}), "serving.json",
-                      "application/json", key="serve_json")
-    b.download_button(t("compare.csv"), table_csv(rows), "serving.csv", "text/csv", key="serve_csv")
+    a.download_button(t("compare.json"), json.dumps(rows), f"{name}.json", "application/json", key=f"{name}_json")
+    b.download_button(t("compare.csv"), table_csv(rows), f"{name}.csv", "text/csv", key=f"{name}_csv")
 
 
 def sharing_tab(t, s) -> None:
@@ -91,10 +107,14 @@ def sharing_tab(t, s) -> None:
     st.markdown(t("serving.k9", saved=1 - peak[True] / peak[False],
                   same=t("serving.same") if same else t("serving.differ")))
     records = results[True]["records"]
-    step = st.slider(t("serving.step"), 0, len(records) - 1, min(len(records) - 1, 5), key="share_step_w")
+    step = stepper(t, "share_step_w", len(records) - 1, start=min(len(records) - 1, 5))
     st.plotly_chart(block_tables(list(records[step].tables), t("serving.tables_title", step=step),
                                  t("serving.x_block"), t("serving.y_request"), t("serving.shared"), t("serving.own")),
                     width="stretch", key="share_tables")
+    rows = [{"prefix_sharing": on, "peak_blocks": peak[on], "peak_kv_bytes": peak[on] * per_block,
+             "prompt_tokens_prefilled": fed[on], "tokens_per_s": metrics(results[on])["tokens_per_s"]}
+            for on in (False, True)]
+    downloads(t, rows, "prefix_sharing")
 
 
 def speculative_tab(t, s) -> None:
@@ -119,6 +139,9 @@ def speculative_tab(t, s) -> None:
     names = {"accepted": t("serving.accepted"), "rejected": t("serving.rejected"), "target": t("serving.target_token")}
     st.plotly_chart(rounds_figure(rounds, names, t("serving.rounds_title", k=result["k"]), t("serving.x_position"),
                                   t("serving.y_round")), width="stretch", key="spec_rounds")
+    downloads(t, [{"round": i, "proposed": " ".join(map(str, r.proposed)), "accepted": r.accepted, "token": r.token,
+                   "draft_ms": r.draft_ms, "verify_ms": r.verify_ms} for i, r in enumerate(result["rounds"])],
+              "speculative")
 
 
 def main() -> None:

@@ -29,6 +29,8 @@ def test_batching_tab(app_model):
     at.slider(key="serve_step_continuous").set_value(3).run()
     rec = results["continuous"]["records"][3]
     assert any(x.startswith(f"Step 3 ({rec.ms:.1f} ms)") for x in rendered_text(at))
+    next(b for b in at.button if b.key == "serve_step_continuous_next").click().run()
+    assert at.slider(key="serve_step_continuous").value == 4
 
 
 def test_sharing_tab(app_model):
@@ -52,3 +54,11 @@ def test_speculative_tab_in_chinese(app_model):
     shown = {mt.label: mt.value for mt in at.metric}
     assert shown["接受率"] == f"{result['acceptance_rate']:.0%}"
     assert any("输出与目标模型单独运行时完全相同" in x for x in rendered_text(at))
+
+
+def test_each_tab_downloads_its_figures(app_model):
+    at = open_app(page_file("serving"))
+    at.number_input(key="serve_slots_w").set_value(8).run()
+    click(at, "Run static and continuous")
+    labels = [d.proto.label for d in at.get("download_button")]
+    assert labels == ["Download JSON", "Download CSV"]

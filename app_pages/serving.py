@@ -6,7 +6,7 @@ import json
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.analysis.serving import STATES, metrics, per_step, timeline
+from llmviz.analysis.serving import STATES, metrics, per_step, spread_text, timeline
 from llmviz.ui import serving_run as run
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
@@ -20,8 +20,8 @@ def metrics_table(t, results: dict) -> None:
         rows.append({t("serving.col.scheduler"): t(f"serving.sched.{name}"), t("serving.col.tokens_s"):
                      f"{m['tokens_per_s']:.1f}", t("serving.col.tokens_step"): f"{m['tokens_per_step']:.2f}",
                      t("serving.col.steps"): m["steps"], t("serving.col.util"): f"{m['slot_utilization']:.0%}",
-                     t("serving.col.ttft"): f"{m['ttft_ms']['p50']:.0f} / {m['ttft_ms']['p95']:.0f}",
-                     t("serving.col.itl"): f"{m['itl_ms']['p50']:.1f} / {m['itl_ms']['p95']:.1f}"})
+                     t("serving.col.ttft"): spread_text(m["ttft_ms"], 0),
+                     t("serving.col.itl"): spread_text(m["itl_ms"], 1)})
     st.table(rows)
 
 

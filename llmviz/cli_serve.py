@@ -8,7 +8,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from llmviz.analysis.serving import metrics
+from llmviz.analysis.serving import metrics, spread_text
 
 
 def add_parser(sub) -> None:
@@ -89,9 +89,8 @@ def run(args) -> int:
           f"on {lm.name} ({doc['device']}):")
     print(f"  {m['tokens']} tokens in {m['steps']} steps, {m['wall_s']:.2f} s: {m['tokens_per_s']:.1f} tokens/s, "
           f"{m['tokens_per_step']:.2f} tokens/step; slot utilization {m['slot_utilization']:.0%}")
-    print(f"  TTFT p50/p95 {m['ttft_ms']['p50']:.0f}/{m['ttft_ms']['p95']:.0f} ms "
-          f"({m['ttft_steps']['p50']:.0f}/{m['ttft_steps']['p95']:.0f} steps); ITL p50/p95 "
-          f"{m['itl_ms']['p50']:.1f}/{m['itl_ms']['p95']:.1f} ms")
+    print(f"  TTFT p50/p95 {spread_text(m['ttft_ms'], 0)} ms ({spread_text(m['ttft_steps'], 0)} steps); "
+          f"ITL p50/p95 {spread_text(m['itl_ms'], 1)} ms")
     if "peak_kv_bytes" in doc:
         print(f"  KV: at most {doc['peak_blocks']} blocks held ({doc['peak_kv_bytes']:,} B), "
               f"{doc['peak_shared_blocks']} shared; prompt tokens fed {doc['prefill_tokens_fed']:,}")
@@ -125,6 +124,7 @@ def speculative(args) -> int:
     else:  # sampled: the target's distribution, not its greedy tokens, so nothing to compare token by token
         ids = target.tokenizer.encode(args.prompt)
         sampling = SamplingConfig(temperature=args.temperature)
+        Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()  # warm-up
         result = Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()
         result["identical_outputs"] = None
         for key, value in service.speculation_costs(target, draft, ids, args.max_new_tokens).items():

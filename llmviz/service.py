@@ -36,6 +36,7 @@ __all__ = [
     "step",
     "step_layouts",
     "use_cpu_threads",
+    "warm_up_serving",
 ]
 
 
@@ -114,17 +115,26 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=("contiguous", "dynamic"
 
 
 
-def serve(lm: LoadedModel, trace: str, scheduler: str, progress=None, **options) -> dict:
-    """A request trace (built-in name or JSON file) through static or continuous batching
+def serve(lm: LoadedModel, trace, scheduler: str, progress=None, **options) -> dict:
+    """A request trace (built-in name, JSON file or RequestTrace) through static or continuous batching
     (llmviz/engine/serving/); options are ServeConfig fields."""
     from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
     from llmviz.engine.serving.requests import load_trace
     from llmviz.engine.serving.static import run_static
 
-    requests, config = load_trace(trace), ServeConfig(**options)
+    requests, config = (load_trace(trace) if isinstance(trace, str) else trace), ServeConfig(**options)
     if scheduler == "static":
         return run_static(lm, requests, config, progress)
     return ContinuousScheduler(lm, requests, config).run(progress)
+
+
+def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
+    """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
+    from llmviz.engine.serving.requests import Request, RequestTrace
+
+    warm = RequestTrace("warm-up", (Request(0, 0, (1, 2, 3, 4), 3), Request(1, 0, (5, 6), 3)))
+    for scheduler in ("static", "continuous"):
+        serve(lm, warm, scheduler, slots=slots, device=device)
 
 
 def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
@@ -150,4 +160,4 @@ def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_
             "measured_speedup": costs["target_alone_ms_per_token"] / result["ms_per_token"],
             "predicted_speedup": predicted_speedup(result["acceptance_rate"], k, costs["cost_ratio"]),
             "prompt_ids": ids, "tokens": target.tokenizer.describe(
-                [*ids, *result["output_ids"], *(t for r in result["rounds"] for t in r.proposed)])}
+                [*ids, *result["output_ids"], *(t for r in result["rounds"] for t in (*r.proposed, r.token))])}

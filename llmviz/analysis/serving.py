@@ -22,6 +22,13 @@ def _percentiles(values: list[float]) -> dict:
     return {"p50": float(np.percentile(arr, 50)), "p95": float(np.percentile(arr, 95))}
 
 
+def spread_text(p: dict, digits: int) -> str:
+    """'p50 / p95' of a percentile pair, or '—' where there were no values (no gaps between tokens)."""
+    if p["p50"] is None:
+        return "—"
+    return f"{p['p50']:.{digits}f} / {p['p95']:.{digits}f}"
+
+
 def metrics(result: dict) -> dict:
     """result: {"records": [StepRecord or dict], "token_steps": {id: [step, ...]}, "arrival_steps": {id: s},
     "slots": n}."""

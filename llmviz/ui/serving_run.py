@@ -31,6 +31,7 @@ def batching(t, device: str, model: str, trace: str, slots: int) -> dict | None:
     bar, progress = _bar(t)
     try:
         lm = state.model(model, device, "fp32")
+        service.warm_up_serving(lm, slots, device)
         out = {name: service.serve(lm, trace, name, progress, slots=slots, device=device)
                for name in ("static", "continuous")}
     except (LlmvizError, MemoryError) as exc:

@@ -186,3 +186,28 @@ def test_pool_stays_consistent_with_sharing_and_preemption(lm, seed):
     assert any(rec.preempted for rec in scheduler.records)
     assert scheduler.result()["outputs"] == ContinuousScheduler(lm, trace, ServeConfig(slots=4, token_budget=12,
                                                                                         block_size=4)).run()["outputs"]
+
+
+def test_admission_waits_for_free_blocks(lm):
+    """A request is admitted only when the pool can hold its first chunk: preemption hits requests that were
+    already running (fed tokens in an earlier step), never one admitted in the same step."""
+    trace = random_trace(5, n=10)
+    scheduler = ContinuousScheduler(lm, trace, ServeConfig(slots=4, token_budget=40, block_size=4, pool_blocks=9))
+    fed_before: set = set()
+    while not scheduler.finished:
+        record = scheduler.step()
+        assert set(record.preempted) <= fed_before
+        fed_before |= {row[0] for row in record.rows}
+    for r in trace.requests:
+        assert scheduler.result()["outputs"][r.id] == alone(lm, r)
+
+
+@pytest.mark.parametrize("request_json,needle", [
+    ('{"prompt_ids": [1], "output_len": true}', "output_len"),
+    ('{"prompt_ids": [true], "output_len": 2}', "prompt_ids"),
+    ('{"prompt_ids": [1], "output_len": 2, "arrival_step": 1000000000}', "arrival_step"),
+    ('{"prompt_ids": [1], "output_len": 2, "seed": -1}', "seed"),
+])
+def test_trace_values_are_checked(request_json, needle):
+    with pytest.raises(TraceFormatError, match=needle):
+        parse_trace('{"requests": [' + request_json + "]}")

@@ -73,7 +73,7 @@ class PagedKVCache(KVCache):
                     plane[:, :, :, table[-1]] = plane[:, :, :, last]
                 self._release(last)
             elif self.prefix is not None:
-                self.prefix.forget(last)  # its content will change: no longer the block its hash names
+                self.prefix.forget(last)  # its content will change: no longer the block its name stands for
 
     def _on_free(self, seq_id):
         for block in self.tables.pop(seq_id):

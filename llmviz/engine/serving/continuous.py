@@ -65,6 +65,7 @@ class Running:
     slot: int
     admitted_step: int
     first_token_step: int | None = None
+    recomputing: bool = False  # preempted: its prompt and drawn tokens are prefilled again before it draws
     token_steps: list = field(default_factory=list)  # the step index of each drawn token
 
     @property
@@ -113,7 +114,6 @@ class ContinuousScheduler:
         self.running: list[Running] = []
         self.done: dict[int, Running] = {}
         self.records: list[StepRecord] = []
-        self.started = time.perf_counter()
 
     @property
     def finished(self) -> bool:
@@ -144,6 +144,7 @@ class ContinuousScheduler:
         self.running.remove(run)
         self.cache.free(run.seq.seq_id)
         run.slot = -1
+        run.recomputing = True
         self.waiting.insert(0, run)
 
     def _schedule(self, step: int) -> tuple[list[tuple[Running, int]], list[int]]:
@@ -155,7 +156,11 @@ class ContinuousScheduler:
                 plan.append((run, take))
                 budget -= take
         while budget > 0 and self.waiting and len(self.running) < self.config.slots:
-            run = self.waiting.pop(0)
+            run = self.waiting[0]
+            first = min(len(run.seq.ids), budget)  # what it would feed without a shared prefix
+            if self._blocks_needed([*plan, (run, first)]) > self.cache.pool.free_count:
+                break  # admitted only when blocks are free (prefix sharing may need fewer; never more)
+            self.waiting.pop(0)
             self.cache.add(run.seq.seq_id)
             cached = self.cache.share_prefix(run.seq.seq_id, run.seq.ids)  # 0 unless prefix sharing finds blocks
             run.slot = min(set(range(self.config.slots)) - {r.slot for r in self.running})
@@ -187,6 +192,7 @@ class ContinuousScheduler:
             tokens = sample_rows(logits[picked], [run.seq for run in ready]).tolist()
         for run, token in zip(ready, tokens, strict=True):
             run.seq.ids.append(int(token))
+            run.recomputing = False
             run.token_steps.append(index)
             if run.first_token_step is None:
                 run.first_token_step = index
@@ -198,7 +204,8 @@ class ContinuousScheduler:
         self._arrivals(index)
         plan, preempted = self._schedule(index)
         drawn, finished = [], []
-        kinds = ["decode" if run.drawn and self._pending_tokens(run) == 1 else "prefill" for run, _ in plan]
+        kinds = ["decode" if run.drawn and self._pending_tokens(run) == 1 and not run.recomputing else "prefill"
+                 for run, _ in plan]
         # The decoding rows go through one forward pass together and each prefill chunk through its own: the
         # engine pads a pass to its widest row, so one chunk beside one-token rows would multiply their work.
         groups = [[p for p in plan if p[1] == 1]] + [[p] for p in plan if p[1] > 1]

@@ -25,6 +25,11 @@ from llmviz.errors import ConfigError, TraceFormatError
 TRACES = Path(__file__).resolve().parents[3] / "assets" / "traces"
 BUILT_IN = ("mixed", "mixed-poisson", "shared-prompt")
 MAX_REQUESTS = 1024
+MAX_ARRIVAL_STEP = 10_000  # a simulation runs one engine step per step, idle or not
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -37,12 +42,14 @@ class Request:
     seed: int = 0
 
     def __post_init__(self):
-        if not self.prompt_ids or not all(isinstance(i, int) and i >= 0 for i in self.prompt_ids):
+        if not self.prompt_ids or not all(_whole(i) and i >= 0 for i in self.prompt_ids):
             raise ConfigError(f"request {self.id}: prompt_ids must be a non-empty list of token ids")
-        if not isinstance(self.output_len, int) or self.output_len < 1:
+        if not _whole(self.output_len) or self.output_len < 1:
             raise ConfigError(f"request {self.id}: output_len must be a whole number >= 1")
-        if not isinstance(self.arrival_step, int) or self.arrival_step < 0:
-            raise ConfigError(f"request {self.id}: arrival_step must be a whole number >= 0")
+        if not _whole(self.arrival_step) or not 0 <= self.arrival_step <= MAX_ARRIVAL_STEP:
+            raise ConfigError(f"request {self.id}: arrival_step must be a whole number in 0..{MAX_ARRIVAL_STEP}")
+        if not _whole(self.seed) or not 0 <= self.seed < 2**63:
+            raise ConfigError(f"request {self.id}: seed must be a whole number in [0, 2**63)")
 
     def to_dict(self) -> dict:
         s = asdict(self.sampling)
@@ -89,8 +96,8 @@ def parse_trace(text: str, name: str = "trace") -> RequestTrace:
         try:
             sampling = SamplingConfig(temperature=float(r.get("temperature", 0.0)), top_k=int(r.get("top_k", 50)),
                                       top_p=float(r.get("top_p", 1.0)))
-            out.append(Request(int(r.get("id", i)), int(r.get("arrival_step", 0)), tuple(r["prompt_ids"]),
-                               r["output_len"], sampling, int(r.get("seed", 0))))
+            out.append(Request(int(r.get("id", i)), r.get("arrival_step", 0), tuple(r["prompt_ids"]),
+                               r["output_len"], sampling, r.get("seed", 0)))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceFormatError(f"{name}: request {i} is malformed ({type(exc).__name__}: {exc})") from exc
     try:

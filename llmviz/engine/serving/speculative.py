@@ -84,6 +84,8 @@ class Speculator:
             raise ConfigError("speculative decoding here samples without a repetition penalty")
         if not prompt_ids:
             raise ConfigError("a prompt of at least one token is needed")
+        if not isinstance(max_new, int) or max_new < 1:
+            raise ConfigError(f"max_new (tokens to generate) must be a whole number >= 1, got {max_new!r}")
         self.target, self.draft, self.k, self.max_new = target, draft, k, max_new
         max_seq = len(prompt_ids) + max_new + k + 1
         for lm in (target, draft):
@@ -162,8 +164,13 @@ class Speculator:
         del self.ids[self.prompt_len + self.max_new:]  # a last round may overshoot by its bonus token
         proposed = sum(len(r.proposed) for r in self.rounds)
         accepted = sum(r.accepted for r in self.rounds)
+        # A round checks its drafts up to the first rejection: the drafts after it are never judged. The rate a
+        # draft is accepted when checked is accepted / (accepted + rounds that ended in a rejection).
+        checked = accepted + sum(1 for r in self.rounds if r.accepted < len(r.proposed))
         return {"output_ids": self.generated, "rounds": self.rounds, "k": self.k, "proposed": proposed,
-                "accepted": accepted, "acceptance_rate": accepted / proposed if proposed else 0.0,
+                "accepted": accepted, "acceptance_rate": accepted / checked if checked else 0.0,
+                "accepted_share": accepted / proposed if proposed else 0.0,
+                "tokens_per_round": len(self.generated) / len(self.rounds),
                 "prefill_ms": self.prefill_ms, "draft_ms": sum(r.draft_ms for r in self.rounds),
                 "verify_ms": sum(r.verify_ms for r in self.rounds),
                 "ms_per_token": sum(r.draft_ms + r.verify_ms for r in self.rounds) / self.max_new}
@@ -177,10 +184,13 @@ def predicted_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
 
 
 def alone_decode(lm: LoadedModel, ids: list[int], n: int) -> tuple[list[int], float]:
-    """A model alone, greedy: its n tokens and its decode ms per token (the engine's timed region of each
-    decode step, capture off): the baseline a speculative run is measured against."""
+    """A model alone, greedy: its n tokens and its decode ms per token, on the wall clock over the decode
+    steps (capture off), as the speculative rounds are timed: the baseline a speculative run is measured against."""
     cfg = EngineConfig(device=str(lm.device), capture="off", logit_lens_top_k=0, stop_at_eos=False,
                        sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + n + 1)
-    trace = Session(lm, config=cfg, prompt_ids=[ids]).generate(n)
-    steps = [s.timings["total_ms"] for s in trace.steps[1:]]
-    return trace.output_ids, sum(steps) / max(1, len(steps))
+    session = Session(lm, config=cfg, prompt_ids=[ids])
+    session.step()  # the prefill
+    began = time.perf_counter()
+    while len(session.trace.steps) < n:
+        session.step()  # synchronizes the device (its timed region ends with the sampled ids on the host)
+    return session.trace.output_ids, (time.perf_counter() - began) * 1000 / max(1, n - 1)

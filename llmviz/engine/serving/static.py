@@ -16,19 +16,30 @@ from llmviz.engine.loading import LoadedModel
 from llmviz.engine.serving.continuous import ServeConfig, StepRecord
 from llmviz.engine.serving.requests import RequestTrace
 from llmviz.engine.session import Session
+from llmviz.errors import ConfigError
 
 
 def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None, progress=None) -> dict:
     config = config or ServeConfig()
     trace.check_vocab(lm.cfg.vocab_size)
+    for r in trace.requests:
+        if len(r.prompt_ids) + r.output_len > lm.cfg.max_position_embeddings:
+            raise ConfigError(f"request {r.id} needs {len(r.prompt_ids) + r.output_len} tokens (prompt + output) "
+                              f"but {lm.name} holds {lm.cfg.max_position_embeddings}")
     ordered = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))
     batches = [ordered[i:i + config.slots] for i in range(0, len(ordered), config.slots)]
     records: list[StepRecord] = []
     outputs, token_steps = {}, {}
     total = sum(r.output_len for r in ordered)
+    started = 0  # requests whose batch has begun
+
+    def waiting() -> int:  # arrived, but their batch has not begun
+        return sum(1 for r in ordered[started:] if r.arrival_step <= len(records))
+
     for batch in batches:
         while len(records) < max(r.arrival_step for r in batch):  # idle steps until the batch is complete
-            records.append(StepRecord(len(records), 0.0, (), 0, 0, len(batch)))
+            records.append(StepRecord(len(records), 0.0, (), 0, 0, waiting()))
+        started += len(batch)
         longest = max(len(r.prompt_ids) for r in batch)
         steps = max(r.output_len for r in batch)
         engine = EngineConfig(device=config.device, attn_backend=config.backend, capture="off", logit_lens_top_k=0,
@@ -47,7 +58,7 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
                          for slot, r in enumerate(batch))
             drawn = tuple(r.id for r in batch if k < r.output_len)
             done = tuple(r.id for r in batch if k == r.output_len - 1)
-            records.append(StepRecord(len(records), ms, rows, 0, 0, 0, 0, (), done, drawn))
+            records.append(StepRecord(len(records), ms, rows, 0, 0, waiting(), 0, (), done, drawn))
             if progress:
                 progress(sum(min(k + 1, r.output_len) for r in batch) / total, "step", {"step": len(records)})
         for slot, r in enumerate(batch):

@@ -14,14 +14,12 @@ WIDGETS = {"cmp_model": "cmp_model_w", "cmp_a": "cmp_a_w", "cmp_b": "cmp_b_w", "
 
 
 def seed_widgets() -> None:
-    current = state.settings()
-    for field, key in WIDGETS.items():
-        st.session_state.setdefault(key, getattr(current, field))
-    st.session_state[WIDGETS["cmp_ppl"]] = bool(st.session_state[WIDGETS["cmp_ppl"]])
+    state.seed_widgets(WIDGETS)
+    st.session_state[WIDGETS["cmp_ppl"]] = bool(st.session_state[WIDGETS["cmp_ppl"]])  # a 0/1 in the link
 
 
 def apply() -> None:
-    values = {field: st.session_state[key] for field, key in WIDGETS.items()}
+    values = state.widget_values(WIDGETS)
     state.update(**{**values, "cmp_ppl": int(values["cmp_ppl"])}, cmp_run=0)
 
 

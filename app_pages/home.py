@@ -13,15 +13,8 @@ WIDGETS = {"model": "home_model", "device": "home_device", "dtype": "home_dtype"
            "engine": "home_engine", "prompt": "home_prompt"}
 
 
-def seed_widgets() -> None:
-    """Widgets start from this session's settings (which may come from a shared link)."""
-    current = state.settings()
-    for field, key in WIDGETS.items():
-        st.session_state.setdefault(key, getattr(current, field))
-
-
 def apply() -> None:
-    state.update(**{field: st.session_state[key] for field, key in WIDGETS.items()}, step=0, history="")
+    state.update(**state.widget_values(WIDGETS), step=0, history="")
     state.forget_run()  # a fresh prefill (and the end of any replayed trace)
 
 
@@ -34,7 +27,7 @@ def use_example() -> None:
 
 
 def picker(t) -> None:
-    seed_widgets()
+    state.seed_widgets(WIDGETS)
     left, right = st.columns([2, 1])
     with left:
         st.text_area(t("home.prompt"), key="home_prompt", height=90)

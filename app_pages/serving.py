@@ -6,17 +6,16 @@ import json
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.analysis.serving import STATES, metrics, per_step, spread_text, timeline
+from llmviz.analysis.serving import STATES, kv_figures, metrics, per_step, spread_text, timeline
 from llmviz.ui import serving_run as run
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
 
 
-def metrics_table(t, results: dict) -> None:
+def metrics_table(t, figures: dict) -> None:
     rows = []
-    for name, result in results.items():
-        m = metrics(result)
+    for name, m in figures.items():
         rows.append({t("serving.col.scheduler"): t(f"serving.sched.{name}"), t("serving.col.tokens_s"):
                      f"{m['tokens_per_s']:.1f}", t("serving.col.tokens_step"): f"{m['tokens_per_step']:.2f}",
                      t("serving.col.steps"): m["steps"], t("serving.col.util"): f"{m['slot_utilization']:.0%}",
@@ -37,8 +36,8 @@ def batching_tab(t, s) -> None:
                                                                                                     wanted)
     if results is None:
         return
-    metrics_table(t, results)
-    m = {name: metrics(r) for name, r in results.items()}
+    m = {name: metrics(r) for name, r in results.items()}  # once; the table, verdict and downloads read it
+    metrics_table(t, m)
     same = results["static"]["outputs"] == results["continuous"]["outputs"]
     st.markdown(t("serving.verdict", ratio=m["continuous"]["tokens_per_s"] / m["static"]["tokens_per_s"],
                   static=m["static"]["slot_utilization"], cont=m["continuous"]["slot_utilization"],
@@ -64,8 +63,8 @@ def batching_tab(t, s) -> None:
                         total=result["blocks_total"]), t("serving.x_step"), t("serving.blocks")),
                         width="stretch", key="serve_blocks")
     st.caption(t("serving.timed"))
-    downloads(t, [{"scheduler": n, **{k: v for k, v in metrics(r).items() if not isinstance(v, dict)}}
-                  for n, r in results.items()], "batching")
+    downloads(t, [{"scheduler": n, **{k: v for k, v in fig.items() if not isinstance(v, dict)}}
+                  for n, fig in m.items()], "batching")
 
 
 def stepper(t, key: str, last: int, start: int = 0) -> int:
@@ -94,25 +93,21 @@ def sharing_tab(t, s) -> None:
     results = run.sharing(t, *wanted) if st.button(t("serving.run_sharing")) else run.kept(run.SHARING_KEY, wanted)
     if results is None:
         return
-    per_block = results[False]["bytes_per_block"]
-    peak = {on: max(r.blocks_used for r in results[on]["records"]) for on in (False, True)}
-    fed = {on: sum(row[2] for r in results[on]["records"] for row in r.rows if row[3] == "prefill")
-           for on in (False, True)}
+    kv = {on: kv_figures(results[on]) for on in (False, True)}
+    saved = 1 - kv[True]["peak_kv_bytes"] / kv[False]["peak_kv_bytes"]
+    fed = {on: kv[on]["prefill_tokens_fed"] for on in (False, True)}
     cols = st.columns(3)
-    cols[0].metric(t("serving.kv_without"), human(peak[False] * per_block))
-    cols[1].metric(t("serving.kv_with"), human(peak[True] * per_block), f"-{1 - peak[True] / peak[False]:.0%}",
-                   delta_color="inverse")
+    cols[0].metric(t("serving.kv_without"), human(kv[False]["peak_kv_bytes"]))
+    cols[1].metric(t("serving.kv_with"), human(kv[True]["peak_kv_bytes"]), f"-{saved:.0%}", delta_color="inverse")
     cols[2].metric(t("serving.prefill_fed"), f"{fed[True]:,}", f"{fed[True] - fed[False]:,}", delta_color="inverse")
     same = results[True]["outputs"] == results[False]["outputs"]
-    st.markdown(t("serving.k9", saved=1 - peak[True] / peak[False],
-                  same=t("serving.same") if same else t("serving.differ")))
+    st.markdown(t("serving.k9", saved=saved, same=t("serving.same") if same else t("serving.differ")))
     records = results[True]["records"]
     step = stepper(t, "share_step_w", len(records) - 1, start=min(len(records) - 1, 5))
     st.plotly_chart(block_tables(list(records[step].tables), t("serving.tables_title", step=step),
                                  t("serving.x_block"), t("serving.y_request"), t("serving.shared"), t("serving.own")),
                     width="stretch", key="share_tables")
-    rows = [{"prefix_sharing": on, "peak_blocks": peak[on], "peak_kv_bytes": peak[on] * per_block,
-             "prompt_tokens_prefilled": fed[on], "tokens_per_s": metrics(results[on])["tokens_per_s"]}
+    rows = [{"prefix_sharing": on, **kv[on], "tokens_per_s": metrics(results[on])["tokens_per_s"]}
             for on in (False, True)]
     downloads(t, rows, "prefix_sharing")
 

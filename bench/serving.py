@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import machine  # noqa: E402
 
-from llmviz.analysis.serving import metrics  # noqa: E402
-from llmviz.cli_serve import kv_figures  # noqa: E402
+from llmviz.analysis.serving import kv_figures, metrics  # noqa: E402
 from llmviz.engine.loading import load_model  # noqa: E402
 from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig  # noqa: E402
 from llmviz.engine.serving.requests import load_trace  # noqa: E402
@@ -71,7 +70,7 @@ def sharing(lm, args) -> dict:
     runs = {on: ContinuousScheduler(lm, trace, replace(base, prefix_sharing=on)).run() for on in (False, True)}
     figures = {}
     for on, result in runs.items():
-        fig = kv_figures(result, lm)
+        fig = kv_figures(result)
         fig["prefill_ms"] = sum(r.ms for r in result["records"] if any(row[3] == "prefill" for row in r.rows))
         fig["tokens_per_s"] = metrics(result)["tokens_per_s"]
         figures["with" if on else "without"] = fig

@@ -8,20 +8,27 @@ import statistics
 import sys
 
 from llmviz import service
-from llmviz.engine.config import (
-    ATTN_BACKENDS,
-    DTYPES,
-    FUSED_CHOICES,
-    KV_DTYPES,
-    KV_LAYOUTS,
-    PADDINGS,
-    QUANT_MODES,
-    EngineConfig,
-    SamplingConfig,
-)
+from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.switches import SWITCHES
 from llmviz.errors import LlmvizError
 
 DEFAULT_SAMPLING = SamplingConfig()
+SWITCH_HELP = {  # the command line's words for each switch (the pages' are in the message catalogs)
+    "dtype": "weights and activations",
+    "attn": "attention backend",
+    "kv-layout": "KV cache layout (C8, C9)",
+    "kv-dtype": "KV storage dtype (auto: the model's)",
+    "kv-block-size": "tokens per block of the paged layout",
+    "kv-pool-blocks": "blocks in the paged pool (default: enough for every prompt to reach --max-seq-len)",
+    "kv-heads": "grouped-query attention: mean-pool the K/V heads down to N at load (lossy; C19)",
+    "fused-qkv": "q/k/v (and a gated MLP's gate/up) as one matmul, or split (C10)",
+    "sliding-window": "every layer attends to the last W tokens; a contiguous cache becomes a ring buffer (C20)",
+    "kv-rollback": "tokens a windowed cache keeps beyond the window, for rollbacks (speculative depth)",
+    "quant": "weight-only quantization of the blocks' projections (lossy; C21)",
+    "quant-group": "int4: input columns per scale",
+    "compile": "torch.compile the decode step (contiguous cache; the first decode step includes compiling)",
+    "padding": "pad side of a batch of prompts",
+}
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -36,27 +43,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repetition-penalty", type=float, default=DEFAULT_SAMPLING.repetition_penalty)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    p.add_argument("--dtype", default="fp32", choices=DTYPES)
-    p.add_argument("--attn", default="sdpa", choices=ATTN_BACKENDS, help="attention backend")
-    p.add_argument("--kv-layout", default="contiguous", choices=KV_LAYOUTS, help="KV cache layout (C8, C9)")
-    p.add_argument("--kv-dtype", default="auto", choices=KV_DTYPES, help="KV storage dtype (auto: the model's)")
-    p.add_argument("--kv-block-size", type=int, default=16, help="tokens per block of the paged layout")
-    p.add_argument("--kv-pool-blocks", type=int, default=None,
-                   help="blocks in the paged pool (default: enough for every prompt to reach --max-seq-len)")
-    p.add_argument("--kv-heads", type=int, default=None,
-                   help="grouped-query attention: mean-pool the K/V heads down to N at load (lossy; C19)")
-    p.add_argument("--fused-qkv", default="auto", choices=FUSED_CHOICES,
-                   help="q/k/v (and a gated MLP's gate/up) as one matmul, or split (C10)")
-    p.add_argument("--sliding-window", type=int, default=None,
-                   help="every layer attends to the last W tokens; a contiguous cache becomes a ring buffer (C20)")
-    p.add_argument("--kv-rollback", type=int, default=0,
-                   help="tokens a windowed cache keeps beyond the window, for rollbacks (speculative depth)")
-    p.add_argument("--quant", default="none", choices=QUANT_MODES,
-                   help="weight-only quantization of the blocks' projections (lossy; C21)")
-    p.add_argument("--quant-group", type=int, default=32, help="int4: input columns per scale")
-    p.add_argument("--compile", action="store_true",
-                   help="torch.compile the decode step (contiguous cache; the first decode step includes compiling)")
-    p.add_argument("--padding", default="right", choices=PADDINGS, help="pad side of a batch of prompts")
+    for switch in SWITCHES.values():  # every engine switch, from the one table (llmviz/engine/switches.py)
+        flag, default = f"--{switch.name}", EngineConfig.__dataclass_fields__[switch.field].default
+        if switch.kind is bool:
+            p.add_argument(flag, action="store_true", help=SWITCH_HELP[switch.name])
+        else:
+            p.add_argument(flag, type=switch.kind, default=default, choices=switch.choices or None,
+                           help=SWITCH_HELP[switch.name])
     p.add_argument("--max-seq-len", type=int, default=None,
                    help="KV cache length per sequence (default: context, <= 2048)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
@@ -116,13 +109,9 @@ def _compare_parser(sub) -> None:
 def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
     sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                               repetition_penalty=args.repetition_penalty)
-    return EngineConfig(device=args.device, dtype=args.dtype, attn_backend=args.attn, max_seq_len=args.max_seq_len,
-                        kv_layout=args.kv_layout, kv_dtype=args.kv_dtype, kv_block_size=args.kv_block_size,
-                        kv_pool_blocks=args.kv_pool_blocks,
-                        kv_heads=args.kv_heads, fused_qkv=args.fused_qkv, sliding_window=args.sliding_window,
-                        kv_rollback=args.kv_rollback, compile=args.compile,
-                        quant=args.quant, quant_group=args.quant_group,
-                        padding=args.padding, sampling=sampling, seed=args.seed, capture=capture,
+    switches = {s.field: getattr(args, s.name.replace("-", "_")) for s in SWITCHES.values()}
+    return EngineConfig(device=args.device, max_seq_len=args.max_seq_len, **switches,
+                        sampling=sampling, seed=args.seed, capture=capture,
                         capture_filter=tuple(patterns), logit_lens_top_k=lens)
 
 

@@ -8,7 +8,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from llmviz.analysis.serving import metrics, spread_text
+from llmviz.analysis.serving import kv_figures, metrics, spread_text
 
 
 def add_parser(sub) -> None:
@@ -43,17 +43,6 @@ def alone_outputs(lm, trace, device: str) -> dict:
     return out
 
 
-def kv_figures(result: dict, lm) -> dict:
-    """Peak KV blocks held and their bytes (continuous), and the prompt tokens the prefills fed."""
-    records = result["records"]
-    out = {"prefill_tokens_fed": sum(row[2] for r in records for row in r.rows if row[3] == "prefill")}
-    if result["scheduler"] == "continuous":
-        peak = max(r.blocks_used for r in records)
-        out.update(peak_blocks=peak, peak_kv_bytes=peak * result["bytes_per_block"],
-                   peak_shared_blocks=max(r.blocks_shared for r in records))
-    return out
-
-
 def run(args) -> int:
     from llmviz import service
     from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
@@ -77,7 +66,7 @@ def run(args) -> int:
     doc = {"trace": trace.name, "note": trace.note, "scheduler": args.scheduler, "model": lm.name,
            "device": str(lm.device), "slots": args.slots, **m, "identical_outputs": identical,
            "preemptions": sum(len(r.preempted) for r in result["records"]), "prefix_sharing": args.prefix_sharing,
-           **kv_figures(result, lm),
+           **kv_figures(result),
            "what_was_timed": "the wall clock of every engine step (scheduling, forward passes, sampling; device "
                              "synchronized); TTFT from the start of a request's arrival step"}
     if args.json:

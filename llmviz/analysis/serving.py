@@ -22,6 +22,18 @@ def _percentiles(values: list[float]) -> dict:
     return {"p50": float(np.percentile(arr, 50)), "p95": float(np.percentile(arr, 95))}
 
 
+def kv_figures(result: dict) -> dict:
+    """The prompt tokens the prefills fed, and for the paged pool of continuous batching the peak KV blocks
+    held at any step, their bytes and the most blocks shared at once (C22)."""
+    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
+    out = {"prefill_tokens_fed": sum(row[2] for r in records for row in r["rows"] if row[3] == "prefill")}
+    if result["scheduler"] == "continuous":
+        peak = max(r["blocks_used"] for r in records)
+        out.update(peak_blocks=peak, peak_kv_bytes=peak * result["bytes_per_block"],
+                   peak_shared_blocks=max(r["blocks_shared"] for r in records))
+    return out
+
+
 def spread_text(p: dict, digits: int) -> str:
     """'p50 / p95' of a percentile pair, or '—' where there were no values (no gaps between tokens)."""
     if p["p50"] is None:

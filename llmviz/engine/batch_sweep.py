@@ -19,6 +19,7 @@ import torch
 from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.session import Session
+from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 
 MAX_BATCH = 8
@@ -60,13 +61,10 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8),
     out = []
     for b in sizes:
         rs = runs[b]
-        decode = [x["decode_ms"] for x in rs]
-        prefill = [x["prefill_ms"] for x in rs]
-        out.append({"batch": b, "decode_ms_per_step": {"median": statistics.median(decode), "min": min(decode),
-                                                       "max": max(decode)},
-                    "prefill_ms": {"median": statistics.median(prefill), "min": min(prefill), "max": max(prefill)},
-                    "decode_tokens_per_s": b * 1000 / statistics.median(decode),
-                    "prefill_tokens_per_s": rs[0]["prompt_tokens"] * 1000 / statistics.median(prefill),
+        decode, prefill = spread([x["decode_ms"] for x in rs]), spread([x["prefill_ms"] for x in rs])
+        out.append({"batch": b, "decode_ms_per_step": decode, "prefill_ms": prefill,
+                    "decode_tokens_per_s": b * 1000 / decode["median"],
+                    "prefill_tokens_per_s": rs[0]["prompt_tokens"] * 1000 / prefill["median"],
                     "prefill_padded_slots": rs[0]["padded_slots"]})
     return {"sizes": out, "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
             "steps": steps, "repeats": repeats, "padding": padding,

@@ -32,6 +32,7 @@ from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.probes import memory_bandwidth
 from llmviz.engine.session import Session
 from llmviz.engine.switches import format_spec, lossy_changes, parse_spec
+from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 
 MAX_STEPS, MAX_REPEATS = 256, 20
@@ -79,11 +80,6 @@ class CompareConfig:
                             capture=capture, logit_lens_top_k=0, stop_at_eos=False,
                             capture_filter=(f"layers.{self.layer}.probs",) if capture == "full" else (),
                             **changes)
-
-
-def spread(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "all": [round(v, 4) for v in values]}
 
 
 def _timed_run(lm: LoadedModel, config: CompareConfig, engine: EngineConfig) -> dict:

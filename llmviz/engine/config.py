@@ -24,6 +24,13 @@ EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything wor
 # Built-in models whose weights are drawn at load (engine/random_weights.py): shapes to measure on, no download
 RANDOM_MODELS = ("gpt2-124m-random",)
 DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model does not preallocate 128k
+
+
+def default_max_seq(context: int) -> int:
+    """Tokens per sequence when none is asked for: the model's context, capped at DEFAULT_MAX_SEQ."""
+    return min(context, DEFAULT_MAX_SEQ)
+
+
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 

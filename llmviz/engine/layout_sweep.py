@@ -26,14 +26,14 @@ from collections.abc import Callable
 import torch
 
 from llmviz.engine.capture import RunContext
-from llmviz.engine.config import DEFAULT_MAX_SEQ, KV_LAYOUTS
+from llmviz.engine.config import KV_LAYOUTS, default_max_seq
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.kv.base import KVCache
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.phases import decode, plan_step
 from llmviz.engine.step_batch import layer_windows
-from llmviz.engine.timing import StepTimer
+from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError
 
 Progress = Callable[[float, str], None]
@@ -44,7 +44,7 @@ SWEEP_POINTS = (64, 256, 512, 1024, 1536)  # below the context; the longest leng
 
 def sweep_max_seq(lm: LoadedModel) -> int:
     """The tokens per sequence a sweep's caches hold: the model's context, capped as a session caps it."""
-    return min(lm.cfg.max_position_embeddings, DEFAULT_MAX_SEQ)
+    return default_max_seq(lm.cfg.max_position_embeddings)
 
 
 def default_lengths(max_seq: int, steps: int = 8) -> list[int]:
@@ -113,11 +113,6 @@ def _one_run(lm: LoadedModel, layout: str, ids: list[int], steps: int, *, max_se
         filled = cache.snapshot()
         ms = timed_decode(lm, cache, 0, ids[-1], steps, backend)
     return ms, filled
-
-
-def spread(values: list[float]) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "all": [round(v, 4) for v in values]}
 
 
 def _ratio_over(lengths: list[int], per_layout: dict, keep) -> dict | None:

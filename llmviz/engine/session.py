@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from llmviz.engine.capture import RunContext
-from llmviz.engine.config import DEFAULT_MAX_SEQ, EngineConfig, SamplingConfig
+from llmviz.engine.config import EngineConfig, SamplingConfig, default_max_seq
 from llmviz.engine.devices import dtype_name, resolve_device, same_device
 from llmviz.engine.hook_points import matches
 from llmviz.engine.kv import make_kv_cache
@@ -35,7 +35,7 @@ SHORTER = "use a shorter prompt or max_seq_len, capture meta instead of full, or
 def max_seq_for(lm: LoadedModel, config: EngineConfig) -> int:
     context = lm.cfg.max_position_embeddings
     if config.max_seq_len is None:
-        return min(context, DEFAULT_MAX_SEQ)
+        return default_max_seq(context)
     if config.max_seq_len > context:
         raise ConfigError(f"max_seq_len={config.max_seq_len} exceeds the model's context of {context} tokens")
     return config.max_seq_len

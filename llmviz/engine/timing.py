@@ -8,6 +8,7 @@ inside the marks, so its cost shows in the figures (the trace records the captur
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import torch
@@ -44,3 +45,9 @@ class StepTimer:
             ms = before.elapsed_time(after) if self._cuda else (after - before) * 1000.0
             spans[label] = spans.get(label, 0.0) + ms
         return spans
+
+
+def spread(values: list[float]) -> dict:
+    """Repeated timings as the benchmarks and the labs report them: median, min, max, and every value."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "all": [round(v, 4) for v in values]}

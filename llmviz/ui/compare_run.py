@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.predict import Prediction, Setup, Shape, predict
-from llmviz.engine.config import DEFAULT_MAX_SEQ
+from llmviz.engine.config import default_max_seq
 from llmviz.engine.switches import parse_spec
 from llmviz.errors import LlmvizError
 from llmviz.ui import state
@@ -43,7 +43,7 @@ def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
     config = lm.card()["config"]
     shape = Shape.from_config(config)
     n = len(lm.tokenizer.encode(s.prompt))
-    max_seq = min(config["max_position_embeddings"], DEFAULT_MAX_SEQ)
+    max_seq = default_max_seq(config["max_position_embeddings"])
     gbps = st.session_state.get(BANDWIDTH_KEY, {}).get(str(lm.device))  # this device's last probe
     sides = [predict(Setup.of(shape, parse_spec(spec), max_seq), n, s.cmp_steps, gbps) for spec in (s.cmp_a, s.cmp_b)]
     return sides[0], sides[1], n

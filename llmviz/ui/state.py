@@ -71,6 +71,18 @@ def settings() -> Settings:
     return st.session_state[SETTINGS_KEY]
 
 
+def seed_widgets(widgets: dict[str, str]) -> None:
+    """Widgets ({settings field: widget key}) start from this session's settings (which may come from a link)."""
+    current = settings()
+    for field, key in widgets.items():
+        st.session_state.setdefault(key, getattr(current, field))
+
+
+def widget_values(widgets: dict[str, str]) -> dict:
+    """{settings field: what its widget holds now}."""
+    return {field: st.session_state[key] for field, key in widgets.items()}
+
+
 def update(**changes) -> Settings:
     st.session_state[SETTINGS_KEY] = settings().with_(**changes)
     return st.session_state[SETTINGS_KEY]

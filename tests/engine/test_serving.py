@@ -73,9 +73,15 @@ def test_static_equals_each_request_alone_and_wastes_slots(lm):
     for r in trace.requests:
         assert result["outputs"][r.id] == alone(lm, r), r.id
     m = metrics(result)
-    idle = sum(1 for rec in result["records"] for row in rec.rows if row[3] == "idle")
-    busy = sum(1 for rec in result["records"] for row in rec.rows if row[3] != "idle")
-    assert m["slot_utilization"] == busy / (2 * m["steps"]) and idle > 0
+    # a request feeds one row per step while it draws its tokens (its prefill, then output_len - 1 decodes);
+    # a batch of 2 runs as many steps as its longest request, after idle steps until its last one arrives
+    ordered = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))
+    steps = 0
+    for i in range(0, len(ordered), 2):
+        batch = ordered[i:i + 2]
+        steps = max(steps, max(r.arrival_step for r in batch)) + max(r.output_len for r in batch)
+    assert m["steps"] == steps
+    assert m["slot_utilization"] == sum(r.output_len for r in trace.requests) / (2 * steps) < 1
 
 
 def test_metrics_by_hand():

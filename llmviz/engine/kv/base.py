@@ -72,6 +72,9 @@ class KVCache(ABC):
         """Tokens of this sequence stored in the cache."""
         return self._lengths[seq_id]
 
+    def holds(self, seq_id: int) -> bool:
+        return seq_id in self._lengths
+
     @property
     def seq_ids(self) -> list[int]:
         return list(self._lengths)

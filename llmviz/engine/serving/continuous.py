@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from llmviz.engine.config import DEFAULT_MAX_SEQ
+from llmviz.engine.config import default_max_seq
 from llmviz.engine.devices import synchronize
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading import LoadedModel
@@ -95,7 +95,8 @@ class ContinuousScheduler:
         self.lm, self.trace, self.config = lm, trace, config or ServeConfig()
         c = self.config
         trace.check_vocab(lm.cfg.vocab_size)
-        self.max_seq = min(lm.cfg.max_position_embeddings, c.max_seq or DEFAULT_MAX_SEQ)
+        context = lm.cfg.max_position_embeddings
+        self.max_seq = min(context, c.max_seq) if c.max_seq else default_max_seq(context)
         pool_blocks = c.pool_blocks or c.slots * math.ceil(self.max_seq / c.block_size)
         for r in trace.requests:
             total = len(r.prompt_ids) + r.output_len
@@ -137,7 +138,7 @@ class ContinuousScheduler:
         return need
 
     def cache_len(self, run: Running) -> int:
-        return self.cache.length(run.seq.seq_id) if run.seq.seq_id in self.cache.seq_ids else 0
+        return self.cache.length(run.seq.seq_id) if self.cache.holds(run.seq.seq_id) else 0
 
     def _preempt(self, run: Running) -> None:
         """Free its blocks now; it waits at the front of the queue and is recomputed when readmitted."""

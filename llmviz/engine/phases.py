@@ -34,12 +34,14 @@ def decode(model: DecoderModel, cache: KVCache, step: StepBatch, ctx: RunContext
 
 
 def plan_step(cache: KVCache, rows: list[list[int]], seq_ids: list[int], *, backend: str, windows: tuple,
-              device: torch.device, padding: str = "right", static: bool = False) -> StepBatch:
+              device: torch.device, padding: str = "right", static: bool = False, packed: bool = False) -> StepBatch:
     """The StepBatch for feeding each sequence its new tokens: positions from the cache's lengths, the
     cache's slots reserved (its addressing in step.kv), and the masks over the keys the cache will read.
-    static: read every preallocated slot (fixed shapes for a compiled step; contiguous layout only)."""
+    static: read every preallocated slot (fixed shapes for a compiled step; contiguous layout only).
+    packed: the rows' real tokens end to end outside attention (see step_batch)."""
     step = build_step(rows, [cache.length(s) for s in seq_ids], backend=backend, windows=windows, device=device,
-                      padding=padding, seq_ids=seq_ids, static_len=cache.max_seq if static else None)
+                      padding=padding, seq_ids=seq_ids, static_len=cache.max_seq if static else None,
+                      packed=packed)
     step.kv = cache.reserve(step)
     key_positions = cache.key_positions(step)
     if key_positions is not None:
@@ -49,9 +51,12 @@ def plan_step(cache: KVCache, rows: list[list[int]], seq_ids: list[int], *, back
 
 def feed(model: DecoderModel, cache: KVCache, rows: list[list[int]], seq_ids: list[int], *, backend: str = "sdpa",
          ctx: RunContext | None = None, padding: str = "right", last_only: bool = True,
-         window: int | None = None) -> torch.Tensor:
+         window: int | None = None, packed: bool = False) -> torch.Tensor:
     """Feed each sequence its new tokens in one forward pass (any phase: a prefill, a decode step, a
-    chunk, a speculative verification). Returns logits [b, V] (last_only) or [b, n, V]."""
+    chunk, a speculative verification). Returns logits [b, V] (last_only) or [b, n, V]; a packed step
+    returns [b, V] only (last_only)."""
+    if packed and not last_only:
+        raise ConfigError("a packed step returns each row's last logits only (last_only=True)")
     step = plan_step(cache, rows, seq_ids, backend=backend, windows=layer_windows(model.cfg, window),
-                     device=model.embed.weight.device, padding=padding)
+                     device=model.embed.weight.device, padding=padding, packed=packed)
     return model(step, cache=cache, ctx=ctx if ctx is not None else RunContext(), last_only=last_only)

@@ -9,6 +9,11 @@ every row what it gives alone. A finished row of a static batch stays in the pas
 
 Positions travel as tensors; the Python ints beside them (n_real, start_list, key_len) only shape
 slices.
+
+A packed step (a serving engine's "varlen" batch, C15) lays every row's real tokens end to end in one row
+of m = sum(n_real) tokens for everything that works token by token (embedding, projections, norms, MLP,
+head), so a prefill chunk beside one-token decode rows costs its own tokens and no padding. Only the
+attention core sees the padded [b, n] layout, where each row reads its own cache.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+
+from llmviz.errors import ConfigError
 
 PAD_ID = 0  # the id fed in a pad slot; its output is never read and its K/V never stored
 
@@ -46,6 +53,17 @@ class StepMask:
         return f"causal mask{window}: -inf where a query may not look{pad}"
 
 
+@dataclass(frozen=True)
+class PackedGroup:
+    """Rows of a packed step whose queries are equally wide, attended in one call: all one-token (decode)
+    rows together, each wider row (a prefill chunk) alone, so no query is padding."""
+
+    rows: torch.Tensor  # [g] batch rows
+    tokens: torch.Tensor  # [g * width] their tokens' indices in the packed row, row-major
+    width: int  # new tokens per row
+    first_col: int  # the column of each row's first real token in the padded layout (its mask's rows)
+
+
 @dataclass
 class StepBatch:
     ids: torch.Tensor  # [b, n] token ids, PAD_ID in pad slots
@@ -64,6 +82,9 @@ class StepBatch:
     # Static shapes (a compiled decode step): every row reads all key_len = max_seq slots of its cache row
     # and the mask hides what is not written yet, so no shape or Python int changes from step to step.
     static: bool = False
+    packed: bool = False
+    packed_last: torch.Tensor | None = None  # [b] index in the packed row of each row's last real token
+    groups: tuple = ()  # PackedGroup: the rows whose attention runs together in a packed step
 
     def set_masks(self, key_positions: torch.Tensor | None = None) -> None:
         """One mask per distinct window. key_positions [b, n_k]: the position each key slot holds, when a
@@ -94,6 +115,13 @@ class StepBatch:
         """[m] the position of every real token, in the same order as real_rows."""
         return self.positions[self.real]
 
+    def unpack(self, t: torch.Tensor) -> torch.Tensor:
+        """A packed [1, heads, m, hd] -> the padded [b, heads, n, hd] (zeros in pad slots)."""
+        _, heads, _, hd = t.shape
+        out = t.new_zeros(self.batch, self.width, heads, hd)  # [b, n, heads, hd]
+        out[self.real] = t[0].transpose(0, 1)  # [m, heads, hd] into the real slots, row-major
+        return out.transpose(1, 2)
+
 
 def layer_windows(cfg, window: int | None = None) -> tuple:
     """Each layer's window: the model's own (Mistral's), or `window` on every layer (the switch, C20)."""
@@ -101,8 +129,9 @@ def layer_windows(cfg, window: int | None = None) -> tuple:
 
 
 def build_step(rows: list[list[int]], starts: list[int], *, backend: str, windows: tuple, device: torch.device,
-               padding: str = "right", seq_ids=(), static_len: int | None = None) -> StepBatch:
-    """rows: the new token ids of each row (a row may be empty: it only pads); starts: their cached lengths."""
+               padding: str = "right", seq_ids=(), static_len: int | None = None, packed: bool = False) -> StepBatch:
+    """rows: the new token ids of each row (a row may be empty: it only pads); starts: their cached lengths.
+    packed: lay the real tokens end to end outside attention (no effect when no row is padded)."""
     b = len(rows)
     n_real = tuple(len(r) for r in rows)
     n = max(max(n_real), 1)
@@ -125,8 +154,32 @@ def build_step(rows: list[list[int]], starts: list[int], *, backend: str, window
                      last_cols.to(device), n_real,
                      tuple(int(s) for s in starts), key_len, uniform, backend, seq_ids=tuple(seq_ids),
                      layer_windows=tuple(windows), static=static_len is not None)
+    if packed and not uniform:
+        if step.static:
+            raise ConfigError("a packed step has no static shapes: it cannot be a compiled step")
+        step.packed = True
+        ends = torch.tensor(n_real, dtype=torch.long).cumsum(0) - 1  # [b]
+        step.packed_last = ends.clamp(min=0).to(device)  # a row that feeds nothing reads token 0, never used
+        step.groups = _packed_groups(n_real, n, padding, device)
     step.set_masks()
     return step
+
+
+def _packed_groups(n_real: tuple, n: int, padding: str, device) -> tuple:
+    offsets = [0]
+    for k in n_real:
+        offsets.append(offsets[-1] + k)
+    groups = [[i] for i, k in enumerate(n_real) if k > 1]
+    decoding = [i for i, k in enumerate(n_real) if k == 1]
+    if decoding:
+        groups.insert(0, decoding)
+    out = []
+    for rows in groups:
+        k = n_real[rows[0]]
+        tokens = [t for i in rows for t in range(offsets[i], offsets[i] + k)]
+        out.append(PackedGroup(torch.tensor(rows, device=device), torch.tensor(tokens, device=device), k,
+                               n - k if padding == "left" else 0))
+    return tuple(out)
 
 
 def whole_sequence(ids: torch.Tensor, backend: str, windows: tuple) -> StepBatch:

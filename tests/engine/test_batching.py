@@ -144,3 +144,37 @@ def test_a_seed_that_would_overflow_for_a_later_row_is_refused(tiny):
     with pytest.raises(ConfigError, match="row i draws with seed"):
         Session(tiny, PROMPTS, EngineConfig(seed=2**64 - 2))
     Session(tiny, PROMPTS[:2], EngineConfig(seed=2**64 - 2))  # rows 0 and 1 fit
+
+
+@pytest.mark.parametrize("kind", ["llama_gqa_rope3", "mistral", "gpt2"])
+@pytest.mark.parametrize("layout", ["paged", "contiguous"])
+def test_a_packed_step_of_chunks_and_decode_rows_equals_each_row_alone(model_dirs, kind, layout):
+    """C15's varlen batch: a prefill chunk from mid-prompt, a decode row and a chunk from 0, packed end to end
+    outside attention, give each row the logits it gets fed alone (RoPE or learned positions, GQA, a window)."""
+    from llmviz.engine.capture import RunContext
+    from llmviz.errors import ConfigError
+
+    lm = load_model(str(model_dirs[kind]))
+    history = [[(5 * i + 11 * t) % 240 + 7 for t in range(n)] for i, n in enumerate((9, 6, 0))]  # cached first
+    new = [[31, 32, 33, 34, 35], [40], [50, 51, 52]]  # then fed in one step: a chunk, a decode, a prompt
+
+    def run(rows_now, ids, packed):
+        cache = make_kv_cache(layout, lm.cfg, 64, capacity=3, block_size=4)
+        for i in ids:
+            cache.add(i)
+        with torch.inference_mode():
+            for i in ids:
+                if history[i]:
+                    feed(lm.model, cache, [history[i]], [i])
+            return feed(lm.model, cache, rows_now, ids, packed=packed), cache
+
+    packed, cache = run(new, [0, 1, 2], packed=True)
+    assert [cache.length(i) for i in range(3)] == [14, 7, 3]
+    for i in range(3):
+        alone, _ = run([new[i]], [i], packed=False)
+        gap = (packed[i] - alone[0]).abs().max().item()
+        assert gap <= TOL, f"{kind} {layout} row {i}: |Δlogit| {gap}"
+    cache = make_kv_cache(layout, lm.cfg, 64, capacity=2, block_size=4)
+    cache.add(0), cache.add(1)
+    with pytest.raises(ConfigError, match="records no hooks"), torch.inference_mode():
+        feed(lm.model, cache, [[1, 2], [3]], [0, 1], packed=True, ctx=RunContext(capture="full", patterns=("*",)))

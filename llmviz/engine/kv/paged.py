@@ -32,6 +32,7 @@ class BlockAddress:
     # consecutive and the read is a view of the pool (as a paged-attention kernel reads blocks where they
     # are); otherwise None: slots and a gather through the block tables
     run: tuple | None = None
+    heads: torch.Tensor | None = None  # [b * kv * max_blocks] (head, block) rows of a layer's pool to gather
 
 
 class PagedKVCache(KVCache):
@@ -133,7 +134,11 @@ class PagedKVCache(KVCache):
         tables = tables.to(self.device)
         rows, pos = step.real_rows, step.real_positions  # [m] each
         slots = tables[rows, pos // bs] * bs + pos % bs  # [m]
-        return BlockAddress(slots, tables)
+        # the pool's [kv, blocks] as one axis: row (b, head, j) reads block tables[b, j] of that head, so a
+        # single index_select lands every row's keys in [b, kv, t, w] order (no strided copy after it)
+        kv = self.cfg.num_kv_heads
+        heads = (torch.arange(kv, device=self.device)[None, :, None] * self.num_blocks + tables[:, None, :])
+        return BlockAddress(slots, tables, heads=heads.flatten())
 
     def _store(self, layer, step, kp, vp):
         a: BlockAddress = step.kv
@@ -156,8 +161,10 @@ class PagedKVCache(KVCache):
             # through the block tables (a copy)
             if a.run is not None:  # [2, 1, kv, t, w]: a view, each head's blocks one after another
                 rows = plane[layer][:, None, :, a.run[0]:a.run[1]].flatten(3, 4)
-            else:  # [2, kv, b, max_blocks, block_size, w] gathered, then rows first: [2, b, kv, t, w]
-                rows = plane[layer][:, :, a.tables].flatten(3, 4).transpose(1, 2)
+            else:  # [2, kv * blocks, block_size, w] -> [2, b * kv * max_blocks, block_size, w] -> [2, b, kv, t, w]
+                b = a.tables.shape[0]
+                gathered = plane[layer].flatten(1, 2).index_select(1, a.heads)
+                rows = gathered.view(2, b, plane.shape[2], -1, plane.shape[-1])
             out.append(rows[:, :, :, :t])
         return [p[0] for p in out], [p[1] for p in out]
 

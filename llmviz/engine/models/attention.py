@@ -92,6 +92,27 @@ def _flash_kernel(q, keys, values, mask: StepMask, scale: float):
                       f"{_FLASH_DEVICES}; use attn_backend sdpa or eager")
 
 
+def packed_attention(q, keys, values, mask: StepMask, scale: float, names: LayerHookNames,
+                     step: StepBatch) -> torch.Tensor:
+    """q [1, h, m, hd] packed; keys/values [b, kv, n_k, hd] each row's cache -> [1, h, m, hd].
+
+    One backend call per group of equally wide rows (step.groups), so a prefill chunk beside one-token
+    rows pads no query. A packed step records no hooks, so the backends get a context that records none."""
+    backend, ctx = ATTENTION_BACKENDS.get(step.backend), RunContext()
+    h, hd = q.shape[1], q.shape[3]
+    out = torch.empty_like(q[0])  # [h, m, hd]
+    for g in step.groups:
+        rows, n = g.rows, g.width
+        q_g = q[0][:, g.tokens].view(h, len(rows), n, hd).transpose(0, 1)  # [g, h, n, hd]
+        whole = len(rows) == step.batch
+        k_g, v_g = (keys, values) if whole else (keys[rows], values[rows])  # [g, kv, n_k, hd]
+        m_g = mask.mask[rows][:, :, g.first_col:g.first_col + n]  # [g, 1, n, n_k]
+        sub = StepMask(m_g, False, 0, mask.window, padded=True)
+        o_g = backend(q_g, k_g, v_g, sub, scale, names, ctx)  # [g, h, n, hd]
+        out[:, g.tokens] = o_g.transpose(0, 1).reshape(h, len(rows) * n, hd)
+    return out[None]
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
@@ -122,12 +143,14 @@ class Attention(nn.Module):
         return q, k, v
 
     def forward(self, x, rope, cache, step: StepBatch, mask: StepMask, ctx: RunContext):
-        """x [b, n, d] (normed) -> [b, n, d]. `rope` is (cos, sin) or None; `cache` may be None."""
-        b, n, _ = x.shape
+        """x [b, n, d] (normed) -> [b, n, d]. `rope` is (cos, sin) or None; `cache` may be None.
+        A packed step passes x [1, m, d]: attention itself runs on the padded rows, then packs again."""
         names = self.names
         q, k, v = self.project(x)
         if rope is not None:
             q, k = Rotary.apply(q, *rope), Rotary.apply(k, *rope)
+        if step.packed:  # the cache stores padded rows: [1, kv, m, hd] -> [b, kv, n, hd]
+            k, v = step.unpack(k), step.unpack(v)
         ctx.hook(names.q, q)
         ctx.hook(names.k, k)
         ctx.hook(names.v, v)
@@ -137,6 +160,10 @@ class Attention(nn.Module):
             keys, values = k, v
         if mask.key_start:
             keys, values = keys[:, :, mask.key_start:], values[:, :, mask.key_start:]  # the window
-        out = ATTENTION_BACKENDS.get(step.backend)(q, keys, values, mask, self.scale, names, ctx)
+        if step.packed:
+            out = packed_attention(q, keys, values, mask, self.scale, names, step)  # [1, h, m, hd]
+        else:
+            out = ATTENTION_BACKENDS.get(step.backend)(q, keys, values, mask, self.scale, names, ctx)
+        b, _, n, _ = out.shape
         out = out.transpose(1, 2).reshape(b, n, -1)  # [b, h, n, hd] -> [b, n, h*hd]
         return ctx.hook(names.attn_out, self.o_proj(out))

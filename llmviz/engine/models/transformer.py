@@ -17,6 +17,7 @@ from llmviz.engine.models.attention import Attention
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import Rotary, make_mlp, make_norm
 from llmviz.engine.step_batch import StepBatch, StepMask, layer_windows, whole_sequence
+from llmviz.errors import ConfigError
 
 
 class Block(nn.Module):
@@ -62,12 +63,17 @@ class DecoderModel(nn.Module):
         ctx = ctx if ctx is not None else RunContext()
         if isinstance(step, torch.Tensor):
             step = whole_sequence(step, backend, layer_windows(self.cfg))
-        x = ctx.hook("embed", self.embed(step.ids))  # [b, n, d]
+        ids, positions = step.ids, step.positions  # [b, n]
+        if step.packed:  # every real token end to end in one row: [1, m] (C15's varlen batch)
+            if ctx.active:
+                raise ConfigError("a packed step records no hooks: run it at capture off")
+            ids, positions = step.ids[step.real][None], step.real_positions[None]
+        x = ctx.hook("embed", self.embed(ids))  # [b, n, d] ([1, m, d] packed)
         rope = None
         if self.cfg.position == "learned":
-            x = x + ctx.hook("pos", self.pos_embed(step.positions))  # [b, n, d]
+            x = x + ctx.hook("pos", self.pos_embed(positions))  # [b, n, d]
         else:
-            angles = ctx.hook("pos", self.rotary.angles(step.positions))  # [b, n, hd/2]
+            angles = ctx.hook("pos", self.rotary.angles(positions))  # [b, n, hd/2]
             rope = Rotary.cos_sin(angles, x.dtype)  # ([b, 1, n, hd], [b, 1, n, hd])
         ctx.mark("embed")
         for i, block in enumerate(self.layers):
@@ -92,6 +98,8 @@ class DecoderModel(nn.Module):
     @staticmethod
     def _last(x: torch.Tensor, step: StepBatch) -> torch.Tensor:
         """[b, n, d] -> [b, 1, d]: each row's last real token (a view when no row is padded)."""
+        if step.packed:  # [1, m, d] -> [b, 1, d]
+            return x[0, step.packed_last][:, None]
         if step.uniform:
             return x[:, -1:]
         return x[torch.arange(x.shape[0], device=x.device), step.last_cols][:, None]

@@ -8,7 +8,8 @@ Each step reads as schedule -> run -> postprocess:
                  left; if the pool cannot hold the step's new tokens, the most recently admitted request is
                  preempted: its blocks are freed at once and it waits again, to be recomputed (its prompt
                  and the tokens it has drawn prefilled anew), keeping its random stream
-    run          one forward pass over every scheduled row (each row its own length, padded)
+    run          one forward pass over every scheduled row, packed (each row its own length, no padding
+                 outside attention)
     postprocess  a row that has fed all its pending tokens draws its next one with its own generator; a
                  request with all its tokens is retired and its blocks freed at once
 
@@ -183,7 +184,7 @@ class ContinuousScheduler:
         rows = [run.seq.ids[self.cache_len(run):self.cache_len(run) + take] for run, take in group]
         with torch.inference_mode():
             logits = feed(self.lm.model, self.cache, rows, [run.seq.seq_id for run, _ in group],
-                          backend=self.config.backend)  # [b, V]: each row's last fed token
+                          backend=self.config.backend, packed=True)  # [b, V]: each row's last fed token
             for run, _ in group:
                 self.cache.register_prefix(run.seq.seq_id, run.seq.ids)
             ready = [run for run, _ in group if self._pending_tokens(run) == 0]
@@ -207,11 +208,10 @@ class ContinuousScheduler:
         drawn, finished = [], []
         kinds = ["decode" if run.drawn and self._pending_tokens(run) == 1 and not run.recomputing else "prefill"
                  for run, _ in plan]
-        # The decoding rows go through one forward pass together and each prefill chunk through its own: the
-        # engine pads a pass to its widest row, so one chunk beside one-token rows would multiply their work.
-        groups = [[p for p in plan if p[1] == 1]] + [[p] for p in plan if p[1] > 1]
-        for group in filter(None, groups):
-            for run in self._feed(group, index):
+        # One forward pass over every scheduled row, packed: decode tokens and prefill chunks end to end, so a
+        # chunk beside one-token rows costs its own tokens and no padding (only attention sees the rows).
+        if plan:
+            for run in self._feed(plan, index):
                 drawn.append(run.request.id)
                 if run.drawn >= run.request.output_len:
                     self.running.remove(run)

@@ -1,6 +1,7 @@
 """Serving: continuous against static batching on a request trace, prefix sharing, speculative decoding, on
 the real engine, stepped through like the decode stepper (C15, C16, C22; claims K7, K8, K9)."""
 
+import hashlib
 import json
 
 import streamlit as st
@@ -11,6 +12,13 @@ from llmviz.ui import serving_run as run
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
+
+UPLOAD = "upload"  # the trace select's last choice: a JSON file of the user's
+FORMAT_EXAMPLE = """{"name": "my-trace", "note": "two requests",
+ "requests": [
+  {"id": 0, "arrival_step": 0, "prompt_ids": [412, 87, 1290], "output_len": 16},
+  {"id": 1, "arrival_step": 3, "prompt_ids": [5, 77], "output_len": 8,
+   "temperature": 0.8, "top_k": 40, "top_p": 0.95, "seed": 7}]}"""
 
 
 def metrics_table(t, figures: dict) -> None:
@@ -28,12 +36,17 @@ def batching_tab(t, s) -> None:
     st.markdown(t("serving.batching_intro"))
     a, b, c = st.columns(3)
     model = a.selectbox(t("serving.model"), run.SERVE_MODELS, key="serve_model_w")
-    trace = b.selectbox(t("serving.trace"), run.TRACES, key="serve_trace_w",
+    trace = b.selectbox(t("serving.trace"), (*run.TRACES, UPLOAD), key="serve_trace_w",
                         format_func=lambda n: t(f"serving.trace.{n}"))
     slots = c.number_input(t("serving.slots"), 1, 16, 8, key="serve_slots_w")
-    wanted = (s.device, model, trace, int(slots))
-    results = run.batching(t, *wanted) if st.button(t("serving.run"), type="primary") else run.kept(run.BATCHING_KEY,
-                                                                                                    wanted)
+    requests, trace_key = trace, trace
+    if trace == UPLOAD:
+        requests, trace_key = uploaded(t)
+        if requests is None:
+            return
+    wanted = (s.device, model, trace_key, int(slots))
+    clicked = st.button(t("serving.run"), type="primary")
+    results = run.batching(t, wanted, requests) if clicked else run.kept(run.BATCHING_KEY, wanted)
     if results is None:
         return
     m = {name: metrics(r) for name, r in results.items()}  # once; the table, verdict and downloads read it
@@ -65,6 +78,23 @@ def batching_tab(t, s) -> None:
     st.caption(t("serving.timed"))
     downloads(t, [{"scheduler": n, **{k: v for k, v in fig.items() if not isinstance(v, dict)}}
                   for n, fig in m.items()], "batching")
+
+
+def uploaded(t) -> tuple:
+    """The uploaded request trace and a key naming its content, or (None, None) with what to do shown."""
+    file = st.file_uploader(t("serving.upload"), type=["json"], key="serve_upload_w", help=t("serving.upload_help"))
+    with st.expander(t("serving.format")):
+        st.markdown(t("serving.format_text"))
+        st.code(FORMAT_EXAMPLE, language="json")
+    if file is None:
+        st.info(t("serving.upload_wait"))
+        return None, None
+    data = file.getvalue()
+    requests = run.uploaded_trace(t, data, file.name)
+    if requests is None:
+        return None, None
+    st.caption(t("serving.uploaded", name=literal(file.name), n=len(requests.requests)))
+    return requests, "upload:" + hashlib.sha256(data).hexdigest()
 
 
 def stepper(t, key: str, last: int, start: int = 0) -> int:
@@ -114,10 +144,16 @@ def sharing_tab(t, s) -> None:
 
 def speculative_tab(t, s) -> None:
     st.markdown(t("serving.spec_intro"))
-    k = st.slider(t("serving.k"), 1, 8, 4, key="spec_k_w")
+    a, b, c, d = st.columns([2, 2, 1, 1])
+    draft = a.selectbox(t("serving.draft"), run.DRAFTS, key="spec_draft_w",
+                        format_func=lambda n: t("serving.draft.self") if n == run.TARGET else t("serving.draft.small"))
+    k = b.slider(t("serving.k"), 1, 8, 4, key="spec_k_w")
+    temperature = c.number_input(t("serving.temperature"), 0.0, 2.0, 0.0, 0.1, key="spec_temp_w",
+                                 help=t("serving.temperature_help"))
+    seed = d.number_input(t("serving.seed"), 0, 2**31 - 1, 0, key="spec_seed_w")
     st.caption(t("compare.prompt_note", prompt=literal(s.prompt)))
-    wanted = (s.device, s.prompt, int(k))
-    result = run.speculative(t, *wanted) if st.button(t("serving.run_spec")) else run.kept(run.SPEC_KEY, wanted)
+    wanted = (s.device, s.prompt, int(k), draft, round(float(temperature), 3), int(seed))
+    result = run.speculative(t, wanted) if st.button(t("serving.run_spec")) else run.kept(run.SPEC_KEY, wanted)
     if result is None:
         return
     cols = st.columns(4)
@@ -125,7 +161,8 @@ def speculative_tab(t, s) -> None:
     cols[1].metric(t("serving.measured"), f"{result['measured_speedup']:.2f}×")
     cols[2].metric(t("serving.predicted"), f"{result['predicted_speedup']:.2f}×")
     cols[3].metric(t("serving.cost_ratio"), f"{result['cost_ratio']:.2f}")
-    same = t("serving.spec_same") if result["identical_outputs"] else t("serving.spec_differ")
+    same = {True: t("serving.spec_same"), False: t("serving.spec_differ"), None: t("serving.spec_sampled")}[
+        result["identical_outputs"]]
     st.markdown(t("serving.spec_verdict", same=same, ms=result["ms_per_token"],
                   alone=result["target_alone_ms_per_token"]))
     tokens = result["tokens"]

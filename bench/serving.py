@@ -1,11 +1,13 @@
 """Continuous against static batching on a built-in request trace (issue 8, claim K7).
 
-    python bench/serving.py [--trace mixed] [--slots 8] [--threads 1] [--models llmviz-tiny,gpt2-124m-random]
+    python bench/serving.py [--trace mixed] [--slots 8] [--threads 1] [--rounds 3]
+                            [--models llmviz-tiny,gpt2-124m-random]
 
 Per model: the trace through static batching (batches of `slots` requests in arrival order, each a padded
 batch until its longest request is done) and through continuous batching (the paged cache, `slots` rows,
 a token budget of 256 per step with decode first and chunked prefill, preemption when the pool runs out),
-each step timed on the wall clock (device synchronized). Prints JSON: throughput in generated tokens per
+each step timed on the wall clock (device synchronized); `rounds` runs of each, interleaved, the median
+run reported (every run's tokens/s listed beside it). Prints JSON: throughput in generated tokens per
 second and per step, TTFT and ITL p50/p95 (ms and steps), slot utilization, whether every request's tokens
 are identical under both schedulers (they must be), and the throughput ratio (target >= 2). Then prefix
 sharing on the built-in shared-prompt trace (continuous batching with and without it): peak KV blocks and
@@ -39,6 +41,7 @@ def main() -> None:
     p.add_argument("--trace", default="mixed")
     p.add_argument("--slots", type=int, default=8)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=3, help="timed runs of each scheduler (the median is reported)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--models", default="llmviz-tiny,gpt2-124m-random")
     args = p.parse_args()
@@ -50,11 +53,19 @@ def main() -> None:
     for name in args.models.split(","):
         lm = load_model(name, device=args.device)
         run_static(lm, trace, config)  # warm-up: one pass of both, so first-call costs stay out
-        static = run_static(lm, trace, config)
-        cont = ContinuousScheduler(lm, trace, config).run()
+        ContinuousScheduler(lm, trace, config).run()
+        runs = {"static": [], "continuous": []}
+        for r in range(args.rounds):  # interleaved, the order flipped each round (A B, B A, ...)
+            for which in ("static", "continuous")[:: 1 if r % 2 == 0 else -1]:
+                runs[which].append(run_static(lm, trace, config) if which == "static"
+                                   else ContinuousScheduler(lm, trace, config).run())
+        rates = {k: [metrics(x)["tokens_per_s"] for x in v] for k, v in runs.items()}
+        mid = {k: sorted(range(len(v)), key=v.__getitem__)[len(v) // 2] for k, v in rates.items()}  # median run
+        static, cont = runs["static"][mid["static"]], runs["continuous"][mid["continuous"]]
         ms, mc = metrics(static), metrics(cont)
         out["models"][name] = {
             "static": ms, "continuous": mc, "identical_outputs": static["outputs"] == cont["outputs"],
+            "tokens_per_s_rounds": rates,
             "throughput_ratio": mc["tokens_per_s"] / ms["tokens_per_s"],
             "per_step_ratio": mc["tokens_per_step"] / ms["tokens_per_step"],
             "preemptions": sum(len(r.preempted) for r in cont["records"]), "target": ">= 2 (tokens/s)"}

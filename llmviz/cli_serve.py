@@ -104,22 +104,11 @@ def add_speculative_parser(sub) -> None:
 def speculative(args) -> int:
     from llmviz import service
     from llmviz.engine.config import SamplingConfig
-    from llmviz.engine.serving.speculative import Speculator, predicted_speedup
 
     config = service.EngineConfig(device=args.device)
     target, draft = service.load(args.model, config), service.load(args.draft, config)
-    if args.temperature == 0:
-        result = service.speculate(target, draft, args.prompt, args.k, args.max_new_tokens)
-    else:  # sampled: the target's distribution, not its greedy tokens, so nothing to compare token by token
-        ids = target.tokenizer.encode(args.prompt)
-        sampling = SamplingConfig(temperature=args.temperature)
-        Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()  # warm-up
-        result = Speculator(target, draft, ids, args.k, sampling, args.seed, args.max_new_tokens).run()
-        result["identical_outputs"] = None
-        for key, value in service.speculation_costs(target, draft, ids, args.max_new_tokens).items():
-            result[key] = value
-        result["measured_speedup"] = result["target_alone_ms_per_token"] / result["ms_per_token"]
-        result["predicted_speedup"] = predicted_speedup(result["acceptance_rate"], args.k, result["cost_ratio"])
+    sampling = SamplingConfig(temperature=args.temperature)
+    result = service.speculate(target, draft, args.prompt, args.k, args.max_new_tokens, sampling, args.seed)
     doc = {"model": target.name, "draft": draft.name, "k": args.k, "device": str(target.device),
            "temperature": args.temperature, "output_ids": result["output_ids"],
            "text": target.tokenizer.hf.decode(result["output_ids"], skip_special_tokens=True),

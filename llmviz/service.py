@@ -147,16 +147,21 @@ def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n
             "cost_ratio": draft_ms / target_ms}
 
 
-def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32) -> dict:
-    """Greedy speculative decoding of `prompt` (llmviz/engine/serving/speculative.py), with the target alone
-    and the draft alone timed the same way, and whether the output is the target's own."""
+def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32,
+              sampling=None, seed: int = 0) -> dict:
+    """Speculative decoding of `prompt` (llmviz/engine/serving/speculative.py), greedy unless `sampling` says
+    otherwise, with the target alone and the draft alone timed the same way. identical_outputs: greedy output
+    equals the target's alone (None when sampled: the output then has the target's distribution, not its
+    tokens)."""
     from llmviz.engine.serving.speculative import Speculator, predicted_speedup
 
     ids = target.tokenizer.encode(prompt)
-    Speculator(target, draft, ids, k, max_new=max_new).run()  # warm-up
-    result = Speculator(target, draft, ids, k, max_new=max_new).run()
+    Speculator(target, draft, ids, k, sampling, seed, max_new).run()  # warm-up
+    result = Speculator(target, draft, ids, k, sampling, seed, max_new).run()
     costs = speculation_costs(target, draft, ids, max_new)
-    return {**result, **costs, "identical_outputs": result["output_ids"] == costs["target_alone_ids"],
+    greedy = sampling is None or sampling.greedy
+    return {**result, **costs, "identical_outputs": result["output_ids"] == costs["target_alone_ids"] if greedy
+            else None, "greedy": greedy,
             "measured_speedup": costs["target_alone_ms_per_token"] / result["ms_per_token"],
             "predicted_speedup": predicted_speedup(result["acceptance_rate"], k, costs["cost_ratio"]),
             "prompt_ids": ids, "tokens": target.tokenizer.describe(

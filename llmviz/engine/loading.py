@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from torch import nn
 
 from llmviz.engine import hub
-from llmviz.engine.config import EMBEDDED_MODEL
+from llmviz.engine.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 from llmviz.engine.devices import resolve_device, torch_dtype
 from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.models import FAMILIES, SUPPORTED_MODEL_TYPES
@@ -37,7 +37,6 @@ from llmviz.errors import (
 )
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-EMBEDDED_DRAFT = "llmviz-tiny-draft"
 # Shipped in assets/: the model, its draft (speculative decoding), and GQA versions uptrained from it (C19).
 EMBEDDED_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2")
 

@@ -131,7 +131,7 @@ def layer_windows(cfg, window: int | None = None) -> tuple:
 def build_step(rows: list[list[int]], starts: list[int], *, backend: str, windows: tuple, device: torch.device,
                padding: str = "right", seq_ids=(), static_len: int | None = None, packed: bool = False) -> StepBatch:
     """rows: the new token ids of each row (a row may be empty: it only pads); starts: their cached lengths.
-    packed: lay the real tokens end to end outside attention (no effect when no row is padded)."""
+    packed: lay the real tokens end to end outside attention (no effect when every row feeds as many tokens)."""
     b = len(rows)
     n_real = tuple(len(r) for r in rows)
     n = max(max(n_real), 1)
@@ -154,7 +154,7 @@ def build_step(rows: list[list[int]], starts: list[int], *, backend: str, window
                      last_cols.to(device), n_real,
                      tuple(int(s) for s in starts), key_len, uniform, backend, seq_ids=tuple(seq_ids),
                      layer_windows=tuple(windows), static=static_len is not None)
-    if packed and not uniform:
+    if packed and len(set(n_real)) > 1:  # rows of one width (decode rows at different lengths) need no packing
         if step.static:
             raise ConfigError("a packed step has no static shapes: it cannot be a compiled step")
         step.packed = True

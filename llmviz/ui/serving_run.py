@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.engine.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 from llmviz.errors import LlmvizError
 from llmviz.ui import state
 
 BATCHING_KEY, SHARING_KEY, SPEC_KEY = "llmviz_serve_batching", "llmviz_serve_sharing", "llmviz_serve_spec"
 TRACES = ("mixed", "mixed-poisson", "shared-prompt")  # built in (assets/traces); their ids are the embedded tokenizer's
 SERVE_MODELS = ("llmviz-tiny", "gpt2-124m-random")  # models that share that tokenizer
-DRAFT = "llmviz-tiny-draft"
+TARGET = EMBEDDED_MODEL
+DRAFTS = (EMBEDDED_DRAFT, TARGET)  # its trained 2-layer draft, or itself (self-speculation: a sanity check)
 
 
 def kept(key: str, wanted: tuple):
@@ -24,10 +26,23 @@ def _bar(t):
     return bar, (lambda f, stage, values: bar.progress(min(1.0, f), text=t("serving.progress", **values)))
 
 
-def batching(t, device: str, model: str, trace: str, slots: int) -> dict | None:
-    """The trace through static, then continuous batching."""
+def uploaded_trace(t, data: bytes, name: str):
+    """A RequestTrace from an uploaded file, or None with the reason shown (a TraceFormatError)."""
+    from llmviz.engine.serving.requests import parse_trace_bytes
+
+    try:
+        return parse_trace_bytes(data, name)
+    except LlmvizError as exc:
+        state.explain(t, exc)
+        return None
+
+
+def batching(t, wanted: tuple, trace) -> dict | None:
+    """The trace (a built-in name or a RequestTrace) through static, then continuous batching; `wanted`
+    = (device, model, the trace's key, slots) keeps the result for these settings."""
     from llmviz import service
 
+    device, model, _, slots = wanted
     bar, progress = _bar(t)
     try:
         lm = state.model(model, device, "fp32")
@@ -39,7 +54,7 @@ def batching(t, device: str, model: str, trace: str, slots: int) -> dict | None:
         return None
     finally:
         bar.empty()
-    st.session_state[BATCHING_KEY] = ((device, model, trace, slots), out)
+    st.session_state[BATCHING_KEY] = (wanted, out)
     return out
 
 
@@ -61,15 +76,19 @@ def sharing(t, device: str, model: str, slots: int) -> dict | None:
     return out
 
 
-def speculative(t, device: str, prompt: str, k: int) -> dict | None:
+def speculative(t, wanted: tuple) -> dict | None:
+    """wanted = (device, prompt, k, draft, temperature, seed): the embedded model verifies `draft`'s proposals
+    (its own 2-layer draft, or itself: self-speculation), greedy at temperature 0."""
     from llmviz import service
+    from llmviz.engine.config import SamplingConfig
 
+    device, prompt, k, draft_name, temperature, seed = wanted
     try:
         with st.spinner(t("serving.spec_running")):
-            target, draft = state.model("llmviz-tiny", device, "fp32"), state.model(DRAFT, device, "fp32")
-            out = service.speculate(target, draft, prompt, k, max_new=32)
+            target, draft = state.model(TARGET, device, "fp32"), state.model(draft_name, device, "fp32")
+            out = service.speculate(target, draft, prompt, k, 32, SamplingConfig(temperature=temperature), seed)
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None
-    st.session_state[SPEC_KEY] = ((device, prompt, k), out)
+    st.session_state[SPEC_KEY] = (wanted, out)
     return out

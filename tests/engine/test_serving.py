@@ -123,6 +123,32 @@ def test_malformed_traces(text, error):
         parse_trace(text)
 
 
+def test_trace_files_are_read_as_bounded_utf8(tmp_path):
+    """An uploaded or named trace file: too big, not UTF-8, truncated JSON, a zip: each a TraceFormatError."""
+    import io
+    import zipfile
+
+    from llmviz.engine.serving.requests import MAX_TRACE_BYTES, load_trace, parse_trace_bytes
+
+    good = RequestTrace("t", (Request(0, 0, (5, 6, 7), 2),)).to_json().encode()
+    assert parse_trace_bytes(good).requests[0].prompt_ids == (5, 6, 7)
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("trace.json", good)
+    cases = {b" " * (MAX_TRACE_BYTES + 1): "at most 2,000,000", b'{"requests": [\xff]}': "not UTF-8",
+             good[: len(good) // 2]: "not JSON", zipped.getvalue(): "not UTF-8|not JSON",
+             b'{"requests": [{"prompt_ids": [1], "output_len": true}]}': "output_len"}
+    for data, needle in cases.items():
+        with pytest.raises(TraceFormatError, match=needle):
+            parse_trace_bytes(data, "upload.json")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (MAX_TRACE_BYTES + 1))
+    with pytest.raises(TraceFormatError, match="at most"):
+        load_trace(str(big))
+    (tmp_path / "ok.json").write_bytes(good)
+    assert load_trace(str(tmp_path / "ok.json")).requests[0].output_len == 2
+
+
 def test_impossible_schedules_are_config_errors(lm):
     big = RequestTrace("big", (Request(0, 0, tuple(range(1, 60)), 10),))
     with pytest.raises(ConfigError, match="whole pool"):

@@ -62,3 +62,45 @@ def test_each_tab_downloads_its_figures(app_model):
     click(at, "Run static and continuous")
     labels = [d.proto.label for d in at.get("download_button")]
     assert labels == ["Download JSON", "Download CSV"]
+
+
+def test_an_uploaded_trace_runs_and_a_bad_one_is_explained(app_model):
+    """A user's trace file goes through both schedulers; a malformed one gets the typed message (both
+    languages), never a traceback, and the page still works after it."""
+    from llmviz.engine.serving.requests import Request, RequestTrace
+
+    trace = RequestTrace("mine", (Request(0, 0, (5, 6, 7, 8), 3), Request(1, 2, (9, 10), 5, seed=4)))
+    at = open_app(page_file("serving"))
+    at.selectbox(key="serve_trace_w").set_value("upload").run()
+    assert any("Choose a trace file" in x for x in rendered_text(at))
+    at.file_uploader(key="serve_upload_w").set_value(("mine.json", trace.to_json().encode(), "application/json")).run()
+    assert any("mine\\.json: 2 requests read." in x for x in rendered_text(at))
+    click(at, "Run static and continuous")
+    results = at.session_state["llmviz_serve_batching"][1]
+    assert {rid: len(out) for rid, out in results["continuous"]["outputs"].items()} == {0: 3, 1: 5}
+    assert results["static"]["outputs"] == results["continuous"]["outputs"]
+    assert results["continuous"]["arrival_steps"] == {0: 0, 1: 2}
+    for lang, headline in (("en", "This trace file cannot be read"), ("zh", "无法读取该运行记录文件")):
+        at = open_app(page_file("serving"), lang=lang)
+        at.selectbox(key="serve_trace_w").set_value("upload").run()
+        at.file_uploader(key="serve_upload_w").set_value(("bad.json", b'{"requests": [{"prompt_ids": [1]}]',
+                                                          "application/json")).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any(headline in e.value and "not JSON" in e.value for e in at.error), [e.value for e in at.error]
+        assert not [b for b in at.button if b.label in ("Run static and continuous", "运行静态与连续批处理")]
+
+
+def test_self_speculation_and_sampled_speculation(app_model):
+    at = open_app(page_file("serving"), prompt="The list of")
+    at.selectbox(key="spec_draft_w").set_value("llmviz-tiny").run()
+    click(at, "Run speculative decoding")
+    result = at.session_state["llmviz_serve_spec"][1]
+    assert result["acceptance_rate"] == 1.0 and result["identical_outputs"]  # its own draft: every draft kept
+    assert all(r.accepted == len(r.proposed) for r in result["rounds"])
+    assert 0.9 < result["cost_ratio"] < 1.1  # the same model on both sides (timing noise aside)
+    at.selectbox(key="spec_draft_w").set_value("llmviz-tiny-draft").run()
+    at.number_input(key="spec_temp_w").set_value(0.9).run()
+    click(at, "Run speculative decoding")
+    result = at.session_state["llmviz_serve_spec"][1]
+    assert result["identical_outputs"] is None and not result["greedy"] and len(result["output_ids"]) == 32
+    assert any("drawn from the target's own distribution" in x for x in rendered_text(at))

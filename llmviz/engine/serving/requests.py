@@ -26,6 +26,7 @@ TRACES = Path(__file__).resolve().parents[3] / "assets" / "traces"
 BUILT_IN = ("mixed", "mixed-poisson", "shared-prompt")
 MAX_REQUESTS = 1024
 MAX_ARRIVAL_STEP = 10_000  # a simulation runs one engine step per step, idle or not
+MAX_TRACE_BYTES = 2_000_000  # a trace file read or uploaded (the built-in ones are ~30 KB)
 
 
 def _whole(value) -> bool:
@@ -106,15 +107,30 @@ def parse_trace(text: str, name: str = "trace") -> RequestTrace:
         raise TraceFormatError(f"{name}: {exc}") from exc
 
 
+def parse_trace_bytes(data: bytes, name: str = "trace") -> RequestTrace:
+    """A trace from a file's bytes (a file read or uploaded): at most MAX_TRACE_BYTES of UTF-8 JSON."""
+    if len(data) > MAX_TRACE_BYTES:
+        raise TraceFormatError(f"{name} holds {len(data):,} bytes; a request trace may hold at most "
+                               f"{MAX_TRACE_BYTES:,}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"{name} is not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
+    return parse_trace(text, name)
+
+
 def load_trace(name_or_path: str) -> RequestTrace:
     """A built-in trace by name, or a JSON file."""
     path = TRACES / f"{name_or_path}.json" if name_or_path in BUILT_IN else Path(name_or_path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        if path.stat().st_size > MAX_TRACE_BYTES:
+            raise TraceFormatError(f"{name_or_path} holds {path.stat().st_size:,} bytes; a request trace may hold "
+                                   f"at most {MAX_TRACE_BYTES:,}")
+        data = path.read_bytes()
+    except OSError as exc:
         raise TraceFormatError(f"cannot read the request trace {name_or_path!r} ({exc}); built-in traces: "
                                f"{', '.join(BUILT_IN)}") from exc
-    return parse_trace(text, str(name_or_path))
+    return parse_trace_bytes(data, str(name_or_path))
 
 
 def make_trace(kind: str, text_ids: list[int], seed: int = 0) -> RequestTrace:

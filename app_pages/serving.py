@@ -126,10 +126,13 @@ def sharing_tab(t, s) -> None:
     kv = {on: kv_figures(results[on]) for on in (False, True)}
     saved = 1 - kv[True]["peak_kv_bytes"] / kv[False]["peak_kv_bytes"]
     fed = {on: kv[on]["prefill_tokens_fed"] for on in (False, True)}
-    cols = st.columns(3)
+    cols = st.columns(4)
     cols[0].metric(t("serving.kv_without"), human(kv[False]["peak_kv_bytes"]))
     cols[1].metric(t("serving.kv_with"), human(kv[True]["peak_kv_bytes"]), f"-{saved:.0%}", delta_color="inverse")
     cols[2].metric(t("serving.prefill_fed"), f"{fed[True]:,}", f"{fed[True] - fed[False]:,}", delta_color="inverse")
+    ms = {on: kv[on]["prefill_steps_ms"] for on in (False, True)}
+    cols[3].metric(t("serving.prefill_ms"), f"{ms[True]:,.0f} ms", f"{ms[True] - ms[False]:+,.0f} ms",
+                   delta_color="inverse", help=t("serving.prefill_ms_help", without=ms[False]))
     same = results[True]["outputs"] == results[False]["outputs"]
     st.markdown(t("serving.k9", saved=saved, same=t("serving.same") if same else t("serving.differ")))
     records = results[True]["records"]

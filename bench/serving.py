@@ -82,7 +82,6 @@ def sharing(lm, args) -> dict:
     figures = {}
     for on, result in runs.items():
         fig = kv_figures(result)
-        fig["prefill_ms"] = sum(r.ms for r in result["records"] if any(row[3] == "prefill" for row in r.rows))
         fig["tokens_per_s"] = metrics(result)["tokens_per_s"]
         figures["with" if on else "without"] = fig
     saved = 1 - figures["with"]["peak_kv_bytes"] / figures["without"]["peak_kv_bytes"]

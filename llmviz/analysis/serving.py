@@ -23,10 +23,13 @@ def _percentiles(values: list[float]) -> dict:
 
 
 def kv_figures(result: dict) -> dict:
-    """The prompt tokens the prefills fed, and for the paged pool of continuous batching the peak KV blocks
-    held at any step, their bytes and the most blocks shared at once (C22)."""
+    """The prompt tokens the prefills fed and the wall time of the steps that fed any (those steps may also
+    decode other rows), and for the paged pool of continuous batching the peak KV blocks held at any step,
+    their bytes and the most blocks shared at once (C22)."""
     records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
-    out = {"prefill_tokens_fed": sum(row[2] for r in records for row in r["rows"] if row[3] == "prefill")}
+    prefilling = [r for r in records if any(row[3] == "prefill" for row in r["rows"])]
+    out = {"prefill_tokens_fed": sum(row[2] for r in records for row in r["rows"] if row[3] == "prefill"),
+           "prefill_steps_ms": sum(r["ms"] for r in prefilling)}
     if result["scheduler"] == "continuous":
         peak = max(r["blocks_used"] for r in records)
         out.update(peak_blocks=peak, peak_kv_bytes=peak * result["bytes_per_block"],

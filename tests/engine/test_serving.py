@@ -96,6 +96,10 @@ def test_metrics_by_hand():
     assert m["ttft_steps"]["p50"] == 1.5  # 1 step and 2 steps
     assert m["itl_ms"]["p50"] == 10.0  # gaps 30-10 and 40-30 (request 0), 40-35 (request 1): 20, 10, 5
     assert m["itl_steps"]["p50"] == 1 and m["slot_utilization"] == 5 / 8
+    from llmviz.analysis.serving import kv_figures
+
+    fed = kv_figures({**result, "scheduler": "static"})
+    assert fed == {"prefill_tokens_fed": 3 + 2, "prefill_steps_ms": 10.0 + 5.0}  # steps 0 and 2 fed prompts
 
 
 def test_built_in_traces_as_specified():

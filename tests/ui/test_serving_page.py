@@ -44,6 +44,8 @@ def test_sharing_tab(app_model):
     from llmviz.analysis.kv_memory import human
 
     assert shown["Peak KV without sharing"] == human(peak[False] * results[False]["bytes_per_block"])
+    prefill_ms = sum(r.ms for r in results[True]["records"] if any(row[3] == "prefill" for row in r.rows))
+    assert shown["Time in prefill steps (with sharing)"] == f"{prefill_ms:,.0f} ms"
 
 
 def test_speculative_tab_in_chinese(app_model):

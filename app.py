@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from llmviz.ui.chrome import sidebar
+from llmviz.ui.chrome import guarded, sidebar
 
 st.set_page_config(page_title="llmviz", page_icon=":material/visibility:", layout="wide")
 t = sidebar()
@@ -17,4 +17,4 @@ pages = [
     st.Page("app_pages/serving.py", title=t("nav.serving"), icon=":material/dns:", url_path="serving"),
     st.Page("app_pages/trace.py", title=t("nav.trace"), icon=":material/save:", url_path="trace"),
 ]
-st.navigation(pages).run()
+guarded(st.navigation(pages).run)  # no traceback reaches the browser

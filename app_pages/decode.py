@@ -7,8 +7,9 @@ from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, shown_run, step_timing, translator
+from llmviz.ui.chrome import guarded, heading, shown_run, step_timing, translator
 from llmviz.ui.decode_controls import PLAYING, controls, sampling_sliders
+from llmviz.ui.trace_budget import is_shed
 from llmviz.viz import decode as fig
 
 PLAY_INTERVAL_S = 0.8
@@ -110,7 +111,11 @@ def body(t) -> None:
     missing = set(missing_tensors(run.step, [f"layers.{layer}.q", f"layers.{layer}.probs"]))
     for earlier in run.trace.steps[: run.cursor + 1]:  # the cache grid is built from every step's k
         missing |= set(missing_tensors(earlier, [f"layers.{layer}.k"]))
-    if missing:  # a trace recorded at capture meta/off, or filtered: draw what it holds
+    if run.shed:  # the session's trace budget dropped the tensors of older steps
+        st.info(t("budget.notice", n=run.shed, mb=state.policy().trace_budget_mb))
+    if missing and is_shed(run.step):
+        st.warning(t("budget.step_shed", step=run.cursor))
+    elif missing:  # a trace recorded at capture meta/off, or filtered: draw what it holds
         st.warning(t("common.no_tensors", capture=run.step.timings.get("capture", "?"),
                      names=", ".join(sorted(missing))))
     else:
@@ -127,7 +132,11 @@ def main() -> None:
     t = translator()
     heading(t, "decode")
     playing = st.session_state.get(PLAYING, False)
-    st.fragment(body, run_every=PLAY_INTERVAL_S if playing else None)(t)
+
+    def fragment() -> None:  # Play reruns only this part; a fragment's rerun is guarded on its own
+        guarded(lambda: body(t))
+
+    st.fragment(fragment, run_every=PLAY_INTERVAL_S if playing else None)()
 
 
 main()

@@ -26,6 +26,17 @@ def use_example() -> None:
         apply()
 
 
+def model_box(t) -> None:
+    """Any name or folder in the local tool; on a public server, a choice from its allow-list."""
+    policy = state.policy()
+    if not policy.public:
+        st.text_input(t("home.model"), key="home_model", help=t("home.model_help"))
+        return
+    if st.session_state.get("home_model") not in policy.models:
+        st.session_state["home_model"] = policy.models[0]
+    st.selectbox(t("home.model"), policy.models, key="home_model", help=t("public.model_help"))
+
+
 def picker(t) -> None:
     state.seed_widgets(WIDGETS)
     left, right = st.columns([2, 1])
@@ -34,7 +45,7 @@ def picker(t) -> None:
         st.pills(t("home.examples"), EXAMPLE_PROMPTS, key="home_example", on_change=use_example)
         st.caption(t("home.english_only"))
     with right:
-        st.text_input(t("home.model"), key="home_model", help=t("home.model_help"))
+        model_box(t)
         a, b, c = st.columns(3)
         a.selectbox(t("home.device"), DEVICES, key="home_device")
         b.selectbox(t("home.dtype"), DTYPES, key="home_dtype")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from llmviz.engine.trace import trace_from_zip, trace_to_zip
-from llmviz.errors import TraceFormatError
+from llmviz.errors import NotAllowedError, TraceFormatError
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.trace_file import download_name, markdown_escape, summary
@@ -18,10 +18,11 @@ def load_upload(t) -> None:
         return
     st.session_state[LOADED_KEY] = upload.file_id
     try:
+        state.policy().check_upload(upload.size)
         trace = trace_from_zip(upload.getvalue())
         if not trace.steps:
             raise TraceFormatError("the trace holds no steps")
-    except TraceFormatError as exc:
+    except (TraceFormatError, NotAllowedError) as exc:
         state.explain(t, exc)
         return
     state.replay(trace)

@@ -62,6 +62,10 @@ class KVOverflowError(LlmvizError, ArithmeticError):
     """A value written to a half-precision KV cache does not fit its range (fp16: |x| > 65504)."""
 
 
+class LogitsNotFiniteError(LlmvizError, ArithmeticError):
+    """The model's next-token logits hold NaN or inf (fp16 overflow, or NaN in the weights or the config)."""
+
+
 class CaptureTooLargeError(LlmvizError, MemoryError):
     """Recording every tensor of a run (capture full) would not fit in memory."""
 
@@ -76,3 +80,11 @@ class TraceFormatError(LlmvizError, ValueError):
 
 class SessionFinishedError(LlmvizError):
     """A step was asked of a session that has reached EOS or its max_seq_len."""
+
+
+class NotAllowedError(ConfigError):
+    """Public mode: a model (or a path) outside the server's allow-list, or an upload over its size limit."""
+
+
+class ServerBusyError(LlmvizError):
+    """Public mode: the server's heavy measurements are all taken, or this session already runs one."""

@@ -128,6 +128,13 @@ def serve(lm: LoadedModel, trace, scheduler: str, progress=None, **options) -> d
     return ContinuousScheduler(lm, requests, config).run(progress)
 
 
+def read_trace(data: bytes, name: str):
+    """A request trace from a file's bytes, read or uploaded (bounded UTF-8 JSON; TraceFormatError otherwise)."""
+    from llmviz.engine.serving.requests import parse_trace_bytes
+
+    return parse_trace_bytes(data, name)
+
+
 def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
     """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
     from llmviz.engine.serving.requests import Request, RequestTrace

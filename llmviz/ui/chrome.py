@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
+import os
 import re
+from collections.abc import Callable
 
 import streamlit as st
 
+from llmviz.errors import LlmvizError
 from llmviz.ui import state
 from llmviz.ui.i18n import LANGUAGES, Translator
 from llmviz.viz.timing import span_bars
+
+_log = logging.getLogger("llmviz")
 
 
 def sidebar() -> Translator:
@@ -22,10 +28,41 @@ def sidebar() -> Translator:
     if lang != current.lang:
         state.update(lang=lang)
     t = Translator(lang)
+    policy = state.policy()
+    if policy.public:
+        st.sidebar.caption(t("public.banner"))
+    for problem in policy.problems:  # for whoever runs the server
+        st.sidebar.warning(problem)
     problems = st.session_state.pop("llmviz_url_problems", None)
     if problems:
         st.warning(t("error.url", items=", ".join(problems)))
     return t
+
+
+def guarded(draw: Callable[[], None]) -> None:
+    """Run a page (or a fragment of one) so that nothing it raises reaches the browser as a traceback: a typed
+    error is explained, anything else becomes one message and a line in the server's log (issue 9). Tests set
+    LLMVIZ_RAISE_UNEXPECTED=1 to see such an error as the exception it is."""
+    try:
+        draw()
+    except Exception as exc:
+        report(translator(), exc)
+
+
+def report(t: Translator, exc: Exception) -> None:
+    """Show any error as a message: a typed one explained in the session's language, anything else in one
+    line (and logged with its traceback), or re-raised where LLMVIZ_RAISE_UNEXPECTED is set (the tests)."""
+    if isinstance(exc, LlmvizError | MemoryError):
+        state.explain(t, exc)
+        return
+    if os.environ.get("LLMVIZ_RAISE_UNEXPECTED"):
+        raise exc
+    _log.error("unexpected error on a page", exc_info=exc)
+    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    if "out of memory" in first.lower():  # torch's allocator errors are RuntimeErrors
+        st.error(t("error.oom", detail=first))
+    else:
+        st.error(t("error.unexpected", kind=type(exc).__name__, detail=first))
 
 
 def translator() -> Translator:

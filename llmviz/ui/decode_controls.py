@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.errors import LlmvizError
 from llmviz.ui import state
+from llmviz.ui.chrome import report
 from llmviz.ui.settings import SLIDERS
 
 SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}
@@ -19,8 +19,8 @@ PLAYING, STEP_ERROR = "dec_playing", "dec_step_error"
 def _next(run) -> bool:
     try:
         return state.advance(run)
-    except (LlmvizError, MemoryError) as exc:
-        st.session_state[STEP_ERROR] = exc  # shown by controls() on the rerun that follows
+    except Exception as exc:  # a callback runs outside the page's guard: shown by controls() on the next rerun
+        st.session_state[STEP_ERROR] = exc
         return False
 
 
@@ -36,7 +36,7 @@ def controls(t, run) -> None:
         st.session_state[PLAYING] = False
         st.rerun()  # the whole app, so the fragment stops ticking
     if STEP_ERROR in st.session_state:
-        state.explain(t, st.session_state.pop(STEP_ERROR))
+        report(t, st.session_state.pop(STEP_ERROR))
     can_next = run.cursor + 1 < len(run.trace.steps) or run.can_compute
     cols = st.columns(4)
     cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=state.back, args=(run,))

@@ -12,6 +12,7 @@ import streamlit as st
 from llmviz.engine.config import RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.errors import LlmvizError
 from llmviz.ui import state
+from llmviz.ui.chrome import report
 from llmviz.ui.settings import (
     KV_BLOCK_SIZES as BLOCK_SIZES,
 )
@@ -170,8 +171,8 @@ def _step(live: Live, count: int) -> None:
             if not live.can_next:
                 break
             advance(live)
-    except (LlmvizError, MemoryError) as exc:
-        st.session_state[ERROR_KEY] = exc  # shown by controls() on the rerun that follows
+    except Exception as exc:  # a callback runs outside the page's guard: shown by controls() on the next rerun
+        st.session_state[ERROR_KEY] = exc
 
 
 def _back(live: Live) -> None:
@@ -205,7 +206,7 @@ def run_controls(t, s: Settings) -> None:
 
 def step_controls(t, live: Live) -> None:
     if ERROR_KEY in st.session_state:
-        state.explain(t, st.session_state.pop(ERROR_KEY))
+        report(t, st.session_state.pop(ERROR_KEY))
     cols = st.columns(4)
     cols[0].button(t("layouts.prev"), disabled=live.cursor == 0, width="stretch", on_click=_back, args=(live,))
     cols[1].button(t("layouts.next"), type="primary", disabled=not live.can_next, width="stretch", on_click=_step,
@@ -255,9 +256,11 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
     try:
         lengths = parse_lengths(o.lengths)
         lm = state.model(sweep_model(s, o), s.device, s.dtype)
-        result = service.layout_sweep(lm, lengths, LAYOUTS, SWEEP_STEPS, o.repeats,
-                                      lambda f, what: bar.progress(min(1.0, f), text=t("layouts.progress", what=what)),
-                                      block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
+        with state.heavy(t):
+            result = service.layout_sweep(
+                lm, lengths, LAYOUTS, SWEEP_STEPS, o.repeats,
+                lambda f, what: bar.progress(min(1.0, f), text=t("layouts.progress", what=what)),
+                block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
     except (LlmvizError, MemoryError) as exc:
         bar.empty()
         state.explain(t, exc)

@@ -28,10 +28,11 @@ def _bar(t):
 
 def uploaded_trace(t, data: bytes, name: str):
     """A RequestTrace from an uploaded file, or None with the reason shown (a TraceFormatError)."""
-    from llmviz.engine.serving.requests import parse_trace_bytes
+    from llmviz import service
 
     try:
-        return parse_trace_bytes(data, name)
+        state.policy().check_upload(len(data))
+        return service.read_trace(data, name)
     except LlmvizError as exc:
         state.explain(t, exc)
         return None
@@ -46,9 +47,10 @@ def batching(t, wanted: tuple, trace) -> dict | None:
     bar, progress = _bar(t)
     try:
         lm = state.model(model, device, "fp32")
-        service.warm_up_serving(lm, slots, device)
-        out = {name: service.serve(lm, trace, name, progress, slots=slots, device=device)
-               for name in ("static", "continuous")}
+        with state.heavy(t):
+            service.warm_up_serving(lm, slots, device)
+            out = {name: service.serve(lm, trace, name, progress, slots=slots, device=device)
+                   for name in ("static", "continuous")}
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None
@@ -65,8 +67,9 @@ def sharing(t, device: str, model: str, slots: int) -> dict | None:
     bar, progress = _bar(t)
     try:
         lm = state.model(model, device, "fp32")
-        out = {on: service.serve(lm, "shared-prompt", "continuous", progress, slots=slots, device=device,
-                                 prefix_sharing=on) for on in (False, True)}
+        with state.heavy(t):
+            out = {on: service.serve(lm, "shared-prompt", "continuous", progress, slots=slots, device=device,
+                                     prefix_sharing=on) for on in (False, True)}
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None
@@ -86,7 +89,8 @@ def speculative(t, wanted: tuple) -> dict | None:
     try:
         with st.spinner(t("serving.spec_running")):
             target, draft = state.model(TARGET, device, "fp32"), state.model(draft_name, device, "fp32")
-            out = service.speculate(target, draft, prompt, k, 32, SamplingConfig(temperature=temperature), seed)
+            with state.heavy(t):
+                out = service.speculate(target, draft, prompt, k, 32, SamplingConfig(temperature=temperature), seed)
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None

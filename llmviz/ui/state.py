@@ -7,6 +7,8 @@ trace, the step shown) lives in st.session_state, which belongs to one browser s
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,7 +18,9 @@ from llmviz.engine.config import EngineConfig
 from llmviz.engine.trace import RunTrace
 from llmviz.errors import LlmvizError
 from llmviz.ui.i18n import Translator
+from llmviz.ui.public import HeavyGate, Policy
 from llmviz.ui.settings import UI_THREADS, Settings, encode_history
+from llmviz.ui.trace_budget import shed
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
     from llmviz.service import LoadedModel, Session
@@ -39,8 +43,50 @@ def cached_model(name: str, device: str, dtype: str, kv_heads: int | None = None
 def model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused_qkv: str = "auto",
           quant: str = "none", quant_group: int = 32) -> LoadedModel:
     """The shared model for these load-time switches. Every page goes through here: st.cache_resource keys on
-    the arguments as passed, so one combination must always be passed the same way to be one cache entry."""
+    the arguments as passed, so one combination must always be passed the same way to be one cache entry.
+    In public mode only the allow-list's names pass (NotAllowedError): no path on the server can be named."""
+    policy().check_model(name)
     return cached_model(name, device, dtype, kv_heads, fused_qkv, quant, quant_group)
+
+
+def policy() -> Policy:
+    """Public mode or the local tool: from the environment, or from .streamlit/secrets.toml when it sets
+    LLMVIZ_* keys (llmviz/ui/public.py)."""
+    env = dict(os.environ)
+    if st.secrets.load_if_toml_exists():  # False (and nothing shown) when there is no secrets file
+        env.update({k: str(v) for k, v in st.secrets.items() if k.startswith("LLMVIZ_")})
+    return Policy.from_env(env)
+
+
+@st.cache_resource(show_spinner=False)
+def heavy_gate(slots: int) -> HeavyGate:
+    """The one queue of heavy measurements for the whole server process (guarded by its own lock)."""
+    return HeavyGate(slots)
+
+
+def session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-session"
+
+
+@contextmanager
+def heavy(t: Translator):
+    """Around a comparison, a sweep or a serving simulation: in public mode it waits its turn (the place in
+    the queue shown) or raises ServerBusyError; in the local tool it runs at once."""
+    p = policy()
+    if not p.heavy_slots:
+        yield
+        return
+    note = st.empty()
+    try:
+        with heavy_gate(p.heavy_slots).slot(session_id(), p.heavy_wait_s,
+                                            lambda ahead: note.info(t("public.waiting", ahead=ahead))):
+            note.empty()
+            yield
+    finally:
+        note.empty()
 
 
 @dataclass
@@ -51,6 +97,7 @@ class Run:
     trace: RunTrace
     session: Session | None = None
     cursor: int = 0  # the step shown
+    shed: int = 0  # steps whose tensors were dropped to keep within the session's trace budget
 
     @property
     def step(self):
@@ -154,6 +201,7 @@ def advance(run: Run) -> bool:
     run.session.sampling = settings().sampling_for(len(run.trace.steps))  # the sliders, or the link's record
     service.step(run.session)
     run.cursor += 1
+    run.shed = shed(run.trace, policy().trace_budget_bytes, keep=(run.cursor,))  # memory stays bounded
     return True
 
 

@@ -1,0 +1,145 @@
+"""Public mode: what the app allows when it is put on a public address (issue 9).
+
+Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1"` in
+.streamlit/secrets.toml). Then:
+
+- models: only the allow-list (LLMVIZ_ALLOWED_MODELS, names separated by commas; by default the embedded
+  models and the built-in random shapes): no folder on the server and no other hub id can be named, from
+  the model box or from `?model=`;
+- uploads: at most LLMVIZ_MAX_UPLOAD_MB megabytes per file (default 8);
+- in every mode, a session's run keeps the full tensors of its newest steps within LLMVIZ_TRACE_BUDGET_MB
+  megabytes (default 32; llmviz/ui/trace_budget.py);
+- heavy measurements (comparisons, sweeps, serving simulations): at most LLMVIZ_HEAVY_SLOTS at once on
+  the whole server (default 1) and one at a time per browser session; a session waits its turn in order,
+  up to LLMVIZ_HEAVY_WAIT_S seconds (default 120), and is then told the server is busy.
+
+Without it the app is a local tool: any model name or folder, uploads up to Streamlit's own limit, no
+queue. The state the queue needs lives in one HeavyGate, created once per server process by the caller
+(st.cache_resource) and guarded by its own lock: never a module global.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from llmviz.engine.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, RANDOM_MODELS
+from llmviz.errors import NotAllowedError, ServerBusyError
+
+DEFAULT_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2", *RANDOM_MODELS)
+LOCAL_UPLOAD_MB = 200  # Streamlit's own limit (server.maxUploadSize), the local tool's
+
+
+def _number(env: dict, name: str, default: float, low: float, high: float, problems: list) -> float:
+    """The setting, or its default (and a line in `problems`) when it is not a number in low..high: a public
+    server with a typo in its settings stays strict rather than failing open or not starting."""
+    raw = env.get(name)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:  # also NaN
+        problems.append(f"{name}={raw!r} is not a number in {low:g}..{high:g}; using {default:g}")
+        return default
+    return value
+
+
+def _size(n: int) -> str:
+    return f"{n:,} bytes" if n < 1_000_000 else f"{n / 1e6:,.1f} MB"
+
+
+@dataclass(frozen=True)
+class Policy:
+    public: bool = False
+    models: tuple = DEFAULT_MODELS
+    max_upload_mb: float = LOCAL_UPLOAD_MB
+    heavy_slots: int = 0  # 0: no limit (the local tool)
+    heavy_wait_s: float = 120.0
+    problems: tuple = ()  # settings that were not understood (their defaults apply)
+    trace_budget_mb: float = 32.0  # the tensors one session's run keeps (llmviz/ui/trace_budget.py)
+
+    @property
+    def trace_budget_bytes(self) -> int:
+        return round(self.trace_budget_mb * 1e6)
+
+    @classmethod
+    def from_env(cls, env: dict | None = None) -> Policy:
+        env = dict(os.environ if env is None else env)
+        problems: list = []
+        budget = _number(env, "LLMVIZ_TRACE_BUDGET_MB", 32, 0.01, 100_000, problems)
+        if str(env.get("LLMVIZ_PUBLIC", "")).strip().lower() not in ("1", "true", "yes", "on"):
+            return cls(trace_budget_mb=budget, problems=tuple(problems))
+        names = tuple(n.strip() for n in env.get("LLMVIZ_ALLOWED_MODELS", "").split(",") if n.strip())
+        return cls(public=True, models=names or DEFAULT_MODELS,
+                   max_upload_mb=_number(env, "LLMVIZ_MAX_UPLOAD_MB", 8, 0.001, LOCAL_UPLOAD_MB, problems),
+                   heavy_slots=int(_number(env, "LLMVIZ_HEAVY_SLOTS", 1, 1, 64, problems)),
+                   heavy_wait_s=_number(env, "LLMVIZ_HEAVY_WAIT_S", 120, 0, 3600, problems),
+                   problems=tuple(problems), trace_budget_mb=budget)
+
+    def check_model(self, name: str) -> None:
+        """A model name this server may load (public mode: the allow-list, compared exactly)."""
+        if self.public and name.strip() not in self.models:
+            raise NotAllowedError(f"this public server runs only these models: {', '.join(self.models)}",
+                                  code="model_not_allowed", models=", ".join(self.models))
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return round(self.max_upload_mb * 1e6)
+
+    def check_upload(self, size: int) -> None:
+        if size > self.max_upload_bytes:
+            held, limit = _size(size), _size(self.max_upload_bytes)
+            raise NotAllowedError(f"the file holds {held}; this server takes at most {limit}", code="upload_too_big",
+                                  size=held, limit=limit)
+
+
+@dataclass
+class HeavyGate:
+    """At most `slots` heavy measurements at once, granted in arrival order; one per session at a time."""
+
+    slots: int
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    queue: deque = field(default_factory=deque)  # session ids waiting, first in first out
+    running: set = field(default_factory=set)  # session ids holding a slot
+
+    def ahead(self, session: str) -> int:
+        with self.lock:
+            return list(self.queue).index(session) if session in self.queue else 0
+
+    @contextmanager
+    def slot(self, session: str, wait_s: float, on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
+        """Hold one slot while the block runs; on_wait(requests ahead) is called about twice a second while
+        waiting. ServerBusyError after wait_s, or at once if this session already holds or awaits one."""
+        deadline = time.monotonic() + wait_s
+        with self.lock:
+            if session in self.running or session in self.queue:
+                raise ServerBusyError("this session is already running a measurement: wait for it to finish",
+                                      code="busy_session")
+            self.queue.append(session)
+            try:
+                while self.queue[0] != session or len(self.running) >= self.slots:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ServerBusyError(f"the server is running other people's measurements; try again in a "
+                                              f"minute (waited {wait_s:.0f} s)", code="busy_server")
+                    if on_wait is not None:
+                        on_wait(list(self.queue).index(session))
+                    self.lock.wait(min(0.5, left))
+            finally:
+                if session in self.queue and session not in self.running:
+                    self.queue.remove(session)
+                    self.lock.notify_all()
+            self.running.add(session)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.running.discard(session)
+                self.lock.notify_all()

@@ -1,0 +1,87 @@
+"""A session's trace stays within its byte budget (issue 9): the oldest steps lose their tensors first, the
+prefill, the newest step, the step shown and every K/V row never do, and the Decode page says so."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ui_helpers import open_app
+
+from llmviz.engine.config import EngineConfig
+from llmviz.engine.loading import load_model
+from llmviz.engine.session import Session
+from llmviz.ui.trace_budget import is_shed, shed
+
+PROMPT = "The quick brown fox"
+
+
+def droppable_step(step) -> int:
+    """Counted here on its own: every hook array but the K and V rows, and the full logits array."""
+    total = sum(r.array.size * r.array.itemsize for r in step.hooks
+                if r.array is not None and r.name.rsplit(".", 1)[-1] not in ("k", "v"))
+    return total + (step.logits.size * step.logits.itemsize if step.logits is not None else 0)
+
+
+def droppable(trace) -> int:
+    return sum(droppable_step(s) for s in trace.steps)
+
+
+@pytest.fixture(scope="module")
+def run(model_dirs):
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    session = Session(lm, PROMPT, EngineConfig(capture="full"))
+    session.generate(12)
+    return session.trace
+
+
+def test_the_oldest_steps_are_shed_first_and_the_budget_holds(run):
+    before = droppable(run)
+    kv_before = {(s.index, r.name): r.array.copy() for s in run.steps for r in s.hooks if r.name.endswith((".k", ".v"))}
+    topk = [s.topk_ids.copy() for s in run.steps]
+    last = len(run.steps) - 1
+    protected = sum(droppable_step(run.steps[i]) for i in (0, 3, last))
+    budget = protected + (before - protected) // 2  # reachable: half of what may go
+    n = shed(run, budget, keep=(3,))
+    after = droppable(run)
+    assert after <= budget < before
+    gone = [s.index for s in run.steps if is_shed(s)]
+    assert n == len(gone) > 0
+    assert gone == list(range(1, 1 + len(gone))) or gone == [1, 2, *range(4, 2 + len(gone))]  # oldest first, 3 kept
+    for index in (0, 3, len(run.steps) - 1):  # the prefill, the step shown, the newest
+        assert not is_shed(run.steps[index]) and all(r.array is not None for r in run.steps[index].hooks)
+    for s in run.steps:
+        for r in s.hooks:
+            if r.name.endswith((".k", ".v")):
+                assert np.array_equal(r.array, kv_before[(s.index, r.name)])  # the cache grid's rows stay
+        assert np.array_equal(s.topk_ids, topk[s.index]) and s.sampled is not None
+    assert shed(run, budget, keep=(3,)) == n  # nothing more to do within the same budget
+
+
+def test_a_budget_that_fits_sheds_nothing(model_dirs):
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    session = Session(lm, PROMPT, EngineConfig(capture="full"))
+    session.generate(3)
+    assert shed(session.trace, droppable(session.trace)) == 0
+    assert shed(session.trace, 0) == len(session.trace.steps) - 2  # all but the prefill and the newest
+
+
+def test_the_decode_page_keeps_within_its_budget_and_says_so(model_dirs, monkeypatch):
+    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", "0.05")  # 50 kB: the tiny test model fills it in a few steps
+    at = open_app("app_pages/decode.py", model=str(model_dirs["llama_gqa_rope3"]), prompt=PROMPT)
+    run = at.session_state["llmviz_run"]
+    per_step = None
+    for _ in range(60):
+        next(b for b in at.button if b.label == "Next ▶").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        per_step = per_step or droppable(run.trace) / len(run.trace.steps)
+        if run.shed:
+            break
+    assert run.shed, f"60 steps at ~{per_step:.0f} B each never reached the 1 MB budget"
+    last = run.trace.steps[-1]
+    assert droppable(run.trace) <= max(50_000, droppable_step(run.trace.steps[0]) + droppable_step(last))
+    assert any("earlier step(s) keep only their tokens" in i.value for i in at.info)
+    assert not at.warning  # the newest step still draws its attention and cache panels
+    while not is_shed(run.step):  # back to a step whose maps were dropped
+        next(b for b in at.button if b.label == "◀ Previous").click().run()
+    assert any(f"Step {run.cursor}'s attention maps and activations were dropped" in w.value for w in at.warning)
+    assert not at.exception

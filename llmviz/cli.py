@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import statistics
 import sys
 
 from llmviz import service
 from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.switches import SWITCHES
-from llmviz.errors import LlmvizError
+from llmviz.errors import ConfigError, LlmvizError
 
 DEFAULT_SAMPLING = SamplingConfig()
+MAX_PROMPTS_FILE_BYTES = 8 * 2**20  # read at most this much of --prompts-file (it could be /dev/zero)
+RAISE_ENV = "LLMVIZ_RAISE_UNEXPECTED"  # set: an unexpected exception is raised (traceback), as in the app
 SWITCH_HELP = {  # the command line's words for each switch (the pages' are in the message catalogs)
     "dtype": "weights and activations",
     "attn": "attention backend",
@@ -55,9 +59,17 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr and exit 2, like every other error of the CLI
+    (its subcommands' parsers are of this class too)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m llmviz", description="Run a language model step by step "
-                                  "on llmviz's own engine and report what happened.")
+    top = Parser(prog="python -m llmviz", description="Run a language model step by step "
+                 "on llmviz's own engine and report what happened.")
     sub = top.add_subparsers(dest="command")
     gen = sub.add_parser("generate", help="generate text; timings taken with capture off")
     _common(gen)
@@ -118,11 +130,18 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
 def prompts_of(args) -> list[str]:
     prompts = list(args.prompt)
     if args.prompts_file:
+        if "\x00" in args.prompts_file:
+            raise ConfigError("--prompts-file: a file name cannot hold a NUL byte")
+        with open(args.prompts_file, "rb") as f:
+            data = f.read(MAX_PROMPTS_FILE_BYTES + 1)
+        if len(data) > MAX_PROMPTS_FILE_BYTES:
+            raise ConfigError(f"{args.prompts_file} holds more than {MAX_PROMPTS_FILE_BYTES:,} bytes: a prompts file "
+                              "is one prompt per line")
         try:
-            with open(args.prompts_file, encoding="utf-8") as f:
-                prompts += [line.rstrip("\n") for line in f if line.strip()]
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise LlmvizError(f"{args.prompts_file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        prompts += [line.rstrip("\n") for line in io.StringIO(text, newline=None) if line.strip()]
     if not prompts:
         raise LlmvizError("give a prompt: --prompt TEXT (repeat it for a batch) or --prompts-file FILE")
     return prompts
@@ -186,6 +205,8 @@ def generate(args) -> int:
 def trace_cmd(args) -> int:
     if args.steps < 0:
         raise LlmvizError("--steps must be >= 0")
+    if not args.out.strip() or "\x00" in args.out:
+        raise ConfigError("--out needs a folder name without NUL bytes (it is created if missing)")
     prompts = prompts_of(args)
     config = engine_config(args, capture=args.capture, lens=5, patterns=args.filter)
     start(args)
@@ -221,21 +242,37 @@ COMMANDS = {"generate": generate, "trace": trace_cmd, "compare": compare_cmd, "s
             "speculative": speculative_cmd}
 
 
+def one_line(text: str) -> str:
+    """A message as one line (a library's message may hold newlines)."""
+    return " ".join(str(text).split())
+
+
+def fail(message: str) -> int:
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return 2
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    """Run one command; every error is one line on stderr starting `error:` and exit status 2."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0), or a usage error whose one line Parser.error printed (2)
+        return exc.code if isinstance(exc.code, int) else 2
     if args.command is None:
         parser().print_help()
         return 0
     try:
         return COMMANDS[args.command](args)
     except LlmvizError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc) or type(exc).__name__)
     except OSError as exc:  # e.g. --out under a file, a full disk
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc))
     except MemoryError as exc:
-        print(f"error: out of memory ({exc}); try a shorter --max-seq-len or --dtype bf16", file=sys.stderr)
-        return 2
+        return fail(f"out of memory ({exc}); try a shorter --max-seq-len or --dtype bf16")
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug, not a bad input: still one line (LLMVIZ_RAISE_UNEXPECTED=1: the traceback)
+        if os.environ.get(RAISE_ENV):
+            raise
+        return fail(f"internal error ({type(exc).__name__}: {exc}); please report it with the command that caused "
+                    f"it (set {RAISE_ENV}=1 for the traceback)")

@@ -5,6 +5,8 @@ No torch here, so the UI can build and show one; every trace stores it, so two r
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from dataclasses import asdict, dataclass, field, replace
 
@@ -35,6 +37,11 @@ def default_max_seq(context: int) -> int:
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
+def _real(value) -> bool:
+    """A real number (int or float, numpy's too), not a bool or a string."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class SamplingConfig:
     temperature: float = 0.7  # 0 = greedy
@@ -43,14 +50,17 @@ class SamplingConfig:
     repetition_penalty: float = 1.0  # 1 = off; > 1 discourages tokens already in the sequence
 
     def __post_init__(self):
+        for name in ("temperature", "top_p", "repetition_penalty"):
+            if not _real(getattr(self, name)):
+                raise ConfigError(f"{name} must be a number, got {getattr(self, name)!r}")
         if not (self.temperature == 0 or 1e-3 <= self.temperature <= 1e3):
             raise ConfigError(f"temperature must be 0 (greedy) or in [0.001, 1000], got {self.temperature}")
         if not isinstance(self.top_k, int) or self.top_k < 0:
             raise ConfigError(f"top_k must be an integer >= 0 (0 turns it off), got {self.top_k!r}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
-        if not self.repetition_penalty > 0:
-            raise ConfigError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        if not 0 < self.repetition_penalty < math.inf:
+            raise ConfigError(f"repetition_penalty must be a finite number > 0, got {self.repetition_penalty}")
 
     @property
     def greedy(self) -> bool:
@@ -113,8 +123,9 @@ class EngineConfig:
             raise ConfigError(f"kv_block_size must be an integer in 1..4096, got {self.kv_block_size!r}")
         if not isinstance(self.seed, int) or not -(2**63) <= self.seed < 2**64:
             raise ConfigError(f"seed must be an integer in [-2**63, 2**64), got {self.seed!r}")
-        if self.logit_lens_top_k < 0:
-            raise ConfigError("logit_lens_top_k must be >= 0")
+        if not isinstance(self.logit_lens_top_k, int) or isinstance(self.logit_lens_top_k, bool) \
+                or self.logit_lens_top_k < 0:
+            raise ConfigError(f"logit_lens_top_k must be a whole number >= 0, got {self.logit_lens_top_k!r}")
         object.__setattr__(self, "capture_filter", tuple(self.capture_filter))
 
     def with_(self, **changes) -> EngineConfig:

@@ -54,10 +54,16 @@ def dtype_name(dtype: torch.dtype) -> str:
     return {v: k for k, v in DTYPES.items()}[dtype]
 
 
+def max_cpu_threads() -> int:
+    """The most CPU threads we let torch start: 4 per core (an absurd count makes OpenMP abort the process)."""
+    return 4 * (os.cpu_count() or 1)
+
+
 def set_cpu_threads(n: int) -> None:
     """Torch's intra-op CPU threads, for the whole process."""
-    if not isinstance(n, int) or n < 1:
-        raise ConfigError(f"threads must be a positive integer, got {n!r}")
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= max_cpu_threads():
+        raise ConfigError(f"threads must be a whole number in 1..{max_cpu_threads()} (this machine has "
+                          f"{os.cpu_count()} CPU cores), got {n!r}")
     torch.set_num_threads(n)
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from llmviz.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class HookPoint:
@@ -94,7 +96,7 @@ def declared_point(name: str) -> HookPoint:
         for point in LAYER_POINTS:
             if point.name == parts[2]:
                 return point
-    raise KeyError(f"{name!r} is not a declared hook point")
+    raise ConfigError(f"{name!r} is not a declared hook point (see llmviz/engine/hook_points.py)")
 
 
 def matches(name: str, patterns: tuple) -> bool:

@@ -30,6 +30,7 @@ from llmviz.engine.random_weights import RANDOM_MODELS, TOKENIZER_OF_RANDOM, ran
 from llmviz.engine.tokens import Tokenizer
 from llmviz.errors import (
     ConfigError,
+    LlmvizError,
     ModelConfigError,
     ModelNotFoundError,
     UnsupportedArchitectureError,
@@ -114,11 +115,13 @@ def resolve_path(name_or_path: str | None) -> Path:
 
 def read_config(path: Path) -> dict:
     try:
-        raw = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError) as exc:
+        raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
         raise ModelNotFoundError(f"cannot read {path / 'config.json'}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ModelConfigError(f"{path / 'config.json'} must hold a JSON object, not a {type(raw).__name__}")
     model_type = raw.get("model_type")
-    if model_type not in FAMILIES:
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise UnsupportedArchitectureError(
             f"model type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)} "
             "(SmolLM checkpoints are 'llama')")
@@ -127,7 +130,7 @@ def read_config(path: Path) -> dict:
     try:
         config = AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # transformers' and huggingface_hub's own checks raise many kinds (rope keys, types)
-        raise ModelConfigError(f"{path / 'config.json'} is malformed: {str(exc).splitlines()[0][:300]}") from exc
+        raise ModelConfigError(f"{path / 'config.json'} is malformed: {' '.join(str(exc).split())[:300]}") from exc
     return config.to_dict()
 
 
@@ -135,7 +138,9 @@ def model_config(hf_config: dict) -> ModelConfig:
     """Our ModelConfig from a Hugging Face config dict; a missing or wrong field is a ModelConfigError."""
     try:
         return FAMILIES[hf_config["model_type"]].config_from_hf(hf_config)
-    except (KeyError, TypeError) as exc:
+    except LlmvizError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:  # a missing field, a string where a number belongs, ...
         raise ModelConfigError(f"config.json lacks or mistypes {exc} for a {hf_config['model_type']} model") from exc
 
 
@@ -152,7 +157,15 @@ def generation_eos(path: Path) -> tuple:
 def checkpoint_tensors(path: Path) -> dict[str, torch.Tensor]:
     index = path / "model.safetensors.index.json"
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            raise WeightLoadError(f"{index.name} in {path} is not a shard index (a JSON object whose weight_map "
+                                  f"names the .safetensors files): {type(exc).__name__}: {exc}") from exc
+        stray = [s for s in shards if not isinstance(s, str) or Path(s).name != s or not s.endswith(".safetensors")]
+        if stray:  # a shard is a .safetensors file in the folder itself: nothing else is ever read
+            raise WeightLoadError(f"{index.name} in {path} names {stray[0]!r}: shards must be .safetensors files "
+                                  "in the model folder")
         files = [path / s for s in shards]
     elif (path / "model.safetensors").is_file():
         files = [path / "model.safetensors"]
@@ -172,12 +185,21 @@ def checkpoint_tensors(path: Path) -> dict[str, torch.Tensor]:
 def checkpoint_state(cfg: ModelConfig, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Checkpoint tensors under our parameter names, each checked against the shape `cfg` implies."""
     family = FAMILIES[cfg.family]
+    names = {name: family.hf_to_ours(name) for name in tensors}
+    layers = {ours.split(".")[1] for ours in names.values() if ours and ours.startswith("layers.")}
+    if len(layers) != cfg.num_layers:  # checked before building the model: a config may claim millions of layers
+        raise WeightLoadError(f"the config says {cfg.num_layers:,} layers but the checkpoint holds {len(layers)}: "
+                              "config.json does not describe these weights")
+    not_float = [name for name, t in tensors.items() if names[name] and not t.is_floating_point()]
+    if not_float:
+        raise WeightLoadError(f"{not_float[0]} holds {str(tensors[not_float[0]].dtype).removeprefix('torch.')} "
+                              "values: the engine loads floating-point weights (fp32, fp16, bf16)")
     with torch.device("meta"):
         expected = DecoderModel(cfg).state_dict()
     loaded: dict[str, torch.Tensor] = {}
     unexpected = []
     for hf_name, tensor in tensors.items():
-        ours = family.hf_to_ours(hf_name)
+        ours = names[hf_name]
         if ours is None or (cfg.tie_embeddings and ours == "lm_head.weight"):
             continue
         if ours not in expected:

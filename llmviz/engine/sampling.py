@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from llmviz.engine.config import SamplingConfig
+from llmviz.errors import LogitsNotFiniteError
 
 
 def apply_repetition_penalty(logits: torch.Tensor, history: torch.Tensor, penalty: float) -> torch.Tensor:
@@ -53,9 +54,23 @@ def sample(logits: torch.Tensor, cfg: SamplingConfig, generator: torch.Generator
     return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
 
+def check_finite(logits: torch.Tensor, rows: list[int] | None = None) -> None:
+    """Refuse NaN or inf logits (of `rows` only: a finished row's come from a pad slot) before anything is
+    drawn from them: greedy would pick a meaningless token, sampling would fail inside torch."""
+    values = logits if rows is None else logits[rows]
+    if values.numel() and not bool(torch.isfinite(values).all()):
+        if logits.dtype == torch.float16:
+            why = "fp16 overflowed its range (|x| > 65504) in the forward pass: run in bf16 (fp32's range) or fp32"
+        else:
+            why = "the weights or config.json (norm eps, rope) produce them: check the checkpoint"
+        raise LogitsNotFiniteError(f"the model's next-token logits hold NaN or inf ({str(logits.dtype)[6:]}); {why}",
+                                   code="logits_not_finite", dtype=str(logits.dtype)[6:])
+
+
 def sample_rows(logits: torch.Tensor, seqs) -> torch.Tensor:
     """logits [b, V] -> [b]: row i drawn with sequence i's settings, generator and history; -1 for a row
     that had already finished (its logits came from a pad slot)."""
+    check_finite(logits, [i for i, s in enumerate(seqs) if not s.finished])
     if all(s.sampling.greedy and s.sampling.repetition_penalty == 1.0 and not s.finished for s in seqs):
         return logits.float().argmax(dim=-1)
     out = torch.full((logits.shape[0],), -1, dtype=torch.long, device=logits.device)

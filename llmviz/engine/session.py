@@ -11,6 +11,9 @@ that has finished stays in the pass as padding until every row is done.
 
 from __future__ import annotations
 
+import operator
+from numbers import Integral
+
 import torch
 
 from llmviz.engine.capture import RunContext
@@ -110,13 +113,19 @@ class Session:
     def _prompts(self, prompt, prompt_ids) -> tuple[list[str], list[list[int]]]:
         tok = self.lm.tokenizer
         if prompt_ids is not None:
-            rows = [[int(i) for i in row] for row in prompt_ids]
+            try:
+                rows = [[operator.index(i) for i in row] for row in prompt_ids]
+            except TypeError as exc:  # a float, a string, a row that is not a list
+                raise PromptError(f"prompt_ids must be rows of whole token ids ({exc})") from exc
             if not rows or not all(rows):
                 raise PromptError("prompt_ids needs at least one row of at least one token", code="prompt_empty")
             bad = [i for row in rows for i in row if not 0 <= i < self.lm.cfg.vocab_size]
             if bad:
                 raise PromptError(f"token id {bad[0]} is outside the vocabulary (0..{self.lm.cfg.vocab_size - 1})")
             return [tok.decode(row) for row in rows], rows
+        if not isinstance(prompt, str | list | tuple | None):
+            raise PromptError(f"the prompt must be text or a list of texts, got {type(prompt).__name__}",
+                              code="prompt_not_text")
         texts = [prompt] if isinstance(prompt, str) or prompt is None else list(prompt)
         if not texts:
             raise PromptError("no prompt given: type some text to run the model on", code="prompt_empty")
@@ -250,6 +259,9 @@ class Session:
 
     def generate(self, max_new_tokens: int) -> RunTrace:
         """Steps until max_new_tokens tokens are generated (prefill included), EOS or the cache is full."""
+        if not isinstance(max_new_tokens, Integral) or isinstance(max_new_tokens, bool) or max_new_tokens < 1:
+            raise ConfigError(f"max_new_tokens must be a whole number >= 1 (the prefill's token counts), "
+                              f"got {max_new_tokens!r}")
         while len(self.trace.steps) < max_new_tokens and not self.finished:
             self.step()
         return self.trace

@@ -13,9 +13,10 @@ import json
 import re
 from functools import lru_cache
 
-from llmviz.errors import PromptError
+from llmviz.errors import ModelConfigError, PromptError
 
 _BYTE_PIECE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair alone: no UTF-8 encoding exists
 
 
 @lru_cache(maxsize=1)
@@ -57,11 +58,21 @@ class Tokenizer:
         self.special_ids = frozenset(getattr(hf_tokenizer, "all_special_ids", []) or [])
 
     def encode(self, text: str) -> list[int]:
-        if not isinstance(text, str) or not text.strip():
+        if text is not None and not isinstance(text, str):
+            raise PromptError(f"the prompt must be text, got {type(text).__name__}", code="prompt_not_text")
+        if not text or not text.strip():
             raise PromptError("the prompt is empty: type some text to run the model on", code="prompt_empty")
+        bad = _SURROGATE.search(text)
+        if bad:  # a lone surrogate (e.g. undecodable bytes in a command line) is not text: no UTF-8
+            raise PromptError(f"the prompt is not valid Unicode: a lone surrogate at character {bad.start()} "
+                              "(undecodable bytes?); paste it again as UTF-8 text", code="prompt_not_text")
         ids = self.hf.encode(text, add_special_tokens=True)
         if not ids:
             raise PromptError("the prompt encodes to no tokens")
+        beyond = next((i for i in ids if not 0 <= i < self.vocab_size), None)
+        if beyond is not None:
+            raise ModelConfigError(f"the tokenizer gave token id {beyond} but the model has {self.vocab_size} "
+                                   "embedding rows: the folder's tokenizer does not belong to these weights")
         return list(ids)
 
     def decode(self, ids) -> str:

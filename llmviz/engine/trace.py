@@ -5,6 +5,11 @@ replay a run) with no model and no torch. Saved as `trace.json` + `arrays.npz`, 
 `allow_pickle=False`. Tensors keep their batch dimension: row i of every array is sequence i; padding
 is -1 in input_ids, positions and sampled.
 
+Saving writes each file under a temporary name in the folder and renames it into place when complete, so a
+failed or killed write never leaves a half file. Loading a file from elsewhere (an upload) trusts nothing:
+sizes are checked as declared before anything is unpacked (a zip bomb is refused unread), every array's
+header against the bytes that hold it, and every failure is a TraceFormatError.
+
 Schema 2 (engine 2) added the batch's prompts and each row's finished reason; schema 1 traces (one
 prompt, no padding) load through `_migrate_v1`.
 """
@@ -13,8 +18,14 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
+import math
+import os
+import secrets
+import shutil
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +37,11 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 _STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
                 "lens_ids", "lens_probs")
+FILES = ("trace.json", "arrays.npz")
+MAX_UNPACKED_BYTES = 2 * 2**30  # a trace's files, unpacked: more is refused before anything is inflated
+# What a damaged file or archive raises on the way in (zipfile: RuntimeError for an encrypted member,
+# NotImplementedError for an unknown compression; json: RecursionError for absurd nesting).
+_DAMAGED = (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
 
 
 @dataclass
@@ -64,7 +80,8 @@ class StepTrace:
         for record in self.hooks:
             if record.name == name:
                 return record
-        raise KeyError(f"step {self.index} has no hook record {name!r}")
+        raise TraceFormatError(f"step {self.index} has no hook record {name!r}: record the run with capture full "
+                               "(and a filter that keeps it)", code="trace_no_hook", name=name)
 
 
 @dataclass
@@ -119,9 +136,29 @@ class RunTrace:
         doc = {"schema_version": self.schema_version, "model_card": self.model_card, "prompt": self.prompt,
                "engine_config": self.engine_config, "seed": self.seed, "prompts": self.prompts,
                "tokens": {str(k): v for k, v in self.tokens.items()}, "steps": steps}
-        (folder / "trace.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1))
-        np.savez_compressed(folder / "arrays.npz", **arrays)
+        try:
+            text = json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a path from undecodable bytes): escaped, the file stays UTF-8
+            text = json.dumps(doc, indent=1).encode("ascii")
+        _write_atomic(folder / "arrays.npz", lambda f: np.savez_compressed(f, **arrays))
+        _write_atomic(folder / "trace.json", lambda f: f.write(text))
         return folder
+
+
+def _write_atomic(path: Path, write) -> None:
+    """`write(file)` into a temporary file beside `path`, renamed to `path` once complete: readers see the old
+    file or the whole new one, never half of one; on any failure the temporary file is removed."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as to a plain write
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def trace_to_zip(trace: RunTrace) -> bytes:
@@ -137,26 +174,78 @@ def trace_to_zip(trace: RunTrace) -> bytes:
 
 def trace_from_zip(data: bytes) -> RunTrace:
     """Read a .zip written by trace_to_zip; anything else raises TraceFormatError."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TraceFormatError(f"a trace archive is bytes, not {type(data).__name__}", code="trace_damaged")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, tempfile.TemporaryDirectory() as tmp:
-            names = set(archive.namelist())
-            if not {"trace.json", "arrays.npz"} <= names:
+            members = {info.filename: info for info in archive.infolist()}
+            if not set(FILES) <= set(members):
                 raise TraceFormatError("the archive must hold trace.json and arrays.npz", code="trace_damaged")
-            for name in ("trace.json", "arrays.npz"):
-                (Path(tmp) / name).write_bytes(archive.read(name))
+            _check_size(sum(members[name].file_size for name in FILES), "the archive")
+            for name in FILES:  # streamed: zipfile stops at the declared size and checks the CRC
+                with archive.open(members[name]) as src, open(Path(tmp) / name, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
             return load_trace(tmp)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except TraceFormatError:
+        raise
+    except _DAMAGED as exc:
         raise TraceFormatError(f"not a trace archive: {exc}", code="trace_damaged") from exc
+
+
+def _check_size(nbytes: int, what: str) -> None:
+    if nbytes > MAX_UNPACKED_BYTES:
+        raise TraceFormatError(f"{what} unpacks to {nbytes:,} bytes; a trace may hold at most {MAX_UNPACKED_BYTES:,} "
+                               "(a zip bomb, or a run too large to replay)", code="trace_too_large",
+                               size=f"{nbytes:,}", limit=f"{MAX_UNPACKED_BYTES:,}")
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes, read a MiB at a time up to the limit (a device file such as /dev/zero has no size)."""
+    chunks, total = [], 0
+    with open(path, "rb") as f:
+        while chunk := f.read(2**20):
+            total += len(chunk)
+            _check_size(total, path.name)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_arrays(path: Path) -> None:
+    """arrays.npz before numpy reads it: its members' declared sizes, and each array's header (dtype, shape)
+    against the bytes that hold it, so neither a bomb nor a header claiming a huge array allocates anything."""
+    with zipfile.ZipFile(path) as npz:
+        infos = npz.infolist()
+        _check_size(sum(info.file_size for info in infos), path.name)
+        for info in infos:
+            with npz.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version not in ((1, 0), (2, 0)):
+                    raise _damaged_arrays(path, f"{info.filename} is in .npy format {version}, not one a trace uses")
+                read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, dtype = read_header(member)
+            if dtype.hasobject:
+                raise _damaged_arrays(path, f"{info.filename} holds Python objects (a pickle); a trace holds numbers")
+            if math.prod(shape) * dtype.itemsize > info.file_size:
+                raise _damaged_arrays(path, f"{info.filename} declares a {list(shape)} {dtype} array but holds "
+                                            f"{info.file_size:,} bytes")
+
+
+def _damaged_arrays(path: Path, what: str) -> TraceFormatError:
+    return TraceFormatError(f"cannot read the trace in {path.parent}: {what}", code="trace_damaged")
 
 
 def load_trace(folder: str | Path) -> RunTrace:
     """Read a saved trace; a damaged or foreign one raises TraceFormatError, never anything else."""
     folder = Path(folder)
     try:
-        doc = json.loads((folder / "trace.json").read_text())
+        doc = json.loads(_read_bounded(folder / "trace.json").decode("utf-8"))
+        _check_arrays(folder / "arrays.npz")
         with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except TraceFormatError:
+        raise
+    except _DAMAGED as exc:
         raise TraceFormatError(f"cannot read the trace in {folder}: {exc}", code="trace_damaged") from exc
     if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
         found = doc.get("schema_version") if isinstance(doc, dict) else None
@@ -169,8 +258,10 @@ def load_trace(folder: str | Path) -> RunTrace:
         trace = RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
                          seed=doc["seed"], tokens={int(k): v for k, v in doc["tokens"].items()}, steps=steps,
                          prompts=list(doc["prompts"]))
-        _check(trace)
+        _check(trace, folder)
         return trace
+    except TraceFormatError:
+        raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise TraceFormatError(f"the trace in {folder} is damaged: missing or bad {exc}", code="trace_damaged") from exc
 
@@ -189,26 +280,41 @@ def _migrate_v1(doc: dict) -> dict:
 KV_KEYS = ("layout", "seq_len", "max_seq", "kv_heads", "head_dim", "element_bytes", "bytes_used", "bytes_allocated")
 
 
-def _check(trace: RunTrace) -> None:
+def _check(trace: RunTrace, folder: Path) -> None:
     """What every page relies on: steps 0..N-1 with the prefill first, batch-first arrays that agree,
     a KV snapshot and timings, and an entry in the token table for every id a step shows."""
+    def damaged(what: str) -> TraceFormatError:
+        return TraceFormatError(f"the trace in {folder} is damaged: {what}", code="trace_damaged")
+
     if not trace.steps:
-        raise ValueError("'steps': the trace holds no step")
+        raise damaged("'steps': the trace holds no step")
     for i, step in enumerate(trace.steps):
         if step.index != i or step.phase != ("prefill" if i == 0 else "decode"):
-            raise ValueError(f"'steps[{i}]': index {step.index} / phase {step.phase!r} out of order")
+            raise damaged(f"'steps[{i}]': index {step.index} / phase {step.phase!r} out of order")
+        ints, floats = (step.input_ids, step.positions, step.sampled, step.topk_ids), (step.topk_logits, step.logsumexp)
+        if not all(isinstance(a, np.ndarray) and a.dtype.kind in "iu" for a in ints) or \
+                not all(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in floats):
+            raise damaged(f"'steps[{i}]': input_ids, positions, sampled, topk_ids must be integer arrays, "
+                          "topk_logits and logsumexp float arrays")
+        if step.input_ids.ndim != 2:
+            raise damaged(f"'steps[{i}]': input_ids must be [rows, tokens], not {list(step.input_ids.shape)}")
         b = step.input_ids.shape[0]
-        if step.input_ids.ndim != 2 or step.positions.shape != step.input_ids.shape or step.sampled.shape != (b,):
-            raise ValueError(f"'steps[{i}]': input_ids/positions/sampled shapes disagree")
+        if step.positions.shape != step.input_ids.shape or step.sampled.shape != (b,) or \
+                step.topk_ids.ndim != 2 or step.topk_ids.shape[0] != b or \
+                step.topk_logits.shape != step.topk_ids.shape or step.logsumexp.shape != (b,):
+            raise damaged(f"'steps[{i}]': the shapes of input_ids, positions, sampled, topk_ids, topk_logits and "
+                          "logsumexp disagree")
         if i and step.input_ids.shape[1] != 1:
-            raise ValueError(f"'steps[{i}]': a decode step reads one token")
+            raise damaged(f"'steps[{i}]': a decode step reads one token")
+        if not isinstance(step.kv, dict) or not isinstance(step.timings, dict):
+            raise damaged(f"'steps[{i}]': kv and timings must be objects")
         missing = [k for k in KV_KEYS if k not in step.kv]
         missing += [k for k in ("spans_ms", "total_ms") if k not in step.timings]
         if missing:
-            raise ValueError(f"'steps[{i}]': no {', '.join(missing)}")
+            raise damaged(f"'steps[{i}]': no {', '.join(missing)}")
         shown = [*step.input_ids.ravel(), *step.sampled.ravel(), *step.topk_ids.ravel()]
         if any(int(t) >= 0 and int(t) not in trace.tokens for t in shown):
-            raise ValueError(f"'steps[{i}]': a token id has no entry in the token table")
+            raise damaged(f"'steps[{i}]': a token id has no entry in the token table")
 
 
 def _load_step(entry: dict, arrays: dict) -> StepTrace:

@@ -6,6 +6,7 @@ Hugging Face config dict into this; the transformer in transformer.py is built f
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
@@ -16,6 +17,10 @@ POSITIONS = ("rope", "learned")
 MLPS = ("gated", "plain")  # gated: down(act(gate(x)) * up(x)) (SwiGLU); plain: proj(act(fc(x)))
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "relu")
 ROPE_TYPES = ("default", "linear", "llama3")
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class ModelConfig:
             raise ConfigError(
                 f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}: "
                 "each KV head serves a whole group of query heads")
+        if not _finite(self.norm_eps) or self.norm_eps < 0:
+            raise ConfigError(f"norm_eps must be a finite number >= 0, got {self.norm_eps!r}: NaN or inf here "
+                              "makes every activation NaN")
         checks = (("norm", NORMS), ("position", POSITIONS), ("mlp", MLPS), ("activation", ACTIVATIONS))
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
@@ -63,6 +71,8 @@ class ModelConfig:
         if self.position == "rope":
             if self.head_dim % 2:
                 raise ConfigError(f"RoPE needs an even head_dim, got {self.head_dim}")
+            if not _finite(self.rope_theta) or self.rope_theta <= 0:
+                raise ConfigError(f"rope_theta must be a finite number > 0, got {self.rope_theta!r}")
             rope_type = self.rope_scaling.get("rope_type", "default")
             if rope_type not in ROPE_TYPES:
                 raise ConfigError(f"rope_type={rope_type!r} is not supported; supported: {ROPE_TYPES}")

@@ -7,6 +7,7 @@ map below is a list of prefix swaps in both directions.
 
 from __future__ import annotations
 
+import math
 import re
 
 from llmviz.engine.models.config import ACTIVATIONS, ROPE_TYPES, ModelConfig
@@ -69,7 +70,7 @@ def _check_scaling(params: dict) -> None:
     kind = params.get("rope_type", "default")
     for key in _SCALING_KEYS.get(kind, ()):
         value = params.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
             raise ModelConfigError(f"rope_scaling of type {kind!r} needs a positive number {key!r}, got {value!r}")
     if kind in _SCALING_KEYS and params["factor"] < 1:
         raise ModelConfigError(f"rope_scaling factor must be >= 1, got {params['factor']}")

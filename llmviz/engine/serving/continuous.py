@@ -55,7 +55,7 @@ class ServeConfig:
         if self.token_budget < self.slots:
             raise ConfigError(f"token_budget ({self.token_budget}) must cover one decode token per slot "
                               f"({self.slots})")
-        if self.pool_blocks is not None and self.pool_blocks < 1:
+        if self.pool_blocks is not None and (not isinstance(self.pool_blocks, int) or self.pool_blocks < 1):
             raise ConfigError(f"pool_blocks must be >= 1, got {self.pool_blocks}")
 
 

@@ -88,7 +88,7 @@ def parse_trace(text: str, name: str = "trace") -> RequestTrace:
     """A trace from its JSON text; anything malformed is a TraceFormatError saying what and where."""
     try:
         doc = json.loads(text)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: absurdly nested brackets
         raise TraceFormatError(f"{name} is not JSON: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("requests"), list):
         raise TraceFormatError(f"{name} needs an object with a list of \"requests\"")
@@ -126,8 +126,9 @@ def load_trace(name_or_path: str) -> RequestTrace:
         if path.stat().st_size > MAX_TRACE_BYTES:
             raise TraceFormatError(f"{name_or_path} holds {path.stat().st_size:,} bytes; a request trace may hold "
                                    f"at most {MAX_TRACE_BYTES:,}")
-        data = path.read_bytes()
-    except OSError as exc:
+        with open(path, "rb") as f:  # bounded: a device file (/dev/zero) has no size to check first
+            data = f.read(MAX_TRACE_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise TraceFormatError(f"cannot read the request trace {name_or_path!r} ({exc}); built-in traces: "
                                f"{', '.join(BUILT_IN)}") from exc
     return parse_trace_bytes(data, str(name_or_path))

@@ -28,7 +28,7 @@ from llmviz.engine.devices import synchronize
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.phases import feed
-from llmviz.engine.sampling import filter_logits
+from llmviz.engine.sampling import check_finite, filter_logits
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 
@@ -104,7 +104,9 @@ class Speculator:
 
     def _feed(self, which: str, tokens: list[int], all_positions: bool = False) -> torch.Tensor:
         lm = self.target if which == "target" else self.draft
-        return feed(lm.model, self.caches[which], [tokens], [0], last_only=not all_positions)[0]
+        logits = feed(lm.model, self.caches[which], [tokens], [0], last_only=not all_positions)[0]
+        check_finite(logits)
+        return logits
 
     def prefill(self) -> None:
         """Both models read the prompt but its last token (the first round feeds it)."""

@@ -1,0 +1,598 @@
+"""The catalogue of hostile inputs (issue 9): prompts, numeric values, trace files, request traces and model
+folders, each named, with what must happen to it.
+
+The library tests (test_library.py), the CLI tests (test_cli_hostile.py) and the pages' harness run the same
+catalogue. Every case either is refused with a typed error (a subclass of llmviz.errors.LlmvizError with a
+one-line message) or gives a correct result that a test checks against an independent fact. Builders return
+bytes or write a folder; nothing here imports torch at module level, and nothing needs a model loaded.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import pickle
+import shutil
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+OK, ERROR = "ok", "error"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    value: object  # the input itself, or a builder
+    expect: str  # OK (a correct result) or ERROR (a typed error)
+    error: str = "LlmvizError"  # the llmviz.errors class expected (or a base of it) when expect is ERROR
+
+
+# --- prompts -----------------------------------------------------------------------------------------------
+# Expectations for the embedded model (llmviz-tiny: byte-level BPE, a 512-token context).
+PROMPTS = (
+    Case("empty", "", ERROR, "PromptError"),
+    Case("whitespace", " \t\n \r\n ", ERROR, "PromptError"),
+    Case("unicode_whitespace", "\u3000\u00a0\u2028\u2003", ERROR, "PromptError"),
+    Case("ten_thousand_chars", "The quick brown fox jumps over the lazy dog. " * 223, ERROR, "PromptError"),
+    Case("ten_thousand_one_letter", "x" * 10_000, ERROR, "PromptError"),
+    Case("ten_thousand_emoji", "👩‍👩‍👧‍👦" * 1500, ERROR, "PromptError"),
+    Case("control_chars", "bell\x07 esc\x1b[31mred\x1b[0m del\x7f \x01\x02\x03", OK),
+    Case("nul_byte", "before\x00after", OK),
+    Case("only_nuls", "\x00\x00\x00", OK),
+    Case("lone_high_surrogate", "abc\ud800def", ERROR, "PromptError"),
+    Case("lone_low_surrogate", "caf\udce9", ERROR, "PromptError"),  # what undecodable argv bytes become
+    Case("reversed_surrogate_pair", "\udc00\ud800", ERROR, "PromptError"),
+    Case("rtl_override", "\u202eevil.exe\u202c txt", OK),
+    Case("bidi_isolates", "\u2067שלום\u2069 and \u2066abc\u2069", OK),
+    Case("emoji_zwj_family", "👩‍👩‍👧‍👦 family", OK),
+    Case("emoji_flag_skin_keycap", "🇨🇳 👍🏽 1️⃣ 🏳️‍🌈", OK),
+    Case("cjk", "济南的冬天", OK),
+    Case("mixed_scripts", "Hello мир 世界 مرحبا שלום नमस्ते Γειά 🌍", OK),
+    Case("zalgo_combining", "Z\u0334\u0321\u032a\u0353a\u0338l\u0335g\u0337o", OK),
+    Case("zero_width_only", "\u200b\u200c\u200d", OK),
+    Case("byte_order_mark", "\ufeffhello", OK),
+    Case("noncharacters", "\uffff\ufffe\U0010ffff", OK),
+    Case("special_token_text", "<|endoftext|>", OK),
+    Case("crlf_and_tabs", "line one\r\nline two\ttabbed", OK),
+    Case("json_and_shell_metachars", '{"a": [1, 2]}; $(rm -rf /) `id` \'"\\', OK),
+)
+
+# Not text at all (the library only: a command line passes strings).
+NOT_TEXT = (
+    Case("int", 123, ERROR, "PromptError"),
+    Case("bytes", b"hello", ERROR, "PromptError"),
+    Case("list_with_int", ["ok", 5], ERROR, "PromptError"),
+    Case("empty_list", [], ERROR, "PromptError"),
+    Case("none_in_list", ["ok", None], ERROR, "PromptError"),
+)
+
+# Token ids given directly (Session(prompt_ids=...): the serving traces and the batch sweep start from ids).
+PROMPT_IDS = (
+    Case("float_id", [[5, 1.5]], ERROR, "PromptError"),
+    Case("nan_id", [[math.nan]], ERROR, "PromptError"),
+    Case("text_id", [["5"]], ERROR, "PromptError"),
+    Case("negative_id", [[-1, 5]], ERROR, "PromptError"),
+    Case("huge_id", [[10**12]], ERROR, "PromptError"),
+    Case("empty_row", [[5], []], ERROR, "PromptError"),
+    Case("no_rows", [], ERROR, "PromptError"),
+    Case("row_not_a_list", [5], ERROR, "PromptError"),
+    Case("two_rows", [[5, 6, 7], [8]], OK),
+)
+
+
+def context_prompt(n: int) -> str:
+    """A prompt of exactly n tokens for the embedded tokenizer (SOH is one token and merges with nothing)."""
+    return "\x01" * n
+
+
+# --- numeric controls --------------------------------------------------------------------------------------
+# Every numeric control gets these five values; `ok` names the ones that must give a correct result (with the
+# setup the control needs, see `setup`), every other value must be refused with a ConfigError.
+VALUES = {"negative": -1, "zero": 0, "huge": 10**12, "nan": math.nan, "text": "abc"}
+
+
+@dataclass(frozen=True)
+class Control:
+    name: str  # the library's name of the setting
+    where: str  # sampling | engine | generate | compare | serve | speculative | threads
+    flag: str | None  # the CLI flag (None: not on the command line)
+    command: str = "generate"
+    ok: tuple = ()  # VALUES keys that must run
+    setup: dict | None = None  # other settings the value is tried with (library field names)
+    huge: str = "ConfigError"  # the error 10**12 gets when it is refused (an allocation it would need: no memory)
+
+
+CONTROLS = (
+    Control("temperature", "sampling", "--temperature", ok=("zero",)),
+    Control("top_k", "sampling", "--top-k", ok=("zero", "huge")),  # 0 and >= vocab both mean "off"
+    Control("top_p", "sampling", "--top-p"),
+    Control("repetition_penalty", "sampling", "--repetition-penalty", ok=("huge",)),
+    Control("seed", "engine", "--seed", ok=("negative", "zero", "huge")),  # torch takes [-2**63, 2**64)
+    Control("max_seq_len", "engine", "--max-seq-len"),  # 0, -1 < 2; 10**12 beyond the context
+    Control("kv_heads", "engine", "--kv-heads"),
+    Control("sliding_window", "engine", "--sliding-window", ok=("huge",)),  # wider than the context: no effect
+    Control("kv_rollback", "engine", "--kv-rollback", ok=("zero", "huge")),
+    Control("kv_block_size", "engine", "--kv-block-size", setup={"kv_layout": "paged"}),
+    Control("kv_pool_blocks", "engine", "--kv-pool-blocks", setup={"kv_layout": "paged"}, huge="KVCacheTooLargeError"),
+    Control("quant_group", "engine", "--quant-group", setup={"quant": "int4"}),
+    Control("logit_lens_top_k", "engine", None, ok=("zero", "huge"), setup={"capture": "meta"}),
+    Control("max_new_tokens", "generate", "--max-new-tokens", ok=("huge",), setup={"max_seq_len": 16}),
+    Control("steps", "generate", "--steps", command="trace", ok=("zero", "huge"), setup={"max_seq_len": 16}),
+    Control("threads", "threads", "--threads"),
+    Control("steps", "compare", "--steps", command="compare"),
+    Control("repeats", "compare", "--repeats", command="compare"),
+    Control("warmup", "compare", "--warmup", command="compare"),
+    Control("layer", "compare", "--layer", command="compare", ok=("zero",)),
+    Control("head", "compare", "--head", command="compare", ok=("zero",)),
+    Control("slots", "serve", "--slots", command="serve-sim"),  # huge: more slots than the token budget
+    Control("token_budget", "serve", "--token-budget", command="serve-sim", ok=("huge",)),
+    Control("block_size", "serve", "--block-size", command="serve-sim", huge="KVCacheTooLargeError"),
+    Control("pool_blocks", "serve", "--pool-blocks", command="serve-sim", huge="KVCacheTooLargeError"),
+    Control("k", "speculative", "--k", command="speculative"),
+    Control("max_new", "speculative", "--max-new-tokens", command="speculative"),  # huge: beyond the context
+)
+
+# Device and dtype names are text controls with the same promise.
+DEVICES = (
+    Case("empty_device", "", ERROR, "ConfigError"),
+    Case("unknown_device", "tpu", ERROR, "ConfigError"),
+    Case("negative_cuda_index", "cuda:-1", ERROR, "ConfigError"),
+    Case("huge_cuda_index", "cuda:99999999999999999999", ERROR, "ConfigError"),
+    Case("upper_case_cpu", "CPU", ERROR, "ConfigError"),
+)
+
+
+# --- zip files written byte by byte (for members zipfile cannot write: forged sizes, raw deflate streams) ---
+def _raw_zip(members: list[tuple]) -> bytes:
+    """members: (name, method, crc, data as stored, declared uncompressed size, flags) -> a zip archive."""
+    out, central = io.BytesIO(), io.BytesIO()
+    for name, method, crc, data, size, flags in members:
+        offset, encoded = out.tell(), name.encode()
+        out.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, flags, method, 0, 0x21, crc, len(data), size,
+                              len(encoded), 0))
+        out.write(encoded + data)
+        central.write(struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, flags, method, 0, 0x21, crc, len(data), size,
+                                  len(encoded), 0, 0, 0, 0, 0, offset))
+        central.write(encoded)
+    start = out.tell()
+    out.write(central.getvalue())
+    out.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(central.getvalue()),
+                          start, 0))
+    return out.getvalue()
+
+
+def _deflate(data: bytes) -> bytes:
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+
+
+# CRC-32 of long runs of zeros without reading them: zlib's crc32_combine (multiplication modulo the CRC
+# polynomial), so a bomb's members carry their true checksum and a naive reader inflates them to the end.
+_POLY = 0xEDB88320
+
+
+def _multmodp(a: int, b: int) -> int:
+    m, p = 1 << 31, 0
+    while True:
+        if a & m:
+            p ^= b
+            if not a & (m - 1):
+                return p
+        m >>= 1
+        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
+
+
+_X2N = [1 << 30]  # x^(2^k) modulo the polynomial
+for _ in range(31):
+    _X2N.append(_multmodp(_X2N[-1], _X2N[-1]))
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """The CRC-32 of A + B from crc(A), crc(B) and len(B) (as zlib's crc32_combine)."""
+    p, k = 1 << 31, 3
+    while len2:
+        if len2 & 1:
+            p = _multmodp(_X2N[k & 31], p)
+        len2 >>= 1
+        k += 1
+    return _multmodp(p, crc1) ^ crc2
+
+
+def crc32_zeros(n: int, prefix: bytes = b"") -> int:
+    """zlib.crc32(prefix + bytes(n)), in microseconds for any n."""
+    crc, run, run_len = zlib.crc32(prefix), zlib.crc32(b"\0"), 1
+    while n:
+        if n & 1:
+            crc = crc32_combine(crc, run, run_len)
+        n >>= 1
+        if n:
+            run, run_len = crc32_combine(run, run, run_len), 2 * run_len
+    return crc
+
+
+CHUNK = 1 << 20
+
+
+def zeros_stream(prefix: bytes, size: int) -> bytes:
+    """A raw deflate stream of `prefix` then zeros up to `size` bytes in all, built without inflating them:
+    after a full flush, every further MiB of zeros compresses to the same ~1 KB."""
+    assert size % CHUNK == 0 and len(prefix) < CHUNK
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = c.compress(prefix + bytes(CHUNK - len(prefix))) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(bytes(CHUNK)) + c.flush(zlib.Z_FULL_FLUSH)
+    return head + block * (size // CHUNK - 1) + c.flush()
+
+
+def bomb_member(name: str, size: int, prefix: bytes = b"") -> tuple:
+    """A deflated member of `size` bytes (prefix, then zeros) whose stored data is ~size/1000."""
+    return name, zipfile.ZIP_DEFLATED, crc32_zeros(size - len(prefix), prefix), zeros_stream(prefix, size), size, 0
+
+
+def _stored(name: str, data: bytes, flags: int = 0, method: int = zipfile.ZIP_STORED) -> tuple:
+    return name, method, zlib.crc32(data), data, len(data), flags
+
+
+# --- trace archives (the Trace page's upload; llmviz.engine.trace.trace_from_zip) ---------------------------
+BOMB_BYTES = 3 * 2**30  # above llmviz.engine.trace.MAX_UNPACKED_BYTES (2 GiB), below zip64's 4 GiB
+
+
+def _members(valid: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(valid)) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _with_json(valid: bytes, edit) -> bytes:
+    members = _members(valid)
+    members["trace.json"] = edit(json.loads(members["trace.json"]))
+    return _zip(members)
+
+
+def _with_arrays(valid: bytes, edit) -> bytes:
+    import numpy as np
+
+    members = _members(valid)
+    with np.load(io.BytesIO(members["arrays.npz"]), allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **edit(arrays))
+    members["arrays.npz"] = buffer.getvalue()
+    return _zip(members)
+
+
+def _pickled_member(valid: bytes) -> bytes:
+    """arrays.npz whose input_ids member is an object array: numpy would unpickle it if allowed."""
+    import numpy as np
+
+    members = _members(valid)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(members["arrays.npz"])) as src, zipfile.ZipFile(buffer, "w") as dst:
+        for info in src.infolist():
+            if info.filename == "s0.input_ids.npy":
+                npy = io.BytesIO()
+                np.save(npy, np.array([[1, {"os.system": "echo pwned"}]], dtype=object), allow_pickle=True)
+                dst.writestr(info.filename, npy.getvalue())
+            else:
+                dst.writestr(info, src.read(info))
+    members["arrays.npz"] = buffer.getvalue()
+    return _zip(members)
+
+
+def _npz_bomb(valid: bytes) -> bytes:
+    """A small arrays.npz (stored as is in the archive) whose one member inflates to BOMB_BYTES."""
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                 "shape": ((BOMB_BYTES - 128) // 4,)})
+    npz = _raw_zip([bomb_member("s0.logits.npy", BOMB_BYTES, header.getvalue().ljust(128, b"\0"))])
+    return _zip({**_members(valid), "arrays.npz": npz})
+
+
+def _huge_header(valid: bytes) -> bytes:
+    """An .npy member whose header claims 2**40 floats while it holds a few bytes."""
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (2**40,)})
+    npz = _raw_zip([_stored("s0.logits.npy", header.getvalue() + bytes(64))])
+    return _zip({**_members(valid), "arrays.npz": npz})
+
+
+def _bomb(valid: bytes) -> bytes:
+    members = _members(valid)
+    return _raw_zip([_stored("trace.json", members["trace.json"]), bomb_member("arrays.npz", BOMB_BYTES)])
+
+
+def _lying_size(valid: bytes) -> bytes:
+    """trace.json declares 100 bytes but its stream inflates to 64 MiB (the reader must stop at what it declared)."""
+    name, method, _, data, _, flags = bomb_member("trace.json", 64 * CHUNK)
+    return _raw_zip([(name, method, zlib.crc32(bytes(100)), data, 100, flags),
+                     _stored("arrays.npz", _members(valid)["arrays.npz"])])
+
+
+def _flagged(valid: bytes, flags: int = 0, method: int = zipfile.ZIP_STORED) -> bytes:
+    members = _members(valid)
+    return _raw_zip([_stored("trace.json", members["trace.json"], flags, method),
+                     _stored("arrays.npz", members["arrays.npz"])])
+
+
+def _shape(arrays: dict, key: str, value) -> dict:
+    return {**arrays, key: value}
+
+
+TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
+    Case("empty_file", lambda valid: b"", ERROR, "TraceFormatError"),
+    Case("not_a_zip", lambda valid: b"this is a text file, not a zip archive\n" * 10, ERROR, "TraceFormatError"),
+    Case("png_header", lambda valid: b"\x89PNG\r\n\x1a\n" + bytes(200), ERROR, "TraceFormatError"),
+    Case("truncated", lambda valid: valid[: len(valid) // 2], ERROR, "TraceFormatError"),
+    Case("truncated_tail", lambda valid: valid[:-10], ERROR, "TraceFormatError"),
+    Case("missing_arrays", lambda valid: _zip({"trace.json": _members(valid)["trace.json"]}), ERROR,
+         "TraceFormatError"),
+    Case("json_invalid_utf8", lambda valid: _zip({**_members(valid), "trace.json": b'{"prompt": "\xff\xfe\xc3("}'}),
+         ERROR, "TraceFormatError"),
+    Case("json_not_json", lambda valid: _zip({**_members(valid), "trace.json": b"{oops"}), ERROR, "TraceFormatError"),
+    Case("json_deeply_nested", lambda valid: _zip({**_members(valid), "trace.json": b"[" * 200_000}), ERROR,
+         "TraceFormatError"),
+    Case("json_a_list", lambda valid: _zip({**_members(valid), "trace.json": b"[]"}), ERROR, "TraceFormatError"),
+    Case("json_future_schema", lambda valid: _with_json(valid, lambda d: json.dumps({**d, "schema_version": 99})
+                                                        .encode()), ERROR, "TraceFormatError"),
+    Case("json_steps_not_a_list", lambda valid: _with_json(valid, lambda d: json.dumps({**d, "steps": 7}).encode()),
+         ERROR, "TraceFormatError"),
+    Case("json_unknown_step_field", lambda valid: _with_json(valid, lambda d: json.dumps(
+        {**d, "steps": [{**d["steps"][0], "evil": 1}, *d["steps"][1:]]}).encode()), ERROR, "TraceFormatError"),
+    Case("shape_ids_1d", lambda valid: _with_arrays(valid, lambda a: _shape(a, "s0.input_ids", a["s0.input_ids"]
+                                                                            .ravel())), ERROR, "TraceFormatError"),
+    Case("shape_sampled_wrong", lambda valid: _with_arrays(valid, lambda a: _shape(a, "s0.sampled", a["s0.sampled"]
+                                                                                   .repeat(3))), ERROR,
+         "TraceFormatError"),
+    Case("shape_topk_wrong", lambda valid: _with_arrays(valid, lambda a: _shape(a, "s0.topk_logits",
+                                                                                a["s0.topk_logits"][:, :2])),
+         ERROR, "TraceFormatError"),
+    Case("dtype_ids_float", lambda valid: _with_arrays(valid, lambda a: _shape(a, "s0.input_ids", a["s0.input_ids"]
+                                                                               .astype("float32"))), ERROR,
+         "TraceFormatError"),
+    Case("array_missing", lambda valid: _with_arrays(valid, lambda a: {k: v for k, v in a.items()
+                                                                       if k != "s0.sampled"}), ERROR,
+         "TraceFormatError"),
+    Case("pickle_inside_npz", _pickled_member, ERROR, "TraceFormatError"),
+    Case("npz_is_a_pickle", lambda valid: _zip({**_members(valid), "arrays.npz": pickle.dumps({"a": [1, 2]})}),
+         ERROR, "TraceFormatError"),
+    Case("zip_bomb", _bomb, ERROR, "TraceFormatError"),
+    Case("npz_bomb", _npz_bomb, ERROR, "TraceFormatError"),
+    Case("npy_header_claims_4tb", _huge_header, ERROR, "TraceFormatError"),
+    Case("lying_declared_size", _lying_size, ERROR, "TraceFormatError"),
+    Case("encrypted_member", lambda valid: _flagged(valid, flags=0x1), ERROR, "TraceFormatError"),
+    Case("unknown_compression", lambda valid: _flagged(valid, method=99), ERROR, "TraceFormatError"),
+    Case("path_traversal_extra_members", lambda valid: _zip({**_members(valid), "../../evil.txt": b"owned",
+                                                            "/tmp/evil-abs.txt": b"owned"}), OK),
+)
+
+# --- request traces (serve-sim --trace FILE; the Serving page's upload) -------------------------------------
+REQUEST_TRACES = (  # value: the file's bytes
+    Case("not_json", b"{not json", ERROR, "TraceFormatError"),
+    Case("invalid_utf8", b'{"requests": [{"prompt_ids": [1], "output_len": 2, "x": "\xff"}]}', ERROR,
+         "TraceFormatError"),
+    Case("deeply_nested", b"[" * 200_000, ERROR, "TraceFormatError"),
+    Case("no_requests", b'{"requests": []}', ERROR, "TraceFormatError"),
+    Case("prompt_ids_a_string", b'{"requests": [{"prompt_ids": "hello", "output_len": 2}]}', ERROR,
+         "TraceFormatError"),
+    Case("negative_token", b'{"requests": [{"prompt_ids": [-5], "output_len": 2}]}', ERROR, "TraceFormatError"),
+    Case("nan_temperature", b'{"requests": [{"prompt_ids": [1, 2], "output_len": 2, "temperature": NaN}]}', ERROR,
+         "TraceFormatError"),
+    Case("huge_output_len", b'{"requests": [{"prompt_ids": [1, 2], "output_len": 1000000000}]}', ERROR,
+         "ConfigError"),
+    Case("token_beyond_vocab", b'{"requests": [{"prompt_ids": [99999999], "output_len": 2}]}', ERROR, "ConfigError"),
+    Case("over_two_megabytes", b'{"requests": [' + b'{"prompt_ids": [1], "output_len": 1},' * 60_000 + b"]}", ERROR,
+         "TraceFormatError"),
+    Case("two_small_requests", b'{"requests": [{"prompt_ids": [5, 6, 7], "output_len": 2, "seed": 1}, '
+                               b'{"prompt_ids": [8, 9], "output_len": 3, "temperature": 0.8, "seed": 2}]}', OK),
+)
+
+# --- prompts files (generate --prompts-file) ----------------------------------------------------------------
+PROMPT_FILES = (
+    Case("latin1", "café\n".encode("latin-1"), ERROR, "LlmvizError"),
+    Case("utf16_with_bom", "hello\n".encode("utf-16"), ERROR, "LlmvizError"),
+    Case("only_blank_lines", b"\n  \n\t\n", ERROR, "LlmvizError"),
+    Case("nul_and_crlf", b"first\x00line\r\nsecond line\r\n", OK),
+)
+
+
+# --- model folders (value: builder(source folder, destination folder)) -------------------------------------
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _config(changes):
+    def build(src: Path, dst: Path) -> Path:
+        _copy(src, dst)
+        cfg = json.loads((dst / "config.json").read_text())
+        cfg.pop("rope_parameters", None)  # transformers 5 prefers it to rope_scaling / rope_theta
+        cfg = changes(cfg) if callable(changes) else {**cfg, **changes}
+        (dst / "config.json").write_text(json.dumps(cfg))
+        return dst
+    return build
+
+
+def _file(name: str, data: bytes | None):
+    def build(src: Path, dst: Path) -> Path:
+        _copy(src, dst)
+        if data is None:
+            (dst / name).unlink()
+        else:
+            (dst / name).write_bytes(data)
+        return dst
+    return build
+
+
+def _tensors(edit):
+    def build(src: Path, dst: Path) -> Path:
+        from safetensors.torch import load_file, save_file
+
+        _copy(src, dst)
+        tensors = load_file(str(dst / "model.safetensors"))
+        save_file(edit(tensors), str(dst / "model.safetensors"), metadata={"format": "pt"})
+        return dst
+    return build
+
+
+def _first(tensors: dict, part: str) -> str:
+    return next(k for k in sorted(tensors) if part in k)
+
+
+def _drop(t):
+    return {k: v for k, v in t.items() if k != _first(t, "q_proj")}
+
+
+def _misshape(t):
+    import torch
+
+    return {**t, _first(t, "q_proj"): torch.zeros(3, 5)}
+
+
+def _integers(t):
+    import torch
+
+    return {**t, _first(t, "q_proj"): t[_first(t, "q_proj")].round().to(torch.int64)}
+
+
+def _nan(t):
+    return {**t, _first(t, "embed_tokens"): t[_first(t, "embed_tokens")] * math.nan}
+
+
+def _overflow(t):
+    """The final norm's gain x 1e5: the logits leave fp16's range (|x| > 65504) while K and V stay inside it."""
+    return {**t, "model.norm.weight": t["model.norm.weight"] * 1e5}
+
+
+def _extra_layer(t):
+    return {**t, **{k.replace("layers.1.", "layers.2."): v.clone() for k, v in t.items() if "layers.1." in k}}
+
+
+def _shrink_vocab(src: Path, dst: Path) -> Path:
+    """Embedding rows cut to 200 while the tokenizer still gives ids up to ~300."""
+    from safetensors.torch import load_file, save_file
+
+    _config({"vocab_size": 200})(src, dst)
+    tensors = load_file(str(dst / "model.safetensors"))
+    tensors = {k: v[:200] if "embed_tokens" in k or "lm_head" in k else v for k, v in tensors.items()}
+    save_file(tensors, str(dst / "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def _pickled_weights(src: Path, dst: Path) -> Path:
+    import torch
+
+    _copy(src, dst)
+    torch.save({"x": torch.ones(2)}, dst / "model.safetensors")  # a pickle under the safetensors name
+    return dst
+
+
+def _bin_only(src: Path, dst: Path) -> Path:
+    _copy(src, dst)
+    (dst / "model.safetensors").rename(dst / "pytorch_model.bin")
+    return dst
+
+
+def _index(doc):
+    def build(src: Path, dst: Path) -> Path:
+        _copy(src, dst)
+        (dst / "model.safetensors.index.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        return dst
+    return build
+
+
+REMOTE_CODE = "import pathlib\npathlib.Path(__file__).with_name('REMOTE_CODE_RAN').write_text('ran')\n"
+
+
+def _remote_code(model_type: str):
+    """A folder asking for its own code (auto_map): it must never run (no trust_remote_code)."""
+    def build(src: Path, dst: Path) -> Path:
+        _config({"model_type": model_type, "auto_map": {"AutoConfig": "evil.EvilConfig",
+                                                        "AutoModelForCausalLM": "evil.EvilModel",
+                                                        "AutoTokenizer": ["evil.EvilTokenizer", None]}})(src, dst)
+        (dst / "evil.py").write_text(REMOTE_CODE)
+        cfg = json.loads((dst / "tokenizer_config.json").read_text())
+        (dst / "tokenizer_config.json").write_text(json.dumps({**cfg, "auto_map": {"AutoTokenizer": [
+            "evil.EvilTokenizer", None]}}))
+        return dst
+    return build
+
+
+RUNS = "runs"  # a model case that loads; the error (or the correct result) comes from running a prompt
+
+# (case, the model_factory kind to start from, whether it must load and run, dtype)
+MODEL_FOLDERS = (
+    (Case("absurd_layers", _config({"num_hidden_layers": 10**6}), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("absurd_vocab", _config({"vocab_size": 10**12}), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("absurd_hidden", _config({"hidden_size": 10**9}), ERROR, "LlmvizError"), "llama_tied"),
+    (Case("absurd_intermediate", _config({"intermediate_size": 10**12}), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("absurd_gpt2_positions", _config({"n_positions": 10**12}), ERROR, "WeightLoadError"), "gpt2"),
+    (Case("absurd_context", _config({"max_position_embeddings": 10**12}), OK), "llama_tied"),
+    (Case("negative_hidden", _config({"n_embd": -64}), ERROR, "LlmvizError"), "gpt2"),
+    (Case("zero_heads", _config({"num_attention_heads": 0}), ERROR, "LlmvizError"), "llama_tied"),
+    (Case("heads_as_text", _config({"n_head": "four"}), ERROR, "ModelConfigError"), "gpt2"),
+    (Case("norm_eps_nan", _config({"rms_norm_eps": math.nan}), ERROR, "ConfigError"), "llama_tied"),
+    (Case("rope_theta_zero", _config({"rope_theta": 0}), ERROR, "ConfigError"), "llama_tied"),
+    (Case("rope_theta_nan", _config({"rope_theta": math.nan}), ERROR, "ConfigError"), "llama_tied"),
+    (Case("rope_theta_text", _config({"rope_theta": "abc"}), ERROR, "ModelConfigError"), "llama_tied"),
+    (Case("rope_scaling_a_list", _config({"rope_scaling": [1, 2]}), ERROR, "ModelConfigError"), "llama_tied"),
+    (Case("rope_scaling_a_string", _config({"rope_scaling": "oops"}), ERROR, "ModelConfigError"), "llama_tied"),
+    (Case("rope_scaling_missing_keys", _config({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}), ERROR,
+          "ModelConfigError"), "llama_tied"),
+    (Case("rope_scaling_unknown_type", _config({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}}), ERROR,
+          "UnsupportedArchitectureError"), "llama_tied"),
+    (Case("rope_scaling_nan_factor", _config({"rope_scaling": {"rope_type": "linear", "factor": math.nan}}), ERROR,
+          "ModelConfigError"), "llama_tied"),
+    (Case("rope_scaling_inf_factor", _config({"rope_scaling": {"rope_type": "linear", "factor": math.inf}}), ERROR,
+          "ModelConfigError"), "llama_tied"),
+    (Case("config_a_list", _config(lambda c: [c]), ERROR, "ModelConfigError"), "llama_tied"),
+    (Case("config_model_type_a_list", _config({"model_type": ["llama"]}), ERROR, "UnsupportedArchitectureError"),
+     "llama_tied"),
+    (Case("config_unknown_model_type", _config({"model_type": "bert"}), ERROR, "UnsupportedArchitectureError"),
+     "gpt2"),
+    (Case("config_not_utf8", _file("config.json", b"\xff\xfe{\x00"), ERROR, "ModelNotFoundError"), "llama_tied"),
+    (Case("config_empty", _file("config.json", b""), ERROR, "ModelNotFoundError"), "llama_tied"),
+    (Case("config_deeply_nested", _file("config.json", b"[" * 200_000), ERROR, "ModelNotFoundError"),
+     "llama_tied"),
+    (Case("config_missing", _file("config.json", None), ERROR, "ModelNotFoundError"), "llama_tied"),
+    (Case("missing_tensor", _tensors(_drop), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("misshaped_tensor", _tensors(_misshape), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("integer_tensor", _tensors(_integers), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("extra_layer", _tensors(_extra_layer), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("pytorch_model_bin_only", _bin_only, ERROR, "WeightLoadError"), "gpt2"),
+    (Case("pickle_named_safetensors", _pickled_weights, ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("garbage_safetensors", _file("model.safetensors", bytes(100)), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("empty_safetensors", _file("model.safetensors", b""), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("index_not_json", _index("{oops"), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("index_without_weight_map", _index({}), ERROR, "WeightLoadError"), "llama_tied"),
+    (Case("index_path_traversal", _index({"weight_map": {"a": "../../outside.safetensors"}}), ERROR,
+          "WeightLoadError"), "llama_tied"),
+    (Case("index_names_a_pickle", _index({"weight_map": {"a": "pytorch_model.bin"}}), ERROR, "WeightLoadError"),
+     "llama_tied"),
+    (Case("tokenizer_garbage", _file("tokenizer.json", b"{bad"), ERROR, "ModelNotFoundError"), "llama_tied"),
+    (Case("tokenizer_bigger_than_vocab", _shrink_vocab, RUNS, "ModelConfigError"), "llama_tied"),
+    (Case("nan_weights", _tensors(_nan), RUNS, "LogitsNotFiniteError"), "llama_tied"),
+    (Case("fp16_overflow", _tensors(_overflow), RUNS, "LogitsNotFiniteError"), "llama_tied"),
+    (Case("remote_code_unknown_type", _remote_code("evil"), ERROR, "UnsupportedArchitectureError"), "llama_tied"),
+    (Case("remote_code_known_type", _remote_code("llama"), OK), "llama_tied"),
+)
+DTYPE_OF = {"fp16_overflow": "fp16"}  # the dtype a model case loads in (default fp32)
+
+
+def count() -> int:
+    """Hostile inputs in the catalogue (numeric ones counted per value)."""
+    return (len(PROMPTS) + len(NOT_TEXT) + len(PROMPT_IDS) + len(CONTROLS) * len(VALUES) + len(DEVICES)
+            + len(TRACE_FILES) + len(REQUEST_TRACES) + len(PROMPT_FILES) + len(MODEL_FOLDERS))

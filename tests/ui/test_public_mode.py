@@ -85,7 +85,7 @@ def test_the_gate_refuses_a_second_run_of_one_session_and_times_out():
         began = time.monotonic()
         with pytest.raises(ServerBusyError) as err, gate.slot("b", wait_s=0.3, on_wait=seen.append):
             pass
-        assert err.value.code == "busy_server" and 0.25 < time.monotonic() - began < 2
+        assert err.value.code == "busy_server" and 0.25 < time.monotonic() - began < 10  # waited, then gave up
         assert seen and set(seen) == {0}  # b was first in the queue, behind the running one
     assert not gate.queue and not gate.running
     with gate.slot("b", wait_s=0):  # free again

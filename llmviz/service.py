@@ -128,6 +128,13 @@ def serve(lm: LoadedModel, trace, scheduler: str, progress=None, **options) -> d
     return ContinuousScheduler(lm, requests, config).run(progress)
 
 
+def release_memory() -> bool:
+    """Give freed heap memory back to the OS (llmviz/engine/memory.py): a long-running app calls it now and then."""
+    from llmviz.engine.memory import release_freed_memory
+
+    return release_freed_memory()
+
+
 def read_trace(data: bytes, name: str):
     """A request trace from a file's bytes, read or uploaded (bounded UTF-8 JSON; TraceFormatError otherwise)."""
     from llmviz.engine.serving.requests import parse_trace_bytes

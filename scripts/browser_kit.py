@@ -211,3 +211,65 @@ def wait_metric_count(page, label: str, count: int, timeout_s: float = 120) -> l
         f"  return document.querySelector('{IDLE}') !== null && all(label).length >= count; }}",
         arg=[label, count], polling=250, timeout=timeout_s * 1000)
     return page.evaluate(METRICS_JS, label)
+
+
+# ---- Async variants (many browser sessions driven at once from one thread: the concurrency harness) ----
+
+@contextlib.asynccontextmanager
+async def chromium_async(headless: bool = True):
+    """An async playwright Browser on Debian's /usr/bin/chromium; one browser, a context per app session."""
+    from playwright.async_api import async_playwright
+
+    if not CHROMIUM.exists():
+        raise FileNotFoundError(f"{CHROMIUM} is absent: apt-get install -y chromium fonts-noto-cjk")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=headless)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def wait_idle_async(page, timeout_s: float = 60, settle_s: float = 0.3) -> None:
+    """wait_idle for an async page."""
+    deadline = time.perf_counter() + timeout_s
+    while True:
+        await page.wait_for_selector(IDLE, state="attached",
+                                     timeout=max(1, deadline - time.perf_counter()) * 1000)
+        await page.wait_for_timeout(settle_s * 1000)
+        if await page.query_selector(IDLE) is not None:
+            return
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the app never became idle")
+
+
+async def metric_async(page, label: str) -> str | None:
+    return await page.evaluate(METRIC_JS, label)
+
+
+async def exceptions_async(page) -> list[str]:
+    return [(await e.inner_text())[:500] for e in await page.query_selector_all(EXCEPTION)]
+
+
+def page_title_key(file: str) -> str:
+    """The catalog key of a page's title: `heading(t, "<page>")` in its file gives "<page>.title"."""
+    found = re.search(r'heading\(t, "([^"]+)"\)', (ROOT / file).read_text())
+    return f"{found.group(1)}.title" if found else ""
+
+
+def process_tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its children (psutil), e.g. the streamlit server's."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0
+    for proc in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    return total
+
+
+def server_log(server: AppServer) -> str:
+    """The server's whole log so far (AppServer.output() keeps only the tail)."""
+    server.log.flush()
+    return Path(server.log.name).read_text(errors="replace")

@@ -20,7 +20,7 @@ from llmviz.errors import LlmvizError
 from llmviz.ui.i18n import Translator
 from llmviz.ui.public import HeavyGate, Policy
 from llmviz.ui.settings import UI_THREADS, Settings, encode_history
-from llmviz.ui.trace_budget import shed
+from llmviz.ui.trace_budget import keep_bounded
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
     from llmviz.service import LoadedModel, Session
@@ -201,7 +201,7 @@ def advance(run: Run) -> bool:
     run.session.sampling = settings().sampling_for(len(run.trace.steps))  # the sliders, or the link's record
     service.step(run.session)
     run.cursor += 1
-    run.shed = shed(run.trace, policy().trace_budget_bytes, keep=(run.cursor,))  # memory stays bounded
+    run.shed = keep_bounded(run.trace, policy().trace_budget_bytes, (run.cursor,), service.release_memory)
     return True
 
 

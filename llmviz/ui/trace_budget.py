@@ -13,6 +13,8 @@ import numpy as np
 
 from llmviz.engine.trace import RunTrace, StepTrace
 
+RELEASE_EVERY = 16  # steps between handing freed memory back to the OS
+
 
 def kept_always(name: str) -> bool:
     """The K and V rows a step wrote: small (one row per new token), and the cache grid of every later step
@@ -48,3 +50,12 @@ def shed(trace: RunTrace, budget: int, keep: tuple = ()) -> int:
                 record.array = None
         step.logits = None  # top-k ids, logits and the logsumexp stay: exact probabilities of the top tokens
     return sum(1 for s in trace.steps if is_shed(s))
+
+
+def keep_bounded(trace: RunTrace, budget: int, keep: tuple, release) -> int:
+    """After each step of a live run: shed within the budget, and every RELEASE_EVERY steps call release()
+    (service.release_memory) so the freed arrays leave the process, not only the trace. Returns shed()'s count."""
+    count = shed(trace, budget, keep)
+    if len(trace.steps) % RELEASE_EVERY == 0:
+        release()
+    return count

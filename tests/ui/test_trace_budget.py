@@ -85,3 +85,30 @@ def test_the_decode_page_keeps_within_its_budget_and_says_so(model_dirs, monkeyp
         next(b for b in at.button if b.label == "◀ Previous").click().run()
     assert any(f"Step {run.cursor}'s attention maps and activations were dropped" in w.value for w in at.warning)
     assert not at.exception
+
+
+def test_freed_memory_goes_back_to_the_os_every_16_steps(run):
+    """keep_bounded sheds after every step and hands freed memory back every RELEASE_EVERY steps; on glibc the
+    release really lowers this process's RSS (what the OS reports) after a burst of freed arrays."""
+    import platform
+
+    import psutil
+
+    from llmviz.engine.memory import release_freed_memory
+    from llmviz.ui.trace_budget import RELEASE_EVERY, keep_bounded
+
+    calls = []
+    trace = run
+    n = len(trace.steps)
+    keep_bounded(trace, 10**12, (), lambda: calls.append(len(trace.steps)))
+    assert calls == ([n] if n % RELEASE_EVERY == 0 else [])
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("malloc_trim is glibc's")
+    me = psutil.Process()
+    release_freed_memory()
+    keep = [np.ones(100_000 + 64 * i, dtype=np.float32) for i in range(400)]  # ~160 MB in growing blocks
+    del keep[::2]
+    high = me.memory_info().rss
+    del keep
+    assert release_freed_memory() in (True, False)
+    assert me.memory_info().rss < high - 50e6  # most of it left the process

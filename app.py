@@ -3,8 +3,10 @@
 import streamlit as st
 
 from llmviz.ui.chrome import guarded, sidebar
+from llmviz.ui.state import imported
 
 st.set_page_config(page_title="llmviz", page_icon=":material/visibility:", layout="wide")
+imported()  # the heavy imports once per process, never by two sessions at the same time
 t = sidebar()
 pages = [
     st.Page("app_pages/home.py", title=t("nav.home"), icon=":material/home:", default=True),

@@ -8,7 +8,7 @@ trace, the step shown) lives in st.session_state, which belongs to one browser s
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,20 @@ if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them
     from llmviz.service import LoadedModel, Session
 
 RUN_KEY, SETTINGS_KEY = "llmviz_run", "llmviz_settings"
+
+
+@st.cache_resource(show_spinner=False)
+def imported() -> bool:
+    """Import the heavy libraries once, under this cache entry's lock. Sessions that start together would
+    otherwise import them at the same time, and a package with import cycles inside it (pandas) can then hand
+    one session a half-initialized module ("partially initialized module 'pandas' has no attribute 'Series'",
+    seen with 3 browser sessions opened at once)."""
+    import importlib
+
+    for name in ("pandas", "plotly.graph_objects", "llmviz.service"):
+        with suppress(ImportError):  # a replay-only install has no torch: its pages never import the engine
+            importlib.import_module(name)
+    return True
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

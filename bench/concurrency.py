@@ -37,8 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from browser_kit import (  # noqa: E402
+    CLICK_CLOCK,
     IDLE,
     METRIC_JS,
+    SHOWN,
     AppServer,
     chromium_async,
     declared_pages,
@@ -176,20 +178,6 @@ async def token_count(c: Client, stem: str) -> None:
     shown = await wait_metric_async(c.page, t("tokens.n_tokens"))
     c.check("tokens: own token count", shown == str(c.prompt_tokens), shown)
 
-
-CLICK_CLOCK = """() => {
-  window.__llmvizClick = null;
-  if (!window.__llmvizListening) {
-    document.addEventListener('click', () => { window.__llmvizClick = performance.now(); }, true);
-    window.__llmvizListening = true;
-  }
-}"""
-
-SHOWN = ("([label, old]) => { const metricOf = " + METRIC_JS + ";\n"
-         "  const value = metricOf(label);\n"
-         f"  if (document.querySelector('{IDLE}') !== null && value !== null && value !== old) {{\n"
-         "    window.__llmvizShown = performance.now(); return true; }\n"
-         "  return false; }")
 
 DRAWN_JS = """() => {
   for (const c of document.querySelectorAll('[data-testid="stCaptionContainer"]')) {

@@ -24,26 +24,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from browser_kit import IDLE, METRIC_JS, AppServer, chromium, declared_pages, exceptions, metric, wait_idle  # noqa: E402
+from browser_kit import (  # noqa: E402
+    CLICK_CLOCK,
+    IDLE,
+    METRIC_JS,
+    SHOWN,
+    AppServer,
+    chromium,
+    declared_pages,
+    exceptions,
+    metric,
+    wait_idle,
+)
 
 from llmviz.ui.i18n import translate  # noqa: E402
 
 TARGET_CLICK_S, TARGET_COLD_S = 0.5, 15.0
-
-CLICK_CLOCK = """() => {
-  window.__llmvizClick = null;
-  if (!window.__llmvizListening) {
-    document.addEventListener('click', () => { window.__llmvizClick = performance.now(); }, true);
-    window.__llmvizListening = true;
-  }
-}"""
-
-SHOWN = ("([label, old]) => { const metricOf = " + METRIC_JS + ";\n"
-         "  const value = metricOf(label);\n"
-         f"  if (document.querySelector('{IDLE}') !== null && value !== null && value !== old) {{\n"
-         "    window.__llmvizShown = performance.now(); return true; }\n"
-         "  return false; }")
-
 
 def url_of(stem: str) -> str:
     return next(url for file, url in declared_pages() if Path(file).stem == stem)

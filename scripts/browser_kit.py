@@ -273,3 +273,21 @@ def server_log(server: AppServer) -> str:
     """The server's whole log so far (AppServer.output() keeps only the tail)."""
     server.log.flush()
     return Path(server.log.name).read_text(errors="replace")
+
+
+# ---- Click-to-shown timing (bench/ui_latency.py, bench/concurrency.py) ----
+# CLICK_CLOCK arms a capture listener that stamps the click; SHOWN stamps the first frame where the metric
+# `label` shows a value other than `old` and the app is idle.
+CLICK_CLOCK = """() => {
+  window.__llmvizClick = null;
+  if (!window.__llmvizListening) {
+    document.addEventListener('click', () => { window.__llmvizClick = performance.now(); }, true);
+    window.__llmvizListening = true;
+  }
+}"""
+
+SHOWN = ("([label, old]) => { const metricOf = " + METRIC_JS + ";\n"
+         "  const value = metricOf(label);\n"
+         f"  if (document.querySelector('{IDLE}') !== null && value !== null && value !== old) {{\n"
+         "    window.__llmvizShown = performance.now(); return true; }\n"
+         "  return false; }")

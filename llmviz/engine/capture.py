@@ -12,6 +12,7 @@ The copy is made inside the timed region (its cost shows); turning it into numpy
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,7 @@ class _Pending:
     dtype: str
     nbytes: int
     norm: torch.Tensor | None
-    copy: torch.Tensor | None
+    copy: np.ndarray | None  # float32, owned by numpy
     note: str
 
 
@@ -79,8 +80,11 @@ class RunContext:
     def _pending(self, tensor: torch.Tensor, note: str, masked: bool) -> _Pending:
         t = tensor.detach()
         values = torch.nan_to_num(t.float(), neginf=0.0) if masked else t.float()
-        copy = t.to("cpu", torch.float32, copy=True) if self.capture == "full" else None
-        return _Pending(tuple(t.shape), str(t.dtype).removeprefix("torch."), t.numel() * t.element_size(),
+        copy = None
+        if self.capture == "full":  # numpy owns the copy: no torch tensor is kept alive per record
+            copy = np.empty(t.shape, np.float32)
+            torch.from_numpy(copy).copy_(t)
+        return _Pending(tuple(t.shape), sys.intern(str(t.dtype).removeprefix("torch.")), t.numel() * t.element_size(),
                         values.norm(), copy, note)
 
     def mark(self, label: str) -> None:
@@ -110,7 +114,7 @@ class RunContext:
             out.append({
                 "name": name, "shape": list(p.shape), "dtype": p.dtype, "nbytes": p.nbytes,
                 "norm": float(norm) if math.isfinite(norm) else None, "note": p.note,
-                "array": None if p.copy is None else p.copy.numpy().astype(np.float32, copy=False),
+                "array": p.copy,
             })
         self.records = {}
         return out

@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +44,7 @@ MAX_UNPACKED_BYTES = 2 * 2**30  # a trace's files, unpacked: more is refused bef
 _DAMAGED = (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
 
 
-@dataclass
+@dataclass(slots=True)
 class HookRecord:
     name: str
     shape: list
@@ -127,7 +127,7 @@ class RunTrace:
             entry["arrays"] = [k for k in _STEP_ARRAYS if getattr(step, k) is not None]
             entry["hooks"] = []
             for record in step.hooks:
-                meta = {k: v for k, v in record.__dict__.items() if k != "array"}
+                meta = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "array"}
                 meta["has_array"] = record.array is not None
                 if record.array is not None:
                     arrays[f"s{step.index}.hook.{record.name}"] = record.array

@@ -190,6 +190,7 @@ def current_run(t: Translator) -> Run | None:
 
         with st.spinner(t("common.loading", model=s.model)):
             lm = model(s.model, s.device, s.dtype, **s.load_options())
+        st.session_state.pop(RUN_KEY, None)  # the old run's tensors go before the new run's are made
         session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
         service.step(session)  # the prefill
         run = Run(s.run_key(), session.trace, session)
@@ -200,6 +201,7 @@ def current_run(t: Translator) -> Run | None:
         explain(t, exc)
         return None
     st.session_state[RUN_KEY] = run
+    service.release_memory()  # the old run's, and those of sessions that have closed since (issue 9)
     return run
 
 

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from llmviz.ui import navigation
 from llmviz.ui.chrome import guarded, sidebar
 from llmviz.ui.state import imported
 
@@ -19,4 +20,7 @@ pages = [
     st.Page("app_pages/serving.py", title=t("nav.serving"), icon=":material/dns:", url_path="serving"),
     st.Page("app_pages/trace.py", title=t("nav.trace"), icon=":material/save:", url_path="trace"),
 ]
-guarded(st.navigation(pages).run)  # no traceback reaches the browser
+page = st.navigation(pages)
+navigation.follow(page, pages)  # a page change that a late-arriving typed value took back goes on
+guarded(page.run)  # no traceback reaches the browser
+navigation.finished(page)

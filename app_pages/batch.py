@@ -9,6 +9,7 @@ from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
 from llmviz.engine.config import PADDINGS, RANDOM_MODELS
 from llmviz.ui import batch_run, state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
+from llmviz.ui.navigation import KEEP
 from llmviz.ui.trace_file import generated_text
 from llmviz.viz.batch import batch_grid_figure, throughput_figure
 
@@ -17,9 +18,9 @@ def controls(t, s) -> tuple[int, str]:
     st.session_state.setdefault("batch_prompts_w", "\n".join(batch_run.prompts_of(s)))
     st.session_state.setdefault("batch_padding_w", s.padding)
     left, right = st.columns([3, 1])
-    left.text_area(t("batch.prompts"), key="batch_prompts_w", height=130, help=t("batch.prompts_help"))
-    right.selectbox(t("batch.padding"), PADDINGS, key="batch_padding_w", help=t("switch.padding"))
-    max_new = right.number_input(t("batch.max_new"), 2, batch_run.MAX_NEW, 16, key="batch_max_new_w")
+    left.text_area(t("batch.prompts"), key="batch_prompts_w", **KEEP, height=130, help=t("batch.prompts_help"))
+    right.selectbox(t("batch.padding"), PADDINGS, key="batch_padding_w", **KEEP, help=t("switch.padding"))
+    max_new = right.number_input(t("batch.max_new"), 2, batch_run.MAX_NEW, 16, key="batch_max_new_w", **KEEP)
     text = st.session_state["batch_prompts_w"]
     wanted = "" if [p for p in text.split("\n") if p.strip()] == list(batch_run.EXAMPLES) else text.strip()
     state.update(batch=wanted, padding=st.session_state["batch_padding_w"])

@@ -8,6 +8,7 @@ from llmviz.engine.presets import presets
 from llmviz.errors import LlmvizError
 from llmviz.ui import compare_run, compare_view, state
 from llmviz.ui.chrome import heading, literal, translator
+from llmviz.ui.navigation import KEEP
 
 WIDGETS = {"cmp_model": "cmp_model_w", "cmp_a": "cmp_a_w", "cmp_b": "cmp_b_w", "cmp_steps": "cmp_steps_w",
            "cmp_repeats": "cmp_repeats_w", "cmp_ppl": "cmp_ppl_w"}
@@ -41,14 +42,14 @@ def controls(t, s, config: dict, device: str) -> bool:
     st.pills(t("compare.presets"), list(table), key="cmp_preset_w", on_change=use_preset, args=(table,),
              format_func=lambda n: t(f"preset.{n}"), help=t("compare.presets_help"))
     a, b = st.columns(2)
-    a.text_input(t("compare.spec", side="A"), key="cmp_a_w", on_change=apply, help=t("compare.spec_help"),
+    a.text_input(t("compare.spec", side="A"), key="cmp_a_w", **KEEP, on_change=apply, help=t("compare.spec_help"),
                  placeholder=t("compare.defaults"))
-    b.text_input(t("compare.spec", side="B"), key="cmp_b_w", on_change=apply, help=t("compare.spec_help"),
+    b.text_input(t("compare.spec", side="B"), key="cmp_b_w", **KEEP, on_change=apply, help=t("compare.spec_help"),
                  placeholder=t("compare.defaults"))
     a, b, c, d = st.columns([1, 1, 1, 2])
-    a.number_input(t("compare.steps"), 1, 128, key="cmp_steps_w", on_change=apply)
-    b.number_input(t("compare.repeats"), 1, 10, key="cmp_repeats_w", on_change=apply)
-    c.checkbox(t("compare.ppl"), key="cmp_ppl_w", on_change=apply, help=t("compare.ppl_help"))
+    a.number_input(t("compare.steps"), 1, 128, key="cmp_steps_w", **KEEP, on_change=apply)
+    b.number_input(t("compare.repeats"), 1, 10, key="cmp_repeats_w", **KEEP, on_change=apply)
+    c.checkbox(t("compare.ppl"), key="cmp_ppl_w", **KEEP, on_change=apply, help=t("compare.ppl_help"))
     d.caption(t("compare.prompt_note", prompt=literal(s.prompt)))
     compare_view.switch_reference(t)
     return st.button(t("compare.run"), type="primary")

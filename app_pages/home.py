@@ -6,6 +6,7 @@ from llmviz.engine.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, shown_run, translator
 from llmviz.ui.compare_view import switch_reference
+from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import DEFAULT_MODEL, DEVICES, EXAMPLE_PROMPTS
 from llmviz.viz.phases import phases_dot
 
@@ -19,8 +20,10 @@ def apply() -> None:
 
 
 def use_example() -> None:
-    """An example prompt runs at once (with the model settings currently in the widgets)."""
+    """An example prompt runs at once (with the model settings currently in the widgets). The pill does not
+    stay selected: clicking it again, after the prompt was edited, runs it again."""
     choice = st.session_state.get("home_example")
+    st.session_state["home_example"] = None
     if choice:
         st.session_state["home_prompt"] = choice
         apply()
@@ -30,27 +33,28 @@ def model_box(t) -> None:
     """Any name or folder in the local tool; on a public server, a choice from its allow-list."""
     policy = state.policy()
     if not policy.public:
-        st.text_input(t("home.model"), key="home_model", help=t("home.model_help"))
+        st.text_input(t("home.model"), key="home_model", **KEEP, help=t("home.model_help"))
         return
     if st.session_state.get("home_model") not in policy.models:
         st.session_state["home_model"] = policy.models[0]
-    st.selectbox(t("home.model"), policy.models, key="home_model", help=t("public.model_help"))
+    st.selectbox(t("home.model"), policy.models, key="home_model", **KEEP, help=t("public.model_help"))
 
 
 def picker(t) -> None:
     state.seed_widgets(WIDGETS)
     left, right = st.columns([2, 1])
     with left:
-        st.text_area(t("home.prompt"), key="home_prompt", height=90)
+        st.text_area(t("home.prompt"), key="home_prompt", **KEEP, height=90)
         st.pills(t("home.examples"), EXAMPLE_PROMPTS, key="home_example", on_change=use_example)
         st.caption(t("home.english_only"))
     with right:
         model_box(t)
         a, b, c = st.columns(3)
-        a.selectbox(t("home.device"), DEVICES, key="home_device")
-        b.selectbox(t("home.dtype"), DTYPES, key="home_dtype")
-        c.selectbox(t("home.attn"), ATTN_BACKENDS, key="home_attn", help=t("home.attn_help"))
-        st.text_input(t("home.engine"), key="home_engine", help=t("home.engine_help"), placeholder="kv-layout=paged")
+        a.selectbox(t("home.device"), DEVICES, key="home_device", **KEEP)
+        b.selectbox(t("home.dtype"), DTYPES, key="home_dtype", **KEEP)
+        c.selectbox(t("home.attn"), ATTN_BACKENDS, key="home_attn", **KEEP, help=t("home.attn_help"))
+        st.text_input(t("home.engine"), key="home_engine", **KEEP, help=t("home.engine_help"),
+                      placeholder="kv-layout=paged")
         switch_reference(t)
     st.button(t("home.run"), type="primary", on_click=apply)
 

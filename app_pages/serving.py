@@ -11,6 +11,7 @@ from llmviz.analysis.serving import STATES, kv_figures, metrics, per_step, sprea
 from llmviz.ui import serving_run as run
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
+from llmviz.ui.navigation import KEEP
 from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
 
 UPLOAD = "upload"  # the trace select's last choice: a JSON file of the user's
@@ -35,10 +36,10 @@ def metrics_table(t, figures: dict) -> None:
 def batching_tab(t, s) -> None:
     st.markdown(t("serving.batching_intro"))
     a, b, c = st.columns(3)
-    model = a.selectbox(t("serving.model"), run.SERVE_MODELS, key="serve_model_w")
-    trace = b.selectbox(t("serving.trace"), (*run.TRACES, UPLOAD), key="serve_trace_w",
+    model = a.selectbox(t("serving.model"), run.SERVE_MODELS, key="serve_model_w", **KEEP)
+    trace = b.selectbox(t("serving.trace"), (*run.TRACES, UPLOAD), key="serve_trace_w", **KEEP,
                         format_func=lambda n: t(f"serving.trace.{n}"))
-    slots = c.number_input(t("serving.slots"), 1, 16, 8, key="serve_slots_w")
+    slots = c.number_input(t("serving.slots"), 1, 16, 8, key="serve_slots_w", **KEEP)
     requests, trace_key = trace, trace
     if trace == UPLOAD:
         requests, trace_key = uploaded(t)
@@ -56,7 +57,7 @@ def batching_tab(t, s) -> None:
                   static=m["static"]["slot_utilization"], cont=m["continuous"]["slot_utilization"],
                   same=t("serving.same") if same else t("serving.differ")))
     names = {k: t(f"serving.state.{k}") for k in STATES}
-    which = st.radio(t("serving.show"), ("continuous", "static"), horizontal=True, key="serve_which_w",
+    which = st.radio(t("serving.show"), ("continuous", "static"), horizontal=True, key="serve_which_w", **KEEP,
                      format_func=lambda n: t(f"serving.sched.{n}"))
     result = results[which]
     steps = len(result["records"])
@@ -118,7 +119,7 @@ def downloads(t, rows: list[dict], name: str) -> None:
 
 def sharing_tab(t, s) -> None:
     st.markdown(t("serving.sharing_intro"))
-    model = st.selectbox(t("serving.model"), run.SERVE_MODELS, key="share_model_w")
+    model = st.selectbox(t("serving.model"), run.SERVE_MODELS, key="share_model_w", **KEEP)
     wanted = (s.device, model, 8)
     results = run.sharing(t, *wanted) if st.button(t("serving.run_sharing")) else run.kept(run.SHARING_KEY, wanted)
     if results is None:
@@ -148,12 +149,12 @@ def sharing_tab(t, s) -> None:
 def speculative_tab(t, s) -> None:
     st.markdown(t("serving.spec_intro"))
     a, b, c, d = st.columns([2, 2, 1, 1])
-    draft = a.selectbox(t("serving.draft"), run.DRAFTS, key="spec_draft_w",
+    draft = a.selectbox(t("serving.draft"), run.DRAFTS, key="spec_draft_w", **KEEP,
                         format_func=lambda n: t("serving.draft.self") if n == run.TARGET else t("serving.draft.small"))
-    k = b.slider(t("serving.k"), 1, 8, 4, key="spec_k_w")
-    temperature = c.number_input(t("serving.temperature"), 0.0, 2.0, 0.0, 0.1, key="spec_temp_w",
+    k = b.slider(t("serving.k"), 1, 8, 4, key="spec_k_w", **KEEP)
+    temperature = c.number_input(t("serving.temperature"), 0.0, 2.0, 0.0, 0.1, key="spec_temp_w", **KEEP,
                                  help=t("serving.temperature_help"))
-    seed = d.number_input(t("serving.seed"), 0, 2**31 - 1, 0, key="spec_seed_w")
+    seed = d.number_input(t("serving.seed"), 0, 2**31 - 1, 0, key="spec_seed_w", **KEEP)
     st.caption(t("compare.prompt_note", prompt=literal(s.prompt)))
     wanted = (s.device, s.prompt, int(k), draft, round(float(temperature), 3), int(seed))
     result = run.speculative(t, wanted) if st.button(t("serving.run_spec")) else run.kept(run.SPEC_KEY, wanted)

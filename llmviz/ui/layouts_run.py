@@ -13,6 +13,7 @@ from llmviz.engine.config import RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.errors import LlmvizError
 from llmviz.ui import state
 from llmviz.ui.chrome import report
+from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import (
     KV_BLOCK_SIZES as BLOCK_SIZES,
 )
@@ -194,11 +195,11 @@ def run_controls(t, s: Settings) -> None:
     for key, value in (("kv_bs_w", o.bs), ("kv_max_w", o.max), ("kv_prompts_w", o.prompts)):
         st.session_state.setdefault(key, value)
     left, mid, right = st.columns([3, 1, 1])
-    left.text_area(t("layouts.prompts"), key="kv_prompts_w", on_change=_apply_run_widgets, height=90,
+    left.text_area(t("layouts.prompts"), key="kv_prompts_w", **KEEP, on_change=_apply_run_widgets, height=90,
                    help=t("layouts.prompts_help", home=s.prompt, n=MAX_EXTRA))
-    mid.segmented_control(t("layouts.block_size"), BLOCK_SIZES, key="kv_bs_w", on_change=_apply_run_widgets,
+    mid.segmented_control(t("layouts.block_size"), BLOCK_SIZES, key="kv_bs_w", **KEEP, on_change=_apply_run_widgets,
                           help=t("layouts.block_size_help"), required=True)
-    right.selectbox(t("layouts.max_seq"), MAX_SEQS, key="kv_max_w", on_change=_apply_run_widgets,
+    right.selectbox(t("layouts.max_seq"), MAX_SEQS, key="kv_max_w", **KEEP, on_change=_apply_run_widgets,
                     help=t("layouts.max_seq_help"))
     if len(extra_prompts(st.session_state["kv_prompts_w"])) > MAX_EXTRA:
         st.warning(t("layouts.too_many_prompts", n=MAX_EXTRA))
@@ -240,11 +241,11 @@ def sweep_controls(t, s: Settings) -> bool:
         st.session_state.setdefault(key, value)
     a, b, c = st.columns([2, 3, 1])
     a.selectbox(t("layouts.sweep_model"), (RANDOM_GPT2, "home"), key="kv_model_w", on_change=_apply_sweep_widgets,
-                format_func=lambda m: t("layouts.model_home", name=s.model) if m == "home"
+                **KEEP, format_func=lambda m: t("layouts.model_home", name=s.model) if m == "home"
                 else t("layouts.model_random"))
-    b.text_input(t("layouts.lengths"), key="kv_lengths_w", on_change=_apply_sweep_widgets,
+    b.text_input(t("layouts.lengths"), key="kv_lengths_w", **KEEP, on_change=_apply_sweep_widgets,
                  placeholder=t("layouts.lengths_auto"), help=t("layouts.lengths_help", steps=SWEEP_STEPS))
-    c.number_input(t("layouts.repeats"), 1, 10, key="kv_repeats_w", on_change=_apply_sweep_widgets)
+    c.number_input(t("layouts.repeats"), 1, 10, key="kv_repeats_w", **KEEP, on_change=_apply_sweep_widgets)
     return st.button(t("layouts.sweep_run"), type="primary")
 
 

@@ -133,10 +133,15 @@ def settings() -> Settings:
 
 
 def seed_widgets(widgets: dict[str, str]) -> None:
-    """Widgets ({settings field: widget key}) start from this session's settings (which may come from a link)."""
+    """Widgets ({settings field: widget key}) start from this session's settings (which may come from a link).
+    A widget keeps its value across pages (navigation.KEEP): what was typed and not yet applied stays. It takes
+    the setting again only when the setting itself changed since it was last seeded (a link, a reset)."""
     current = settings()
     for field, key in widgets.items():
-        st.session_state.setdefault(key, getattr(current, field))
+        value, seeded = getattr(current, field), f"llmviz_seeded.{key}"
+        if key not in st.session_state or st.session_state.get(seeded, value) != value:
+            st.session_state[key] = value
+        st.session_state[seeded] = value
 
 
 def widget_values(widgets: dict[str, str]) -> dict:

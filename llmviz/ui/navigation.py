@@ -1,0 +1,65 @@
+"""Page changes that keep what was typed (issue 10, defect 1).
+
+A text box sends its value when it loses focus. Type in the Prompt box and click a page in the sidebar at once,
+and the browser sends two requests: the page change and the typed text. Streamlit 1.67 runs them in arrival
+order, and the typed text arrives tagged with the page it was typed on, so it interrupts the new page and takes
+the session back (seen in Chromium with a click as quick as a script's; a person's slower click arrives after
+the text and navigates). Two things keep it right:
+
+- every input widget that holds a draft keeps its value across pages (`persist_state="session"`, see KEEP), so
+  the text is never lost and no other box falls back to its default;
+- `follow()` notices that bounce: the previous run was a page change that never finished, this run is another
+  page, and a typed value changed meanwhile. It then goes on to the page that was asked for.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass, field
+
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+NAV_KEY = "llmviz_nav"
+KEEP = {"persist_state": "session"}  # for every input widget that holds a draft (st.text_area(..., **KEEP))
+
+
+@dataclass(frozen=True)
+class Visit:
+    page: str  # url_path of the page a run drew ("" = Home)
+    finished: bool
+    typed: dict = field(default_factory=dict)  # the text boxes' values when the last finished run ended
+
+
+def typed_values() -> dict:
+    """The session's text values that a person types (widget keys; the app's own keys start with llmviz_)."""
+    return {k: v for k, v in st.session_state.items() if isinstance(v, str) and not k.startswith("llmviz_")}
+
+
+def is_bounce(before: Visit | None, page: str, typed: dict) -> bool:
+    """A run that a typed value's late arrival took back from the page change before it."""
+    if before is None or before.finished or before.page == page:
+        return False
+    return any(key in before.typed and before.typed[key] != value for key, value in typed.items())
+
+
+def follow(page, pages: list) -> None:
+    """Call before running `page` (st.navigation's choice): on a bounce, switch to the page that was asked for;
+    otherwise note that `page` has started."""
+    before = st.session_state.get(NAV_KEY)
+    typed = typed_values()
+    if is_bounce(before, page.url_path, typed):
+        target = next((p for p in pages if p.url_path == before.page), None)
+        if target is not None:
+            for key, value in typed.items():  # the typed values, set as the session's own: they outlive the switch
+                if before.typed.get(key, value) != value:
+                    with suppress(StreamlitAPIException):  # a sidebar widget, already drawn in this run
+                        st.session_state[key] = value
+            st.session_state[NAV_KEY] = Visit(before.page, False, typed)
+            st.switch_page(target)
+    st.session_state[NAV_KEY] = Visit(page.url_path, False, before.typed if before else typed)
+
+
+def finished(page) -> None:
+    """Call after `page` ran to its end (an interrupted run never gets here)."""
+    st.session_state[NAV_KEY] = Visit(page.url_path, True, typed_values())

@@ -1,0 +1,69 @@
+"""The classroom stepper in a real browser (issue 10): what a new user hit, tried as they did it. Debian's chromium
+through playwright; skipped where /usr/bin/chromium is absent."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+from ui_helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from browser_kit import CHROMIUM, AppServer, chromium, exceptions, wait_idle
+
+from llmviz.ui.i18n import translate
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "
+                                "fonts-noto-cjk; never `playwright install`)")
+
+TYPED = "Once upon a time"
+
+
+def type_then_click_page(page, link: str, hold_s: float) -> None:
+    """Type in the Prompt box and, without clicking anywhere else, press a page in the sidebar: the mouse held
+    down `hold_s` seconds (a person's click; 0 is a script's)."""
+    box = page.get_by_label(translate("en", "home.prompt"))
+    box.click()
+    box.fill(TYPED)
+    page.get_by_role("link", name=link).hover()
+    page.mouse.down()
+    time.sleep(hold_s)
+    page.mouse.up()
+    time.sleep(1.0)
+    wait_idle(page, 60)
+
+
+def home_boxes(page) -> tuple[str, str, str]:
+    """(prompt, model, attention) as the Home page shows them."""
+    prompt = page.get_by_label(translate("en", "home.prompt")).input_value()
+    model = page.get_by_role("textbox", name=translate("en", "home.model")).input_value()
+    attention = page.get_by_role("combobox", name=translate("en", "home.attn")).input_value()
+    return prompt, model, attention
+
+
+def test_typed_prompt_survives_a_page_click():
+    """Defect 1: the page changes, and back on Home the typed prompt is there; the model and attention boxes
+    keep their values; the run shown is still the one of the applied settings (typing is not running)."""
+    decode = translate("en", "nav.decode")
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(server.url(""))
+        wait_idle(page, 120)
+        before = home_boxes(page)
+        assert before[1:] == ("llmviz-tiny", "sdpa"), before
+        type_then_click_page(page, decode, hold_s=0.12)
+        assert page.url.rstrip("/").endswith("/decode"), page.url
+        assert page.locator("h1").first.inner_text() == translate("en", "decode.title")
+        assert exceptions(page) == []
+        assert "prompt=" not in page.url  # the default prompt's run: nothing was applied
+        page.get_by_role("link", name=translate("en", "nav.home")).click()
+        wait_idle(page, 60)
+        assert home_boxes(page) == (TYPED, *before[1:])
+        for _ in range(2):  # a script's instant click: the page may stay, but nothing typed is lost
+            type_then_click_page(page, decode, hold_s=0.0)
+            if page.url.rstrip("/").endswith("/decode"):
+                page.get_by_role("link", name=translate("en", "nav.home")).click()
+                wait_idle(page, 60)
+            assert home_boxes(page) == (TYPED, *before[1:])
+        assert exceptions(page) == []

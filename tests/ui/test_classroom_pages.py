@@ -1,0 +1,51 @@
+"""The classroom stepper's defects (issue 10, part 1), each in AppTest: every test here failed before its fix."""
+
+from __future__ import annotations
+
+from ui_helpers import open_app, page_file
+
+from llmviz.ui.state import RUN_KEY, SETTINGS_KEY
+
+
+def shown_prompt(at) -> str:
+    return at.session_state[RUN_KEY].trace.prompt
+
+
+def test_typed_text_and_boxes_survive_a_page_change():
+    """Defect 1 (the part AppTest can see): what was typed on Home and not yet run is still there after another
+    page, the other boxes keep their values (attention stays sdpa), and typing ran nothing."""
+    at = open_app()
+    at.text_area(key="home_prompt").set_value("Once upon a time")
+    at.text_input(key="home_engine").set_value("kv-layout=paged")
+    at.switch_page(page_file("decode")).run()
+    assert not at.exception
+    assert shown_prompt(at) == "The list of"  # the applied settings' run
+    at.switch_page(page_file("home")).run()
+    assert at.text_area(key="home_prompt").value == "Once upon a time"
+    assert at.text_input(key="home_engine").value == "kv-layout=paged"
+    assert at.selectbox(key="home_attn").value == "sdpa" and at.text_input(key="home_model").value == "llmviz-tiny"
+    assert at.session_state[SETTINGS_KEY].prompt == "The list of"
+
+
+def test_a_changed_setting_reaches_the_boxes_but_a_draft_stays_otherwise():
+    """The boxes follow the settings when those change elsewhere (here: the Decode page's seed through the
+    state), and keep a draft when they do not."""
+    at = open_app()
+    at.text_area(key="home_prompt").set_value("draft")
+    at.run()
+    at.session_state[SETTINGS_KEY] = at.session_state[SETTINGS_KEY].with_(prompt="Return the")
+    at.run()
+    assert at.text_area(key="home_prompt").value == "Return the"
+
+
+def test_an_example_pill_runs_again_after_the_prompt_was_edited():
+    """Defect 3: click an example, edit and run another prompt, click the same example again: it runs."""
+    at = open_app()
+    at.pills(key="home_example").set_value("Return the").run()
+    assert shown_prompt(at) == "Return the"
+    at.text_area(key="home_prompt").set_value("This module")
+    next(b for b in at.button if b.label == "Load and run the prefill").click().run()
+    assert shown_prompt(at) == "This module"
+    assert at.pills(key="home_example").value is None  # not left selected, so the next click selects it
+    at.pills(key="home_example").set_value("Return the").run()
+    assert shown_prompt(at) == "Return the" and at.text_area(key="home_prompt").value == "Return the"

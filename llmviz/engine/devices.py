@@ -38,7 +38,8 @@ def resolve_device(name: str) -> torch.device:
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise DeviceUnavailableError(f"{name} does not exist: {torch.cuda.device_count()} GPU(s) here")
     elif device.type == "mps" and not _mps_available():
-        raise DeviceUnavailableError("mps was chosen but this machine has no Apple GPU: use auto or cpu")
+        raise DeviceUnavailableError("mps was chosen but this machine has no Apple GPU: use auto or cpu",
+                                     code="no_mps")
     elif device.type not in ("cpu", "cuda", "mps"):
         raise ConfigError(f"device={name!r} is not supported (auto, cpu, cuda, cuda:N, mps)")
     return device

@@ -102,13 +102,17 @@ class LoadedModel:
 
 def resolve_path(name_or_path: str | None) -> Path:
     """The local folder holding the model: the embedded one, a folder, or a hub snapshot."""
-    name = (name_or_path or EMBEDDED_MODEL).strip()
+    name = EMBEDDED_MODEL if name_or_path is None else str(name_or_path).strip()
+    if not name:
+        raise ModelNotFoundError(f"no model was named: give a Hugging Face id (owner/name), a local folder, or "
+                                 f"{EMBEDDED_MODEL} (the embedded model)", code="model_blank", default=EMBEDDED_MODEL)
     if name in EMBEDDED_MODELS or name in RANDOM_MODELS:
         return ASSETS / name
     path = Path(name).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
-            raise ModelNotFoundError(f"{path} has no config.json: not a Hugging Face model folder")
+            raise ModelNotFoundError(f"{path} has no config.json: not a Hugging Face model folder",
+                                     code="model_no_config", path=str(path))
         return path
     return hub.snapshot(name)
 

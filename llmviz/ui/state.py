@@ -175,10 +175,11 @@ def explain(t: Translator, exc: BaseException) -> None:
     kind = next((c.__name__ for c in type(exc).__mro__ if f"error.{c.__name__}" in t), "LlmvizError")
     code = getattr(exc, "code", None)
     if code and f"errdetail.{code}" in t:  # a common case, said in the session's language
-        detail = t(f"errdetail.{code}", **exc.params)
+        from llmviz.ui.chrome import literal  # a path or a name may hold markdown's characters
+
+        detail = t(f"errdetail.{code}", **{k: literal(v) if isinstance(v, str) else v for k, v in exc.params.items()})
     else:
-        detail = str(exc)
-        detail = detail[:1].upper() + detail[1:]
+        detail = str(exc)  # as the engine wrote it: a path or a name may begin it, so its case is kept
         if t.lang != "en":
             detail += f" ({t('error.detail_note')})"
     st.error(t("error.detail", headline=t(f"error.{kind}"), detail=detail))

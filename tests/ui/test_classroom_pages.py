@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ui_helpers import open_app, page_file
 
+from llmviz.ui.i18n import translate
 from llmviz.ui.state import RUN_KEY, SETTINGS_KEY
 
 
@@ -49,3 +50,38 @@ def test_an_example_pill_runs_again_after_the_prompt_was_edited():
     assert at.pills(key="home_example").value is None  # not left selected, so the next click selects it
     at.pills(key="home_example").set_value("Return the").run()
     assert shown_prompt(at) == "Return the" and at.text_area(key="home_prompt").value == "Return the"
+
+
+def error_text(at) -> str:
+    return " ".join(str(e.value) for e in at.error)
+
+
+def run_home(at, lang: str = "en", **boxes):
+    for key, value in boxes.items():
+        at.text_input(key=key).set_value(value)
+    next(b for b in at.button if b.label == translate(lang, "home.run")).click().run()
+    assert not at.exception
+    return error_text(at)
+
+
+def test_model_box_messages_say_what_is_wrong_once():
+    """Defect 4: a blank name, a folder without config.json (its path as typed, not capitalised), an
+    offline hub id (said once), an unavailable device (its name not capitalised)."""
+    at = open_app()
+    shown = run_home(at, home_model="   ")
+    assert "No model is named" in shown and "config.json" not in shown, shown
+    shown = run_home(at, home_model="assets/corpus")
+    assert "assets/corpus has no config.json" in shown and "Assets/corpus" not in shown, shown
+    shown = run_home(at, home_model="someone/not-downloaded")
+    assert shown.count("offline") == 1 and "someone/not\\-downloaded" in shown, shown
+    at.selectbox(key="home_device").set_value("mps")
+    shown = run_home(at, home_model="llmviz-tiny")
+    assert "Apple GPU" in shown and "Mps" not in shown, shown
+
+
+def test_model_box_messages_in_chinese():
+    at = open_app(lang="zh")
+    shown = run_home(at, "zh", home_model=" ")
+    assert "没有填写模型" in shown, shown
+    shown = run_home(at, "zh", home_model="someone/not-downloaded")
+    assert shown.count("离线") == 1, shown

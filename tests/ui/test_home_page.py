@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 from ui_helpers import open_app
 
 from llmviz.engine.loading import load_model
+from llmviz.ui.chrome import literal
 
 
 def open_home(**params) -> AppTest:
@@ -92,7 +93,7 @@ def test_common_errors_are_explained_in_chinese(model_dirs, params, needle):
     assert any(needle in e for e in errors), errors
     for error in errors:  # no English left in the detail, apart from names and shared terms
         detail = error.split("**")[-1]
-        for kept in (str(params["model"]), "token", "Hugging Face", "ID"):
+        for kept in (literal(str(params["model"])), str(params["model"]), "token", "Hugging Face", "ID"):
             detail = detail.replace(kept, "")
         assert not re.search("[A-Za-z]", detail), error
 

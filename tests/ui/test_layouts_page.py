@@ -147,7 +147,7 @@ def test_a_prompt_longer_than_max_seq_gets_a_message(app_model):
     prompt = next(p for p in (" ".join(["fox"] * n) for n in range(1, 200)) if len(tokenizer.encode(p)) > 64)
     assert len(tokenizer.encode(prompt)) < 128
     at = open_layouts(app_model, prompt=prompt, kv_max=64)
-    assert any(e.value.startswith("**Prompt problem.**") for e in at.error)
+    assert any(e.value.startswith("**Prompt problem:**") for e in at.error)
     assert "llmviz_kv_live" not in at.session_state and at.button  # the sweep is still offered
     at.selectbox(key="kv_max_w").set_value(128).run()
     assert not at.error and at.session_state[LIVE].key[-1] == 128

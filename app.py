@@ -1,12 +1,15 @@
 """llmviz: watch a language model run. Entry point: the language switch and the pages, nothing else."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from llmviz.ui import navigation
 from llmviz.ui.chrome import guarded, sidebar
 from llmviz.ui.state import imported
 
-st.set_page_config(page_title="llmviz", page_icon=":material/visibility:", layout="wide")
+ICON = Path(__file__).parent / "assets" / "ui" / "icon.png"  # served by this server: nothing is fetched offline
+st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
 imported()  # the heavy imports once per process, never by two sessions at the same time
 t = sidebar()
 pages = [

@@ -10,7 +10,7 @@ import pytest
 from ui_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from browser_kit import CHROMIUM, AppServer, chromium, exceptions, wait_idle
+from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, wait_idle
 
 from llmviz.ui.i18n import translate
 
@@ -67,3 +67,20 @@ def test_typed_prompt_survives_a_page_click():
                 wait_idle(page, 60)
             assert home_boxes(page) == (TYPED, *before[1:])
         assert exceptions(page) == []
+
+
+def test_every_page_asks_only_this_server():
+    """Defect: the page icon came from fonts.gstatic.com (it fails offline). Every request of every declared
+    page, the favicon included, goes to the app's own server."""
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        asked: list[str] = []
+        page.on("request", lambda request: asked.append(request.url))
+        for _, url in declared_pages():
+            page.goto(server.url(url))
+            wait_idle(page, 120)
+        time.sleep(1.0)
+        assert any("/decode" in u for u in asked) and len(asked) > 20, asked
+        home = server.url().rstrip("/")
+        elsewhere = sorted({u for u in asked if not u.startswith((home, "data:", "blob:"))})
+        assert elsewhere == [], elsewhere

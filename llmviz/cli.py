@@ -12,6 +12,7 @@ import sys
 from llmviz import service
 from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.switches import SWITCHES
+from llmviz.engine.trace import save_zip
 from llmviz.errors import ConfigError, LlmvizError
 
 DEFAULT_SAMPLING = SamplingConfig()
@@ -79,9 +80,11 @@ def parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("trace", help="record a replayable trace: the prefill plus N decode steps")
     _common(tr)
     tr.add_argument("--steps", type=int, default=8, help="decode steps after the prefill")
-    tr.add_argument("--capture", default="meta", choices=("meta", "full"))
+    tr.add_argument("--capture", default="full", choices=("meta", "full"),
+                    help="full (default): every tensor, as the app's pages draw them; meta: shapes and norms only")
     tr.add_argument("--filter", nargs="*", default=[], help="hook-name glob patterns: record only these hooks")
-    tr.add_argument("--out", required=True, help="folder for trace.json + arrays.npz")
+    tr.add_argument("--out", required=True, help="NAME.zip: one file the app's Trace page opens; any other name: "
+                    "a folder of trace.json + arrays.npz")
     _compare_parser(sub)
     from llmviz.cli_serve import add_parser as serve_parser
     from llmviz.cli_serve import add_speculative_parser
@@ -212,8 +215,13 @@ def trace_cmd(args) -> int:
     start(args)
     lm = service.load(args.model, config)
     trace = service.run(lm, prompts, config, args.steps + 1)
-    folder = trace.save(args.out)
-    print(f"wrote {len(trace.steps)} steps ({args.capture} capture) to {folder}")
+    if args.out.lower().endswith(".zip"):
+        where = save_zip(trace, args.out)
+        print(f"wrote {len(trace.steps)} steps ({args.capture} capture) to {where}: open it on the app's Trace page")
+    else:
+        where = trace.save(args.out)
+        print(f"wrote {len(trace.steps)} steps ({args.capture} capture) to the folder {where} (for the app's Trace "
+              "page, write a .zip: --out NAME.zip)")
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llmviz.engine.trace import load_trace
+from llmviz.engine.trace import load_trace, trace_from_zip
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +46,18 @@ def test_trace_command(model_dirs, tmp_path):
     trace = load_trace(tmp_path / "t")
     assert len(trace.steps) == 4 and trace.steps[3].phase == "decode"
     assert trace.steps[3].hook("layers.0.probs").array.shape == (1, 4, 1, len(trace.prompt_ids) + 3)
+
+
+def test_trace_command_writes_the_zip_the_trace_page_opens(model_dirs, tmp_path):
+    """Issue 10: --out NAME.zip gives one file that trace_from_zip (the Trace page's reader) opens, with every
+    tensor by default (capture full)."""
+    out = cli("trace", "--model", str(model_dirs["gpt2"]), "--prompt", "Return the list", "--steps", "2",
+              "--out", str(tmp_path / "runs" / "demo.zip"))
+    assert out.returncode == 0, out.stderr
+    assert "Trace page" in out.stdout and sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["demo.zip"]
+    trace = trace_from_zip((tmp_path / "runs" / "demo.zip").read_bytes())
+    assert len(trace.steps) == 3 and trace.engine_config["capture"] == "full"
+    assert trace.steps[2].hook("layers.1.probs").array.shape == (1, 4, 1, len(trace.prompt_ids) + 2)
 
 
 def test_generate_a_batch_of_prompts(model_dirs, tmp_path):

@@ -172,6 +172,15 @@ def trace_to_zip(trace: RunTrace) -> bytes:
     return buffer.getvalue()
 
 
+def save_zip(trace: RunTrace, path: str | Path) -> Path:
+    """Write the trace as one .zip (the file the app's Trace page opens), atomically; its folder is created."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = trace_to_zip(trace)
+    _write_atomic(path, lambda f: f.write(data))
+    return path
+
+
 def trace_from_zip(data: bytes) -> RunTrace:
     """Read a .zip written by trace_to_zip; anything else raises TraceFormatError."""
     if not isinstance(data, bytes | bytearray | memoryview):

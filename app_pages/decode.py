@@ -13,6 +13,7 @@ from llmviz.ui.trace_budget import is_shed
 from llmviz.viz import decode as fig
 
 PLAY_INTERVAL_S = 0.8
+SHOWN = 10  # bars of the next-token chart (and the drawn token's, when it ranks lower)
 
 
 def attention_panel(t, run, layer: int, labels: list[str]) -> None:
@@ -51,12 +52,16 @@ def next_token_panel(t, run, settings) -> None:
     step, tokens = run.step, run.trace.tokens
     ids, logits, lse = stored_logits(step)
     chosen_id = int(step.sampled[0])
-    dist = distribution(ids, logits, lse, settings.temperature, settings.top_k, settings.top_p, include=chosen_id)
+    dist = distribution(ids, logits, lse, settings.temperature, settings.top_k, settings.top_p, show=SHOWN,
+                        include=chosen_id)
     chosen = next((i for i, v in enumerate(dist.ids) if v == chosen_id), None)
     pieces = [token_label(tokens, int(i)) for i in dist.ids]
+    title = t("decode.dist_title", n=SHOWN)
+    if chosen is not None and dist.ranks[chosen] > SHOWN:  # drawn from further down: one more bar, its rank said
+        pieces[chosen] = f"#{dist.ranks[chosen]} {pieces[chosen]}"
+        title = t("decode.dist_title_drawn", n=SHOWN, rank=int(dist.ranks[chosen]))
     st.plotly_chart(fig.next_token_bars(pieces, dist.probs, dist.raw_probs, dist.kept, chosen,
-                                        (t("decode.raw"), t("decode.shaped"), t("decode.drawn")),
-                                        t("decode.dist_title")),
+                                        (t("decode.raw"), t("decode.shaped"), t("decode.drawn")), title),
                     width="stretch", key="dist")
     caption = "decode.dist_caption_replay" if run.key is None else "decode.dist_caption"
     st.caption(t(caption, kept=dist.kept_count, used=step.sampling.get("temperature", "?"),

@@ -19,6 +19,7 @@ class Distribution:
     raw_probs: np.ndarray  # [k] plain softmax(logits) probability, for comparison
     kept: np.ndarray  # [k] bool: may be sampled under the settings
     kept_count: int  # how many tokens of the whole vocabulary may be sampled
+    ranks: np.ndarray  # [k] 1-based rank of each shown token among all (the `include`d one may be below `show`)
 
 
 def stored_logits(step, row: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
@@ -59,4 +60,4 @@ def distribution(ids: np.ndarray, logits: np.ndarray, lse: float, temperature: f
         extra = np.flatnonzero(ids == include)
         if extra.size and extra[0] >= show:
             rows.append(int(extra[0]))
-    return Distribution(ids[rows], probs[rows], raw[rows], kept[rows], int(kept.sum()))
+    return Distribution(ids[rows], probs[rows], raw[rows], kept[rows], int(kept.sum()), np.array(rows) + 1)

@@ -54,16 +54,22 @@ def kv_grid(norms: np.ndarray, new_cols: int, labels: list[str], row_label: str,
     return finish(fig, title, 90 + 26 * heads)
 
 
+KEPT, EXCLUDED, RAW = "#3a7ca5", "#c8c8c8", "#d9e4ef"
+
+
 def next_token_bars(pieces: list[str], probs: np.ndarray, raw: np.ndarray, kept: np.ndarray, chosen: int | None,
                     names: tuple[str, str, str], title: str) -> go.Figure:
     """Top tokens: probability under the sampling settings vs plain softmax; excluded ones greyed, the drawn
-    token in the highlight colour (named in the legend by the third entry of `names`)."""
-    colors = [HIGHLIGHT if i == chosen else ("#3a7ca5" if k else "#c8c8c8") for i, k in enumerate(kept)]
+    token in the highlight colour. The legend has its own swatches (a bar trace's swatch takes its first bar's
+    colour, which is the drawn one's whenever the top token was drawn)."""
+    colors = [HIGHLIGHT if i == chosen else (KEPT if k else EXCLUDED) for i, k in enumerate(kept)]
     fig = go.Figure([
-        go.Bar(x=pieces, y=raw, name=names[0], marker_color="#d9e4ef"),
-        go.Bar(x=pieces, y=probs, name=names[1], marker_color=colors,
+        go.Bar(x=pieces, y=raw, name=names[0], marker_color=RAW),
+        go.Bar(x=pieces, y=probs, name=names[1], marker_color=colors, showlegend=False,
                text=[f"{p:.2f}" for p in probs], textposition="outside"),
-        go.Bar(x=[None], y=[None], name=names[2], marker_color=HIGHLIGHT),  # legend entry only
+        *(go.Scatter(x=[None], y=[None], name=name, mode="markers",  # legend entries only (no bar slot taken)
+                     marker=dict(color=color, symbol="square", size=12))
+          for name, color in ((names[1], KEPT), (names[2], HIGHLIGHT))),
     ])
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12, x=0))
     fig.update_yaxes(range=[0, 1.1])

@@ -85,3 +85,43 @@ def test_model_box_messages_in_chinese():
     assert "没有填写模型" in shown, shown
     shown = run_home(at, "zh", home_model="someone/not-downloaded")
     assert shown.count("离线") == 1, shown
+
+
+def dist_chart(at) -> dict:
+    import json
+
+    return json.loads(next(c for c in at.get("plotly_chart") if "dist" in c.proto.id).proto.spec)
+
+
+def test_next_token_chart_names_a_lower_ranked_draw_and_keeps_its_legend_colours():
+    """Defect 7: the legend swatch of "with these settings" is that colour even when the top token was drawn;
+    when the drawn token ranks below 10 there are 11 bars and the title and the bar say its rank (checked
+    against the rank read off the step's own logits)."""
+    import numpy as np
+
+    from llmviz.viz.decode import HIGHLIGHT, KEPT
+
+    at = open_app(page_file("decode"), temperature=1.3, top_k=0, seed=5, device="cpu")
+    ranks = []
+    for _ in range(24):
+        step = at.session_state[RUN_KEY].step
+        logits = np.asarray(step.logits[0], dtype=np.float64)
+        drawn = int(step.sampled[0])
+        rank = 1 + int(np.sum(logits > logits[drawn])) + int(np.sum(logits[:drawn] == logits[drawn]))
+        ranks.append(rank)
+        spec = dist_chart(at)
+        bars = spec["data"][1]
+        legend = {d["name"]: d["marker"]["color"] for d in spec["data"][2:]}
+        assert legend == {"with these settings": KEPT, "drawn this step": HIGHLIGHT}
+        assert bars.get("showlegend") is False
+        title = spec["layout"]["title"]["text"]
+        assert len(bars["x"]) == (11 if rank > 10 else 10), (rank, bars["x"])
+        assert (f"#{rank}" in title) == (rank > 10), (rank, title)
+        if rank > 10:
+            assert bars["x"][-1].startswith(f"#{rank} ")
+        button = next(b for b in at.button if b.label == "Next ▶")
+        if button.disabled:  # the run ended (EOS)
+            break
+        button.click().run()
+        assert not at.exception
+    assert min(ranks) == 1 and max(ranks) > 10, ranks  # both cases were met

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from llmviz.analysis.decode_series import cache_rows, fit_line, latency_series, row_norms
+from llmviz.analysis.decode_series import MIN_FIT_POINTS, cache_rows, fit_latency, latency_series, row_norms
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
-from llmviz.ui import state
+from llmviz.ui import latency_sweep, state
 from llmviz.ui.chrome import guarded, heading, shown_run, step_timing, translator
 from llmviz.ui.decode_controls import PLAYING, controls, sampling_sliders
 from llmviz.ui.trace_budget import is_shed
@@ -75,6 +75,14 @@ def next_token_panel(t, run, settings) -> None:
         st.caption(t("decode.lens_caption"))
 
 
+def fit_caption(t, fit) -> str:
+    """What the trend line says, or why there is none (C18: the cost per token grows with the context)."""
+    if fit.reason == "few_points":
+        return t("decode.fit_few", need=MIN_FIT_POINTS, warmup=fit.left_out, n=fit.points)
+    values = {"slope": 1000 * fit.slope, "se": 1000 * fit.slope_se, "n": fit.points, "warmup": fit.left_out}
+    return t("decode.fit_noise" if fit.reason == "noise" else "decode.fit_ok", **values)
+
+
 def timing_panel(t, run) -> None:
     step = run.step
     positions, ms = latency_series(run.trace.steps)
@@ -82,10 +90,14 @@ def timing_panel(t, run) -> None:
     with left:
         if len(ms):
             current = int(step.positions[0, -1]) if step.phase == "decode" else None
-            st.plotly_chart(fig.latency(positions, ms, current, fit_line(positions, ms),
-                                        (t("decode.position"), t("decode.ms")), t("decode.fit"),
-                                        t("decode.latency_title")),
+            fit = fit_latency(positions, ms)
+            line = (fit.slope, fit.intercept) if fit.meaningful else None
+            names = (t("decode.ms"), t("decode.warmup", n=fit.left_out),
+                     t("decode.fit", slope=1000 * (fit.slope or 0), se=1000 * (fit.slope_se or 0), n=fit.points))
+            st.plotly_chart(fig.latency(positions, ms, current, line, fit.left_out, names,
+                                        (t("decode.position"), t("decode.ms")), t("decode.latency_title")),
                             width="stretch", key="latency")
+            st.caption(fit_caption(t, fit))
         else:
             st.info(t("decode.latency_empty"))
     with right:
@@ -129,6 +141,8 @@ def body(t) -> None:
     sampling_sliders(t, run)
     next_token_panel(t, run, settings)
     timing_panel(t, run)
+    if run.key is not None:  # a live run: its model can be measured (a replayed trace has none)
+        latency_sweep.section(t, settings)
     memory_panel(t, run)
     state.sync_url()
 

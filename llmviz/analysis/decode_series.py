@@ -6,6 +6,8 @@ The KV cache of a layer after step t is the concatenation of the `k` / `v` rows 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -36,11 +38,39 @@ def latency_series(steps, upto: int | None = None) -> tuple[np.ndarray, np.ndarr
 
 
 MIN_FIT_POINTS = 8  # fewer noisy timings give a slope whose sign flips from run to run
+WARMUP_STEPS = 2  # the first decode steps carry one-off costs (allocator, caches, lazy init): left out of a fit
 
 
-def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
-    """Least-squares slope and intercept of y over x (None with fewer than MIN_FIT_POINTS points)."""
-    if len(x) < MIN_FIT_POINTS or np.ptp(x) == 0:
-        return None
-    slope, intercept = np.polyfit(x.astype(np.float64), y, 1)
-    return float(slope), float(intercept)
+@dataclass(frozen=True)
+class LatencyFit:
+    """A straight line through decode latency against position (C18), and whether it says anything.
+
+    `reason` is None when the slope stands out of its own uncertainty (|slope| > 2 standard errors);
+    otherwise "few_points" (fewer than MIN_FIT_POINTS after the warm-up) or "noise" (the slope is within
+    two standard errors of zero: the timings' noise hides any trend)."""
+
+    slope: float | None  # ms per position
+    intercept: float | None  # ms
+    slope_se: float | None  # standard error of the slope, ms per position
+    points: int  # timings the fit used
+    left_out: int  # first timings left out as warm-up
+    reason: str | None
+
+    @property
+    def meaningful(self) -> bool:
+        return self.reason is None
+
+
+def fit_latency(x: np.ndarray, y: np.ndarray, warmup: int = WARMUP_STEPS) -> LatencyFit:
+    """Least squares of y (ms) over x (positions) without the first `warmup` points, with the slope's
+    standard error sqrt(s^2 / sum((x - mean x)^2)), s^2 the residual variance over n - 2 degrees of freedom."""
+    left_out = min(warmup, len(x))
+    x, y = np.asarray(x, np.float64)[warmup:], np.asarray(y, np.float64)[warmup:]
+    n = len(x)
+    if n < MIN_FIT_POINTS or np.ptp(x) == 0:
+        return LatencyFit(None, None, None, n, left_out, "few_points")
+    slope, intercept = np.polyfit(x, y, 1)
+    residual = y - (slope * x + intercept)
+    se = float(np.sqrt(residual @ residual / (n - 2) / np.sum((x - x.mean()) ** 2)))
+    reason = None if abs(slope) > 2 * se else "noise"
+    return LatencyFit(float(slope), float(intercept), se, n, left_out, reason)

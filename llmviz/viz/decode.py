@@ -87,18 +87,42 @@ def logit_lens(pieces: list[list[str]], probs: np.ndarray, layer_label: str, tit
     return finish(fig, title, 70 + 30 * layers)
 
 
-def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, fit: tuple[float, float] | None,
-            axis: tuple[str, str], fit_name: str, title: str) -> go.Figure:
-    """Per-token decode latency against position (C18), with a least-squares line when there are points."""
-    fig = go.Figure(go.Scatter(x=positions, y=ms, mode="lines+markers", name=axis[1],
-                               hovertemplate="pos %{x}: %{y:.2f} ms<extra></extra>"))
-    if fit is not None:
-        xs = np.array([positions.min(), positions.max()])
-        fig.add_trace(go.Scatter(x=xs, y=fit[0] * xs + fit[1], mode="lines", line=dict(dash="dash"),
-                                 name=fit_name.format(slope=fit[0] * 1000)))
+def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, line: tuple[float, float] | None,
+            left_out: int, names: tuple[str, str, str], axis: tuple[str, str], title: str) -> go.Figure:
+    """Per-token decode latency against position (C18). The first `left_out` points (warm-up) are grey and
+    named as left out of the fit; `line` (slope, intercept in ms) is drawn only when the caller found it
+    meaningful. names: (timings, warm-up, fit)."""
+    fig, hover = go.Figure(), "pos %{x}: %{y:.2f} ms<extra></extra>"
+    if left_out:
+        fig.add_trace(go.Scatter(x=positions[:left_out], y=ms[:left_out], mode="markers", name=names[1],
+                                 marker=dict(color=EXCLUDED, size=9), hovertemplate=hover))
+    fig.add_trace(go.Scatter(x=positions[left_out:], y=ms[left_out:], mode="lines+markers", name=names[0],
+                             hovertemplate=hover))
+    if line is not None:
+        xs = np.array([positions[left_out:].min(), positions.max()])
+        fig.add_trace(go.Scatter(x=xs, y=line[0] * xs + line[1], mode="lines", line=dict(dash="dash"), name=names[2]))
     if current is not None:
         fig.add_vline(x=current, line_color=HIGHLIGHT)
     fig.update_xaxes(title_text=axis[0], tickformat="d", dtick=max(1, int(np.ptp(positions)) // 10 or 1))
+    fig.update_yaxes(title_text=axis[1], rangemode="tozero")
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
+    return finish(fig, title, 320)
+
+
+def latency_sweep(lengths: list[int], median: list[float], low: list[float], high: list[float],
+                  line: tuple[float, float] | None, names: tuple[str, str], axis: tuple[str, str],
+                  title: str) -> go.Figure:
+    """Decode ms/token at each cached length: the median of the rounds, a bar from the fastest to the slowest
+    round, and the fit when it is meaningful. names: (medians, fit)."""
+    med = np.asarray(median)
+    fig = go.Figure(go.Scatter(x=lengths, y=med, mode="lines+markers", name=names[0],
+                               error_y=dict(type="data", symmetric=False, array=np.asarray(high) - med,
+                                            arrayminus=med - np.asarray(low)),
+                               hovertemplate="%{x} tokens: %{y:.2f} ms<extra></extra>"))
+    if line is not None:
+        xs = np.array([min(lengths), max(lengths)])
+        fig.add_trace(go.Scatter(x=xs, y=line[0] * xs + line[1], mode="lines", line=dict(dash="dash"), name=names[1]))
+    fig.update_xaxes(title_text=axis[0], tickformat="d")
     fig.update_yaxes(title_text=axis[1], rangemode="tozero")
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
     return finish(fig, title, 320)

@@ -125,3 +125,29 @@ def test_next_token_chart_names_a_lower_ranked_draw_and_keeps_its_legend_colours
         button.click().run()
         assert not at.exception
     assert min(ranks) == 1 and max(ranks) > 10, ranks  # both cases were met
+
+
+def test_latency_fit_is_explained_and_the_length_sweep_measures_the_trend():
+    """Defect 8: with few steps the page says why there is no trend line (no line drawn); the sweep measures
+    8 lengths with the run's layout, each a median within its min..max, and says what was timed."""
+    import json
+
+    from llmviz.analysis.decode_series import MIN_FIT_POINTS
+    from llmviz.engine.config import default_max_seq
+
+    at = open_app(page_file("decode"), step=3, device="cpu")
+    assert any(f"at least {MIN_FIT_POINTS} decode steps" in c.value for c in at.caption)
+    latency = json.loads(next(c for c in at.get("plotly_chart") if "latency" in c.proto.id).proto.spec)
+    assert [d["name"] for d in latency["data"]] == ["first 2 steps (warm-up, left out of the fit)", "ms"]
+    next(b for b in at.button if b.label == "Measure decode latency over lengths").click().run()
+    assert not at.exception and not at.error
+    result = at.session_state["llmviz_dec_sweep"][1]
+    context = default_max_seq(at.session_state[RUN_KEY].trace.model_card["config"]["max_position_embeddings"])
+    assert result["layouts"] == ["contiguous"] and len(result["lengths"]) == MIN_FIT_POINTS
+    assert result["lengths"][0] == 16 and result["lengths"][-1] == context - 8
+    cells = result["ms_per_token"]["contiguous"]
+    assert all(lo <= m <= hi and m > 0 for lo, m, hi in zip(cells["min"], cells["median"], cells["max"], strict=True))
+    chart = json.loads(next(c for c in at.get("plotly_chart") if "dec_sweep" in c.proto.id).proto.spec)
+    assert chart["data"][0]["x"] == result["lengths"]
+    shown = " ".join(c.value for c in at.caption)
+    assert "cached tokens a decode step went from" in shown and "contiguous layout and sdpa attention" in shown

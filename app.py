@@ -6,6 +6,7 @@ import streamlit as st
 
 from llmviz.ui import navigation
 from llmviz.ui.chrome import guarded, sidebar
+from llmviz.ui.decode_controls import PLAYING
 from llmviz.ui.state import imported
 
 ICON = Path(__file__).parent / "assets" / "ui" / "icon.png"  # served by this server: nothing is fetched offline
@@ -25,5 +26,7 @@ pages = [
 ]
 page = st.navigation(pages)
 navigation.follow(page, pages)  # a page change that a late-arriving typed value took back goes on
+if page.url_path != "decode":  # the Decode page's url_path
+    st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it
 guarded(page.run)  # no traceback reaches the browser
 navigation.finished(page)

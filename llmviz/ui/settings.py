@@ -18,7 +18,7 @@ from llmviz.engine.config import (
     EngineConfig,
     SamplingConfig,
 )
-from llmviz.engine.switches import LOAD_FIELDS, parse_spec
+from llmviz.engine.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
 from llmviz.errors import ConfigError
 
 DEFAULT_MODEL = EMBEDDED_MODEL
@@ -113,6 +113,22 @@ class Settings:
         return EngineConfig(device=self.device, dtype=self.dtype, attn_backend=self.attn, sampling=self.sampling_for(0),
                             seed=self.seed, capture="full", logit_lens_top_k=5, max_seq_len=min(context, MAX_UI_SEQ),
                             **self.switches())
+
+    def for_trace(self, trace) -> Settings:
+        """The settings that compute a replayed trace's run live (its model, prompt, seed, first sampling,
+        dtype, attention and other switches), so that the URL shown during a replay opens that run, not the
+        live one from before. This session's language and other pages' settings stay."""
+        c, default = trace.engine_config, EngineConfig()
+        own = {"dtype", "attn_backend", "max_seq_len", "padding"}  # own boxes, the UI's cap, the Batch page's
+        switches = {s.field: c[s.field] for s in SWITCHES.values()
+                    if s.field not in own and s.field in c and c[s.field] != getattr(default, s.field)}
+        sampling = c.get("sampling", {})
+        device = c.get("device") if c.get("device") in DEVICES else "auto"
+        return self.with_(model=str(trace.model_card.get("name", self.model)), prompt=trace.prompt,
+                          seed=int(trace.seed), device=device, dtype=c.get("dtype", self.dtype),
+                          attn=c.get("attn_backend", self.attn), engine=format_spec(switches),
+                          temperature=float(sampling.get("temperature", self.temperature)),
+                          top_k=int(sampling.get("top_k", self.top_k)), top_p=float(sampling.get("top_p", self.top_p)))
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)

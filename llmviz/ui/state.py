@@ -158,7 +158,9 @@ def sync_url() -> None:
     """Write the settings and the step shown into the URL (so the link reopens this view)."""
     current = settings()
     run = st.session_state.get(RUN_KEY)
-    if run is not None and run.key is not None:
+    if run is not None:
+        if run.key is None:  # a replayed trace: the link recomputes the recorded run, not the earlier live one
+            current = current.for_trace(run.trace)
         drawn = [(s.sampling["temperature"], s.sampling["top_k"], s.sampling["top_p"]) for s in run.trace.steps]
         now = (current.temperature, current.top_k, current.top_p)
         current = current.with_(step=run.cursor, history=encode_history(drawn, now))

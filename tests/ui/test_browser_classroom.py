@@ -10,7 +10,7 @@ import pytest
 from ui_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, wait_idle
+from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, metric, wait_idle
 
 from llmviz.ui.i18n import translate
 
@@ -84,3 +84,31 @@ def test_every_page_asks_only_this_server():
         home = server.url().rstrip("/")
         elsewhere = sorted({u for u in asked if not u.startswith((home, "data:", "blob:"))})
         assert elsewhere == [], elsewhere
+
+
+def test_play_stops_when_the_page_is_left():
+    """Defect 6: Play on Decode, then Home: no step is taken any more, and back on Decode it is paused at the
+    step it had reached (the Next metric is read from the page)."""
+    import re
+
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(server.url("decode"))
+        wait_idle(page, 120)
+        page.get_by_role("button", name=translate("en", "decode.play")).click()
+        time.sleep(2.5)
+        page.get_by_role("link", name=translate("en", "nav.home")).click()
+        time.sleep(1.0)
+        wait_idle(page, 60)
+        assert page.locator("h1").first.inner_text() == translate("en", "home.title")
+        left_at = int(re.search(r"step=(\d+)", page.url).group(1))
+        time.sleep(3.0)  # 3 Play intervals
+        assert int(re.search(r"step=(\d+)", page.url).group(1)) == left_at
+        page.get_by_role("link", name=translate("en", "nav.decode")).click()
+        time.sleep(1.0)
+        wait_idle(page, 60)
+        assert left_at >= 1 and metric(page, translate("en", "decode.step")) == str(left_at)
+        assert page.get_by_role("button", name=translate("en", "decode.play")).count() == 1  # not "Pause"
+        time.sleep(2.0)
+        assert metric(page, translate("en", "decode.step")) == str(left_at)
+        assert exceptions(page) == []

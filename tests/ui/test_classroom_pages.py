@@ -151,3 +151,30 @@ def test_latency_fit_is_explained_and_the_length_sweep_measures_the_trend():
     assert chart["data"][0]["x"] == result["lengths"]
     shown = " ".join(c.value for c in at.caption)
     assert "cached tokens a decode step went from" in shown and "contiguous layout and sdpa attention" in shown
+
+
+def test_a_replayed_trace_puts_its_own_run_in_the_url_and_that_link_recomputes_it():
+    """Defect 6: while a trace is replayed the URL holds the recorded run (model, prompt, seed, sampling,
+    switches, step), so a shared link opens that run live: the same tokens."""
+    from llmviz import service
+    from llmviz.engine.config import EngineConfig, SamplingConfig
+    from llmviz.engine.trace import trace_to_zip
+
+    lm = service.load("llmviz-tiny", EngineConfig(device="cpu"))
+    config = EngineConfig(device="cpu", seed=7, kv_layout="paged", kv_block_size=8, capture="full",
+                          sampling=SamplingConfig(temperature=0.9, top_k=20), max_seq_len=512, logit_lens_top_k=5)
+    recorded = service.run(lm, "Return the", config, 6)
+    at = open_app(page_file("trace"), device="cpu")  # a live run of the default prompt first
+    at.file_uploader[0].set_value(("run.zip", trace_to_zip(recorded), "application/zip"))
+    at.run()
+    at.switch_page(page_file("decode")).run()
+    for _ in range(3):
+        next(b for b in at.button if b.label == "Next ▶").click().run()
+    url = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert url["prompt"] == "Return the" and url["seed"] == "7" and url["step"] == "3"
+    assert url["engine"] == "kv-layout=paged,kv-block-size=8" and url["temperature"] == "0.9"
+    assert url["top_k"] == "20" and url["device"] == "cpu"
+    shared = open_app(page_file("decode"), **url)
+    live = shared.session_state[RUN_KEY]
+    assert live.key is not None and live.cursor == 3
+    assert live.trace.output_ids[:4] == recorded.output_ids[:4]

@@ -45,7 +45,7 @@ def record_step(session, index: int, step: StepBatch, logits: torch.Tensor, next
                  "padded_slots": int(step.batch * step.width - sum(step.n_real)),
                  **({"logit_lens": "not recorded: a compiled decode step keeps no hook data"}
                     if step.static and config.logit_lens_top_k else {})},
-        memory=process_memory(lm.device), sampling=asdict(session.sampling),
+        memory=process_memory(lm.device), sampling={**asdict(session.sampling), "seed": session.sequences[0].seed},
         finished=run_finished, row_finished=[s.finished for s in session.sequences],
     )
     shown = [*input_ids.ravel(), *sampled.ravel(), *record.topk_ids.ravel()]

@@ -249,6 +249,30 @@ class Session:
                 seq.ids[-1] = int(token)
                 seq.finished = self._finished_reason(seq)
 
+    def rewind(self, step: int) -> None:
+        """Go back to just after step `step - 1` (C6): the later steps, the tokens they drew and the cache rows
+        they wrote are dropped, so the next step() computes step `step` again (with reseed(): another draw, a
+        teacher's "resample from this step"). One-row runs only."""
+        if len(self.sequences) != 1:
+            raise ConfigError(f"rewind works on a one-row run; this one has {len(self.sequences)} rows")
+        if not isinstance(step, int) or not 1 <= step < len(self.trace.steps):
+            raise ConfigError(f"rewind to step {step!r}: this run has steps 1..{len(self.trace.steps) - 1} to go "
+                              "back to (step 0, the prefill, is a new run)")
+        seq = self.sequences[0]
+        del seq.ids[seq.prompt_len + step:]  # step j draws generated token j (0-based): keep tokens 0..step-1
+        self.cache.truncate(seq.seq_id, seq.prompt_len + step - 1)  # the last kept token is not cached yet
+        del self.trace.steps[step:]
+        seq.finished = self.trace.steps[-1].row_finished[0] if self.trace.steps[-1].row_finished else ""
+
+    def reseed(self, seed: int) -> None:
+        """Every row draws from here on with a fresh generator seeded `seed + row` (recorded in each step's
+        sampling)."""
+        if not isinstance(seed, int) or not 0 <= seed < 2**63 - len(self.sequences):
+            raise ConfigError(f"seed must be a whole number in [0, 2**63), got {seed!r}")
+        for i, seq in enumerate(self.sequences):
+            seq.seed = seed + i
+            seq.generator.manual_seed(seed + i)
+
     def _finished_reason(self, seq: Sequence) -> str:
         eos = set(self.lm.tokenizer.eos_ids)
         if self.config.stop_at_eos and eos and seq.ids[-1] in eos:

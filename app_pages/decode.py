@@ -6,7 +6,7 @@ from llmviz.analysis.decode_series import MIN_FIT_POINTS, cache_rows, fit_latenc
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
-from llmviz.ui import latency_sweep, state
+from llmviz.ui import latency_sweep, seed_controls, state
 from llmviz.ui.chrome import guarded, heading, shown_run, step_timing, translator
 from llmviz.ui.decode_controls import PLAYING, controls, sampling_sliders
 from llmviz.ui.trace_budget import is_shed
@@ -121,6 +121,7 @@ def body(t) -> None:
     if run is None:
         return
     controls(t, run)
+    seed_controls.controls(t, run)
     settings = state.settings()
     layers = run.trace.model_card["config"]["num_layers"]
     layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1, key="dec_layer")

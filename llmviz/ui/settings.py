@@ -57,6 +57,9 @@ class Settings:
     # "first-last:temperature,top_k,top_p;..." (see encode_history): with it a link replays a run exactly,
     # even when the sliders moved halfway through it.
     history: str = ""
+    # Steps drawn with a fresh seed ("resample from this step"), as "step:seed;...": computing that step
+    # starts the generator again from that seed (Session.reseed), so a link replays a resampled run exactly.
+    reseed: str = ""
     # The Compare page (C8-C11, C14, C19-C21): the model ("" = the one above), settings A and B as switch specs
     # ("kv-dtype=fp16,attn=eager"), decode steps and timed rounds; cmp_run=1 runs it when the link opens.
     # More engine switches for the stepper's runs, as a switch spec ("kv-layout=paged,kv-dtype=fp16"); dtype
@@ -87,6 +90,10 @@ class Settings:
         """The settings step `step` is drawn with: its recorded ones from the link, else the sliders'."""
         recorded = decode_history(self.history).get(step)
         return SamplingConfig(*recorded) if recorded else self.sampling()
+
+    def reseed_at(self, step: int) -> int | None:
+        """The fresh seed step `step` is drawn with, if the run was resampled there."""
+        return decode_reseed(self.reseed).get(step)
 
     def run_key(self) -> tuple:
         """What a run depends on at its start: change any of these and the run starts again."""
@@ -124,11 +131,14 @@ class Settings:
                     if s.field not in own and s.field in c and c[s.field] != getattr(default, s.field)}
         sampling = c.get("sampling", {})
         device = c.get("device") if c.get("device") in DEVICES else "auto"
+        seeds = [step.sampling.get("seed", trace.seed) for step in trace.steps]
+        reseed = {j: seeds[j] for j in range(1, len(seeds)) if seeds[j] != seeds[j - 1]}
         return self.with_(model=str(trace.model_card.get("name", self.model)), prompt=trace.prompt,
                           seed=int(trace.seed), device=device, dtype=c.get("dtype", self.dtype),
                           attn=c.get("attn_backend", self.attn), engine=format_spec(switches),
                           temperature=float(sampling.get("temperature", self.temperature)),
-                          top_k=int(sampling.get("top_k", self.top_k)), top_p=float(sampling.get("top_p", self.top_p)))
+                          top_k=int(sampling.get("top_k", self.top_k)), top_p=float(sampling.get("top_p", self.top_p)),
+                          reseed=encode_reseed(reseed))
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -170,6 +180,11 @@ class Settings:
                 problems.append(f"kv_lengths={values.pop('kv_lengths')!r}")
         if len(extra_prompts(values.get("kv_prompts", ""))) > KV_MAX_EXTRA:
             problems.append(f"kv_prompts={values.pop('kv_prompts')!r}")
+        if "reseed" in values:
+            try:
+                decode_reseed(values["reseed"])
+            except ValueError:
+                problems.append(f"reseed={values.pop('reseed')!r}")
         if "history" in values:
             try:
                 decode_history(values["history"])
@@ -223,4 +238,20 @@ def decode_history(text: str) -> dict[int, tuple]:
         if not 0 <= first <= last <= MAX_UI_SEQ:
             raise ValueError(f"bad step range {span}")
         out.update(dict.fromkeys(range(first, last + 1), sampling))
+    return out
+
+
+def encode_reseed(seeds: dict[int, int]) -> str:
+    """{step: seed} -> "3:912;7:44" (steps in order)."""
+    return ";".join(f"{step}:{seed}" for step, seed in sorted(seeds.items()))
+
+
+def decode_reseed(text: str) -> dict[int, int]:
+    """The inverse of encode_reseed; ValueError when malformed or out of range."""
+    out: dict[int, int] = {}
+    for part in filter(None, text.split(";")):
+        step, seed = (int(x) for x in part.split(":"))
+        if not 1 <= step <= MAX_UI_SEQ or not 0 <= seed < 2**32:
+            raise ValueError(f"bad reseed entry {part}")
+        out[step] = seed
     return out

@@ -222,7 +222,11 @@ def advance(run: Run) -> bool:
         return False
     from llmviz import service
 
-    run.session.sampling = settings().sampling_for(len(run.trace.steps))  # the sliders, or the link's record
+    current, index = settings(), len(run.trace.steps)
+    run.session.sampling = current.sampling_for(index)  # the sliders, or the link's record
+    seed = current.reseed_at(index)
+    if seed is not None:  # the run was resampled from this step: its draw starts from that seed
+        run.session.reseed(seed)
     service.step(run.session)
     run.cursor += 1
     run.shed = keep_bounded(run.trace, policy().trace_budget_bytes, (run.cursor,), service.release_memory)

@@ -38,8 +38,12 @@ def generated_text(trace: RunTrace, row: int = 0) -> str:
     """One row's sampled tokens as text, from the token table the trace carries (no tokenizer needed): their
     bytes joined first and decoded together, so a character split over several byte tokens (济 is three)
     comes out whole, as the engine's own decode gives it; special tokens (EOS) left out."""
-    table = trace.tokens
-    data = b"".join(bytes.fromhex(table.get(i, {}).get("bytes", "")) for i in trace.row_output_ids(row)
+    return ids_text(trace.tokens, trace.row_output_ids(row))
+
+
+def ids_text(table: dict, ids: list[int]) -> str:
+    """Token ids as text from a trace's token table: their bytes joined, then decoded; special tokens left out."""
+    data = b"".join(bytes.fromhex(table.get(i, {}).get("bytes", "")) for i in ids
                     if not table.get(i, {}).get("special", False))
     return data.decode("utf-8", errors="replace")
 

@@ -178,3 +178,61 @@ def test_a_replayed_trace_puts_its_own_run_in_the_url_and_that_link_recomputes_i
     live = shared.session_state[RUN_KEY]
     assert live.key is not None and live.cursor == 3
     assert live.trace.output_ids[:4] == recorded.output_ids[:4]
+
+
+def live_tokens(seed: int, steps: int, reseed: dict | None = None) -> list[int]:
+    """What the engine draws alone for the Decode page's default run (the app's UI config) with `seed`."""
+    from llmviz import service
+    from llmviz.engine.config import EngineConfig
+    from llmviz.ui.settings import Settings
+
+    s = Settings(seed=seed, device="cpu", temperature=1.0, top_k=0)
+    lm = service.load(s.model, EngineConfig(device="cpu"))
+    session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
+    for i in range(steps + 1):
+        if reseed and i in reseed:
+            session.reseed(reseed[i])
+        session.step()
+    return session.trace.output_ids
+
+
+def test_seed_box_new_sample_and_resample_from_a_step(monkeypatch):
+    """Defect 2: a seed control, "new sample" (a fresh seed, the same step) and "resample from this step"
+    (tokens before it kept, its own drawn again), each checked against the engine alone with that seed; the
+    two samples are shown with where they part; the URL carries it all, and that link replays it."""
+    from llmviz.ui import seed_controls
+
+    fresh_seeds = iter([21, 33])  # what secrets would draw, fixed so that no run ends (EOS) before step 5
+    monkeypatch.setattr(seed_controls, "fresh_seed", lambda: next(fresh_seeds))
+    at = open_app(page_file("decode"), step=5, device="cpu", temperature=1.0, top_k=0)
+    run = at.session_state[RUN_KEY]
+    assert run.trace.output_ids == live_tokens(0, 5)
+    at.number_input(key="dec_seed").set_value(11).run()  # the seed box: the run again, to step 5
+    run = at.session_state[RUN_KEY]
+    assert run.cursor == 5 and run.trace.output_ids == live_tokens(11, 5)
+    shown = " ".join(m.value for m in at.markdown)
+    assert "Before (seed 0)" in shown and "Now (seed 11)" in shown
+    next(b for b in at.button if b.label == "New sample").click().run()
+    seed = at.session_state[SETTINGS_KEY].seed
+    assert seed == 21 and at.number_input(key="dec_seed").value == seed
+    assert at.session_state[RUN_KEY].trace.output_ids == live_tokens(seed, 5)
+    before = at.session_state[RUN_KEY].trace.output_ids
+    next(b for b in at.button if b.label == "◀ Previous").click().run()
+    next(b for b in at.button if b.label == "Resample from step 4").click().run()
+    assert not at.exception and not at.error
+    run = at.session_state[RUN_KEY]
+    fresh = run.step.sampling["seed"]
+    assert run.cursor == 4 and len(run.trace.steps) == 5 and fresh == 33
+    assert run.trace.output_ids == live_tokens(seed, 4, {4: fresh})  # steps 0-3 as before, step 4 from `fresh`
+    assert run.trace.output_ids[:4] == before[:4]
+    assert at.query_params["reseed"] in (f"4:{fresh}", [f"4:{fresh}"])
+    url = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    again = open_app(page_file("decode"), **url)
+    assert again.session_state[RUN_KEY].trace.output_ids == run.trace.output_ids
+
+
+def test_seed_controls_in_chinese_and_off_for_a_replay():
+    at = open_app(page_file("decode"), lang="zh", device="cpu")
+    labels = [b.label for b in at.button]
+    assert "重新采样" in labels and not any("Resample" in x for x in labels)
+    assert next(b for b in at.button if b.label.startswith("从第")).disabled  # step 0: nothing before it

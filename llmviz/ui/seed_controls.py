@@ -1,0 +1,96 @@
+"""The Decode page's seed, "new sample" and "resample from this step" (issue 10), and the two samples side by
+side: a teacher shows that sampling draws another answer each time, and where the answers part.
+
+Every action runs in an on_click callback (before the page is drawn again); an error there is kept and shown
+by the page (decode_controls.STEP_ERROR), as Next does.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import streamlit as st
+
+from llmviz.ui import state
+from llmviz.ui.chrome import literal
+from llmviz.ui.decode_controls import STEP_ERROR
+from llmviz.ui.settings import RANGES, decode_reseed, encode_reseed
+from llmviz.ui.trace_file import ids_text
+
+SEED_KEY, BEFORE_KEY = "dec_seed", "llmviz_dec_before"
+
+
+def fresh_seed() -> int:
+    return secrets.randbelow(RANGES["seed"][1] + 1)
+
+
+def _keep_before(run, label: str) -> None:
+    """The sample shown now, to set beside the next one."""
+    st.session_state[BEFORE_KEY] = (label, run.trace.row_output_ids(0)[: run.cursor + 1])
+
+
+def _restart(run, seed: int) -> None:
+    """A new run with `seed`, taken to the step shown now (the same length, another draw)."""
+    _keep_before(run, f"seed {state.settings().seed}")
+    st.session_state[SEED_KEY] = seed
+    state.update(seed=seed, step=run.cursor, reseed="", history="")
+    state.forget_run()
+
+
+def _apply_seed(run) -> None:
+    _restart(run, int(st.session_state[SEED_KEY]))
+
+
+def _new_sample(run) -> None:
+    _restart(run, fresh_seed())
+
+
+def _resample(run) -> None:
+    """Draw the token of the step shown again, with a fresh seed, and go on from there."""
+    try:
+        step, seed = run.cursor, fresh_seed()
+        _keep_before(run, f"seed {run.step.sampling.get('seed', state.settings().seed)}")
+        run.session.rewind(step)
+        run.session.reseed(seed)
+        kept = {k: v for k, v in decode_reseed(state.settings().reseed).items() if k < step}
+        state.update(reseed=encode_reseed({**kept, step: seed}))
+        run.cursor = step - 1
+        state.advance(run)
+    except Exception as exc:  # a callback runs outside the page's guard
+        st.session_state[STEP_ERROR] = exc
+
+
+def controls(t, run) -> None:
+    """Seed box, New sample, Resample from this step (live runs only: a replayed trace has no model)."""
+    live = run.key is not None and run.session is not None
+    state.seed_widgets({"seed": SEED_KEY})
+    a, b, c = st.columns([1, 1, 2])
+    low, high = RANGES["seed"]
+    a.number_input(t("decode.seed"), low, high, key=SEED_KEY, on_change=_apply_seed, args=(run,),
+                   disabled=not live, help=t("decode.seed_help"))
+    b.button(t("decode.new_sample"), on_click=_new_sample, args=(run,), disabled=not live, width="stretch",
+             help=t("decode.new_sample_help"))
+    c.button(t("decode.resample", step=run.cursor), on_click=_resample, args=(run,), width="stretch",
+             disabled=not live or run.cursor == 0, help=t("decode.resample_help"))
+    before(t, run)
+
+
+def _text(tokens: dict, ids: list[int], start: int) -> str:
+    """Token pieces as markdown, those from `start` on in bold (where this sample parts from the other)."""
+    same, rest = literal(ids_text(tokens, ids[:start])), literal(ids_text(tokens, ids[start:]))
+    core = rest.strip()  # markdown's bold needs no space inside its marks
+    return same + (rest.replace(core, f"**{core}**", 1) if core else rest)
+
+
+def before(t, run) -> None:
+    """The previous sample and this one, the part where they differ in bold."""
+    kept = st.session_state.get(BEFORE_KEY)
+    if kept is None or run.key is None:
+        return
+    label, old = kept
+    new = run.trace.row_output_ids(0)[: run.cursor + 1]
+    start = next((i for i, (x, y) in enumerate(zip(old, new, strict=False)) if x != y), min(len(old), len(new)))
+    tokens = run.trace.tokens
+    st.markdown(t("decode.sample_before", label=label, text=_text(tokens, old, start)))
+    st.markdown(t("decode.sample_now", seed=run.step.sampling.get("seed", "?"), text=_text(tokens, new, start)))
+    st.caption(t("decode.sample_diff", n=start) if start < max(len(old), len(new)) else t("decode.sample_same"))

@@ -7,11 +7,12 @@ from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, shown_run, step_timing, translator
+from llmviz.ui.chrome import heading, scroll_to, shown_run, step_timing, translator
 from llmviz.viz.attention import attention_grid, attention_heatmap
 from llmviz.viz.kv_cache import kv_bytes_bars
 
 GRID_TILE = 24  # each small map is pooled to at most 24 x 24
+MAPS_ANCHOR, SCROLL_KEY = "prefill-maps", "llmviz_prefill_scroll"
 DRAWN = ("attn_in", "q", "k", "v", "scores", "probs")  # the hooks of every layer this page reads
 
 
@@ -29,15 +30,20 @@ def qkv_section(t, step, layer: int, head: int, sh: at.HeadShapes) -> None:
 
 
 def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: list[str]) -> None:
-    st.header(t("prefill.scores_header"))
+    st.header(t("prefill.scores_header"), anchor=MAPS_ANCHOR)
+    if st.session_state.pop(SCROLL_KEY, False):
+        scroll_to(MAPS_ANCHOR)
     scores = step.hook(f"layers.{layer}.scores")
     s = scores.array[0, head]  # [b, h, n, n_k] -> [n, n_k]
     q = step.hook(f"layers.{layer}.q").array[0, head]  # [n, hd]
     k = step.hook(f"layers.{layer}.k").array[0, sh.kv_head(head)]  # [n_k, hd]
     gap = at.max_abs_gap(s, at.scores_from_qk(q, k, sh.scale))
+    future, window = at.mask_counts(s)
     st.markdown(t("prefill.scores_explain", formula=at.matmul_text("Q", (sh.n, sh.head_dim), "Kᵀ",
                                                                    (sh.head_dim, sh.n_k), "S"),
-                  hd=sh.head_dim, scale=f"{sh.scale:.4g}", masked=int(at.masked(s).sum()), total=s.size))
+                  hd=sh.head_dim, scale=f"{sh.scale:.4g}", masked=future, total=s.size))
+    if window:
+        st.markdown(t("prefill.window_masked", n=window))
     if "recomputed" in scores.note:  # rebuilt from these same Q and K: the check below would be circular
         st.info(t("prefill.recomputed", backend=step.timings.get("attn_backend", "?"), note=scores.note))
     else:
@@ -49,7 +55,8 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     probs = step.hook(f"layers.{layer}.probs").array[0, head]  # [n, n_k]
     right.plotly_chart(attention_heatmap(probs, labels, labels, t("prefill.probs_title", layer=layer, head=head),
                                          t("prefill.axis_key"), t("prefill.axis_query"), t("prefill.prob"),
-                                         probabilities=True), width="stretch", key="prefill_probs")
+                                         probabilities=True, hidden=at.masked(s)), width="stretch",
+                       key="prefill_probs")
     st.caption(t("prefill.mask_note"))
 
 
@@ -60,6 +67,7 @@ def pick_from_grid(tile: tuple[int, int], layers: int, heads: int) -> None:
         layer, head = at.grid_cell(points[0]["x"], points[0]["y"], tile)
         if 0 <= layer < layers and 0 <= head < heads:
             st.session_state["prefill_layer"], st.session_state["prefill_head"] = layer, head
+            st.session_state[SCROLL_KEY] = True  # bring the enlarged maps into view on the next draw
 
 
 def grid_section(t, step, layers: int, sh: at.HeadShapes, layer: int, head: int) -> None:

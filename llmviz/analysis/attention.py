@@ -52,6 +52,15 @@ def masked(scores: np.ndarray) -> np.ndarray:
     return np.isneginf(scores)
 
 
+def mask_counts(scores: np.ndarray) -> tuple[int, int]:
+    """(future, window): masked entries of one map [n, n_k] whose key comes after the query (the causal mask),
+    and those before it (a sliding window's: keys too far back). The queries are the last n of the n_k keys."""
+    n, n_k = scores.shape[-2:]
+    later = np.arange(n_k)[None, :] > (np.arange(n)[:, None] + n_k - n)  # [n, n_k] key after the query
+    hidden = masked(scores)
+    return int((hidden & later).sum()), int((hidden & ~later).sum())
+
+
 def max_abs_gap(recorded: np.ndarray, recomputed: np.ndarray) -> float:
     """Largest |recorded - recomputed| over the entries the mask left visible."""
     visible = ~masked(recorded)

@@ -119,3 +119,14 @@ def step_timing(t: Translator, step, title: str, key: str) -> None:
     tm = step.timings
     note = "common.capture_note" if tm.get("capture") == "full" else "common.capture_note_light"
     st.caption(t(note, device=tm.get("device", "?"), threads=tm.get("threads", "?"), capture=tm.get("capture", "?")))
+
+
+def scroll_to(anchor: str) -> None:
+    """Scroll the page to the element with id `anchor` (a header's anchor), once, from a zero-height frame:
+    Streamlit has no scroll call, and the frame shares the page's origin."""
+    import json
+
+    from streamlit.components.v1 import html
+
+    html(f"<script>const target = window.parent.document.getElementById({json.dumps(anchor)});"
+         "if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});</script>", height=0)

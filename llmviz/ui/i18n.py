@@ -7,6 +7,7 @@ the same keys and that a page rendered in Chinese shows no English catalog strin
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,9 +30,18 @@ def catalog(lang: str) -> dict[str, str]:
     return messages
 
 
+# English nouns the catalogs count: "1 tokens" becomes "1 token" after formatting (one rule for every message).
+_COUNTED = ("token", "step", "position", "prompt", "row", "layer", "head", "request", "block", "round", "radian",
+            "slot", "sequence", "character", "byte", "second", "time", "point", "length")
+_ONE = re.compile(r"(?<![\d.,\-])\b1 (" + "|".join(_COUNTED) + r")s\b")
+
+
 def translate(lang: str, key: str, **values) -> str:
     text = catalog(lang)[key]
-    return text.format(**values) if values else text
+    if not values:
+        return text
+    text = text.format(**values)
+    return _ONE.sub(r"1 \1", text) if lang == "en" else text
 
 
 class Translator:

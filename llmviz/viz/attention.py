@@ -15,10 +15,13 @@ PLAIN = {"showgrid": False, "zeroline": False}
 
 
 def attention_heatmap(z: np.ndarray, q_labels: list[str], k_labels: list[str], title: str, x_title: str,
-                      y_title: str, value_title: str, probabilities: bool = False) -> go.Figure:
-    """One head's map [n, n_k]: queries down, keys across; -inf (masked) entries shown grey."""
+                      y_title: str, value_title: str, probabilities: bool = False,
+                      hidden: np.ndarray | None = None) -> go.Figure:
+    """One head's map [n, n_k]: queries down, keys across; masked entries shown grey: the -inf ones, and those
+    of `hidden` ([n, n_k] bool: for probabilities, where the scores were masked; they are 0 after softmax)."""
     z = np.asarray(z, dtype=np.float32)
-    shown = np.where(np.isneginf(z), np.nan, z)  # [n, n_k]
+    gone = np.isneginf(z) if hidden is None else (np.isneginf(z) | hidden)
+    shown = np.where(gone, np.nan, z)  # [n, n_k]
     n, n_k = z.shape
     scale = {"colorscale": "Blues", "zmin": 0.0, "zmax": 1.0} if probabilities else \
         {"colorscale": "RdBu", "reversescale": True, "zmid": 0.0}
@@ -43,10 +46,15 @@ def attention_grid(tiled: np.ndarray, layers: int, heads: int, tile: tuple[int, 
                "line": {"color": "#e4572e", "width": 3}}
     centers_x = [j * (s_k + gap) + (s_k - 1) / 2 for j in range(heads)]
     centers_y = [i * (s + gap) + (s - 1) / 2 for i in range(layers)]
-    # Heatmaps cannot be selected by a click; an invisible square marker on each tile's centre can.
-    targets = go.Scatter(x=centers_x * layers, y=[y for y in centers_y for _ in range(heads)], mode="markers",
-                         marker={"symbol": "square", "size": 26, "opacity": 0.01, "color": "#000000"},
-                         hoverinfo="none", showlegend=False)
+    # Heatmaps cannot be selected by a click; invisible square markers can: one on every cell of every tile,
+    # so a click anywhere on a tile selects it.
+    every = 3  # a marker every 3 cells, each as wide as 3 cells on a ~900 px wide grid
+    cell_px = 900 / max(1, heads * (s_k + gap))
+    cells = [(j * (s_k + gap) + c, i * (s + gap) + r) for i in range(layers) for j in range(heads)
+             for r in range(1, s, every) for c in range(1, s_k, every)]
+    targets = go.Scatter(x=[x for x, _ in cells], y=[y for _, y in cells], mode="markers",
+                         marker={"symbol": "square", "size": min(300, max(8, round(cell_px * every * 1.2))),
+                                 "opacity": 0.01, "color": "#000000"}, hoverinfo="none", showlegend=False)
     fig = go.Figure([go.Heatmap(z=np.asarray(tiled, dtype=np.float32), colorscale="Blues", zmin=0.0, zmax=1.0,
                                 showscale=False, hoverinfo="skip"), targets])
     # The grid fills the page width (~900 px); the height keeps the tiles roughly square.

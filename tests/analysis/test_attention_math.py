@@ -74,3 +74,16 @@ def test_a_click_on_the_grid_names_its_layer_and_head():
             y, x = layer * 6 + 2, head * 6 + 4  # a cell inside tile (layer, head)
             assert tiled[y, x] == maps[layer][head][2, 4]
             assert grid_cell(x, y, (5, 5)) == (layer, head)
+
+
+def test_mask_counts_split_the_causal_mask_from_a_sliding_window():
+    """By hand: 5 tokens, a window of 2 (a query sees itself and the one before): the upper triangle (10)
+    is the causal mask, the 6 entries two or more back are the window's (1 + 2 + 3)."""
+    from llmviz.analysis.attention import mask_counts
+
+    i, j = np.indices((5, 5))
+    scores = np.where((j > i) | (i - j >= 2), -np.inf, 1.0)
+    assert mask_counts(scores) == (10, 6)
+    assert mask_counts(np.where(j > i, -np.inf, 0.5)) == (10, 0)
+    # a decode step: 1 query at position 5 over 6 keys, the window hiding positions 0-3
+    assert mask_counts(np.array([[-np.inf] * 4 + [0.1, 0.2]])) == (0, 4)

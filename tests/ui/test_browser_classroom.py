@@ -112,3 +112,40 @@ def test_play_stops_when_the_page_is_left():
         time.sleep(2.0)
         assert metric(page, translate("en", "decode.step")) == str(left_at)
         assert exceptions(page) == []
+
+
+def test_a_click_near_a_prefill_tiles_corner_picks_it_and_brings_the_maps_into_view():
+    """Defect 5: a grid tile answered only a click on a small marker at its centre, and the enlarged maps
+    stayed far up the page. Click near the corner of layer 1, head 2's tile: the layer and head boxes take
+    those values and the maps' header is scrolled into the viewport."""
+    prompt = "The list of all the values in this table"
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(server.url("prefill", prompt=prompt))
+        wait_idle(page, 120)
+        grid = page.locator(".st-key-prefill_grid .nsewdrag").first
+        grid.scroll_into_view_if_needed()
+        wait_idle(page, 30)
+        box = grid.bounding_box()
+        import numpy as np
+
+        from llmviz import service
+        from llmviz.analysis.attention import pool_map
+        from llmviz.engine.config import EngineConfig
+
+        n = len(service.load("llmviz-tiny", EngineConfig(device="cpu")).tokenizer.encode(prompt))
+        tile_h, tile_w = pool_map(np.zeros((n, n)), 24).shape  # as the page pools each map
+        x_cell, y_cell = 2 * (tile_w + 1) + 0.15, 1 * (tile_h + 1) + tile_h - 0.85  # near the bottom-left corner
+        (x0, x1), (y0, y1) = page.evaluate("""() => { const l = document.querySelector(
+            '.st-key-prefill_grid .js-plotly-plot')._fullLayout; return [l.xaxis.range, l.yaxis.range]; }""")
+        page.mouse.click(box["x"] + (x_cell - x0) / (x1 - x0) * box["width"],  # y is reversed: y0 is the bottom
+                         box["y"] + (y_cell - y1) / (y0 - y1) * box["height"])
+        time.sleep(1.0)
+        wait_idle(page, 60)
+        layer = page.get_by_role("combobox", name=translate("en", "prefill.layer")).input_value()
+        head = page.get_by_role("combobox", name=translate("en", "prefill.head")).input_value()
+        assert (layer, head) == ("1", "2")
+        time.sleep(1.0)  # the smooth scroll
+        top = page.locator("#prefill-maps").bounding_box()["y"]
+        assert 0 <= top < 720, top
+        assert exceptions(page) == []

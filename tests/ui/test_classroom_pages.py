@@ -236,3 +236,16 @@ def test_seed_controls_in_chinese_and_off_for_a_replay():
     labels = [b.label for b in at.button]
     assert "重新采样" in labels and not any("Resample" in x for x in labels)
     assert next(b for b in at.button if b.label.startswith("从第")).disabled  # step 0: nothing before it
+
+
+def test_prefill_counts_the_window_apart_from_the_causal_mask(model_dirs):
+    """Defect: a sliding window's masked cells were counted as "causal". Mistral, window 8, a 20-token prompt:
+    the causal count is n(n-1)/2 and the window's the entries 8 or more back, counted here by hand."""
+    prompt = " ".join(["fox"] * 19)
+    at = open_app(page_file("prefill"), model=model_dirs["mistral"], prompt=prompt, device="cpu")
+    n = len(at.session_state[RUN_KEY].trace.prompt_ids)
+    assert n > 8
+    window = sum(1 for i in range(n) for j in range(n) if i - j >= 8)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"to −∞ ({n * (n - 1) // 2} of {n * n} entries)" in text, text[:500]
+    assert f"The sliding window masks {window} more entries" in text

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from llmviz.analysis.decode_series import MIN_FIT_POINTS, cache_rows, fit_latency, latency_series, row_norms
+from llmviz.analysis.kv_memory import in_one_unit
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
@@ -25,13 +26,15 @@ def attention_panel(t, run, layer: int, labels: list[str]) -> None:
     start = int(step.positions[0, -1]) + 1 - n_k  # > 0 only for a sliding window
     left, right = st.columns([2, 3])
     with left:
-        st.markdown(t("decode.q_shape", heads=q.shape[0], hd=q.shape[1], n=step.input_ids.shape[1]))
-        st.plotly_chart(fig.vector_heatmap(q, t("decode.head"), "head_dim", t("decode.q_title", layer=layer)),
-                        width="stretch", key="q")
+        n = step.input_ids.shape[1]
+        key = "decode.q_shape_prefill" if step.phase == "prefill" else "decode.q_shape"
+        st.markdown(t(key, heads=q.shape[0], hd=q.shape[1], n=n))
+        st.plotly_chart(fig.vector_heatmap(q, t("decode.head"), "head_dim", t("decode.q_title", layer=layer),
+                                           t("decode.value")), width="stretch", key="q")
     with right:
         st.markdown(t("decode.attn_text", n_k=n_k))
-        st.plotly_chart(fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title")),
-                        width="stretch", key="attn")
+        st.plotly_chart(fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title"),
+                                          t("decode.weight")), width="stretch", key="attn")
         if probs_rec.note:
             st.caption(t("decode.recomputed", backend=step.timings.get("attn_backend", "?")))
 
@@ -107,10 +110,11 @@ def timing_panel(t, run) -> None:
 def memory_panel(t, run) -> None:
     step, card = run.step, run.trace.model_card
     cols = st.columns(4)
-    cols[0].metric(t("decode.mem_weights"), f"{card['weight_bytes'] / 2**20:,.1f} MiB")
-    cols[1].metric(t("decode.mem_kv_used"), f"{step.kv['bytes_used'] / 2**10:,.1f} KiB")
-    cols[2].metric(t("decode.mem_kv_alloc"), f"{step.kv['bytes_allocated'] / 2**10:,.1f} KiB")
-    cols[3].metric(t("decode.mem_rss"), f"{step.memory['rss_bytes'] / 2**20:,.0f} MiB")
+    weights, used, allocated = in_one_unit([card["weight_bytes"], step.kv["bytes_used"], step.kv["bytes_allocated"]])
+    cols[0].metric(t("decode.mem_weights"), weights, help=t("decode.mem_bytes", n=card["weight_bytes"]))
+    cols[1].metric(t("decode.mem_kv_used"), used, help=t("decode.mem_bytes", n=step.kv["bytes_used"]))
+    cols[2].metric(t("decode.mem_kv_alloc"), allocated, help=t("decode.mem_bytes", n=step.kv["bytes_allocated"]))
+    cols[3].metric(t("decode.mem_rss"), in_one_unit([step.memory["rss_bytes"]])[0], help=t("decode.mem_rss_help"))
     if "cuda_allocated_bytes" in step.memory:
         st.caption(t("decode.mem_cuda", alloc=step.memory["cuda_allocated_bytes"] / 2**20,
                      peak=step.memory["cuda_peak_allocated_bytes"] / 2**20))

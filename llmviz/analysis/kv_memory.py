@@ -84,6 +84,15 @@ def human(n: float) -> str:
     return f"{n:,.1f} {unit}"
 
 
+def in_one_unit(values: list[float]) -> list[str]:
+    """Byte counts shown side by side, all in the binary unit the largest reads best in (no KiB beside MiB)."""
+    largest = max((abs(v) for v in values), default=0)
+    unit, size = next(((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if largest >= s),
+                      ("B", 1))
+    digits = 0 if unit == "B" else (2 if largest / size < 100 else 1)
+    return [f"{v / size:,.{digits}f} {unit}" for v in values]
+
+
 def comparison(article: KVExample, here: KVExample) -> list[tuple[str, str, str]]:
     """Rows (what, article, this model) of the 24 KB example redone; `what` is a message-key suffix."""
     rows = [("tokens", article.tokens, here.tokens), ("kv_heads", article.kv_heads, here.kv_heads),

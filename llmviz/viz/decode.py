@@ -8,32 +8,45 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import finish
+from llmviz.viz.style import MAX_TICKS, finish
 
 HIGHLIGHT = "#e4572e"
+MIN_HEIGHT = 200  # a one-row map (a 1-token prompt, one head) keeps room for its title and axis
 
 
-def vector_heatmap(values: np.ndarray, row_label: str, col_label: str, title: str) -> go.Figure:
-    """A [rows, cols] matrix (e.g. the new token's Q: [heads, head_dim])."""
+def colorbar(title: str) -> dict:
+    """A slim colour scale beside a heatmap, titled with what the colours measure."""
+    return {"title": {"text": title, "side": "right"}, "thickness": 12, "len": 0.9}
+
+
+def vector_heatmap(values: np.ndarray, row_label: str, col_label: str, title: str, scale_title: str) -> go.Figure:
+    """A [rows, cols] matrix (e.g. the new token's Q: [heads, head_dim]), with its colour scale."""
     rows = values.shape[0]
-    fig = go.Figure(go.Heatmap(z=values, colorscale="RdBu", zmid=0, showscale=False,
+    fig = go.Figure(go.Heatmap(z=values, colorscale="RdBu", zmid=0, colorbar=colorbar(scale_title),
                                y=[f"{row_label} {i}" for i in range(rows)],
                                hovertemplate=f"{row_label} %{{y}}, {col_label} %{{x}}: %{{z:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text=col_label)
     fig.update_yaxes(autorange="reversed")
-    return finish(fig, title, 60 + 22 * rows)
+    return finish(fig, title, max(MIN_HEIGHT, 80 + 22 * rows))
 
 
-def attention_row(probs: np.ndarray, labels: list[str], start: int, head_label: str, title: str) -> go.Figure:
-    """The new token's attention [heads, n_k] over the cached positions start..start+n_k-1."""
+def attention_row(probs: np.ndarray, labels: list[str], start: int, head_label: str, title: str,
+                  scale_title: str) -> go.Figure:
+    """The new token's attention [heads, n_k] over the cached positions start..start+n_k-1; each column is
+    labelled with its token while they fit (MAX_TICKS), by position number past that."""
     heads, n_k = probs.shape
-    x = [f"{start + j}:{labels[start + j]}" for j in range(n_k)]
+    x = list(range(start, start + n_k))
     fig = go.Figure(go.Heatmap(z=probs, x=x, y=[f"{head_label} {h}" for h in range(heads)], colorscale="Blues",
-                               zmin=0, zmax=1, showscale=False,
-                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
+                               zmin=0, zmax=1, colorbar=colorbar(scale_title),
+                               customdata=[labels[start:start + n_k]] * heads,
+                               hovertemplate="%{y} → %{x}:%{customdata}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
-    return finish(fig, title, 120 + 22 * heads)
+    if n_k <= MAX_TICKS:
+        fig.update_xaxes(tickmode="array", tickvals=x, ticktext=[f"{p}:{labels[p]}" for p in x], tickangle=-45,
+                         tickfont=dict(size=12))
+    else:
+        fig.update_xaxes(tickformat="d")
+    return finish(fig, title, max(MIN_HEIGHT, 140 + 22 * heads))
 
 
 def kv_grid(norms: np.ndarray, new_cols: int, labels: list[str], row_label: str, title: str) -> go.Figure:
@@ -44,14 +57,14 @@ def kv_grid(norms: np.ndarray, new_cols: int, labels: list[str], row_label: str,
     """
     heads, used = norms.shape
     fig = go.Figure(go.Heatmap(z=norms, x=list(range(used)), y=[f"{row_label} {h}" for h in range(heads)],
-                               colorscale="Viridis", showscale=False, xgap=1, ygap=1,
+                               colorscale="Viridis", colorbar=colorbar("‖k‖"), xgap=1, ygap=1,
                                customdata=np.array([labels[:used]] * heads),
                                hovertemplate="%{y}, pos %{x} (%{customdata}): ‖k‖=%{z:.2f}<extra></extra>"))
     fig.add_shape(type="rect", x0=used - new_cols - 0.5, x1=used - 0.5, y0=-0.5, y1=heads - 0.5,
                   line=dict(color=HIGHLIGHT, width=3))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(range=[-0.5, max(used, 16) - 0.5], dtick=max(1, used // 16))
-    return finish(fig, title, 90 + 26 * heads)
+    return finish(fig, title, max(MIN_HEIGHT, 90 + 26 * heads))
 
 
 KEPT, EXCLUDED, RAW = "#3a7ca5", "#c8c8c8", "#d9e4ef"

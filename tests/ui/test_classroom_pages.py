@@ -249,3 +249,34 @@ def test_prefill_counts_the_window_apart_from_the_causal_mask(model_dirs):
     text = " ".join(m.value for m in at.markdown)
     assert f"to −∞ ({n * (n - 1) // 2} of {n * n} entries)" in text, text[:500]
     assert f"The sliding window masks {window} more entries" in text
+
+
+def test_decode_figures_and_texts_read_right():
+    """Defects: the prefill's Q named as [n, h, hd] with its last row shown; colour scales on the Q map, the
+    attention row and the KV grid; masked or not, no 9 px rotated labels past MAX_TICKS columns; a 1-token
+    prompt's maps keep their height; the memory figures side by side in one unit; RSS said to be the server's."""
+    import json
+
+    from llmviz.analysis.kv_memory import in_one_unit
+    from llmviz.viz.style import MAX_TICKS
+
+    at = open_app(page_file("decode"), prompt="The", device="cpu")
+    run = at.session_state[RUN_KEY]
+    assert len(run.trace.prompt_ids) == 1
+    text = " ".join(m.value for m in at.markdown)
+    assert "its query per head is `[1, " in text and "Shown: its last row" in text
+    specs = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    for name in ("q", "attn", "kvgrid"):
+        spec = next(v for k, v in specs.items() if k.endswith(f"-{name}"))
+        heat = spec["data"][0]
+        assert heat.get("showscale", True) is not False and heat["colorbar"]["title"]["text"], name
+        assert spec["layout"]["height"] >= 200, (name, spec["layout"]["height"])
+    values = {m.label: m.value for m in at.metric}
+    units = {values[k].split()[-1] for k in ("Weights", "KV cache used", "KV cache allocated")}
+    assert len(units) == 1 and "Server process memory (RSS)" in values
+    assert in_one_unit([3 * 2**20, 20 * 2**10, 512]) == ["3.00 MiB", "0.02 MiB", "0.00 MiB"]
+    assert in_one_unit([1023, 5]) == ["1,023 B", "5 B"] and in_one_unit([150 * 2**20]) == ["150.0 MiB"]
+    long = open_app(page_file("decode"), prompt=" ".join(["fox"] * (MAX_TICKS + 5)), device="cpu")
+    attn = next(json.loads(c.proto.spec) for c in long.get("plotly_chart") if "attn" in c.proto.id)
+    assert attn["layout"]["xaxis"].get("tickmode") != "array"  # positions only; tokens on hover
+    assert len(attn["data"][0]["customdata"][0]) > MAX_TICKS

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from llmviz.ui import navigation
+from llmviz.ui import navigation, presenter
 from llmviz.ui.chrome import guarded, sidebar
 from llmviz.ui.decode_controls import PLAYING
 from llmviz.ui.state import imported
@@ -28,5 +28,7 @@ page = st.navigation(pages)
 navigation.follow(page, pages)  # a page change that a late-arriving typed value took back goes on
 if page.url_path != "decode":  # the Decode page's url_path
     st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it
+presenter.frame()  # the presenter view's styles, when on
 guarded(page.run)  # no traceback reaches the browser
+presenter.footer(t)
 navigation.finished(page)

@@ -7,13 +7,13 @@ from llmviz.analysis.kv_memory import in_one_unit
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
-from llmviz.ui import latency_sweep, seed_controls, state
-from llmviz.ui.chrome import guarded, heading, shown_run, step_timing, translator
-from llmviz.ui.decode_controls import PLAYING, controls, sampling_sliders
+from llmviz.ui import latency_sweep, presenter, seed_controls, state
+from llmviz.ui.chrome import guarded, heading, shown_run, step_timing, translator, with_bold_tail
+from llmviz.ui.decode_controls import PLAYING, controls, play_interval, reset_demo, sampling_sliders, speed_control
 from llmviz.ui.trace_budget import is_shed
+from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
 
-PLAY_INTERVAL_S = 0.8
 SHOWN = 10  # bars of the next-token chart (and the drawn token's, when it ranks lower)
 
 
@@ -39,19 +39,22 @@ def attention_panel(t, run, layer: int, labels: list[str]) -> None:
             st.caption(t("decode.recomputed", backend=step.timings.get("attn_backend", "?")))
 
 
-def cache_panel(t, run, layer: int, labels: list[str]) -> None:
+def cache_panel(t, run, layer: int, labels: list[str], detail: bool = True) -> None:
     step, kv = run.step, run.step.kv
     new = step.input_ids.shape[1]
     norms = row_norms(cache_rows(run.trace.steps, layer, "k", run.cursor))  # [kv, positions]
-    st.plotly_chart(fig.kv_grid(norms, new, labels, t("decode.kv_head"),
-                                t("decode.kv_title", layer=layer, used=kv["seq_len"], max_seq=kv["max_seq"])),
-                    width="stretch", key="kvgrid")
+    title = t("decode.kv_title" if detail else "decode.kv_title_short", layer=layer, used=kv["seq_len"],
+              max_seq=kv["max_seq"])
+    st.plotly_chart(presenter.enlarge(fig.kv_grid(norms, new, labels, t("decode.kv_head"), title)), width="stretch",
+                    key="kvgrid")
+    if not detail:
+        return
     st.caption(t("decode.kv_caption", before=kv["seq_len"] - new, after=kv["seq_len"], kv=kv["kv_heads"],
                  hd=kv["head_dim"], used=kv["bytes_used"], alloc=kv["bytes_allocated"],
                  share=100 * kv["bytes_used"] / kv["bytes_allocated"]))
 
 
-def next_token_panel(t, run, settings) -> None:
+def next_token_panel(t, run, settings, detail: bool = True) -> None:
     step, tokens = run.step, run.trace.tokens
     ids, logits, lse = stored_logits(step)
     chosen_id = int(step.sampled[0])
@@ -63,9 +66,10 @@ def next_token_panel(t, run, settings) -> None:
     if chosen is not None and dist.ranks[chosen] > SHOWN:  # drawn from further down: one more bar, its rank said
         pieces[chosen] = f"#{dist.ranks[chosen]} {pieces[chosen]}"
         title = t("decode.dist_title_drawn", n=SHOWN, rank=int(dist.ranks[chosen]))
-    st.plotly_chart(fig.next_token_bars(pieces, dist.probs, dist.raw_probs, dist.kept, chosen,
-                                        (t("decode.raw"), t("decode.shaped"), t("decode.drawn")), title),
-                    width="stretch", key="dist")
+    st.plotly_chart(presenter.enlarge(fig.next_token_bars(pieces, dist.probs, dist.raw_probs, dist.kept, chosen, (
+        t("decode.raw"), t("decode.shaped"), t("decode.drawn")), title)), width="stretch", key="dist")
+    if not detail:
+        return
     caption = "decode.dist_caption_replay" if run.key is None else "decode.dist_caption"
     st.caption(t(caption, kept=dist.kept_count, used=step.sampling.get("temperature", "?"),
                  token=token_label(tokens, chosen_id)))
@@ -120,30 +124,69 @@ def memory_panel(t, run) -> None:
                      peak=step.memory["cuda_peak_allocated_bytes"] / 2**20))
 
 
-def body(t) -> None:
-    run = shown_run(t)
-    if run is None:
-        return
-    controls(t, run)
-    seed_controls.controls(t, run)
-    settings = state.settings()
+def layer_and_gaps(t, run, presenting: bool) -> tuple[int, list[str], bool]:
+    """The layer shown (a slider, or the last one chosen while presenting), the cache's labels, and whether every
+    tensor the figures need is there (else a notice says why not)."""
     layers = run.trace.model_card["config"]["num_layers"]
-    layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1, key="dec_layer")
-    labels = cache_labels(run.trace, run.cursor)
+    if presenting:
+        layer = min(int(st.session_state.get("dec_layer", layers - 1)), layers - 1)
+    else:
+        layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1,
+                                 key="dec_layer")
     missing = set(missing_tensors(run.step, [f"layers.{layer}.q", f"layers.{layer}.probs"]))
     for earlier in run.trace.steps[: run.cursor + 1]:  # the cache grid is built from every step's k
         missing |= set(missing_tensors(earlier, [f"layers.{layer}.k"]))
-    if run.shed:  # the session's trace budget dropped the tensors of older steps
+    if run.shed and not presenting:  # the session's trace budget dropped the tensors of older steps
         st.info(t("budget.notice", n=run.shed, mb=state.policy().trace_budget_mb))
     if missing and is_shed(run.step):
         st.warning(t("budget.step_shed", step=run.cursor))
     elif missing:  # a trace recorded at capture meta/off, or filtered: draw what it holds
         st.warning(t("common.no_tensors", capture=run.step.timings.get("capture", "?"),
                      names=", ".join(sorted(missing))))
-    else:
+    return layer, cache_labels(run.trace, run.cursor), not missing
+
+
+def present_body(t, run) -> None:
+    """The presenter view: the stepper, the text so far, the KV grid and the next-token chart in one screen at
+    1280x720; below them the sampling controls and the attention of the new token."""
+    controls(t, run)
+    tokens = run.trace.tokens
+    st.markdown(t("present.text", text=with_bold_tail(ids_text(tokens, run.trace.prompt_ids),
+                                                      ids_text(tokens, run.trace.row_output_ids(0)[: run.cursor + 1]))))
+    layer, labels, complete = layer_and_gaps(t, run, presenting=True)
+    left, right = st.columns(2)
+    with left:
+        if complete:
+            cache_panel(t, run, layer, labels, detail=False)
+    with right:
+        next_token_panel(t, run, state.settings(), detail=False)
+    a, b = st.columns([3, 1])
+    with a:
+        speed_control(t)
+    b.button(t("present.reset_demo"), on_click=reset_demo, key="present_reset", width="stretch")
+    seed_controls.controls(t, run)
+    sampling_sliders(t, run)
+    if complete:
+        attention_panel(t, run, layer, labels)
+    state.sync_url()
+
+
+def body(t) -> None:
+    run = shown_run(t)
+    if run is None:
+        return
+    if presenter.active():
+        present_body(t, run)
+        return
+    controls(t, run)
+    seed_controls.controls(t, run)
+    settings = state.settings()
+    layer, labels, complete = layer_and_gaps(t, run, presenting=False)
+    if complete:
         attention_panel(t, run, layer, labels)
         cache_panel(t, run, layer, labels)
     sampling_sliders(t, run)
+    speed_control(t)
     next_token_panel(t, run, settings)
     timing_panel(t, run)
     if run.key is not None:  # a live run: its model can be measured (a replayed trace has none)
@@ -160,7 +203,7 @@ def main() -> None:
     def fragment() -> None:  # Play reruns only this part; a fragment's rerun is guarded on its own
         guarded(lambda: body(t))
 
-    st.fragment(fragment, run_every=PLAY_INTERVAL_S if playing else None)()
+    st.fragment(fragment, run_every=play_interval() if playing else None)()
 
 
 main()

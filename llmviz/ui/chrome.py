@@ -12,7 +12,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from llmviz.errors import LlmvizError
-from llmviz.ui import state
+from llmviz.ui import presenter, state
 from llmviz.ui.i18n import LANGUAGES, Translator
 from llmviz.viz.timing import span_bars
 
@@ -28,6 +28,7 @@ def sidebar() -> Translator:
     if lang != current.lang:
         state.update(lang=lang)
     t = Translator(lang)
+    presenter.toggle(t)
     policy = state.policy()
     if policy.public:
         st.sidebar.caption(t("public.banner"))
@@ -71,6 +72,9 @@ def translator() -> Translator:
 
 def heading(t: Translator, page: str) -> None:
     """A page's title and its introduction (catalog keys `<page>.title` and `<page>.intro`)."""
+    if presenter.active():  # a projector: the title only, small, so the figures fit in one screen
+        st.subheader(t(f"{page}.title"))
+        return
     st.title(t(f"{page}.title"))
     st.markdown(t(f"{page}.intro"))
 
@@ -93,6 +97,13 @@ def literal(text: str) -> str:
     """Text shown as typed inside markdown (a prompt or generated text may hold any character); newlines
     become ↵ so a row stays one line."""
     return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
+
+
+def with_bold_tail(plain: str, tail: str) -> str:
+    """`plain` then `tail` in bold, both shown as typed (markdown's bold marks may not touch a space)."""
+    bold = literal(tail)
+    core = bold.strip()
+    return literal(plain) + (bold.replace(core, f"**{core}**", 1) if core else bold)
 
 
 def csv_text(rows: list[list]) -> str:

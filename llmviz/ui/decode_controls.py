@@ -10,10 +10,55 @@ import streamlit as st
 
 from llmviz.ui import state
 from llmviz.ui.chrome import report
-from llmviz.ui.settings import SLIDERS
+from llmviz.ui.settings import SLIDERS, Settings
 
 SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}
 PLAYING, STEP_ERROR = "dec_playing", "dec_step_error"
+PREV_KEY, NEXT_KEY, SPEED_KEY = "dec_prev", "dec_next", "dec_speed"
+SPEEDS = {"slow": 1.6, "normal": 0.8, "fast": 0.4}  # seconds between Play's steps
+# n and p press Next and Previous (the arrows are the buttons' own shortcuts; a button takes one). Keys typed
+# into a text box are left alone. The listener is installed once per browser tab.
+_LETTERS = """<script>
+const doc = window.parent.document;
+if (!doc.llmvizLetters) {
+  doc.llmvizLetters = true;
+  doc.addEventListener("keydown", (e) => {
+    const tag = (e.target.tagName || "").toLowerCase();
+    if (e.ctrlKey || e.metaKey || e.altKey || e.target.isContentEditable) return;
+    if (tag === "input" || tag === "textarea") return;
+    const key = {n: "NEXT_KEY", p: "PREV_KEY"}[e.key.toLowerCase()];
+    const button = key && doc.querySelector(".st-key-" + key + " button");
+    if (button && !button.disabled) { e.preventDefault(); button.click(); }
+  });
+}
+</script>""".replace("NEXT_KEY", NEXT_KEY).replace("PREV_KEY", PREV_KEY)
+
+
+# What "Reset demo" puts back: the run a class starts from.
+DEMO_FIELDS = ("model", "device", "dtype", "attn", "engine", "prompt", "seed", "temperature", "top_k", "top_p")
+
+
+def reset_demo() -> None:
+    """The default prompt, model, seed and sampling, from the prefill (a callback)."""
+    default = Settings()
+    state.update(**{f: getattr(default, f) for f in DEMO_FIELDS}, step=0, history="", reseed="")
+    st.session_state[PLAYING] = False
+    state.forget_run()
+
+
+def letter_keys() -> None:
+    from streamlit.components.v1 import html
+
+    html(_LETTERS, height=0)
+
+
+def play_interval() -> float:
+    return SPEEDS.get(st.session_state.get(SPEED_KEY, "normal"), SPEEDS["normal"])
+
+
+def speed_control(t) -> None:
+    st.segmented_control(t("decode.speed"), list(SPEEDS), key=SPEED_KEY, default="normal", required=True,
+                         format_func=lambda k: t(f"decode.speed_{k}"))
 
 
 def _next(run) -> bool:
@@ -39,14 +84,16 @@ def controls(t, run) -> None:
         report(t, st.session_state.pop(STEP_ERROR))
     can_next = run.cursor + 1 < len(run.trace.steps) or run.can_compute
     cols = st.columns(4)
-    cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=state.back, args=(run,))
+    cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=state.back, args=(run,),
+                   key=PREV_KEY, shortcut="Left")
     cols[1].button(t("decode.next"), type="primary", disabled=not can_next, width="stretch", on_click=_next,
-                   args=(run,))
+                   args=(run,), key=NEXT_KEY, shortcut="Right")
     if cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,
-                      width="stretch"):
+                      width="stretch", key="dec_play", shortcut="Space"):
         st.session_state[PLAYING] = not playing
         st.rerun()  # the whole app: the fragment's timer is set when the page is built
-    cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, args=(run,))
+    cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, args=(run,), key="dec_reset")
+    letter_keys()
     step = run.step
     cols = st.columns(4)
     cols[0].metric(t("decode.step"), step.index)

@@ -12,7 +12,7 @@ import secrets
 import streamlit as st
 
 from llmviz.ui import state
-from llmviz.ui.chrome import literal
+from llmviz.ui.chrome import with_bold_tail
 from llmviz.ui.decode_controls import STEP_ERROR
 from llmviz.ui.settings import RANGES, decode_reseed, encode_reseed
 from llmviz.ui.trace_file import ids_text
@@ -77,9 +77,7 @@ def controls(t, run) -> None:
 
 def _text(tokens: dict, ids: list[int], start: int) -> str:
     """Token pieces as markdown, those from `start` on in bold (where this sample parts from the other)."""
-    same, rest = literal(ids_text(tokens, ids[:start])), literal(ids_text(tokens, ids[start:]))
-    core = rest.strip()  # markdown's bold needs no space inside its marks
-    return same + (rest.replace(core, f"**{core}**", 1) if core else rest)
+    return with_bold_tail(ids_text(tokens, ids[:start]), ids_text(tokens, ids[start:]))
 
 
 def before(t, run) -> None:

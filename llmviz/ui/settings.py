@@ -33,7 +33,7 @@ MAX_UI_SEQ = 512
 UI_THREADS = max(1, (os.cpu_count() or 2) // 2)
 SLIDERS = {"temperature": (0.0, 2.0, 0.05), "top_k": (0, 100, 1), "top_p": (0.05, 1.0, 0.05)}  # min, max, step
 RANGES = {**{name: (low, high) for name, (low, high, _) in SLIDERS.items()}, "seed": (0, 2**32 - 1),
-          "step": (0, MAX_UI_SEQ), "cmp_steps": (1, 128), "cmp_repeats": (1, 10), "cmp_run": (0, 1),
+          "step": (0, MAX_UI_SEQ), "present": (0, 1), "cmp_steps": (1, 128), "cmp_repeats": (1, 10), "cmp_run": (0, 1),
           "cmp_ppl": (0, 1), "kv_step": (0, MAX_UI_SEQ), "kv_repeats": (1, 10)}
 KV_BLOCK_SIZES = (4, 8, 16)  # the KV layouts page's choices
 KV_MAX_SEQS = (64, 128, 256, 512)
@@ -52,6 +52,7 @@ class Settings:
     top_p: float = SamplingConfig.top_p
     seed: int = 0
     lang: str = "en"
+    present: int = 0  # 1: the presenter view (large type, no sidebar, the stepper and its figures in one screen)
     step: int = 0  # the step shown (0 = prefill)
     # Steps whose token was drawn with other sampling settings than the sliders now hold, as
     # "first-last:temperature,top_k,top_p;..." (see encode_history): with it a link replays a run exactly,

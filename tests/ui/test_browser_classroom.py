@@ -149,3 +149,38 @@ def test_a_click_near_a_prefill_tiles_corner_picks_it_and_brings_the_maps_into_v
         top = page.locator("#prefill-maps").bounding_box()["y"]
         assert 0 <= top < 720, top
         assert exceptions(page) == []
+
+
+def test_presenter_view_fits_1280x720_and_steps_with_the_keyboard():
+    """Part 2 and 5: at 1280x720 the KV grid and the next-token chart lie inside the viewport without scrolling;
+    → and n step forward, ← and p back, Space plays and pauses; in both languages."""
+    step_label = {lang: translate(lang, "decode.step") for lang in ("en", "zh")}
+    with AppServer() as server, chromium() as browser:
+        for lang in ("en", "zh"):
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(server.url("decode", present=1, lang=lang))
+            wait_idle(page, 120)
+            for key in (".st-key-kvgrid", ".st-key-dist"):
+                box = page.locator(key).first.bounding_box()
+                assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, (lang, key, box)
+            assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
+            seen = []
+            for key in ("ArrowRight", "n", "ArrowRight", "ArrowLeft", "p"):
+                page.mouse.click(1270, 10)  # focus on the page, not on a widget
+                page.keyboard.press(key)
+                time.sleep(0.4)
+                wait_idle(page, 60)
+                seen.append(metric(page, step_label[lang]))
+            assert seen == ["1", "2", "3", "2", "1"], (lang, seen)
+            page.keyboard.press("Space")  # Play
+            time.sleep(3.0)
+            page.keyboard.press("Space")  # Pause
+            time.sleep(1.0)
+            wait_idle(page, 60)
+            played = int(metric(page, step_label[lang]))
+            assert played > 1, (lang, played)
+            time.sleep(1.5)
+            assert int(metric(page, step_label[lang])) == played  # paused
+            assert exceptions(page) == []
+            page.screenshot(path=f"/tmp/llmviz-presenter-{lang}.png")
+            page.close()

@@ -280,3 +280,26 @@ def test_decode_figures_and_texts_read_right():
     attn = next(json.loads(c.proto.spec) for c in long.get("plotly_chart") if "attn" in c.proto.id)
     assert attn["layout"]["xaxis"].get("tickmode") != "array"  # positions only; tokens on hover
     assert len(attn["data"][0]["customdata"][0]) > MAX_TICKS
+
+
+def test_presenter_view_in_both_languages():
+    """Part 2: ?present=1 keeps the stepper, the KV grid and the next-token chart and leaves out the developer
+    detail (timings, memory, the latency sweep); Reset demo restores the default prompt, model and seed; the
+    leave button turns it off."""
+    from llmviz.ui.i18n import translate
+    from llmviz.ui.settings import Settings
+
+    for lang in ("en", "zh"):
+        at = open_app(page_file("decode"), present=1, lang=lang, device="cpu", prompt="Return the", seed=4)
+        ids = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+        assert {"kvgrid", "dist"} <= set(ids) and not {"spans", "latency", "lens"} & set(ids), ids
+        labels = {m.label for m in at.metric}
+        assert translate(lang, "decode.mem_rss") not in labels and translate(lang, "decode.step") in labels
+        assert translate(lang, "decode.sweep_run") not in [b.label for b in at.button]
+        next(b for b in at.button if b.label == translate(lang, "present.reset_demo")).click().run()
+        s, default = at.session_state[SETTINGS_KEY], Settings()
+        assert (s.prompt, s.model, s.seed, s.present) == (default.prompt, default.model, default.seed, 1)
+        assert shown_prompt(at) == default.prompt and at.session_state[RUN_KEY].cursor == 0
+        next(b for b in at.button if b.label == translate(lang, "present.leave")).click().run()
+        assert at.session_state[SETTINGS_KEY].present == 0
+        assert "spans" in [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]

@@ -7,7 +7,8 @@ module. No torch here: the UI reads these declarations to label what it draws.
 Dimension names: b batch, n new tokens this step (queries), n_k keys attended (the cache length after the
 write; in a decode step of a sliding-window layer, only the last `window` keys are read, so n_k is at most
 the window, while a prefill keeps all n keys and masks those outside the window), d d_model, h query heads, kv KV heads,
-hd head_dim, pos_dim position-scheme width (d for learned tables, hd/2 RoPE angles), V vocab,
+hd head_dim, f the MLP's hidden width (intermediate_size), pos_dim position-scheme width (d for learned
+tables, hd/2 RoPE angles), V vocab,
 L layers.
 """
 
@@ -50,6 +51,11 @@ LAYER_POINTS = (
               "C3"),
     HookPoint("probs", ("b", "h", "n", "n_k"), "softmax of the scores: the attention map", "C3"),
     HookPoint("attn_out", ("b", "n", "d"), "attention output after the output projection", "C3"),
+    HookPoint("mlp_in", ("b", "n", "d"), "the MLP's input: the residual stream after attention, after the MLP norm",
+              "C3"),
+    HookPoint("mlp_act", ("b", "n", "f"),
+              "the MLP's hidden activation, the input of its down projection: act(gate(x)) * up(x) (SwiGLU) or "
+              "act(fc(x)) (GPT-2)", "C3"),
     HookPoint("mlp_out", ("b", "n", "d"), "MLP output", "C3"),
     HookPoint("resid", ("b", "n", "d"), "the residual stream leaving the layer", "C3"),
 )
@@ -66,6 +72,8 @@ class LayerHookNames:
     scores: str
     probs: str
     attn_out: str
+    mlp_in: str
+    mlp_act: str
     mlp_out: str
     resid: str
 

@@ -16,7 +16,7 @@ def expected_shape(lm, name: str, n: int, total: int, layer: int | None) -> list
     window = c.window(layer) if layer is not None else 0
     n_k = min(window, total) if window and n == 1 else total  # a decode step reads only the window
     sizes = {"b": 1, "n": n, "n_k": n_k, "d": c.hidden_size, "h": c.num_heads, "kv": c.num_kv_heads,
-             "hd": c.head_dim, "V": c.vocab_size, "L": c.num_layers, "2": 2, "1": 1,
+             "hd": c.head_dim, "V": c.vocab_size, "L": c.num_layers, "2": 2, "1": 1, "f": c.intermediate_size,
              "pos_dim": c.hidden_size if c.position == "learned" else c.head_dim // 2}
     return [sizes[d] for d in declared_point(name).dims]
 
@@ -67,7 +67,7 @@ def test_full_capture_filter(model_dirs):
     step = Session(lm, PROMPTS[0], cfg).step()
     names = {r.name for r in step.hooks}
     assert names == {f"layers.1.{p}" for p in ("attn_in", "q", "k", "v", "scores", "probs", "attn_out",
-                                                "mlp_out", "resid")} | {"logits"}
+                                                "mlp_in", "mlp_act", "mlp_out", "resid")} | {"logits"}
     logits = step.hook("logits").array
     assert logits.shape == (1, lm.cfg.vocab_size)
     assert abs(logits - step.logits).max() < 1e-6

@@ -45,6 +45,10 @@ def activation(name: str):
     }[name]
 
 
+def _same(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
 class GatedMLP(nn.Module):
     """SwiGLU: down(act(gate(x)) * up(x)), the Llama-family MLP; gate and up as one matmul when fused (C10)."""
 
@@ -60,12 +64,12 @@ class GatedMLP(nn.Module):
         self.down_proj = nn.Linear(f, d, bias=cfg.mlp_bias)
         self.act = activation(cfg.activation)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [b, n, d] -> [b, n, f] -> [b, n, d]
+    def forward(self, x: torch.Tensor, hook=_same) -> torch.Tensor:  # [b, n, d] -> [b, n, f] -> [b, n, d]
         if self.fused:
             gate, up = self.gate_up_proj(x).chunk(2, dim=-1)  # [b, n, 2f] -> 2 x [b, n, f]
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
-        return self.down_proj(self.act(gate) * up)
+        return self.down_proj(hook(self.act(gate) * up))  # hook: the hidden activation [b, n, f]
 
 
 class PlainMLP(nn.Module):
@@ -78,8 +82,8 @@ class PlainMLP(nn.Module):
         self.proj = nn.Linear(f, d, bias=cfg.mlp_bias)
         self.act = activation(cfg.activation)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [b, n, d] -> [b, n, f] -> [b, n, d]
-        return self.proj(self.act(self.fc(x)))
+    def forward(self, x: torch.Tensor, hook=_same) -> torch.Tensor:  # [b, n, d] -> [b, n, f] -> [b, n, d]
+        return self.proj(hook(self.act(self.fc(x))))  # hook: the hidden activation [b, n, f]
 
 
 def make_mlp(cfg: ModelConfig) -> nn.Module:

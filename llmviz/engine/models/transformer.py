@@ -33,7 +33,8 @@ class Block(nn.Module):
     def forward(self, x, rope, cache, step: StepBatch, mask: StepMask, ctx: RunContext):  # [b, n, d] -> [b, n, d]
         h = ctx.hook(self.names.attn_in, self.attn_norm(x))
         x = x + self.attn(h, rope, cache, step, mask, ctx)
-        x = x + ctx.hook(self.names.mlp_out, self.mlp(self.mlp_norm(x)))
+        m = ctx.hook(self.names.mlp_in, self.mlp_norm(x))  # [b, n, d]
+        x = x + ctx.hook(self.names.mlp_out, self.mlp(m, lambda a: ctx.hook(self.names.mlp_act, a)))
         return ctx.hook(self.names.resid, x)
 
 

@@ -18,6 +18,7 @@ pages = [
     st.Page("app_pages/tokens.py", title=t("nav.tokens"), icon=":material/abc:", url_path="tokens"),
     st.Page("app_pages/prefill.py", title=t("nav.prefill"), icon=":material/grid_on:", url_path="prefill"),
     st.Page("app_pages/decode.py", title=t("nav.decode"), icon=":material/skip_next:", url_path="decode"),
+    st.Page("app_pages/layer.py", title=t("nav.layer"), icon=":material/layers:", url_path="layer"),
     st.Page("app_pages/compare.py", title=t("nav.compare"), icon=":material/compare_arrows:", url_path="compare"),
     st.Page("app_pages/kv_layouts.py", title=t("nav.layouts"), icon=":material/view_module:", url_path="kv-layouts"),
     st.Page("app_pages/batch.py", title=t("nav.batch"), icon=":material/view_list:", url_path="batch"),

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES
-from llmviz.ui import state
+from llmviz.ui import demo, state
 from llmviz.ui.chrome import heading, shown_run, translator
 from llmviz.ui.compare_view import switch_reference
 from llmviz.ui.navigation import KEEP
@@ -56,7 +56,10 @@ def picker(t) -> None:
         st.text_input(t("home.engine"), key="home_engine", **KEEP, help=t("home.engine_help"),
                       placeholder="kv-layout=paged")
         switch_reference(t)
-    st.button(t("home.run"), type="primary", on_click=apply)
+    a, b = st.columns([1, 3])
+    a.button(t("home.run"), type="primary", on_click=apply)
+    with b:
+        demo.offer(t, key="demo_home")
 
 
 def model_card(t, run) -> None:

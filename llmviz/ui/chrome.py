@@ -82,10 +82,16 @@ def heading(t: Translator, page: str) -> None:
 def shown_run(t: Translator, link_home: bool = True) -> state.Run | None:
     """The run this session shows (live or replayed), saying so when it is a replay; None after an error
     (then, on pages other than Home, a link back to where the model and prompt are chosen)."""
+    from llmviz.ui import demo
+
     run = state.current_run(t)
-    if run is None and link_home:
-        st.page_link("app_pages/home.py", label=t("error.go_home"), icon=":material/home:")
-    elif run is not None and run.key is None:
+    if run is None:
+        if link_home:
+            st.page_link("app_pages/home.py", label=t("error.go_home"), icon=":material/home:")
+        demo.offer(t, key="demo_after_error")  # the stepper still works, on the recording
+    elif demo.showing(run):
+        demo.notice(t, run)
+    elif run.key is None:
         st.info(t("common.replay"))
     return run
 

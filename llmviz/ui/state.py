@@ -241,6 +241,7 @@ def back(run: Run) -> None:
 def replay(trace: RunTrace) -> None:
     """Show a loaded trace: no model, no engine, only what was recorded."""
     st.session_state[RUN_KEY] = Run(None, trace, None, 0)
+    st.session_state.pop("llmviz_demo_shown", None)  # llmviz.ui.demo marks its own recording after this
 
 
 def forget_run() -> None:

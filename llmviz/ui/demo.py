@@ -1,0 +1,47 @@
+"""The recorded default demo (issue 10, part 4): a trace of the app's default run shipped in assets/, so the
+stepper works before any model is loaded (or where none can load: no torch, a broken install), always labelled
+as a recording. scripts/record_demo.py makes it; a test checks it against the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from llmviz.engine.trace import trace_from_zip
+from llmviz.ui import state
+
+DEMO_PATH = Path(__file__).resolve().parents[2] / "assets" / "demo" / "default-run.zip"
+DEMO_STEPS = 24  # decode steps after the prefill
+DEMO_KEY = "llmviz_demo_shown"
+
+
+def _open() -> None:
+    """A callback: replay the recording, marked as the demo."""
+    try:
+        state.replay(trace_from_zip(DEMO_PATH.read_bytes()))
+        st.session_state[DEMO_KEY] = True
+    except Exception as exc:  # a callback runs outside the page's guard: shown on the next draw
+        st.session_state["llmviz_demo_error"] = exc
+
+
+def offer(t, key: str) -> None:
+    """A button that opens the recording (when the file is there)."""
+    if DEMO_PATH.is_file():
+        st.button(t("demo.open"), on_click=_open, key=key, help=t("demo.open_help", steps=DEMO_STEPS))
+    error = st.session_state.pop("llmviz_demo_error", None)
+    if error is not None:
+        from llmviz.ui.chrome import report
+
+        report(t, error)
+
+
+def showing(run) -> bool:
+    """Whether the run shown is the recording (a replay opened through offer())."""
+    return run is not None and run.key is None and bool(st.session_state.get(DEMO_KEY))
+
+
+def notice(t, run) -> None:
+    card, step = run.trace.model_card, run.trace.steps[0]
+    st.info(t("demo.notice", model=card.get("name", "?"), device=step.timings.get("device", "?"),
+              steps=len(run.trace.steps) - 1))

@@ -1,6 +1,6 @@
 """UI latency in a real browser (issue 3, Performance): prints one JSON object. Not part of pytest.
 
-    python bench/ui_latency.py [--clicks 10] [--model llmviz-tiny] [--prompt "The list of"]
+    python bench/ui_latency.py [--clicks 10] [--model llmviz-tiny] [--prompt "The list of"] [--present]
 
 1. Cold start: headless Chromium is launched first (not timed); then the clock starts, `streamlit run app.py`
    starts, and the root URL is opened as soon as /_stcore/health answers. Stops when the Home page shows the
@@ -66,8 +66,8 @@ def cold_start(browser, query: dict) -> dict:
         page.close()
 
 
-def click_latency(browser, server, query: dict, clicks: int) -> dict:
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+def click_latency(browser, server, query: dict, clicks: int, viewport: dict) -> dict:
+    page = browser.new_page(viewport=viewport)
     page.goto(server.url(url_of("decode"), **query))
     wait_idle(page)
     kv_label, next_label = translate("en", "decode.kv_len"), translate("en", "decode.next")
@@ -91,19 +91,25 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=10)
     parser.add_argument("--model", default=None, help="default: the app's own default (the embedded llmviz-tiny)")
     parser.add_argument("--prompt", default=None)
+    parser.add_argument("--present", action="store_true",
+                        help="the presenter view (?present=1) at 1280x720, as on a projector (issue 10)")
     args = parser.parse_args()
     query = {k: v for k, v in (("model", args.model), ("prompt", args.prompt)) if v}
+    if args.present:
+        query["present"] = "1"
+    viewport = {"width": 1280, "height": 720} if args.present else {"width": 1400, "height": 900}
     with chromium() as browser:
         cold = cold_start(browser, query)
         server = cold.pop("server")
         try:
-            clicks = click_latency(browser, server, query, args.clicks)
+            clicks = click_latency(browser, server, query, args.clicks, viewport)
         finally:
             server.stop()
     s = clicks["seconds"]
     kv = [int(v) for v in clicks["kv"]]
     print(json.dumps({
         "model": args.model or "llmviz-tiny (embedded default)", "query": query,
+        "view": "presenter" if args.present else "default", "viewport": viewport,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "cold_start": {**{k: v for k, v in cold.items() if k != "exceptions"}, "target_s": TARGET_COLD_S,
                        "meets_target": cold["first_render_s"] <= TARGET_COLD_S},

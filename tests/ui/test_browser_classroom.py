@@ -1,5 +1,6 @@
 """The classroom stepper in a real browser (issue 10): what a new user hit, tried as they did it. Debian's chromium
-through playwright; skipped where /usr/bin/chromium is absent."""
+through playwright; skipped where /usr/bin/chromium is absent. The longer walks are marked slow (CI runs them as
+its second step: ./scripts/test -m slow)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ def test_typed_prompt_survives_a_page_click():
         assert exceptions(page) == []
 
 
+@pytest.mark.slow  # a browser walk of a minute or more: CI's second step
 def test_every_page_asks_only_this_server():
     """Defect: the page icon came from fonts.gstatic.com (it fails offline). Every request of every declared
     page, the favicon included, goes to the app's own server."""
@@ -86,6 +88,7 @@ def test_every_page_asks_only_this_server():
         assert elsewhere == [], elsewhere
 
 
+@pytest.mark.slow  # a browser walk of a minute or more: CI's second step
 def test_play_stops_when_the_page_is_left():
     """Defect 6: Play on Decode, then Home: no step is taken any more, and back on Decode it is paused at the
     step it had reached (the Next metric is read from the page)."""
@@ -114,6 +117,7 @@ def test_play_stops_when_the_page_is_left():
         assert exceptions(page) == []
 
 
+@pytest.mark.slow  # a browser walk of a minute or more: CI's second step
 def test_a_click_near_a_prefill_tiles_corner_picks_it_and_brings_the_maps_into_view():
     """Defect 5: a grid tile answered only a click on a small marker at its centre, and the enlarged maps
     stayed far up the page. Click near the corner of layer 1, head 2's tile: the layer and head boxes take
@@ -151,6 +155,7 @@ def test_a_click_near_a_prefill_tiles_corner_picks_it_and_brings_the_maps_into_v
         assert exceptions(page) == []
 
 
+@pytest.mark.slow  # a browser walk of a minute or more: CI's second step
 def test_presenter_view_fits_1280x720_and_steps_with_the_keyboard():
     """Part 2 and 5: at 1280x720 the KV grid and the next-token chart lie inside the viewport without scrolling;
     → and n step forward, ← and p back, Space plays and pauses; in both languages."""

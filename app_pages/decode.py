@@ -104,7 +104,8 @@ def timing_panel(t, run) -> None:
             st.plotly_chart(fig.latency(positions, ms, current, line, fit.left_out, names,
                                         (t("decode.position"), t("decode.ms")), t("decode.latency_title")),
                             width="stretch", key="latency")
-            st.caption(fit_caption(t, fit))
+            live = run.key is not None  # a live run gets the length sweep below
+            st.caption(fit_caption(t, fit) + (" " + t("decode.fit_sweep_hint") if live and not fit.meaningful else ""))
         else:
             st.info(t("decode.latency_empty"))
     with right:

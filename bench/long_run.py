@@ -232,10 +232,15 @@ async def one_session(browser, base: str, i: int, steps: int) -> dict:
         plan = Plan(i, PROMPTS[i % len(PROMPTS)], 1000 + i, 0.7 if i % 2 else 0.0, steps, steps, "Home")
         c = Client(plan, await context.new_page(), base, 0)
         await open_page(c, "decode")
+        done = 0
         for _ in range(steps):
+            if await c.page.get_by_role("button", name=t("decode.next"), exact=True).is_disabled():
+                break  # the run ended (EOS drawn): a correct end, not a failure
             await timed_next(c)
+            done += 1
         boxes = len(await c.page.query_selector_all('[data-testid="stException"]'))
-        return {"ok": f"step={steps}" in c.page.url and boxes == 0, "exceptions": boxes}
+        return {"ok": f"step={done}" in c.page.url and boxes == 0, "exceptions": boxes, "steps": done,
+                "ended_early": done < steps}
     finally:
         await context.close()
 

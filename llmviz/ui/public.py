@@ -8,7 +8,7 @@ Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1
   the model box or from `?model=`;
 - uploads: at most LLMVIZ_MAX_UPLOAD_MB megabytes per file (default 8);
 - in every mode, a session's run keeps the full tensors of its newest steps within LLMVIZ_TRACE_BUDGET_MB
-  megabytes (default 16; llmviz/ui/trace_budget.py);
+  megabytes (default 10; llmviz/ui/trace_budget.py);
 - heavy measurements (comparisons, sweeps, serving simulations): at most LLMVIZ_HEAVY_SLOTS at once on
   the whole server (default 1) and one at a time per browser session; a session waits its turn in order,
   up to LLMVIZ_HEAVY_WAIT_S seconds (default 120), and is then told the server is busy.
@@ -63,7 +63,7 @@ class Policy:
     heavy_slots: int = 0  # 0: no limit (the local tool)
     heavy_wait_s: float = 120.0
     problems: tuple = ()  # settings that were not understood (their defaults apply)
-    trace_budget_mb: float = 16.0  # the tensors one session's run keeps (llmviz/ui/trace_budget.py)
+    trace_budget_mb: float = 10.0  # the tensors one session's run keeps (llmviz/ui/trace_budget.py)
 
     @property
     def trace_budget_bytes(self) -> int:
@@ -73,7 +73,7 @@ class Policy:
     def from_env(cls, env: dict | None = None) -> Policy:
         env = dict(os.environ if env is None else env)
         problems: list = []
-        budget = _number(env, "LLMVIZ_TRACE_BUDGET_MB", 16, 0.01, 100_000, problems)
+        budget = _number(env, "LLMVIZ_TRACE_BUDGET_MB", 10, 0.01, 100_000, problems)
         if str(env.get("LLMVIZ_PUBLIC", "")).strip().lower() not in ("1", "true", "yes", "on"):
             return cls(trace_budget_mb=budget, problems=tuple(problems))
         names = tuple(n.strip() for n in env.get("LLMVIZ_ALLOWED_MODELS", "").split(",") if n.strip())

@@ -49,6 +49,7 @@ from browser_kit import (  # noqa: E402
     page_title_key,
     process_tree_rss,
     server_log,
+    stepper_button,
     wait_idle_async,
 )
 
@@ -197,7 +198,7 @@ async def timed_next(c: Client) -> float:
     label = t("decode.step")
     old = await metric_async(c.page, label)
     await c.page.evaluate(CLICK_CLOCK)
-    await c.page.get_by_role("button", name=t("decode.next"), exact=True).click(timeout=WAIT_S * 1000)
+    await stepper_button(c.page, "next").click(timeout=WAIT_S * 1000)
     await c.page.wait_for_function(SHOWN, arg=[label, old], polling="raf", timeout=WAIT_S * 1000)
     ms = await c.page.evaluate("() => window.__llmvizShown - window.__llmvizClick")
     await wait_idle_async(c.page, WAIT_S, settle_s=0.2)  # no click lands while a rerun is still finishing
@@ -258,6 +259,7 @@ ENTRIES: list[tuple[str, Action]] = [
     ("tokens", token_count),
     ("prefill", visit),
     ("decode", step_decode),
+    ("layer", visit),
     ("compare", visit),
     ("kv_layouts", visit),
     ("batch", visit),

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
 
 import psutil  # noqa: E402
-from browser_kit import AppServer, chromium_async, metric_async, process_tree_rss, wait_idle_async  # noqa: E402
+from browser_kit import AppServer, chromium_async, metric_async, process_tree_rss, stepper_button, wait_idle_async  # noqa: E402
 from concurrency import PROMPTS, WAIT_S, Client, Plan, cpu_model, open_page, percentile, t, timed_next  # noqa: E402
 
 TARGET_STEPS_MB, TARGET_SESSIONS_MB = 50, 100
@@ -161,7 +161,7 @@ async def restart_run(c: Client) -> None:
 
 
 async def app_part(steps: int, warmup: int, every: int) -> dict:
-    next_name, notice = t("decode.next"), t("decode.finished_max_seq_len")
+    notice = t("decode.finished_max_seq_len")
     budget_notice = t("budget.notice", n=-999, mb=0).split("-999")[0]  # the words before the step count
     series, latencies, ends, budget_seen = [], [], [], []
     first_budget_notice = None
@@ -176,7 +176,7 @@ async def app_part(steps: int, warmup: int, every: int) -> dict:
             began, done, generations = time.perf_counter(), 0, 1
             rss_start = process_tree_rss(pid)
             while done < steps:
-                button = c.page.get_by_role("button", name=next_name, exact=True)
+                button = stepper_button(c.page, "next")
                 if await button.is_disabled():  # the run ended: its cache is full (or EOS)
                     shown = await c.page.locator('[data-testid="stMain"]').inner_text()
                     ends.append({"step": await metric_async(c.page, t("decode.step")),
@@ -234,7 +234,7 @@ async def one_session(browser, base: str, i: int, steps: int) -> dict:
         await open_page(c, "decode")
         done = 0
         for _ in range(steps):
-            if await c.page.get_by_role("button", name=t("decode.next"), exact=True).is_disabled():
+            if await stepper_button(c.page, "next").is_disabled():
                 break  # the run ended (EOS drawn): a correct end, not a failure
             await timed_next(c)
             done += 1

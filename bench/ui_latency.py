@@ -34,6 +34,7 @@ from browser_kit import (  # noqa: E402
     declared_pages,
     exceptions,
     metric,
+    stepper_button,
     wait_idle,
 )
 
@@ -70,8 +71,8 @@ def click_latency(browser, server, query: dict, clicks: int, viewport: dict) -> 
     page = browser.new_page(viewport=viewport)
     page.goto(server.url(url_of("decode"), **query))
     wait_idle(page)
-    kv_label, next_label = translate("en", "decode.kv_len"), translate("en", "decode.next")
-    button = page.get_by_role("button", name=next_label, exact=True)
+    kv_label = translate("en", "decode.kv_len")
+    button = stepper_button(page, "next")
     kv = [metric(page, kv_label)]
     seconds = []
     for _ in range(clicks):

@@ -46,6 +46,12 @@ METRIC_JS = """(label) => {
 }"""
 
 
+def stepper_button(page, name: str):
+    """The Decode page's Previous / Next / Play buttons by their widget keys (dec_prev, dec_next, dec_play): their
+    accessible names also hold the keyboard shortcut's hint ("Next ▶ Shortcut →"), and Play becomes Pause."""
+    return page.locator(f".st-key-dec_{name} button")
+
+
 def declared_pages(app: Path = ROOT / "app.py") -> list[tuple[str, str]]:
     """(file, url path) of every st.Page in app.py, in order; the default page lives at "" (the root)."""
     pages = []

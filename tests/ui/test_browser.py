@@ -19,6 +19,7 @@ from browser_kit import (
     declared_pages,
     exceptions,
     metric,
+    stepper_button,
     wait_idle,
     wait_metric_change,
     wait_metric_count,
@@ -38,7 +39,7 @@ def decode_url_path() -> str:
 
 def test_next_three_times_grows_the_kv_cache_by_three(app_model):
     query = {"prompt": PROMPT} if EMBEDDED_WEIGHTS.exists() else {"model": app_model, "prompt": PROMPT}
-    kv_label, next_label = translate("en", "decode.kv_len"), translate("en", "decode.next")
+    kv_label = translate("en", "decode.kv_len")
     began = time.perf_counter()
     with AppServer() as server, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -48,7 +49,7 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
         assert first is not None and first.isdigit(), f"no integer '{kv_label}' metric: {first!r}"
         seen = [int(first)]
         for _ in range(3):
-            page.get_by_role("button", name=next_label, exact=True).click()
+            stepper_button(page, "next").click()
             seen.append(int(wait_metric_change(page, kv_label, str(seen[-1]))))
         wait_idle(page)
         assert seen == [seen[0] + i for i in range(4)], seen  # one new cache row per click, no more, no less
@@ -58,10 +59,11 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
         sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
         assert "简体中文" in sidebar, "the shared /decode link ran without app.py (no language switch)"
         # Play advances on its own (a fragment that reruns on a timer) until Pause
-        page.get_by_role("button", name=translate("en", "decode.play"), exact=True).click()
+        stepper_button(page, "play").click()
         page.wait_for_function("([js, label, want]) => { const v = eval(js)(label); return v && +v >= want; }",
                                arg=[METRIC_JS, kv_label, seen[-1] + 2], timeout=15000)
-        page.get_by_role("button", name=translate("en", "decode.pause"), exact=True).click()
+        assert translate("en", "decode.pause") in stepper_button(page, "play").inner_text()
+        stepper_button(page, "play").click()
         page.wait_for_timeout(1200)  # a timer tick already in flight when Pause was pressed may still land
         wait_idle(page)
         paused = int(metric(page, kv_label))

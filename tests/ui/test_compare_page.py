@@ -40,7 +40,8 @@ def test_lossless_paged_switch(app_model):
     assert any("Tokens in agreement: 100%" in x and "identical" in x for x in texts)
     n = r["prompt_tokens"] + 4
     blocks = [x for x in texts if x.startswith("Block table")]
-    assert blocks and f"({math.ceil(n / 16)} blocks of 16 tokens)" in blocks[0]
+    count = math.ceil(n / 16)
+    assert blocks and f"({count} {'block' if count == 1 else 'blocks'} of 16 tokens)" in blocks[0]
     assert at.query_params["cmp_run"] in ("1", ["1"]) and "paged" in str(at.query_params["cmp_b"])
 
 

@@ -102,7 +102,7 @@ def test_embedding_and_position_figures_hold_the_recorded_tensors(model_dirs, ki
         assert np.allclose(plotly_array(heat["customdata"]), pos, atol=1e-6)
         assert plotly_array(heat["z"]).shape == (n, pairs)
         rates = next(c.value for c in at.caption if c.value.startswith("Read from the recorded angles"))
-        assert "pair 0 turns 1 radians per token" in rates
+        assert "pair 0 turns 1 radian per token" in rates  # θ^0 = 1 radian: said in the singular
 
 
 def test_the_page_in_chinese(model_dirs):

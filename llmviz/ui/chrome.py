@@ -143,7 +143,5 @@ def scroll_to(anchor: str) -> None:
     Streamlit has no scroll call, and the frame shares the page's origin."""
     import json
 
-    from streamlit.components.v1 import html
-
-    html(f"<script>const target = window.parent.document.getElementById({json.dumps(anchor)});"
-         "if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});</script>", height=0)
+    st.iframe(f"<script>const target = window.parent.document.getElementById({json.dumps(anchor)});"
+              "if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});</script>", height=1)

@@ -47,9 +47,7 @@ def reset_demo() -> None:
 
 
 def letter_keys() -> None:
-    from streamlit.components.v1 import html
-
-    html(_LETTERS, height=0)
+    st.iframe(_LETTERS, height=1)  # our own fixed script (never user input), in a frame of the page's origin
 
 
 def play_interval() -> float:

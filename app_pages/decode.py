@@ -9,7 +9,15 @@ from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import latency_sweep, presenter, seed_controls, state
 from llmviz.ui.chrome import guarded, heading, shown_run, step_timing, translator, with_bold_tail
-from llmviz.ui.decode_controls import PLAYING, controls, play_interval, reset_demo, sampling_sliders, speed_control
+from llmviz.ui.decode_controls import (
+    PLAYING,
+    controls,
+    letter_keys,
+    play_interval,
+    reset_demo,
+    sampling_sliders,
+    speed_control,
+)
 from llmviz.ui.trace_budget import is_shed
 from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
@@ -205,6 +213,7 @@ def main() -> None:
         guarded(lambda: body(t))
 
     st.fragment(fragment, run_every=play_interval() if playing else None)()
+    letter_keys()  # outside the fragment: drawn once per page, not on every step
 
 
 main()

@@ -91,7 +91,6 @@ def controls(t, run) -> None:
         st.session_state[PLAYING] = not playing
         st.rerun()  # the whole app: the fragment's timer is set when the page is built
     cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, args=(run,), key="dec_reset")
-    letter_keys()
     step = run.step
     cols = st.columns(4)
     cols[0].metric(t("decode.step"), step.index)

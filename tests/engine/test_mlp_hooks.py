@@ -35,8 +35,8 @@ def oracle_mlp_io(hf, ids: list[int]) -> tuple[list[np.ndarray], list[np.ndarray
 @pytest.mark.parametrize("kind", ["llama_gqa_rope3", "qwen2", "gpt2"])
 def test_mlp_hooks_match_the_oracle(model_dirs, kind):
     folder = model_dirs[kind]
-    lm = load_model(str(folder))
-    session = Session(lm, PROMPT, EngineConfig(capture="full", sampling=SamplingConfig(temperature=0)))
+    lm = load_model(str(folder), device="cpu")  # the oracle runs on the CPU: the same device, any machine
+    session = Session(lm, PROMPT, EngineConfig(device="cpu", capture="full", sampling=SamplingConfig(temperature=0)))
     step = session.step()
     ids = session.sequences[0].ids[: session.sequences[0].prompt_len]
     ins, acts = oracle_mlp_io(oracle(folder), ids)

@@ -36,7 +36,7 @@ def test_layer_page_against_the_weights(model_dirs):
     x = step.hook("layers.0.resid").array[0].astype(np.float64)  # [n, d]
     stream = chart(at, "layer_stream")["data"]
     assert np.allclose(values(stream[0]), np.linalg.norm(x, axis=-1), rtol=1e-5)
-    lm = load_model(str(folder))
+    lm = load_model(str(folder), device="cpu")
     block = lm.model.layers[1]
     w = block.attn_norm.weight.detach().double().numpy()
     eps = c["norm_eps"]

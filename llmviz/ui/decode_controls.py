@@ -59,38 +59,41 @@ def speed_control(t) -> None:
                          format_func=lambda k: t(f"decode.speed_{k}"))
 
 
-def _next(run) -> bool:
+def _next() -> bool:
+    """Next (a callback, and each tick of Play)."""
+    run = state.held_run()
     try:
-        return state.advance(run)
+        return run is not None and state.advance(run)
     except Exception as exc:  # a callback runs outside the page's guard: shown by controls() on the next rerun
         st.session_state[STEP_ERROR] = exc
         return False
 
 
-def _reset(run) -> None:
-    run.cursor = 0
+def _reset() -> None:
+    if (run := state.held_run()) is not None:
+        run.cursor = 0
     st.session_state[PLAYING] = False
 
 
 def controls(t, run) -> None:
     """Buttons and the step's headline figures; while playing, each fragment tick advances one step."""
     playing = st.session_state.get(PLAYING, False)
-    if playing and not _next(run):
+    if playing and not _next():
         st.session_state[PLAYING] = False
         st.rerun()  # the whole app, so the fragment stops ticking
     if STEP_ERROR in st.session_state:
         report(t, st.session_state.pop(STEP_ERROR))
     can_next = run.cursor + 1 < len(run.trace.steps) or run.can_compute
     cols = st.columns(4)
-    cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=state.back, args=(run,),
+    cols[0].button(t("decode.prev"), disabled=run.cursor == 0, width="stretch", on_click=state.back,
                    key=PREV_KEY, shortcut="Left")
     cols[1].button(t("decode.next"), type="primary", disabled=not can_next, width="stretch", on_click=_next,
-                   args=(run,), key=NEXT_KEY, shortcut="Right")
+                   key=NEXT_KEY, shortcut="Right")
     if cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,
                       width="stretch", key="dec_play", shortcut="Space"):
         st.session_state[PLAYING] = not playing
         st.rerun()  # the whole app: the fragment's timer is set when the page is built
-    cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, args=(run,), key="dec_reset")
+    cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, key="dec_reset")
     step = run.step
     cols = st.columns(4)
     cols[0].metric(t("decode.step"), step.index)

@@ -166,22 +166,31 @@ def advance(live: Live) -> None:
     live.cursor += 1
 
 
-def _step(live: Live, count: int) -> None:
+# The step buttons' callbacks find the runs in the session state, never in their args: Streamlit keeps a
+# widget's callback args after the page is left, so runs passed there would outlive their replacement (issue 9).
+def _held() -> Live | None:
+    return st.session_state.get(LIVE_KEY)
+
+
+def _step(count: int) -> None:
+    live = _held()
     try:
         for _ in range(count):
-            if not live.can_next:
+            if live is None or not live.can_next:
                 break
             advance(live)
     except Exception as exc:  # a callback runs outside the page's guard: shown by controls() on the next rerun
         st.session_state[ERROR_KEY] = exc
 
 
-def _back(live: Live) -> None:
-    live.cursor = max(0, live.cursor - 1)
+def _back() -> None:
+    if (live := _held()) is not None:
+        live.cursor = max(0, live.cursor - 1)
 
 
-def _reset(live: Live) -> None:
-    live.cursor = 0
+def _reset() -> None:
+    if (live := _held()) is not None:
+        live.cursor = 0
 
 
 def _apply_run_widgets() -> None:
@@ -209,11 +218,11 @@ def step_controls(t, live: Live) -> None:
     if ERROR_KEY in st.session_state:
         report(t, st.session_state.pop(ERROR_KEY))
     cols = st.columns(4)
-    cols[0].button(t("layouts.prev"), disabled=live.cursor == 0, width="stretch", on_click=_back, args=(live,))
+    cols[0].button(t("layouts.prev"), disabled=live.cursor == 0, width="stretch", on_click=_back)
     cols[1].button(t("layouts.next"), type="primary", disabled=not live.can_next, width="stretch", on_click=_step,
-                   args=(live, 1))
-    cols[2].button(t("layouts.next8"), disabled=not live.can_next, width="stretch", on_click=_step, args=(live, 8))
-    cols[3].button(t("layouts.reset"), width="stretch", on_click=_reset, args=(live,))
+                   args=(1,))
+    cols[2].button(t("layouts.next8"), disabled=not live.can_next, width="stretch", on_click=_step, args=(8,))
+    cols[3].button(t("layouts.reset"), width="stretch", on_click=_reset)
 
 
 # --- the sweep -----------------------------------------------------------------------------------------

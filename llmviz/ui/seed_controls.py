@@ -37,16 +37,22 @@ def _restart(run, seed: int) -> None:
     state.forget_run()
 
 
-def _apply_seed(run) -> None:
-    _restart(run, int(st.session_state[SEED_KEY]))
+# The callbacks read the run from the session state (state.held_run), never from their args (issue 9).
+def _apply_seed() -> None:
+    if (run := state.held_run()) is not None:
+        _restart(run, int(st.session_state[SEED_KEY]))
 
 
-def _new_sample(run) -> None:
-    _restart(run, fresh_seed())
+def _new_sample() -> None:
+    if (run := state.held_run()) is not None:
+        _restart(run, fresh_seed())
 
 
-def _resample(run) -> None:
+def _resample() -> None:
     """Draw the token of the step shown again, with a fresh seed, and go on from there."""
+    run = state.held_run()
+    if run is None or run.session is None:
+        return
     try:
         step, seed = run.cursor, fresh_seed()
         _keep_before(run, f"seed {run.step.sampling.get('seed', state.settings().seed)}")
@@ -66,11 +72,11 @@ def controls(t, run) -> None:
     state.seed_widgets({"seed": SEED_KEY})
     a, b, c = st.columns([1, 1, 2])
     low, high = RANGES["seed"]
-    a.number_input(t("decode.seed"), low, high, key=SEED_KEY, on_change=_apply_seed, args=(run,),
+    a.number_input(t("decode.seed"), low, high, key=SEED_KEY, on_change=_apply_seed,
                    disabled=not live, help=t("decode.seed_help"))
-    b.button(t("decode.new_sample"), on_click=_new_sample, args=(run,), disabled=not live, width="stretch",
+    b.button(t("decode.new_sample"), on_click=_new_sample, disabled=not live, width="stretch",
              help=t("decode.new_sample_help"))
-    c.button(t("decode.resample", step=run.cursor), on_click=_resample, args=(run,), width="stretch",
+    c.button(t("decode.resample", step=run.cursor), on_click=_resample, width="stretch",
              disabled=not live or run.cursor == 0, help=t("decode.resample_help"))
     before(t, run)
 

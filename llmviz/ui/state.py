@@ -213,6 +213,13 @@ def current_run(t: Translator) -> Run | None:
     return run
 
 
+def held_run() -> Run | None:
+    """The run this session shows. Widget callbacks read it here and are never given it in `args`: Streamlit
+    keeps a widget's callback args after the page is left, so a run passed there outlives its replacement and
+    keeps its whole trace (issue 9)."""
+    return st.session_state.get(RUN_KEY)
+
+
 def advance(run: Run) -> bool:
     """Next: show the recorded next step, or compute it. False when the run cannot go further."""
     if run.cursor + 1 < len(run.trace.steps):
@@ -233,9 +240,10 @@ def advance(run: Run) -> bool:
     return True
 
 
-def back(run: Run) -> None:
-    """Previous: show the recorded earlier step; nothing is recomputed."""
-    run.cursor = max(0, run.cursor - 1)
+def back() -> None:
+    """Previous (a callback): show the recorded earlier step; nothing is recomputed."""
+    if (run := held_run()) is not None:
+        run.cursor = max(0, run.cursor - 1)
 
 
 def replay(trace: RunTrace) -> None:

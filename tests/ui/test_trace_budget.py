@@ -112,3 +112,49 @@ def test_freed_memory_goes_back_to_the_os_every_16_steps(run):
     del keep
     assert release_freed_memory() in (True, False)
     assert me.memory_info().rss < high - 50e6  # most of it left the process
+
+
+def _freed(ref) -> bool:
+    import gc
+
+    gc.collect()
+    return ref() is None
+
+
+def test_a_replaced_decode_run_is_freed(model_dirs):
+    """Home's run button replaces the Decode page's run: the old run and its trace must go (issue 9). They were
+    kept alive by the Decode buttons' callback args, which Streamlit holds after the page is left."""
+    import weakref
+
+    at = open_app("app_pages/decode.py", model=str(model_dirs["llama_gqa_rope3"]), prompt=PROMPT)
+    for _ in range(3):
+        next(b for b in at.button if b.label == "Next ▶").click().run()
+    old = at.session_state["llmviz_run"]
+    run_ref, trace_ref = weakref.ref(old), weakref.ref(old.trace)
+    del old
+    at.switch_page("app_pages/home.py").run()
+    next(b for b in at.button if b.label == "Load and run the prefill").click().run()
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["llmviz_run"] is not run_ref()
+    assert _freed(run_ref) and _freed(trace_ref)
+
+
+def test_a_replaced_layouts_run_is_freed(model_dirs):
+    """The KV layouts page's three sessions go when another prompt on Home starts them again (issue 9)."""
+    import weakref
+
+    at = open_app(None, model=str(model_dirs["llama_gqa_rope3"]), prompt=PROMPT)
+    at.switch_page("app_pages/kv_layouts.py").run()
+    next(b for b in at.button if b.label.startswith("Next")).click().run()
+    old = at.session_state["llmviz_kv_live"]
+    ref = weakref.ref(old)
+    del old
+    at.switch_page("app_pages/home.py").run()
+    next(w for w in at.text_area if w.key == "home_prompt").set_value(PROMPT + " jumps").run()
+    next(b for b in at.button if b.label == "Load and run the prefill").click().run()
+    at.switch_page("app_pages/kv_layouts.py").run()
+    at.run()  # Streamlit's session state lets go of a replaced value at the next rerun
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["llmviz_kv_live"] is not ref()
+    assert _freed(ref)

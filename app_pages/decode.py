@@ -157,7 +157,7 @@ def layer_and_gaps(t, run, presenting: bool) -> tuple[int, list[str], bool]:
 
 def present_body(t, run) -> None:
     """The presenter view: the stepper, the text so far, the KV grid and the next-token chart in one screen at
-    1280x720; below them the sampling controls and the attention of the new token."""
+    1280x720; below them the sampling controls and, when asked for, the attention of the new token."""
     controls(t, run)
     tokens = run.trace.tokens
     st.markdown(t("present.text", text=with_bold_tail(ids_text(tokens, run.trace.prompt_ids),
@@ -175,7 +175,8 @@ def present_body(t, run) -> None:
     b.button(t("present.reset_demo"), on_click=reset_demo, key="present_reset", width="stretch")
     seed_controls.controls(t, run)
     sampling_sliders(t, run)
-    if complete:
+    # Below the fold, and off by default: its two figures cost ~0.1 s of drawing per step (issue 10's 0.5 s target)
+    if complete and st.toggle(t("present.attention"), key="present_attn", help=t("present.attention_help")):
         attention_panel(t, run, layer, labels)
     state.sync_url()
 

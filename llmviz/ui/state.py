@@ -7,6 +7,7 @@ trace, the step shown) lives in st.session_state, which belongs to one browser s
 
 from __future__ import annotations
 
+import gc
 import os
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ def imported() -> bool:
     for name in ("pandas", "plotly.graph_objects", "llmviz.service"):
         with suppress(ImportError):  # a replay-only install has no torch: its pages never import the engine
             importlib.import_module(name)
+    settle_long_lived()
     return True
 
 
@@ -50,8 +52,21 @@ def cached_model(name: str, device: str, dtype: str, kv_heads: int | None = None
     from llmviz import service
 
     service.use_cpu_threads(UI_THREADS)  # once per model load, for the whole server process
-    return service.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
-                                           quant=quant, quant_group=quant_group))
+    lm = service.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
+                                         quant=quant, quant_group=quant_group))
+    settle_long_lived()
+    return lm
+
+
+def settle_long_lived() -> None:
+    """Streamlit runs a full garbage collection after every script run (runner.postScriptGC). Over the ~385,000
+    objects of torch, transformers, plotly and a loaded model it took ~200 ms of every Next click on 2 CPU cores,
+    holding the GIL so that the server could not send the page meanwhile (issue 10). Those objects live as long
+    as the server: after the imports and after each model load, collect once, then move every object alive to the
+    permanent generation (gc.freeze), so that each later collection scans only what runs made since. Reference
+    counting still frees them; only a reference cycle among them would stay."""
+    gc.collect()
+    gc.freeze()
 
 
 def model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused_qkv: str = "auto",

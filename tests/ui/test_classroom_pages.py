@@ -284,15 +284,17 @@ def test_decode_figures_and_texts_read_right():
 
 def test_presenter_view_in_both_languages():
     """Part 2: ?present=1 keeps the stepper, the KV grid and the next-token chart and leaves out the developer
-    detail (timings, memory, the latency sweep); Reset demo restores the default prompt, model and seed; the
-    leave button turns it off."""
+    detail (timings, memory, the latency sweep), and the new token's attention unless its switch is on; Reset
+    demo restores the default prompt, model and seed; the leave button turns it off."""
     from llmviz.ui.i18n import translate
     from llmviz.ui.settings import Settings
 
     for lang in ("en", "zh"):
         at = open_app(page_file("decode"), present=1, lang=lang, device="cpu", prompt="Return the", seed=4)
         ids = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
-        assert {"kvgrid", "dist"} <= set(ids) and not {"spans", "latency", "lens"} & set(ids), ids
+        assert {"kvgrid", "dist"} <= set(ids) and not {"spans", "latency", "lens", "q", "attn"} & set(ids), ids
+        next(w for w in at.toggle if w.key == "present_attn").set_value(True).run()  # the attention, when asked
+        assert {"kvgrid", "dist", "q", "attn"} <= {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")}
         labels = {m.label for m in at.metric}
         assert translate(lang, "decode.mem_rss") not in labels and translate(lang, "decode.step") in labels
         assert translate(lang, "decode.sweep_run") not in [b.label for b in at.button]

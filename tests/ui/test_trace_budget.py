@@ -158,3 +158,19 @@ def test_a_replaced_layouts_run_is_freed(model_dirs):
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["llmviz_kv_live"] is not ref()
     assert _freed(ref)
+
+
+def test_long_lived_objects_are_left_out_of_each_collection(model_dirs):
+    """Streamlit collects garbage after every script run; the app moves what lives as long as the server (the
+    imports, the loaded model) to the permanent generation so that collection stays cheap (issue 10: it took
+    ~200 ms of every Next click). The model's parameters are among the frozen objects; a run's trace is not."""
+    import gc
+
+    at = open_app("app_pages/decode.py", model=str(model_dirs["llama_gqa_rope3"]), prompt=PROMPT)
+    assert not at.exception
+    run = at.session_state["llmviz_run"]
+    tracked = {id(o) for o in gc.get_objects()}  # the generations a collection scans
+    lm = run.session.lm
+    assert gc.get_freeze_count() > 10_000
+    assert all(id(p) not in tracked for p in lm.model.parameters())
+    assert id(run.trace) in tracked and id(run) in tracked

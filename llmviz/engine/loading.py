@@ -20,7 +20,7 @@ from llmviz.engine import hub
 from llmviz.engine.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 from llmviz.engine.devices import resolve_device, torch_dtype
 from llmviz.engine.memory import typed_out_of_memory
-from llmviz.engine.models import FAMILIES, SUPPORTED_MODEL_TYPES
+from llmviz.engine.models import FAMILIES, check_model_type, model_config
 from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.convert import convert
 from llmviz.engine.models.layers import rope_inv_freq
@@ -30,10 +30,8 @@ from llmviz.engine.random_weights import RANDOM_MODELS, TOKENIZER_OF_RANDOM, ran
 from llmviz.engine.tokens import Tokenizer
 from llmviz.errors import (
     ConfigError,
-    LlmvizError,
     ModelConfigError,
     ModelNotFoundError,
-    UnsupportedArchitectureError,
     WeightLoadError,
 )
 
@@ -122,13 +120,7 @@ def read_config(path: Path) -> dict:
         raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         raise ModelNotFoundError(f"cannot read {path / 'config.json'}: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ModelConfigError(f"{path / 'config.json'} must hold a JSON object, not a {type(raw).__name__}")
-    model_type = raw.get("model_type")
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
-        raise UnsupportedArchitectureError(
-            f"model type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)} "
-            "(SmolLM checkpoints are 'llama')")
+    check_model_type(raw, str(path / "config.json"))
     from transformers import AutoConfig  # normalizes rope_theta/rope_scaling into rope_parameters
 
     try:
@@ -136,16 +128,6 @@ def read_config(path: Path) -> dict:
     except Exception as exc:  # transformers' and huggingface_hub's own checks raise many kinds (rope keys, types)
         raise ModelConfigError(f"{path / 'config.json'} is malformed: {' '.join(str(exc).split())[:300]}") from exc
     return config.to_dict()
-
-
-def model_config(hf_config: dict) -> ModelConfig:
-    """Our ModelConfig from a Hugging Face config dict; a missing or wrong field is a ModelConfigError."""
-    try:
-        return FAMILIES[hf_config["model_type"]].config_from_hf(hf_config)
-    except LlmvizError:
-        raise
-    except (KeyError, TypeError, ValueError) as exc:  # a missing field, a string where a number belongs, ...
-        raise ModelConfigError(f"config.json lacks or mistypes {exc} for a {hf_config['model_type']} model") from exc
 
 
 def generation_eos(path: Path) -> tuple:

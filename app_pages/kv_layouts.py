@@ -130,7 +130,7 @@ def sweep_view(t, s) -> None:
 def main() -> None:
     t = translator()
     heading(t, "layouts")
-    if not run.engine_available():  # a replay-only install without torch
+    if not state.engine_available():  # a replay-only install without torch
         st.info(t("layouts.no_engine"))
         return
     s = state.settings()

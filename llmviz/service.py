@@ -27,6 +27,7 @@ __all__ = [
     "language_note",
     "layout_sweep",
     "load",
+    "model_config_dict",
     "run",
     "serve",
     "speculate",
@@ -44,6 +45,14 @@ def load(name: str | None, config: EngineConfig) -> LoadedModel:
     """The model named by `name` (default: the embedded one) on the config's device and dtype."""
     return load_model(name or EMBEDDED_MODEL, device=config.device, dtype=config.dtype, kv_heads=config.kv_heads,
                       fused_qkv=config.fused_qkv, quant=config.quant, quant_group=config.quant_group)
+
+
+def model_config_dict(name: str | None) -> dict:
+    """The named model's config (ModelConfig.to_dict()) read without its weights: the memory calculator's (C17)."""
+    from llmviz.engine.loading import read_config, resolve_path
+    from llmviz.engine.models import model_config
+
+    return model_config(read_config(resolve_path(name))).to_dict()
 
 
 def use_cpu_threads(n: int) -> None:

@@ -53,15 +53,6 @@ class Options:
     repeats: int
 
 
-def engine_available() -> bool:
-    """False in a replay-only install (no torch): the live runs and the sweep need the engine."""
-    try:
-        from llmviz import service  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def options() -> Options:
     """This browser session's page settings (read from the URL with the others the first time)."""
     current = state.settings()

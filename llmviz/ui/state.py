@@ -137,6 +137,15 @@ class Run:
         return self.session is not None and not self.session.finished
 
 
+def engine_available() -> bool:
+    """False in a replay-only install (no torch): live runs, sweeps and reading a model folder need the engine."""
+    try:
+        from llmviz import service  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def settings() -> Settings:
     """This browser session's settings; read from the URL the first time."""
     if SETTINGS_KEY not in st.session_state:

@@ -1,0 +1,65 @@
+"""The memory calculator page (C17, issue 11): the bytes it shows for published configs are the ones worked out
+by hand in tests/analysis/test_memory_calc.py (Llama-3-8B: 1 GiB of KV for 8192 tokens in fp16; Mistral-7B:
+512 MiB at 32768 tokens because of its 4096-token window), what fits where, and a clear message for a pasted
+config that is not one, in both languages."""
+
+import pytest
+from ui_helpers import open_app, page_file
+
+from llmviz.ui.i18n import translate
+
+
+def pick(at, source: str, **widgets):
+    at.selectbox(key="mem_source").set_value(source).run()
+    for key, value in widgets.items():
+        at.number_input(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return {m.label: m.value for m in at.metric}
+
+
+def table(at, first_column: str):
+    return next(d.value for d in at.dataframe if d.value.columns[0] == first_column).set_index(first_column)
+
+
+def test_llama3_8b_one_long_sequence_and_what_fits():
+    at = open_app(page_file("memory"))
+    shown = pick(at, "llama-3-8b", mem_max_seq=8192, mem_tokens=8192)
+    assert shown["KV per token"] == "128.0 KiB" and shown["KV per sequence"] == "1.0 GiB"
+    assert shown["Weights"] == "15.0 GiB"  # 16,060,522,496 B = 2 x 8,030,261,248 parameters
+    assert shown["Total for batch 1"] == "16.0 GiB"  # 17,134,264,320 B
+    gpus = table(at, "GPU")
+    column = "Sequences of 8,192 tokens that fit"
+    assert gpus.loc["Tesla T4", "Fits"] == "✓" and gpus.loc["Tesla T4", column] == 1
+    assert gpus.loc["GeForce RTX 3060", "Fits"] == "✗" and gpus.loc["GeForce RTX 3060", column] == 0
+    assert gpus.loc["A100 80GB", column] == 65
+    moves = table(at, "Change")
+    assert moves.loc["int8 KV cache, with its scales", "Change of the total"] == "-3.0%"  # 2**30 x 124/256 of 17.13e9 B
+    assert any("Without GQA" in m for m in moves.index)  # Llama-3-8B has GQA already: what it saves
+
+
+def test_mistral_window_caps_the_cache():
+    at = open_app(page_file("memory"))
+    shown = pick(at, "mistral-7b-v0.1", mem_max_seq=32768, mem_tokens=32768)
+    assert shown["KV per sequence"] == "512.0 MiB"  # 4096 positions, not 32768
+    assert any("32 layers attend only to the last 4,096 tokens" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_pasted_config_that_is_not_one_gets_a_message(lang):
+    at = open_app(page_file("memory"), lang=lang)
+    at.selectbox(key="mem_source").set_value("paste").run()
+    assert any(translate(lang, "memory.paste_empty") in i.value for i in at.info)
+    for text in ("{not json", '{"model_type": "llama", "hidden_size": 4096}', '{"model_type": "bert"}',
+                 '{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1000000000,'
+                 ' "intermediate_size": 10, "vocab_size": 10}'):
+        at.text_area(key="mem_paste").set_value(text).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert len(at.error) == 1 and "Traceback" not in at.error[0].value, text
+        assert not at.metric, text
+    at.text_area(key="mem_paste").set_value('{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,'
+                                            ' "num_key_value_heads": 2, "num_hidden_layers": 2,'
+                                            ' "intermediate_size": 128, "vocab_size": 100}').run()
+    assert not at.error and len(at.metric) == 4
+    kv_token = translate(lang, "memory.kv_token")
+    per_token = next(m.value for m in at.metric if m.label == kv_token)
+    assert per_token == "256 B"  # 2 layers x 2 (K, V) x 2 KV heads x head_dim 16 x 2 B (fp16)

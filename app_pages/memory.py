@@ -93,7 +93,8 @@ def results(t, name: str, config: dict, q: mc.MemoryQuestion) -> None:
                   t("memory.col_memory"): [kvm.human(f.memory_bytes) for f in fits],
                   t("memory.col_fits"): ["✓" if f.fits else "✗" for f in fits],
                   t("memory.col_share"): [f"{f.share:.0%}" for f in fits],
-                  t("memory.col_max_batch", n=q.held): [f.max_batch for f in fits]}, hide_index=True, key="mem_gpus")
+                  t("memory.col_max_batch", n=q.held): [f.max_batch for f in fits]}, hide_index=True, height="content",
+                 key="mem_gpus")
     st.subheader(t("memory.savings"))
     moves = mc.savings(config, q)
     st.dataframe({t("memory.col_move"): [t(f"memory.move_{m.key}") for m in moves],

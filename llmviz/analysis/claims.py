@@ -1,0 +1,94 @@
+"""The article's claims K1-K11 (docs/concepts.md) and the one rule that judges a measurement against each.
+
+A claim's effect is one signed number: a speed-up as ratio - 1 (1.8x faster: 0.8), a saving as the share saved
+(memory halved: 0.5), a utilization gain in points (30% -> 70%: 0.4). The measurement gives the same number with
+its range over the repeats. The verdict (issue 11):
+
+    holds            the effect has the article's sign, at least half its size, and its range excludes zero
+    does not hold    it was measured, and one of those fails (the reason says which)
+    cannot measure   this device cannot run it (the reason says why)
+
+Pure arithmetic; the measurements come from the engine's sweeps, compares and serving runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HOLDS, DOES_NOT_HOLD, CANNOT = "holds", "does_not_hold", "cannot_measure"
+MIN_SHARE_OF_ARTICLE = 0.5
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the article says (on an A100) and which effect measures it."""
+
+    id: str
+    concepts: tuple  # the C ids it illustrates
+    effects: tuple  # (name, the article's effect) pairs; a claim holds when all its effects do
+    article: str  # the article's figures, as it gives them
+
+
+CLAIMS = {c.id: c for c in (
+    Claim("K1", ("C18",), (("doubling_256_to_512", 68 / 35 - 1),), "256 tokens 35 ms, 512 tokens 68 ms"),
+    Claim("K2", ("C7", "C18"), (("memory_share", 0.6),), "~25 ms/token, ~60% of it memory access"),
+    Claim("K3", ("C8", "C9"), (("contiguous_faster_short", 0.15), ("paged_faster_long", 0.2)),
+          "contiguous 15% faster up to 512 tokens; paged 20% faster past 1024"),
+    Claim("K4", ("C11",), (("kv_memory_saved", 0.5), ("decode_speedup", 0.8)), "FP16 KV: memory halved, decode 1.8x"),
+    Claim("K5", ("C13",), (("prefill_throughput_gain", 4.0),), "batch 1 -> 8: 5x prefill throughput"),
+    Claim("K6", ("C12",), (("prefill_speedup", 2.0),), "flash attention 3x faster at length 2048"),
+    Claim("K7", ("C14",), (("utilization_gain", 0.4),), "continuous batching: utilization 30% -> 70%"),
+    Claim("K8", ("C16",), (("decode_time_saved", 0.4),), "speculative decoding: decode time up to 40% less"),
+    Claim("K9", ("C15",), (("kv_memory_saved", 0.3),), "prefix sharing: ~30% less memory on similar requests"),
+    Claim("K10", ("C11", "C12"), (("throughput_gain", 1.3),), "flash + FP8 KV: 120 tok/s, 2.3x the baseline"),
+    Claim("K11", ("C10",), (("traffic_saved", 0.4),), "operator fusion: ~40% less memory traffic"),
+)}
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A measured effect with its range over the repeats (low == high for an exact count of bytes)."""
+
+    value: float
+    low: float
+    high: float
+
+    @classmethod
+    def exact(cls, value: float) -> Effect:
+        return cls(value, value, value)
+
+
+def speedup(slow: dict, fast: dict) -> Effect:
+    """slow / fast - 1 from two timing spreads ({median, min, max}): how much faster `fast` is."""
+    return Effect(slow["median"] / fast["median"] - 1, slow["min"] / fast["max"] - 1, slow["max"] / fast["min"] - 1)
+
+
+def saving(before: dict, after: dict) -> Effect:
+    """1 - after / before from two spreads (bytes, or time): the share `after` saves."""
+    return Effect(1 - after["median"] / before["median"], 1 - after["max"] / before["min"],
+                  1 - after["min"] / before["max"])
+
+
+def judge(article: float, effect: Effect | None, why_not: str = "") -> tuple[str, str]:
+    """(verdict, reason code) for one effect against the article's."""
+    if effect is None:
+        return CANNOT, why_not or "not_measured"
+    if effect.value * article <= 0:
+        return DOES_NOT_HOLD, "opposite_sign" if effect.value else "no_effect"
+    if abs(effect.value) < MIN_SHARE_OF_ARTICLE * abs(article):
+        return DOES_NOT_HOLD, "too_small"
+    if effect.low <= 0 <= effect.high:
+        return DOES_NOT_HOLD, "within_spread"
+    return HOLDS, "holds"
+
+
+def claim_verdict(claim: Claim, effects: dict, why_not: str = "") -> tuple[str, list]:
+    """A claim's verdict from its effects ({name: Effect or None}) and each effect's own (name, verdict, reason):
+    it holds when every effect holds; it cannot be measured when none could be."""
+    parts = [(name, *judge(article, effects.get(name), why_not)) for name, article in claim.effects]
+    verdicts = [v for _, v, _ in parts]
+    if all(v == HOLDS for v in verdicts):
+        return HOLDS, parts
+    if all(v == CANNOT for v in verdicts):
+        return CANNOT, parts
+    return DOES_NOT_HOLD, parts

@@ -1,0 +1,75 @@
+"""The claims' verdict rule and the prefill fit (issue 11, K1-K11) on synthetic measurements either side of each
+threshold, and a fit that must recover coefficients it was not given."""
+
+import numpy as np
+import pytest
+
+from llmviz.analysis.claims import CANNOT, CLAIMS, DOES_NOT_HOLD, HOLDS, Effect, claim_verdict, judge, saving, speedup
+from llmviz.analysis.prefill_fit import fit_prefill
+
+
+def test_every_claim_of_the_concept_map_is_there():
+    assert list(CLAIMS) == [f"K{i}" for i in range(1, 12)]
+    assert dict(CLAIMS["K4"].effects) == {"kv_memory_saved": 0.5, "decode_speedup": 0.8}  # "halved", "1.8x"
+    assert dict(CLAIMS["K1"].effects)["doubling_256_to_512"] == pytest.approx(68 / 35 - 1)
+
+
+@pytest.mark.parametrize("effect, verdict, reason", [
+    (Effect(0.41, 0.30, 0.50), HOLDS, "holds"),  # just over half of the article's 0.8, range clear of zero
+    (Effect(0.39, 0.30, 0.50), DOES_NOT_HOLD, "too_small"),  # just under half
+    (Effect(-0.20, -0.30, -0.10), DOES_NOT_HOLD, "opposite_sign"),  # slower, where the article says faster
+    (Effect(0.0, 0.0, 0.0), DOES_NOT_HOLD, "no_effect"),
+    (Effect(0.50, -0.05, 0.90), DOES_NOT_HOLD, "within_spread"),  # big enough, but the repeats straddle zero
+    (Effect(0.50, 0.01, 0.90), HOLDS, "holds"),
+    (None, CANNOT, "not_measured"),
+])
+def test_the_verdict_rule_either_side_of_each_threshold(effect, verdict, reason):
+    assert judge(0.8, effect) == (verdict, reason)
+
+
+def test_a_negative_article_effect_needs_a_negative_measurement():
+    assert judge(-0.3, Effect(-0.2, -0.25, -0.1)) == (HOLDS, "holds")
+    assert judge(-0.3, Effect(0.2, 0.1, 0.25)) == (DOES_NOT_HOLD, "opposite_sign")
+
+
+def test_effects_from_spreads_by_hand():
+    slow, fast = {"median": 10, "min": 9, "max": 11}, {"median": 5, "min": 4, "max": 6}
+    e = speedup(slow, fast)
+    assert (e.value, e.low, e.high) == pytest.approx((1.0, 9 / 6 - 1, 11 / 4 - 1))
+    s = saving({"median": 100, "min": 100, "max": 100}, {"median": 50, "min": 50, "max": 50})
+    assert (s.value, s.low, s.high) == (0.5, 0.5, 0.5)
+
+
+def test_a_claim_holds_only_when_all_its_effects_do():
+    k4 = CLAIMS["K4"]
+    both = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": Effect(0.9, 0.5, 1.2)}
+    assert claim_verdict(k4, both)[0] == HOLDS
+    slower = {**both, "decode_speedup": Effect(-0.1, -0.2, 0.0)}
+    verdict, parts = claim_verdict(k4, slower)
+    assert verdict == DOES_NOT_HOLD and parts[1] == ("decode_speedup", DOES_NOT_HOLD, "opposite_sign")
+    assert claim_verdict(k4, {}, "no_cuda")[0] == CANNOT
+    assert claim_verdict(k4, {"kv_memory_saved": Effect.exact(0.5)})[0] == DOES_NOT_HOLD  # half measured
+
+
+def test_the_fit_recovers_known_coefficients():
+    rng = np.random.default_rng(0)
+    n = np.array([32, 64, 128, 256, 512, 768, 1024, 1536, 2048])
+    a, b, c = 2.0, 0.1, 1e-4  # takes over from the linear term at b / c = 1000 tokens
+    ms = (a + b * n + c * n * n) * (1 + rng.normal(0, 0.01, n.size))
+    fit = fit_prefill(n, ms)
+    for got, true, se in zip((fit.a, fit.b, fit.c), (a, b, c), fit.se, strict=True):  # within 3 standard errors
+        assert abs(got - true) < 3 * se
+    assert fit.b == pytest.approx(b, rel=0.1)
+    assert fit.c == pytest.approx(c, rel=0.1) and fit.quadratic_resolved and fit.r2 > 0.999
+    assert fit.takeover == pytest.approx(1000, rel=0.15)
+    assert fit.dominant(256) == "linear" and fit.dominant(2048) == "quadratic"
+    shares = fit.shares(1000)
+    assert shares["linear"] == pytest.approx(shares["quadratic"], rel=0.2) and sum(shares.values()) == 1
+
+
+def test_linear_data_resolves_no_quadratic_term():
+    n = np.array([64, 128, 256, 384, 512])
+    fit = fit_prefill(n, 1.0 + 0.13 * n + np.array([0.02, -0.03, 0.01, 0.03, -0.02]))
+    assert not fit.quadratic_resolved and fit.takeover is None and fit.dominant(512) == "linear"
+    with pytest.raises(ValueError, match="3 distinct"):
+        fit_prefill([64, 64, 128], [1, 1, 2])

@@ -24,6 +24,7 @@ pages = [
     st.Page("app_pages/batch.py", title=t("nav.batch"), icon=":material/view_list:", url_path="batch"),
     st.Page("app_pages/serving.py", title=t("nav.serving"), icon=":material/dns:", url_path="serving"),
     st.Page("app_pages/memory.py", title=t("nav.memory"), icon=":material/memory:", url_path="memory"),
+    st.Page("app_pages/claims.py", title=t("nav.claims"), icon=":material/fact_check:", url_path="claims"),
     st.Page("app_pages/trace.py", title=t("nav.trace"), icon=":material/save:", url_path="trace"),
 ]
 page = st.navigation(pages)

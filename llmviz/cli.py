@@ -91,6 +91,9 @@ def parser() -> argparse.ArgumentParser:
 
     serve_parser(sub)
     add_speculative_parser(sub)
+    from llmviz.cli_claims import add_parser as claims_parser
+
+    claims_parser(sub)
     return top
 
 
@@ -246,8 +249,15 @@ def speculative_cmd(args) -> int:
     return speculative(args)
 
 
+def claims_cmd(args) -> int:
+    from llmviz.cli_claims import run
+
+    start(args)
+    return run(args)
+
+
 COMMANDS = {"generate": generate, "trace": trace_cmd, "compare": compare_cmd, "serve-sim": serve_cmd,
-            "speculative": speculative_cmd}
+            "speculative": speculative_cmd, "claims": claims_cmd}
 
 
 def one_line(text: str) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "Session",
     "StepTrace",
     "batch_sweep",
+    "claims",
     "compare",
     "generated_text",
     "language_note",
@@ -96,6 +97,14 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
     return sweep(lm, prompt, **options)
 
 
+def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress=None) -> dict:
+    """The article's claims K1-K11 measured on this machine (llmviz/engine/claims.py): `ids` "K1,K4" or None for
+    all; load_fn(name, engine_config) lets the app use its shared model cache."""
+    from llmviz.engine.claims import ClaimsPlan, parse_ids, run_claims
+
+    return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device), load_fn or load, progress)
+
+
 def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:
     """An A/B comparison (llmviz/engine/compare.py); load_fn(name, engine_config) -> LoadedModel lets the app
     use its shared model cache."""
@@ -127,14 +136,12 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=("contiguous", "dynamic"
 def serve(lm: LoadedModel, trace, scheduler: str, progress=None, **options) -> dict:
     """A request trace (built-in name, JSON file or RequestTrace) through static or continuous batching
     (llmviz/engine/serving/); options are ServeConfig fields."""
-    from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
+    from llmviz.engine.serving.continuous import ServeConfig
     from llmviz.engine.serving.requests import load_trace
-    from llmviz.engine.serving.static import run_static
+    from llmviz.engine.serving.static import serve as run_serving
 
-    requests, config = (load_trace(trace) if isinstance(trace, str) else trace), ServeConfig(**options)
-    if scheduler == "static":
-        return run_static(lm, requests, config, progress)
-    return ContinuousScheduler(lm, requests, config).run(progress)
+    requests = load_trace(trace) if isinstance(trace, str) else trace
+    return run_serving(lm, requests, scheduler, ServeConfig(**options), progress)
 
 
 def release_memory() -> bool:
@@ -153,39 +160,23 @@ def read_trace(data: bytes, name: str):
 
 def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
     """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
-    from llmviz.engine.serving.requests import Request, RequestTrace
+    from llmviz.engine.serving.continuous import ServeConfig
+    from llmviz.engine.serving.static import warm_up
 
-    warm = RequestTrace("warm-up", (Request(0, 0, (1, 2, 3, 4), 3), Request(1, 0, (5, 6), 3)))
-    for scheduler in ("static", "continuous"):
-        serve(lm, warm, scheduler, slots=slots, device=device)
+    warm_up(lm, ServeConfig(slots=slots, device=device))
 
 
 def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
-    """Each model alone, greedy, timed the same way: decode ms per token, the cost ratio, the target's tokens."""
-    from llmviz.engine.serving.speculative import alone_decode
+    """Each model alone, greedy, timed the same way (llmviz/engine/serving/speculative.py)."""
+    from llmviz.engine.serving.speculative import speculation_costs as costs
 
-    alone, target_ms = alone_decode(target, ids, n)
-    _, draft_ms = alone_decode(draft, ids, n)
-    return {"target_alone_ids": alone, "target_alone_ms_per_token": target_ms, "draft_alone_ms_per_token": draft_ms,
-            "cost_ratio": draft_ms / target_ms}
+    return costs(target, draft, ids, n)
 
 
 def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32,
               sampling=None, seed: int = 0) -> dict:
-    """Speculative decoding of `prompt` (llmviz/engine/serving/speculative.py), greedy unless `sampling` says
-    otherwise, with the target alone and the draft alone timed the same way. identical_outputs: greedy output
-    equals the target's alone (None when sampled: the output then has the target's distribution, not its
-    tokens)."""
-    from llmviz.engine.serving.speculative import Speculator, predicted_speedup
+    """Speculative decoding of `prompt` beside the target alone and the draft alone (C16; claim K8)
+    (llmviz/engine/serving/speculative.py)."""
+    from llmviz.engine.serving.speculative import speculate as run_speculative
 
-    ids = target.tokenizer.encode(prompt)
-    Speculator(target, draft, ids, k, sampling, seed, max_new).run()  # warm-up
-    result = Speculator(target, draft, ids, k, sampling, seed, max_new).run()
-    costs = speculation_costs(target, draft, ids, max_new)
-    greedy = sampling is None or sampling.greedy
-    return {**result, **costs, "identical_outputs": result["output_ids"] == costs["target_alone_ids"] if greedy
-            else None, "greedy": greedy,
-            "measured_speedup": costs["target_alone_ms_per_token"] / result["ms_per_token"],
-            "predicted_speedup": predicted_speedup(result["acceptance_rate"], k, costs["cost_ratio"]),
-            "prompt_ids": ids, "tokens": target.tokenizer.describe(
-                [*ids, *result["output_ids"], *(t for r in result["rounds"] for t in (*r.proposed, r.token))])}
+    return run_speculative(target, draft, prompt, k, max_new, sampling, seed)

@@ -204,3 +204,25 @@ def test_serve_sim_with_single_token_outputs(model_dirs, tmp_path):
     out = cli("serve-sim", "--model", str(model_dirs["llama_gqa_rope3"]), "--trace", str(path), "--no-check")
     assert out.returncode == 0, out.stderr
     assert "ITL p50/p95 — ms" in out.stdout and "2 tokens" in out.stdout
+
+
+def test_claims_json_quick_one_claim():
+    """`claims --quick --only K9 --json`: the article's figure, the measured effect with its verdict and reason,
+    and peak KV bytes that are whole blocks of the embedded model's 8,192 B per token (issue 11)."""
+    out = cli("claims", "--quick", "--only", "k9", "--json", "--threads", "1", timeout=300)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    (k9,) = doc["claims"]
+    assert k9["id"] == "K9" and k9["article"].startswith("prefix sharing") and k9["verdict"] == "holds"
+    effect = k9["effects"][0]
+    assert effect["name"] == "kv_memory_saved" and effect["article"] == 0.3
+    figures = k9["figures"]
+    assert figures["peak_kv_without"] % (16 * 8192) == 0 and figures["peak_kv_with"] % (16 * 8192) == 0
+    assert effect["measured"] == pytest.approx(1 - figures["peak_kv_with"] / figures["peak_kv_without"])
+    assert k9["reason"].startswith("KV memory saved: ") and doc["quick"] is True and doc["threads"] == 1
+
+
+def test_claims_errors_are_one_line():
+    out = cli("claims", "--only", "K12")
+    assert out.returncode == 2 and out.stderr.strip() == "error: no claim 'K12'; the claims are " + ", ".join(
+        f"K{i}" for i in range(1, 12))

@@ -45,6 +45,24 @@ CLAIMS = {c.id: c for c in (
 )}
 
 
+# How each effect reads: a ratio as "x1.80" (the effect + 1), a share as "50%", a gain in points as "+40 pts"
+RATIO, SHARE, POINTS = "ratio", "share", "points"
+EFFECT_KINDS = {"doubling_256_to_512": RATIO, "memory_share": SHARE, "contiguous_faster_short": RATIO,
+                "paged_faster_long": RATIO, "kv_memory_saved": SHARE, "decode_speedup": RATIO,
+                "prefill_throughput_gain": RATIO, "prefill_speedup": RATIO, "utilization_gain": POINTS,
+                "decode_time_saved": SHARE, "throughput_gain": RATIO, "traffic_saved": SHARE}
+
+
+def shown(name: str, value: float) -> str:
+    """An effect as a person reads it: x1.83, 54%, +39 pts."""
+    kind = EFFECT_KINDS[name]
+    if kind == RATIO:
+        return f"×{value + 1:.2f}"
+    if kind == POINTS:
+        return f"{100 * value:+.0f} pts"
+    return f"{100 * value:.0f}%"
+
+
 @dataclass(frozen=True)
 class Effect:
     """A measured effect with its range over the repeats (low == high for an exact count of bytes)."""

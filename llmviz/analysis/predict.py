@@ -205,6 +205,16 @@ def predict(setup: Setup, prompt_tokens: int, decode_steps: int, bandwidth_gb_pe
                       kv_allocated_bytes(setup, tokens), flops, bound)
 
 
+def qkv_traffic_bytes(setup: Setup, tokens: int, fused: bool) -> int:
+    """Bytes the q, k and v projections move for `tokens` tokens in every layer (C10; claim K11): the input
+    [tokens, d] read once per matmul (three times unfused, once fused), the weights read once either way, the
+    outputs written once either way. Fusion saves the two extra reads of the input, nothing else."""
+    s, e = setup.shape, ELEMENT_BYTES[setup.dtype]
+    out = (s.num_heads + 2 * setup.kv_head_count) * s.head_dim
+    per_layer = (1 if fused else 3) * tokens * s.hidden_size + s.hidden_size * out + tokens * out
+    return s.num_layers * per_layer * e
+
+
 def ratio(b: float | None, a: float | None) -> float | None:
     """b / a, or None where it has no meaning."""
     return None if a in (None, 0) or b is None else b / a

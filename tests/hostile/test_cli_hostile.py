@@ -238,6 +238,7 @@ COMMANDS = {
     "compare": ["compare", "--prompt", PROMPT, "--steps", 1, "--repeats", 1],
     "serve-sim": ["serve-sim", "--trace", "{tmp}/small.json", "--no-check"],
     "speculative": ["speculative", "--prompt", PROMPT, "--max-new-tokens", 2],
+    "claims": ["claims", "--quick", "--only", "K9"],
 }
 
 

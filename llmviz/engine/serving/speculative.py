@@ -196,3 +196,30 @@ def alone_decode(lm: LoadedModel, ids: list[int], n: int) -> tuple[list[int], fl
     while len(session.trace.steps) < n:
         session.step()  # synchronizes the device (its timed region ends with the sampled ids on the host)
     return session.trace.output_ids, (time.perf_counter() - began) * 1000 / max(1, n - 1)
+
+
+def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
+    """Each model alone, greedy, timed the same way: decode ms per token, the cost ratio, the target's tokens."""
+    alone, target_ms = alone_decode(target, ids, n)
+    _, draft_ms = alone_decode(draft, ids, n)
+    return {"target_alone_ids": alone, "target_alone_ms_per_token": target_ms, "draft_alone_ms_per_token": draft_ms,
+            "cost_ratio": draft_ms / target_ms}
+
+
+def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32,
+              sampling=None, seed: int = 0) -> dict:
+    """Speculative decoding of `prompt`, greedy unless `sampling` says
+    otherwise, with the target alone and the draft alone timed the same way. identical_outputs: greedy output
+    equals the target's alone (None when sampled: the output then has the target's distribution, not its
+    tokens)."""
+    ids = target.tokenizer.encode(prompt)
+    Speculator(target, draft, ids, k, sampling, seed, max_new).run()  # warm-up
+    result = Speculator(target, draft, ids, k, sampling, seed, max_new).run()
+    costs = speculation_costs(target, draft, ids, max_new)
+    greedy = sampling is None or sampling.greedy
+    return {**result, **costs, "identical_outputs": result["output_ids"] == costs["target_alone_ids"] if greedy
+            else None, "greedy": greedy,
+            "measured_speedup": costs["target_alone_ms_per_token"] / result["ms_per_token"],
+            "predicted_speedup": predicted_speedup(result["acceptance_rate"], k, costs["cost_ratio"]),
+            "prompt_ids": ids, "tokens": target.tokenizer.describe(
+                [*ids, *result["output_ids"], *(t for r in result["rounds"] for t in (*r.proposed, r.token))])}

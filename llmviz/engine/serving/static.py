@@ -67,3 +67,23 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
     return {"scheduler": "static", "slots": config.slots, "records": records,
             "outputs": dict(sorted(outputs.items())), "token_steps": dict(sorted(token_steps.items())),
             "arrival_steps": {r.id: r.arrival_step for r in trace.requests}}
+
+
+def serve(lm: LoadedModel, requests: RequestTrace, scheduler: str, config: ServeConfig, progress=None) -> dict:
+    """A request trace through static or continuous batching: the one entry the app, the CLI and the claims use."""
+    from llmviz.engine.serving.continuous import ContinuousScheduler
+
+    if scheduler == "static":
+        return run_static(lm, requests, config, progress)
+    if scheduler != "continuous":
+        raise ConfigError(f"scheduler must be static or continuous, got {scheduler!r}")
+    return ContinuousScheduler(lm, requests, config).run(progress)
+
+
+def warm_up(lm: LoadedModel, config: ServeConfig) -> None:
+    """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
+    from llmviz.engine.serving.requests import Request
+
+    warm = RequestTrace("warm-up", (Request(0, 0, (1, 2, 3, 4), 3), Request(1, 0, (5, 6), 3)))
+    for scheduler in ("static", "continuous"):
+        serve(lm, warm, scheduler, config)

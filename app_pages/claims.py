@@ -1,0 +1,70 @@
+"""The article's claims K1-K11 measured on this machine, each beside the article's figure with a verdict and the
+reason drawn from the data; K1's prefill sweep with its a + b*n + c*n^2 fit; exports (issue 11; C7, C17, C18)."""
+
+import streamlit as st
+
+from llmviz.analysis.claim_effects import reason_text, table_rows
+from llmviz.analysis.claims import CLAIMS
+from llmviz.analysis.prefill_fit import fit_prefill
+from llmviz.ui import claims_run, state
+from llmviz.ui.chrome import heading, translator
+from llmviz.ui.navigation import KEEP
+
+
+def controls(t) -> tuple[list[str], bool, bool]:
+    left, right = st.columns([3, 1])
+    ids = left.multiselect(t("claims.only"), list(CLAIMS), default=list(CLAIMS), key="claims_ids", **KEEP,
+                           format_func=lambda k: f"{k} · {CLAIMS[k].article}")
+    quick = right.toggle(t("claims.quick"), value=True, key="claims_quick", **KEEP, help=t("claims.quick_help"))
+    go = right.button(t("claims.run"), type="primary", disabled=not ids or not state.engine_available(),
+                      width="stretch")
+    return ids, quick, go
+
+
+def k1_details(t, rep: dict) -> None:
+    k1 = rep.get("raw_k1")
+    if not k1 or "error" in k1:
+        return
+    fig = claims_run.k1_figure(t, rep)
+    st.plotly_chart(fig, width="stretch", key="claims_k1")
+    fit = fit_prefill(k1["lengths"], [m["median"] for m in k1["prefill_ms"]])
+    longest = max(k1["lengths"])
+    shares = fit.shares(longest)
+    takeover = (t("claims.k1_takeover", n=fit.takeover) if fit.takeover is not None else t("claims.k1_no_takeover"))
+    st.markdown(t("claims.k1_fit", a=fit.a, b=fit.b, c=fit.c, r2=fit.r2, longest=longest,
+                  dominant=t(f"claims.term.{fit.dominant(longest)}"), takeover=takeover, **shares))
+
+
+def results(t, rep: dict) -> None:
+    st.caption(t("claims.total", n=len(rep["claims"]), seconds=rep["seconds"],
+                 mode=t("claims.mode_quick" if rep["quick"] else "claims.mode_full"), threads=rep["threads"]))
+    st.dataframe(table_rows(t, rep), hide_index=True, key="claims_table")
+    for c in rep["claims"]:
+        box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
+        box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**: {reason_text(t, c)}")
+        if c.get("where") and c.get("what_was_timed"):
+            where = c["where"]
+            st.caption(t("claims.where", claim=c["id"], model=where.get("model", "?"), device=where.get("device", "?"),
+                         threads=where.get("threads", "?"), seconds=c["seconds"] or 0, what=c["what_was_timed"]))
+    k1_details(t, rep)
+    a, b, c = st.columns(3)
+    a.download_button(t("claims.download_json"), claims_run.as_json(t, rep), "claims.json", "application/json",
+                      key="claims_json")
+    b.download_button(t("claims.download_csv"), claims_run.as_csv(t, rep), "claims.csv", "text/csv",
+                      key="claims_csv")
+    c.download_button(t("claims.download_html"), claims_run.as_html(t, rep), "claims.html", "text/html",
+                      key="claims_html")
+
+
+def main() -> None:
+    t = translator()
+    heading(t, "claims")
+    ids, quick, go = controls(t)
+    rep = claims_run.run(t, ids, quick, state.settings().device) if go else claims_run.kept()
+    if rep is None:
+        st.info(t("claims.none_yet"))
+        return
+    results(t, rep)
+
+
+main()

@@ -1,0 +1,177 @@
+"""From the engine's figures for a claim (llmviz.engine.claims) to its effects, a few headline numbers and its
+verdict (issue 11). One function per claim; each reads only what the measurement returned.
+
+Each returns (effects {name: Effect}, headline {name: number}) where the headline numbers are what the page's
+table and the CLI's JSON show beside the article's figures.
+"""
+
+from __future__ import annotations
+
+from llmviz.analysis.claims import CLAIMS, Effect, claim_verdict, saving, shown, speedup
+from llmviz.analysis.lab import side_prediction
+from llmviz.analysis.predict import Setup, Shape, qkv_traffic_bytes
+from llmviz.analysis.prefill_fit import fit_prefill
+from llmviz.analysis.serving import kv_figures, metrics
+
+
+def at(spreads: dict, i: int) -> dict:
+    """The i-th length's {median, min, max} from per-length lists."""
+    return {k: spreads[k][i] for k in ("median", "min", "max")}
+
+
+def k1(f: dict):
+    ms = dict(zip(f["lengths"], f["prefill_ms"], strict=True))
+    fit = fit_prefill(f["lengths"], [m["median"] for m in f["prefill_ms"]])
+    longest = max(f["lengths"])
+    # the article doubles 256 -> 512 tokens: the measured pair (n, 2n) nearest that
+    short, double = max(((n, 2 * n) for n in ms if 2 * n in ms and 2 * n <= 512), default=(None, None))
+    if short is None:
+        return {}, {}
+    head = {"short": short, "ms_short": ms[short]["median"], "ms_double": ms[double]["median"], "fit_a": fit.a,
+            "fit_b": fit.b,
+            "fit_c": fit.c, "r2": fit.r2, "takeover_tokens": fit.takeover, "longest": longest,
+            "dominant_at_longest": fit.dominant(longest), **{f"share_{k}": v for k, v in fit.shares(longest).items()}}
+    return {"doubling_256_to_512": speedup(ms[double], ms[short])}, head
+
+
+def k2(f: dict):
+    pred = side_prediction(f["side"], f["prompt_tokens"], f["steps"], f["bandwidth"]["gb_per_s"])
+    ms = f["decode_ms_per_token"]
+    share = Effect(pred.bound_ms / ms["median"], pred.bound_ms / ms["max"], pred.bound_ms / ms["min"])
+    return {"memory_share": share}, {"decode_ms_per_token": ms["median"], "bound_ms": pred.bound_ms,
+                                     "bandwidth_gb_per_s": f["bandwidth"]["gb_per_s"], "read_bytes": pred.read_bytes}
+
+
+def k3(f: dict):
+    lengths, ms = f["lengths"], f["ms_per_token"]
+    short = max(i for i, n in enumerate(lengths) if n <= 512)
+    long = max(i for i, n in enumerate(lengths) if n >= 1024)
+    effects = {"contiguous_faster_short": speedup(at(ms["paged"], short), at(ms["contiguous"], short)),
+               "paged_faster_long": speedup(at(ms["contiguous"], long), at(ms["paged"], long))}
+    head = {f"{layout}_ms_at_{lengths[i]}": ms[layout]["median"][i] for layout in ms for i in (short, long)}
+    return effects, head
+
+
+def two_sides(f: dict):
+    a, b = f["decode_ms_per_token"]
+    return speedup(a, b), {"decode_ms_a": a["median"], "decode_ms_b": b["median"], "spec_a": f["specs"][0],
+                           "spec_b": f["specs"][1]}
+
+
+def k4(f: dict):
+    faster, head = two_sides(f)
+    before, after = f["kv_bytes_allocated"]
+    return {"kv_memory_saved": Effect.exact(1 - after / before), "decode_speedup": faster}, head | {
+        "kv_bytes_a": before, "kv_bytes_b": after}
+
+
+def k5(f: dict):
+    by = {s["batch"]: s["prefill_ms"] for s in f["sizes"]}
+    one, eight = by[1], by[8]
+    gain = Effect(8 * one["median"] / eight["median"] - 1, 8 * one["min"] / eight["max"] - 1,
+                  8 * one["max"] / eight["min"] - 1)  # tokens/s at batch 8 over batch 1, minus 1
+    return {"prefill_throughput_gain": gain}, {f"prefill_ms_batch_{b}": by[b]["median"] for b in sorted(by)}
+
+
+def k6(f: dict):
+    eager, sdpa = f["prefill_ms"]["eager"], f["prefill_ms"]["sdpa"]
+    return {"prefill_speedup": speedup(eager, sdpa)}, {"eager_ms": eager["median"], "sdpa_ms": sdpa["median"],
+                                                       "tokens": f["tokens"]}
+
+
+def k7(f: dict):
+    static, continuous = (metrics(f[s])["slot_utilization"] for s in ("static", "continuous"))
+    return {"utilization_gain": Effect.exact(continuous - static)}, {"static": static, "continuous": continuous}
+
+
+def k8(f: dict):
+    alone, spec = f["target_alone_ms_per_token"], f["speculative_ms_per_token"]
+    return {"decode_time_saved": saving(alone, spec)}, {"target_alone_ms": alone["median"],
+                                                        "speculative_ms": spec["median"],
+                                                        "acceptance_rate": f["acceptance_rate"],
+                                                        "identical_outputs": f["identical_outputs"]}
+
+
+def k9(f: dict):
+    without, with_ = (kv_figures(f[s])["peak_kv_bytes"] for s in ("without", "with"))
+    return {"kv_memory_saved": Effect.exact(1 - with_ / without)}, {"peak_kv_without": without,
+                                                                    "peak_kv_with": with_}
+
+
+def k10(f: dict):
+    faster, head = two_sides(f)
+    return {"throughput_gain": faster}, head
+
+
+def k11(f: dict):
+    faster, head = two_sides(f)
+    setup = Setup(Shape.from_config(f["model_config"]), dtype=f["dtype"])
+    n = f["prompt_tokens"]
+    unfused, fused = qkv_traffic_bytes(setup, n, False), qkv_traffic_bytes(setup, n, True)
+    decode = 1 - qkv_traffic_bytes(setup, 1, True) / qkv_traffic_bytes(setup, 1, False)
+    return {"traffic_saved": Effect.exact(1 - fused / unfused)}, head | {
+        "prefill_bytes_unfused": unfused, "prefill_bytes_fused": fused, "decode_traffic_saved": decode,
+        "decode_speedup": faster.value}
+
+
+RULES = {"K1": k1, "K2": k2, "K3": k3, "K4": k4, "K5": k5, "K6": k6, "K7": k7, "K8": k8, "K9": k9, "K10": k10,
+         "K11": k11}
+
+
+def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
+    """A claim's verdict, its effects beside the article's, and the headline numbers: JSON-ready."""
+    claim = CLAIMS[claim_id]
+    effects, head = ({}, {}) if figures is None else RULES[claim_id](figures)
+    verdict, parts = claim_verdict(claim, effects, why_not)
+    return {"id": claim_id, "article": claim.article, "verdict": verdict, "concepts": list(claim.concepts),
+            "effects": [{"name": name, "article": dict(claim.effects)[name], "verdict": v, "reason": reason,
+                         **({"measured": e.value, "low": e.low, "high": e.high} if (e := effects.get(name)) else {})}
+                        for name, v, reason in parts],
+            "figures": head}
+
+
+def report(run: dict) -> dict:
+    """A claims run (llmviz.engine.claims.run_claims) judged: one entry per claim, in the order measured."""
+    claims = []
+    for claim_id, figures in run["claims"].items():
+        error = figures.get("error") if isinstance(figures, dict) else None
+        entry = judged(claim_id, None if error else figures, "error" if error else "")
+        if error:
+            entry["error"] = error
+        entry["seconds"] = run["seconds"].get(claim_id)
+        entry["where"] = {k: figures.get(k) for k in ("model", "device", "threads") if not error}
+        entry["what_was_timed"] = None if error else figures.get("what_was_timed", figures.get("what_was_measured"))
+        claims.append(entry)
+    return {"quick": run["quick"], "threads": run["threads"], "claims": claims,
+            "seconds": round(sum(v for v in run["seconds"].values()), 1)}
+
+
+def reason_text(t, claim: dict) -> str:
+    """The verdict's reason in one sentence per effect, drawn from the numbers; `t(key, **values)` translates."""
+    if claim.get("error"):
+        return t("claims.reason.error", error=claim["error"])
+    out = []
+    for e in claim["effects"]:
+        if "measured" not in e:
+            out.append(t("claims.reason.not_measured"))
+            continue
+        values = {k: shown(e["name"], e[k]) for k in ("measured", "low", "high", "article")}
+        reason = "holds_exact" if e["reason"] == "holds" and e["low"] == e["high"] else e["reason"]
+        label, sentence = t("claims.effect." + e["name"]), t("claims.reason." + reason, **values)
+        out.append(f"{label}: {sentence}")
+    return " ".join(out)
+
+
+def table_rows(t, rep: dict) -> list[dict]:
+    """One row per effect of every claim, for the page's table and the CSV (translated headers)."""
+    rows = []
+    for c in rep["claims"]:
+        for e in c["effects"]:
+            rows.append({t("claims.col_claim"): c["id"], t("claims.col_article"): c["article"],
+                         t("claims.col_effect"): t(f"claims.effect.{e['name']}"),
+                         t("claims.col_article_effect"): shown(e["name"], e["article"]),
+                         t("claims.col_measured"): shown(e["name"], e["measured"]) if "measured" in e else "—",
+                         t("claims.col_range"): (f"{shown(e['name'], e['low'])} – {shown(e['name'], e['high'])}"
+                                                 if "measured" in e else "—"),
+                         t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}")})
+    return rows

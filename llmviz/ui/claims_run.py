@@ -1,0 +1,86 @@
+"""The Claims page's run: measure the chosen claims with a progress bar on the shared model cache (queued in
+public mode), keep the judged report in this browser session, and export it as JSON, CSV and one HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import streamlit as st
+
+from llmviz.analysis.claim_effects import reason_text, report, table_rows
+from llmviz.analysis.lab import jsonable
+from llmviz.analysis.prefill_fit import fit_prefill
+from llmviz.errors import LlmvizError
+from llmviz.ui import state
+from llmviz.ui.chrome import table_csv
+from llmviz.ui.compare_run import load
+from llmviz.viz.claims import prefill_fit_figure
+
+REPORT_KEY = "llmviz_claims_report"
+
+
+def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
+    """Measure `ids`; the judged report (also kept in the session), or None after a message."""
+    from llmviz import service
+
+    bar = st.progress(0.0, text=t("claims.progress", claim=ids[0]))
+    try:
+        with state.heavy(t):
+            raw = service.claims(",".join(ids), quick=quick, device=device, load_fn=load,
+                                 progress=lambda f, claim, values: bar.progress(
+                                     min(1.0, f), text=t("claims.progress", claim=claim)))
+    except (LlmvizError, MemoryError) as exc:
+        bar.empty()
+        state.explain(t, exc)
+        return None
+    bar.empty()
+    rep = report(raw)
+    rep["raw_k1"] = raw["claims"].get("K1")  # the sweep the K1 figure and fit are drawn from
+    st.session_state[REPORT_KEY] = rep
+    return rep
+
+
+def kept() -> dict | None:
+    return st.session_state.get(REPORT_KEY)
+
+
+def k1_figure(t, rep: dict):
+    """K1's sweep and fit, or None when K1 was not measured."""
+    k1 = rep.get("raw_k1")
+    if not k1 or "error" in k1:
+        return None
+    fit = fit_prefill(k1["lengths"], [m["median"] for m in k1["prefill_ms"]])
+    names = {"measured": t("claims.k1_measured"), "fitted": t("claims.k1_fitted"),
+             **{term: t(f"claims.term.{term}") for term in ("fixed", "linear", "quadratic")}}
+    return prefill_fit_figure(k1["lengths"], k1["prefill_ms"], fit, names, t("claims.k1_title"), t("claims.k1_x"),
+                              t("claims.k1_y"))
+
+
+def as_json(t, rep: dict) -> str:
+    out = {k: v for k, v in rep.items() if k != "raw_k1"}
+    out["claims"] = [{**c, "reason": reason_text(t, c)} for c in rep["claims"]]
+    return json.dumps(jsonable(out), ensure_ascii=False, indent=1)
+
+
+def as_csv(t, rep: dict) -> str:
+    return table_csv(table_rows(t, rep))
+
+
+def as_html(t, rep: dict) -> str:
+    """One self-contained page: the table, each claim's reason and the K1 figure (plotly.js inlined: it opens
+    offline)."""
+    rows = table_rows(t, rep)
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0]) if rows else ""
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
+    reasons = "".join(f"<li><b>{c['id']}</b> ({html.escape(t('claims.verdict.' + c['verdict']))}): "
+                      f"{html.escape(reason_text(t, c))}</li>" for c in rep["claims"])
+    fig = k1_figure(t, rep)
+    plot = fig.to_html(full_html=False, include_plotlyjs=True) if fig is not None else ""
+    total = t("claims.total", n=len(rep["claims"]), seconds=rep["seconds"],
+              mode=t("claims.mode_quick" if rep["quick"] else "claims.mode_full"), threads=rep["threads"])
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(t('claims.title'))}</title>"
+            "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
+            f"<h1>{html.escape(t('claims.title'))}</h1><p>{html.escape(total)}</p><table><tr>{head}</tr>{body}"
+            f"</table><ul>{reasons}</ul>{plot}</body></html>")

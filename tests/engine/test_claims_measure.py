@@ -1,0 +1,79 @@
+"""The claims' measurements (issue 11) on the embedded model: bytes checked against the hand formula of the
+embedded model's shape (4 layers, 8 KV heads, head_dim 32, fp32: 8,192 B per token), a claim that cannot run
+recorded and the others measured, and claim names parsed strictly."""
+
+import pytest
+
+from llmviz import service
+from llmviz.analysis.claim_effects import judged, report
+from llmviz.analysis.claims import HOLDS
+from llmviz.engine.claims import CLAIM_IDS, ClaimsPlan, Measurer, parse_ids, run_claims
+from llmviz.engine.config import EMBEDDED_DRAFT
+from llmviz.errors import ConfigError, ModelNotFoundError
+
+PER_TOKEN = 4 * 2 * 8 * 32 * 4  # layers x (K, V) x KV heads x head_dim x fp32 bytes
+
+
+def cpu_load(name, engine):
+    return service.load(name, engine.with_(device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def measurer():
+    return Measurer(ClaimsPlan(quick=True, device="cpu"), cpu_load)
+
+
+def test_claim_names_are_parsed_strictly():
+    assert parse_ids(" k1, K4 ,k1") == ("K1", "K4") and parse_ids(None) == CLAIM_IDS == parse_ids("")
+    for bad in ("K12", "K1,X", "1"):
+        with pytest.raises(ConfigError, match="no claim"):
+            parse_ids(bad)
+
+
+def test_k9_prefix_sharing_counts_whole_blocks_of_the_hand_formula(measurer):
+    f = measurer.measure("K9")
+    block = 16 * PER_TOKEN  # the paged pool's block: 16 tokens
+    without, with_ = (r["bytes_per_block"] for r in (f["without"], f["with"]))
+    assert without == with_ == block
+    j = judged("K9", f)
+    peak = j["figures"]
+    assert peak["peak_kv_without"] % block == 0 and peak["peak_kv_with"] % block == 0
+    assert peak["peak_kv_with"] < peak["peak_kv_without"]
+    assert j["effects"][0]["measured"] == pytest.approx(1 - peak["peak_kv_with"] / peak["peak_kv_without"])
+    assert j["verdict"] == HOLDS  # the shared-prompt trace shares most of its prompt blocks
+
+
+def test_k4_and_k2_share_one_compare_and_the_kv_bytes_halve(measurer):
+    f4 = measurer.measure("K4")
+    assert f4["specs"] == ["kv-dtype=fp32", "kv-dtype=bf16"]  # on a CPU the half-precision cache is bf16
+    assert f4["kv_bytes_allocated"] == [512 * PER_TOKEN, 512 * PER_TOKEN // 2]  # max_seq 512 preallocated
+    f2 = measurer.measure("K2")
+    assert f2["decode_ms_per_token"] == f4["decode_ms_per_token"][0]  # the same run, measured once
+    j = judged("K2", f2)
+    assert 0 < j["figures"]["bound_ms"] < j["figures"]["decode_ms_per_token"] * 10
+    assert j["effects"][0]["measured"] == pytest.approx(j["figures"]["bound_ms"] / j["figures"]["decode_ms_per_token"])
+
+
+def test_k11_traffic_by_hand(measurer):
+    f = measurer.measure("K11")
+    n, d, out = f["prompt_tokens"], 256, (8 + 2 * 8) * 32  # q, k and v outputs
+    unfused = 4 * (3 * n * d + d * out + n * out) * 4
+    fused = 4 * (n * d + d * out + n * out) * 4
+    j = judged("K11", f)
+    assert (j["figures"]["prefill_bytes_unfused"], j["figures"]["prefill_bytes_fused"]) == (unfused, fused)
+    assert f["specs"] == ["fused-qkv=off", "fused-qkv=on"]
+
+
+def test_a_claim_that_cannot_run_is_kept_and_the_rest_go_on():
+    def load(name, engine):
+        if name == EMBEDDED_DRAFT:
+            raise ModelNotFoundError("no draft here")
+        return cpu_load(name, engine)
+
+    seen = []
+    run = run_claims(("K8", "K9"), ClaimsPlan(quick=True, device="cpu"), load, lambda f, c, v: seen.append((f, c)))
+    assert run["claims"]["K8"] == {"error": "no draft here"} and "with" in run["claims"]["K9"]
+    rep = report(run)
+    k8, k9 = rep["claims"]
+    assert (k8["verdict"], k8["error"], k9["verdict"]) == ("cannot_measure", "no draft here", HOLDS)
+    assert seen[0] == (0.0, "K8") and seen[-1] == (1.0, "done") and all(0 <= f <= 1 for f, _ in seen)

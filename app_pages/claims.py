@@ -6,7 +6,7 @@ import streamlit as st
 from llmviz.analysis.claim_effects import reason_text, table_rows
 from llmviz.analysis.claims import CLAIMS
 from llmviz.analysis.prefill_fit import fit_prefill
-from llmviz.ui import claims_run, state
+from llmviz.ui import claims_run, roofline_view, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.navigation import KEEP
 
@@ -63,8 +63,9 @@ def main() -> None:
     rep = claims_run.run(t, ids, quick, state.settings().device) if go else claims_run.kept()
     if rep is None:
         st.info(t("claims.none_yet"))
-        return
-    results(t, rep)
+    else:
+        results(t, rep)
+    roofline_view.section(t)
 
 
 main()

@@ -24,6 +24,7 @@ __all__ = [
     "batch_sweep",
     "claims",
     "compare",
+    "device_limits",
     "generated_text",
     "language_note",
     "layout_sweep",
@@ -103,6 +104,14 @@ def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, pro
     from llmviz.engine.claims import ClaimsPlan, parse_ids, run_claims
 
     return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device), load_fn or load, progress)
+
+
+def device_limits(device: str, layer_bytes: int) -> dict:
+    """The roofline's ceilings measured now: peak matmul FLOP/s, bandwidth beyond and within the caches (C7)."""
+    from llmviz.engine.devices import resolve_device
+    from llmviz.engine.probes import device_limits as probe
+
+    return probe(resolve_device(device), layer_bytes)
 
 
 def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:

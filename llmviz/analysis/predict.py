@@ -162,12 +162,23 @@ def kv_allocated_bytes(setup: Setup, tokens: int) -> int:
     return slots * kv_bytes_per_token(setup)
 
 
-def decode_flops(setup: Setup, cached: int) -> int:
-    """FLOPs of one decode step at batch 1: the matmuls (2 per weight) and attention over `cached` tokens."""
+def step_flops(setup: Setup, new: int, cached_before: int, rows: int = 1) -> int:
+    """FLOPs of one step feeding `new` tokens per row after `cached_before` cached ones (C7): the matmuls, 2 per
+    weight per token; attention, 4 x heads x head_dim per (token, attended position) with each token attending
+    to every earlier position in its window and itself; the output head for each row's last token only."""
     s = setup.shape
     matrices, _ = block_matrices(s, setup.kv_head_count)
-    attended = sum(min(cached, w) if (w := setup.window(i)) else cached for i in range(s.num_layers))
-    return 2 * (s.num_layers * matrices + s.vocab_size * s.hidden_size) + 4 * s.num_heads * s.head_dim * attended
+    attended = 0
+    for i in range(s.num_layers):
+        w = setup.window(i)
+        attended += sum(min(p + 1, w) if w else p + 1 for p in range(cached_before, cached_before + new))
+    per_row = 2 * new * s.num_layers * matrices + 2 * s.vocab_size * s.hidden_size
+    return rows * (per_row + 4 * s.num_heads * s.head_dim * attended)
+
+
+def decode_flops(setup: Setup, cached: int) -> int:
+    """FLOPs of one decode step at batch 1 with `cached` tokens in the cache, the new one included."""
+    return step_flops(setup, 1, cached - 1)
 
 
 @dataclass(frozen=True)

@@ -53,3 +53,18 @@ def matmul_flops(device: torch.device | str = "cpu", m: int = 8, k: int = 768, n
     flops = 2 * m * k * n
     return {"shape": [m, k, n], "dtype": str(dtype).removeprefix("torch."), "flops": flops,
             "gflop_per_s": flops / min(seconds) / 1e9, "device": str(device), "threads": torch.get_num_threads()}
+
+
+def device_limits(device: torch.device | str = "cpu", layer_bytes: int = 4 * 2**20, beyond_bytes: int = 256 * 2**20,
+                  repeats: int = 5) -> dict:
+    """The roofline's ceilings for this device, measured now (C7): a large matmul's FLOP/s (near the peak), the
+    read bandwidth far beyond the caches, and on a CPU again over one layer's weights (`layer_bytes`, which a
+    small model's layer keeps in the caches), read repeatedly; at least 4 MiB: torch's sum over a smaller buffer
+    takes a slower path (200k floats: ~2.6 ms here, 1M floats: 40 us) that would hide the caches' rate."""
+    device = torch.device(device)
+    peak = matmul_flops(device, 1024, 1024, 1024, repeats=repeats)
+    dram = memory_bandwidth(device, beyond_bytes, repeats)
+    out = {"peak": peak, "dram": dram, "device": str(device), "threads": torch.get_num_threads()}
+    if device.type == "cpu":
+        out["cache"] = memory_bandwidth(device, max(layer_bytes, 4 * 2**20), repeats * 20)
+    return out

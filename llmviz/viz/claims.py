@@ -27,3 +27,27 @@ def prefill_fit_figure(lengths: list[int], spreads: list[dict], fit: PrefillFit,
                                  line={"color": TERM_COLORS[term], "dash": "dot"}))
     return finish(fig, title, height=380, xaxis={"title": {"text": x_title}}, yaxis={"title": {"text": y_title}},
                   legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+
+
+def roofline_figure(limits, points: list, names: dict, title: str, x_title: str, y_title: str) -> go.Figure:
+    """Log-log: the device's ceilings (compute, memory beyond and within the caches) and each step of a run at its
+    arithmetic intensity and the FLOP/s it reached (prefill and decode apart). names: peak, dram, cache, prefill,
+    decode."""
+    xs = [p.intensity for p in points] or [1.0]
+    x = np.logspace(np.log10(min(min(xs) / 4, 0.1)), np.log10(max(max(xs) * 4, limits.ridge * 8)), 120)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=[limits.ceiling(v) for v in x], mode="lines", name=names["dram"],
+                             line={"color": "#333333"}))
+    if limits.cache_gb_per_s:
+        fig.add_trace(go.Scatter(x=x, y=[limits.ceiling(v, cached=True) for v in x], mode="lines",
+                                 name=names["cache"], line={"color": "#72b7b2", "dash": "dash"}))
+    for phase, color in (("prefill", "#4c78a8"), ("decode", "#f58518")):
+        chosen = [p for p in points if p.phase == phase]
+        if chosen:
+            fig.add_trace(go.Scatter(x=[p.intensity for p in chosen], y=[p.achieved_gflop_per_s for p in chosen],
+                                     mode="markers", name=names[phase], marker={"size": 9, "color": color},
+                                     text=[f"step {p.index}: {p.new} token(s), {p.ms:.2f} ms" for p in chosen],
+                                     hovertemplate="%{text}<br>%{x:.2f} FLOP/B, %{y:.2f} GFLOP/s<extra></extra>"))
+    return finish(fig, title, height=420, xaxis={"type": "log", "title": {"text": x_title}},
+                  yaxis={"type": "log", "title": {"text": y_title}},
+                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})

@@ -50,3 +50,24 @@ def test_the_whole_quick_run():
     assert all("measured" in e for c in kept["claims"] for e in c["effects"])
     assert len(at.get("plotly_chart")) == 1 and any("Prefill ms ≈" in m.value for m in at.markdown)
     assert json.loads(json.dumps(kept["claims"][0]["figures"]))["longest"] == 510
+
+
+def test_the_roofline_places_the_decode_runs_steps(model_dirs):
+    """Measure this device, then the run stepped on Decode: one row per step, the prefill feeding the prompt's
+    tokens and each decode step one, FLOPs and bytes positive, and the figure drawn (C7)."""
+    at = open_app("app_pages/decode.py", model=str(model_dirs["llama_gqa_rope3"]), prompt="The quick brown fox",
+                  device="cpu")
+    for _ in range(3):
+        next(b for b in at.button if b.label == "Next ▶").click().run()
+    prompt_tokens = len(at.session_state["llmviz_run"].trace.prompt_ids)
+    at.switch_page(page_file("claims")).run()
+    assert any("Not measured yet" in i.value for i in at.info)
+    next(b for b in at.button if b.label == "Measure this device").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["Peak (1024³ matmul)"].endswith("GFLOP/s") and labels["Bandwidth beyond the caches"].endswith("GB/s")
+    table = next(d.value for d in at.dataframe if d.value.columns[0] == "Step")
+    assert list(table["Step"]) == [0, 1, 2, 3] and list(table["Tokens fed"]) == [prompt_tokens, 1, 1, 1]
+    assert (table["Measured (ms)"] > 0).all() and (table["Roofline bound (ms)"] > 0).all()
+    assert table["FLOP/B"][0] > table["FLOP/B"][1]  # the prefill does more arithmetic per byte than a decode step
+    assert "roofline" in [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]

@@ -6,7 +6,7 @@ import streamlit as st
 from llmviz.analysis.claim_effects import reason_text, table_rows
 from llmviz.analysis.claims import CLAIMS
 from llmviz.analysis.prefill_fit import fit_prefill
-from llmviz.ui import claims_run, roofline_view, state
+from llmviz.ui import claims_run, latency_curves, roofline_view, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.navigation import KEEP
 
@@ -66,6 +66,7 @@ def main() -> None:
     else:
         results(t, rep)
     roofline_view.section(t)
+    latency_curves.section(t)
 
 
 main()

@@ -30,6 +30,7 @@ __all__ = [
     "layout_sweep",
     "load",
     "model_config_dict",
+    "prefill_sweep",
     "run",
     "serve",
     "speculate",
@@ -112,6 +113,13 @@ def device_limits(device: str, layer_bytes: int) -> dict:
     from llmviz.engine.probes import device_limits as probe
 
     return probe(resolve_device(device), layer_bytes)
+
+
+def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", progress=None) -> dict:
+    """Prefill ms against prompt length, median of repeats (llmviz/engine/claims.py; C18, claim K1)."""
+    from llmviz.engine.claims import prefill_sweep as sweep
+
+    return sweep(lm, lengths, repeats, backend, str(lm.device), progress)
 
 
 def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:

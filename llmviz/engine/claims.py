@@ -90,33 +90,13 @@ class Measurer(ServingClaims):
             self.memo[key] = compare(config, lambda name, engine: self.model(name or EMBEDDED_MODEL, engine))
         return self.memo[key]
 
-    def prefill_ms(self, lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: int = 3) -> dict:
-        """One prompt's prefill, timed by the engine (capture off), after one untimed warm-up run."""
-        config = EngineConfig(device=self.plan.device, attn_backend=backend, capture="off", logit_lens_top_k=0,
-                              stop_at_eos=False, sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + 1)
-        times = []
-        for r in range(repeats + 1):
-            step = Session(lm, None, config, prompt_ids=[ids]).step()
-            if r:
-                times.append(step.timings["total_ms"])
-        return spread(times)
-
-    def text_ids(self, lm: LoadedModel, n: int) -> list[int]:
-        ids = heldout_ids(lm.tokenizer)
-        return (ids * (n // len(ids) + 1))[:n]
-
     # --- one method per claim ----------------------------------------------------------------------------
     def k1(self) -> dict:
         lm = self.model(self.plan.base_model)
         # the article's pair is 256 -> 512 tokens; the embedded model's context (512) holds a 510-token prompt
         lengths = (32, 64, 128, 255, 384, 510) if self.plan.quick else (64, 128, 256, 512, 768, 1024, 1536, 2047)
-        ms = {}
-        for i, n in enumerate(lengths):
-            self.progress(i / len(lengths), "K1", {"tokens": n})
-            ms[n] = self.prefill_ms(lm, self.text_ids(lm, n), repeats=self.plan.repeats)
-        return {"model": lm.name, "lengths": list(lengths), "prefill_ms": [ms[n] for n in lengths],
-                **self.where(lm), "what_was_timed": "one prompt's prefill (the engine's timed region) after one "
-                f"warm-up run at each length; {self.plan.repeats} runs per length; medians, with min and max"}
+        return prefill_sweep(lm, lengths, self.plan.repeats, device=self.plan.device,
+                             progress=lambda f, values: self.progress(f, "K1", values))
 
     def k2(self) -> dict:
         result = self.compare("kv-fp16")
@@ -141,18 +121,18 @@ class Measurer(ServingClaims):
 
     def k5(self) -> dict:
         lm = self.model(EMBEDDED_MODEL)
-        sweep = batch_sweep(lm, self.text_ids(lm, 64), sizes=(1, 2, 4, 8), steps=2, repeats=self.plan.repeats,
+        sweep = batch_sweep(lm, text_ids(lm, 64), sizes=(1, 2, 4, 8), steps=2, repeats=self.plan.repeats,
                             device=self.plan.device,
                             progress=lambda f, stage, values: self.progress(f, "K5", values))
         return {k: sweep[k] for k in ("sizes", "model", "device", "threads", "prompt_tokens", "what_was_timed")}
 
     def k6(self) -> dict:
         lm = self.model(LONG_MODEL)
-        ids = self.text_ids(lm, lm.cfg.max_position_embeddings - 1)  # the whole context: 2047 tokens and one slot
+        ids = text_ids(lm, lm.cfg.max_position_embeddings - 1)  # the whole context: 2047 tokens and one slot
         out = {}
         for i, backend in enumerate(("eager", "sdpa")):
             self.progress(i / 2, "K6", {"what": backend})
-            out[backend] = self.prefill_ms(lm, ids, backend, repeats=2 if self.plan.quick else 3)
+            out[backend] = prefill_ms(lm, ids, backend, 2 if self.plan.quick else 3, self.plan.device)
         return {"model": lm.name, "tokens": len(ids), "prefill_ms": out, **self.where(lm),
                 "what_was_timed": "a prefill of the whole context (the engine's timed region) with eager attention "
                                   "and with torch's scaled_dot_product_attention (SDPA: on a CPU a fused kernel that "
@@ -200,3 +180,39 @@ def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | 
     progress(1.0, "done", {})
     return {"quick": plan.quick, "device": plan.device, "threads": torch.get_num_threads(), "claims": out,
             "seconds": seconds}
+
+
+def text_ids(lm: LoadedModel, n: int) -> list[int]:
+    """n tokens of the held-out text (repeated as needed): real text, as a prompt would be."""
+    ids = heldout_ids(lm.tokenizer)
+    return (ids * (n // len(ids) + 1))[:n]
+
+
+def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: int = 3, device: str = "auto") -> dict:
+    """One prompt's prefill, timed by the engine (capture off), after one untimed warm-up run."""
+    config = EngineConfig(device=device, attn_backend=backend, capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                          sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + 1)
+    times = []
+    for r in range(repeats + 1):
+        step = Session(lm, None, config, prompt_ids=[ids]).step()
+        if r:
+            times.append(step.timings["total_ms"])
+    return spread(times)
+
+
+def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", device: str = "auto",
+                  progress=None) -> dict:
+    """Prefill ms against prompt length (C18; claim K1): each length's prompt run `repeats` times after a warm-up;
+    progress(fraction, {"tokens": n})."""
+    lengths = sorted({int(n) for n in lengths})
+    if not lengths or lengths[0] < 1 or lengths[-1] >= lm.cfg.max_position_embeddings:
+        raise ConfigError(f"prefill lengths must be 1..{lm.cfg.max_position_embeddings - 1} tokens, got {lengths}")
+    ms = []
+    for i, n in enumerate(lengths):
+        if progress:
+            progress(i / len(lengths), {"tokens": n})
+        ms.append(prefill_ms(lm, text_ids(lm, n), backend, repeats, device))
+    return {"model": lm.name, "lengths": lengths, "prefill_ms": ms, "backend": backend, "device": str(lm.device),
+            "threads": torch.get_num_threads(),
+            "what_was_timed": "one prompt's prefill of held-out text (the engine's timed region, capture off) after "
+                              f"one warm-up run at each length; {repeats} runs per length; medians, with min and max"}

@@ -71,3 +71,15 @@ def test_the_roofline_places_the_decode_runs_steps(model_dirs):
     assert (table["Measured (ms)"] > 0).all() and (table["Roofline bound (ms)"] > 0).all()
     assert table["FLOP/B"][0] > table["FLOP/B"][1]  # the prefill does more arithmetic per byte than a decode step
     assert "roofline" in [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+
+
+def test_the_prefill_curve_for_the_current_settings(model_dirs):
+    """Seven prompt lengths from 16 up to the 1024-token context's last slot, each timed, fitted, drawn (C18)."""
+    at = open_app(page_file("claims"), model=str(model_dirs["llama_gqa_rope3"]), device="cpu")
+    next(b for b in at.button if b.label == "Measure the prefill sweep").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    _, result = at.session_state["llmviz_prefill_sweep"]
+    assert result["lengths"] == [16, 184, 352, 520, 687, 855, 1023]  # (1023 - 16) / 6 apart, rounded
+    assert all(m["min"] <= m["median"] <= m["max"] and len(m["all"]) == 3 for m in result["prefill_ms"])
+    assert "curves_prefill_chart" in [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+    assert any(m.value.startswith("Prefill ms ≈") for m in at.markdown)

@@ -1,0 +1,70 @@
+"""The Claims page's latency curves for the current settings (C18; issue 11): decode ms/token against the cached
+length (the Decode page's sweep, llmviz.ui.latency_sweep) and prefill ms against the prompt's length, fitted with
+a + b*n + c*n^2 (llmviz.analysis.prefill_fit), each the median of repeats."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis.prefill_fit import fit_prefill
+from llmviz.engine.config import default_max_seq
+from llmviz.errors import LlmvizError
+from llmviz.ui import latency_sweep, state
+from llmviz.ui.settings import Settings
+from llmviz.viz.claims import prefill_fit_figure
+
+PREFILL_KEY = "llmviz_prefill_sweep"
+POINTS, REPEATS, SHORTEST = 7, 3, 16
+
+
+def prefill_lengths(context: int, points: int = POINTS) -> list[int]:
+    """`points` prompt lengths from SHORTEST to the longest prompt the context holds (one slot left)."""
+    longest = min(default_max_seq(context), context) - 1
+    return sorted({round(SHORTEST + i * (longest - SHORTEST) / (points - 1)) for i in range(points)})
+
+
+def measure(t, s: Settings) -> dict | None:
+    from llmviz import service
+
+    bar = st.progress(0.0, text=t("curves.progress", tokens="…"))
+    try:
+        lm = state.model(s.model, s.device, s.dtype, **s.load_options())
+        with state.heavy(t):
+            result = service.prefill_sweep(lm, prefill_lengths(lm.cfg.max_position_embeddings), REPEATS, s.attn,
+                                           lambda f, values: bar.progress(min(1.0, f), text=t("curves.progress",
+                                                                                              **values)))
+    except (LlmvizError, MemoryError) as exc:
+        state.explain(t, exc)
+        return None
+    finally:
+        bar.empty()
+    st.session_state[PREFILL_KEY] = (latency_sweep.key_of(s), result)
+    return result
+
+
+def section(t) -> None:
+    st.header(t("curves.title"))
+    st.markdown(t("curves.intro"))
+    s = state.settings()
+    if not state.engine_available():
+        return
+    latency_sweep.section(t, s)
+    st.subheader(t("curves.prefill_title"))
+    kept = st.session_state.get(PREFILL_KEY)
+    result = kept[1] if kept and kept[0] == latency_sweep.key_of(s) else None
+    if st.button(t("curves.prefill_run"), key="curves_prefill_run"):
+        result = measure(t, s) or result
+    if result is None:
+        st.caption(t("curves.prefill_intro", repeats=REPEATS, model=s.model))
+        return
+    fit = fit_prefill(result["lengths"], [m["median"] for m in result["prefill_ms"]])
+    names = {"measured": t("claims.k1_measured"), "fitted": t("claims.k1_fitted"),
+             **{term: t(f"claims.term.{term}") for term in ("fixed", "linear", "quadratic")}}
+    st.plotly_chart(prefill_fit_figure(result["lengths"], result["prefill_ms"], fit, names,
+                                       t("curves.prefill_chart", model=result["model"]), t("claims.k1_x"),
+                                       t("claims.k1_y")), width="stretch", key="curves_prefill_chart")
+    longest = max(result["lengths"])
+    takeover = t("claims.k1_takeover", n=fit.takeover) if fit.takeover is not None else t("claims.k1_no_takeover")
+    st.markdown(t("claims.k1_fit", a=fit.a, b=fit.b, c=fit.c, r2=fit.r2, longest=longest,
+                  dominant=t(f"claims.term.{fit.dominant(longest)}"), takeover=takeover, **fit.shares(longest)))
+    st.caption(t("curves.timed", device=result["device"], threads=result["threads"], what=result["what_was_timed"]))

@@ -264,6 +264,8 @@ ENTRIES: list[tuple[str, Action]] = [
     ("kv_layouts", visit),
     ("batch", visit),
     ("serving", visit),
+    ("memory", visit),
+    ("claims", visit),
     ("trace", download_trace),
 ]
 ACTIONS = dict(ENTRIES)

@@ -33,6 +33,7 @@ def k1_details(t, rep: dict) -> None:
     takeover = (t("claims.k1_takeover", n=fit.takeover) if fit.takeover is not None else t("claims.k1_no_takeover"))
     st.markdown(t("claims.k1_fit", a=fit.a, b=fit.b, c=fit.c, r2=fit.r2, longest=longest,
                   dominant=t(f"claims.term.{fit.dominant(longest)}"), takeover=takeover, **shares))
+    st.caption(t("claims.k1_slip"))
 
 
 def results(t, rep: dict) -> None:

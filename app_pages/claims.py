@@ -5,7 +5,6 @@ import streamlit as st
 
 from llmviz.analysis.claim_effects import reason_text, table_rows
 from llmviz.analysis.claims import CLAIMS
-from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.ui import claims_run, latency_curves, roofline_view, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.navigation import KEEP
@@ -22,17 +21,12 @@ def controls(t) -> tuple[list[str], bool, bool]:
 
 
 def k1_details(t, rep: dict) -> None:
-    k1 = rep.get("raw_k1")
-    if not k1 or "error" in k1:
+    view = claims_run.k1_view(t, rep)
+    if view is None:
         return
-    fig = claims_run.k1_figure(t, rep)
+    fig, text = view
     st.plotly_chart(fig, width="stretch", key="claims_k1")
-    fit = fit_prefill(k1["lengths"], [m["median"] for m in k1["prefill_ms"]])
-    longest = max(k1["lengths"])
-    shares = fit.shares(longest)
-    takeover = (t("claims.k1_takeover", n=fit.takeover) if fit.takeover is not None else t("claims.k1_no_takeover"))
-    st.markdown(t("claims.k1_fit", a=fit.a, b=fit.b, c=fit.c, r2=fit.r2, longest=longest,
-                  dominant=t(f"claims.term.{fit.dominant(longest)}"), takeover=takeover, **shares))
+    st.markdown(text)
     st.caption(t("claims.k1_slip"))
 
 
@@ -53,8 +47,8 @@ def results(t, rep: dict) -> None:
                       key="claims_json")
     b.download_button(t("claims.download_csv"), claims_run.as_csv(t, rep), "claims.csv", "text/csv",
                       key="claims_csv")
-    c.download_button(t("claims.download_html"), claims_run.as_html(t, rep), "claims.html", "text/html",
-                      key="claims_html")
+    c.download_button(t("claims.download_html"), lambda: claims_run.as_html(t, rep), "claims.html", "text/html",
+                      key="claims_html")  # built when clicked: plotly.js inlined makes it several MB
 
 
 def main() -> None:

@@ -52,8 +52,8 @@ def question(t, config: dict) -> mc.MemoryQuestion:
     batch = a.number_input(t("memory.batch"), 1, 4096, 1, key="mem_batch", **KEEP)
     max_seq = b.number_input(t("memory.max_seq"), 1, 10_000_000, min(context, 4096), key="mem_max_seq", **KEEP,
                              help=t("memory.max_seq_help", context=context))
-    tokens = c.number_input(t("memory.tokens"), 0, 10_000_000, int(max_seq), key="mem_tokens", **KEEP,
-                            help=t("memory.tokens_help"))
+    tokens = c.number_input(t("memory.tokens"), 0, 10_000_000, None, key="mem_tokens", **KEEP,
+                            placeholder=t("memory.tokens_empty"), help=t("memory.tokens_help"))
     dtype = d.selectbox(t("memory.dtype"), list(DTYPES), key="mem_dtype", **KEEP, format_func=DTYPES.get)
     a, b, c, d = st.columns(4)
     kv_dtype = a.selectbox(t("memory.kv_dtype"), mc.KV_DTYPES, key="mem_kv_dtype", **KEEP,
@@ -67,7 +67,8 @@ def question(t, config: dict) -> mc.MemoryQuestion:
                          format_func=lambda v: t(f"memory.layout_{v}"))
     block = d.number_input(t("memory.block"), 1, 4096, 16, key="mem_block", **KEEP, disabled=layout != "paged")
     quant = dtype if dtype in ("int8", "int4") else "none"
-    return mc.MemoryQuestion(batch=int(batch), max_seq=int(max_seq), tokens=min(int(tokens), int(max_seq)),
+    held = None if tokens is None else min(int(tokens), int(max_seq))  # empty: each sequence fills max_seq
+    return mc.MemoryQuestion(batch=int(batch), max_seq=int(max_seq), tokens=held,
                              dtype="fp16" if quant != "none" else dtype, quant=quant, kv_dtype=kv_dtype,
                              kv_heads=kv_heads or None, layout=layout, block_size=int(block))
 
@@ -93,7 +94,8 @@ def results(t, name: str, config: dict, q: mc.MemoryQuestion) -> None:
                   t("memory.col_memory"): [kvm.human(f.memory_bytes) for f in fits],
                   t("memory.col_fits"): ["✓" if f.fits else "✗" for f in fits],
                   t("memory.col_share"): [f"{f.share:.0%}" for f in fits],
-                  t("memory.col_max_batch", n=q.held): [f.max_batch for f in fits]}, hide_index=True, height="content",
+                  t("memory.col_max_batch", n=q.held): ["—" if f.max_batch is None else f"{f.max_batch:,}"
+                                                         for f in fits]}, hide_index=True, height="content",
                  key="mem_gpus")
     st.subheader(t("memory.savings"))
     moves = mc.savings(config, q)
@@ -126,6 +128,7 @@ def main() -> None:
         return
     name, config = picked
     try:
+        mc.check_shape(config)  # before any widget loops over its heads
         q = question(t, config)
         results(t, name, config, q)
     except LlmvizError as exc:

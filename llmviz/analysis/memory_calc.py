@@ -21,11 +21,11 @@ assets/configs/.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from llmviz.analysis.predict import ELEMENT_BYTES, Setup, Shape, kv_bytes_per_token, weight_bytes
+from llmviz.analysis.predict import ELEMENT_BYTES, Setup, Shape, kv_bytes_per_token, layer_slots, weight_bytes
+from llmviz.engine.models.config import MAX_SIZES
 from llmviz.errors import ConfigError, ModelConfigError
 
 CONFIGS = Path(__file__).resolve().parents[2] / "assets" / "configs"
@@ -33,10 +33,6 @@ GIB = 2**30
 LAYOUTS = ("contiguous", "paged", "dynamic")
 WEIGHT_DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", *ELEMENT_BYTES)
-# Beyond these a config does not describe a model anyone runs (and a loop over its layers would not end soon)
-LIMITS = {"num_layers": 10_000, "hidden_size": 1_000_000, "num_heads": 100_000, "num_kv_heads": 100_000,
-          "head_dim": 100_000, "intermediate_size": 10_000_000, "vocab_size": 100_000_000,
-          "max_position_embeddings": 100_000_000}
 
 
 @dataclass(frozen=True)
@@ -58,7 +54,8 @@ class MemoryQuestion:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise ConfigError(f"{name} must be a whole number from {low} to {high:,}, got {value!r}")
-        if self.tokens is not None and (not isinstance(self.tokens, int) or not 0 <= self.tokens <= self.max_seq):
+        if self.tokens is not None and (not isinstance(self.tokens, int) or isinstance(self.tokens, bool)
+                                        or not 0 <= self.tokens <= self.max_seq):
             raise ConfigError(f"tokens must be from 0 to max_seq ({self.max_seq:,}), got {self.tokens!r}")
         for name, allowed in (("dtype", WEIGHT_DTYPES), ("kv_dtype", KV_DTYPES), ("layout", LAYOUTS),
                               ("quant", ("none", "int8", "int4"))):
@@ -80,7 +77,7 @@ class Fit:
     gpu: str
     memory_bytes: int
     fits: bool
-    max_batch: int  # sequences of this length that fit beside the weights (0: not even one)
+    max_batch: int | None  # sequences of this length that fit beside the weights (0: not one; None: no KV)
     share: float  # total / memory
 
 
@@ -91,7 +88,7 @@ class MemoryAnswer:
     kv_per_token: int  # every layer, as if none had a window
     kv_per_sequence: int  # what one sequence's cache takes in this layout
     kv_total: int
-    windowed_layers: int  # layers whose window is shorter than the sequence (they hold only the window)
+    windowed_layers: int  # layers whose window is shorter than what they would hold (they keep only the window)
 
     @property
     def total(self) -> int:
@@ -100,7 +97,7 @@ class MemoryAnswer:
 
 def check_shape(config: dict) -> Shape:
     """The config's dimensions as predict's Shape; an absurd size is a ModelConfigError."""
-    for name, high in LIMITS.items():
+    for name, high in MAX_SIZES.items():
         value = config.get(name)
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
             raise ModelConfigError(f"{name}={value!r} is not a size a model has (1 to {high:,})")
@@ -115,16 +112,6 @@ def setup_of(shape: Shape, q: MemoryQuestion) -> Setup:
                  kv_layout=q.layout, kv_block_size=q.block_size, max_seq=q.max_seq)
 
 
-def layer_slots(layout: str, held: int, max_seq: int, window: int, block: int) -> int:
-    """Positions one layer's cache takes for one sequence holding `held` tokens (window 0: none)."""
-    kept = min(held, window) if window else held
-    if layout == "contiguous":
-        return min(max_seq, window) if window else max_seq
-    if layout == "paged":
-        return math.ceil(kept / block) * block
-    return kept
-
-
 def answer(config: dict, q: MemoryQuestion) -> MemoryAnswer:
     shape = check_shape(config)
     setup = setup_of(shape, q)
@@ -133,8 +120,9 @@ def answer(config: dict, q: MemoryQuestion) -> MemoryAnswer:
     windows = [setup.window(i) for i in range(shape.num_layers)]
     slots = sum(layer_slots(q.layout, q.held, q.max_seq, w, q.block_size) for w in windows)
     per_sequence = slots * per_layer_token
+    reach = q.max_seq if q.layout == "contiguous" else q.held  # what a layer would hold without its window
     return MemoryAnswer(q, weight_bytes(setup), per_token, per_sequence, q.batch * per_sequence,
-                        sum(1 for w in windows if w and w < q.held))
+                        sum(1 for w in windows if w and w < reach))
 
 
 def fits(a: MemoryAnswer, gpus: list[dict]) -> list[Fit]:
@@ -143,8 +131,8 @@ def fits(a: MemoryAnswer, gpus: list[dict]) -> list[Fit]:
     for gpu in gpus:
         memory = int(gpu["memory_gib"] * GIB)
         room = memory - a.weights
-        most = 0 if room <= 0 else (room // a.kv_per_sequence if a.kv_per_sequence else a.question.batch)
-        out.append(Fit(gpu["name"], memory, a.total <= memory, int(most), a.total / memory))
+        most = 0 if room <= 0 else (room // a.kv_per_sequence if a.kv_per_sequence else None)  # None: no bound
+        out.append(Fit(gpu["name"], memory, a.total <= memory, None if most is None else int(most), a.total / memory))
     return out
 
 

@@ -149,17 +149,27 @@ def kv_read_bytes(setup: Setup, cached: int) -> int:
                for i in range(setup.shape.num_layers))
 
 
+def layer_slots(layout: str, held: int, max_seq: int, window: int = 0, block: int = 16) -> int:
+    """Positions one layer's cache takes for one sequence holding `held` tokens, of which it keeps the last
+    `window` (0: all): contiguous preallocates max_seq slots (the window, if shorter: a ring); paged takes the
+    whole blocks its kept positions touch (a window not aligned to blocks straddles one more); dynamic exactly
+    the positions kept. The one rule the memory calculator and the predictions share (C8, C9, C20)."""
+    if layout == "contiguous":
+        return min(max_seq, window) if window else max_seq
+    first = max(0, held - window) if window else 0
+    if layout == "paged":
+        return (math.ceil(held / block) - first // block) * block
+    return held - first
+
+
 def kv_allocated_bytes(setup: Setup, tokens: int) -> int:
-    """What the layout holds for one sequence of `tokens` tokens: contiguous preallocates max_seq slots (a
-    ring of window + rollback with a sliding window), paged whole blocks, dynamic exactly the tokens."""
-    if setup.kv_layout == "contiguous":
-        ring = setup.sliding_window and setup.sliding_window + setup.kv_rollback < setup.max_seq
-        slots = setup.sliding_window + setup.kv_rollback if ring else setup.max_seq
-    elif setup.kv_layout == "paged":
-        slots = math.ceil(tokens / setup.kv_block_size) * setup.kv_block_size
-    else:
-        slots = tokens
-    return slots * kv_bytes_per_token(setup)
+    """What this engine's layout holds for one sequence of `tokens` tokens: contiguous preallocates max_seq slots
+    (a ring of window + rollback with the sliding-window switch), paged whole blocks, dynamic exactly the tokens
+    (the engine drops no position of a model's own windowed layers)."""
+    ring = setup.sliding_window + setup.kv_rollback if (
+        setup.kv_layout == "contiguous" and setup.sliding_window
+        and setup.sliding_window + setup.kv_rollback < setup.max_seq) else 0
+    return layer_slots(setup.kv_layout, tokens, setup.max_seq, ring, setup.kv_block_size) * kv_bytes_per_token(setup)
 
 
 def step_flops(setup: Setup, new: int, cached_before: int, rows: int = 1) -> int:

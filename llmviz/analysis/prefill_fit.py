@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmviz.errors import ConfigError
+
 TERMS = ("fixed", "linear", "quadratic")
 MIN_POINTS = 4  # three coefficients and at least one degree of freedom for their uncertainty
 
@@ -61,9 +63,9 @@ def fit_prefill(lengths, ms) -> PrefillFit:
     n = np.asarray(lengths, dtype=np.float64)
     y = np.asarray(ms, dtype=np.float64)
     if n.shape != y.shape or n.ndim != 1:
-        raise ValueError(f"lengths and ms must be two equal 1-D lists, got {n.shape} and {y.shape}")
+        raise ConfigError(f"lengths and ms must be two equal 1-D lists, got {n.shape} and {y.shape}")
     if len(np.unique(n)) < 3:
-        raise ValueError(f"a quadratic needs at least 3 distinct lengths, got {sorted(set(n.tolist()))}")
+        raise ConfigError(f"a quadratic needs at least 3 distinct lengths, got {sorted(set(n.tolist()))}")
     x = np.stack([np.ones_like(n), n, n * n], axis=1)  # [points, 3]
     scale = np.array([1.0, n.max(), n.max() ** 2])  # columns of like size: a well-conditioned solve
     coef_scaled, *_ = np.linalg.lstsq(x / scale, y, rcond=None)

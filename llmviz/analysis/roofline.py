@@ -35,11 +35,15 @@ class DeviceLimits:
         return min(self.peak_gflop_per_s, bandwidth * intensity)
 
 
+def row_kv_bytes(setup: Setup, new: int, cached_before: int) -> int:
+    """One row's K/V traffic in a step: the cached K/V its tokens attend to, and the K/V it writes."""
+    return kv_read_bytes(setup, cached_before + new) + new * kv_bytes_per_token(setup)
+
+
 def step_bytes(setup: Setup, new: int, cached_before: int, rows: int = 1) -> int:
-    """Bytes one step moves at least: every weight it multiplies by, read once, and per row the cached K/V it
-    attends to plus the K/V it writes for its new tokens (activations, small beside them, left out)."""
-    kv = kv_read_bytes(setup, cached_before + new) + new * kv_bytes_per_token(setup)
-    return weight_read_bytes(setup) + rows * kv
+    """Bytes one step moves at least: every weight it multiplies by, read once, and each row's K/V traffic
+    (activations, small beside them, left out)."""
+    return weight_read_bytes(setup) + rows * row_kv_bytes(setup, new, cached_before)
 
 
 @dataclass(frozen=True)
@@ -66,16 +70,18 @@ class StepPoint:
 
 
 def run_points(trace_steps, model_config: dict, engine_config: dict) -> list[StepPoint]:
-    """Each step of a recorded run with its FLOPs and bytes from its real shapes: tokens fed (pads left out),
-    the cache's length before it, the rows of the batch, and its measured time."""
+    """Each step of a recorded run with its FLOPs and bytes from its real shapes, row by row: the tokens each row
+    fed (pads left out), the cache's length before the step (a batch's rows start together: the longest row
+    sets it), and the step's measured time."""
     points = []
     for step in trace_steps:
         kv = step.kv
         setup = Setup.of(Shape.from_config(model_config), engine_config, kv.get("max_seq", 2048))
-        fed = [int((row >= 0).sum()) for row in step.input_ids]
-        rows = max(1, sum(1 for n in fed if n))
-        new = max(fed)
+        fed = [n for n in (int((row >= 0).sum()) for row in step.input_ids) if n]  # rows that fed any token
+        new = max(fed, default=0)
         before = max(0, int(kv.get("seq_len", new)) - new)
-        points.append(StepPoint(step.index, step.phase, new, rows, step_flops(setup, new, before, rows),
-                                step_bytes(setup, new, before, rows), float(step.timings["total_ms"])))
+        flops = sum(step_flops(setup, n, before) for n in fed)
+        moved = weight_read_bytes(setup) + sum(row_kv_bytes(setup, n, before) for n in fed)
+        points.append(StepPoint(step.index, step.phase, new, max(1, len(fed)), flops, moved,
+                                float(step.timings["total_ms"])))
     return points

@@ -43,6 +43,10 @@ class ClaimsPlan:
     quick: bool = True
     device: str = "auto"
 
+    def __post_init__(self):
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ConfigError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+
     @property
     def repeats(self) -> int:
         return 3 if self.quick else 5
@@ -109,7 +113,7 @@ class Measurer(ServingClaims):
 
     def k3(self) -> dict:
         lm = self.model(LONG_MODEL)
-        lengths = (256, 512, 1024) if self.plan.quick else (128, 256, 512, 1024, 1536, 2000)
+        lengths = (256, 512, 1536) if self.plan.quick else (128, 256, 512, 1024, 1536, 2000)  # K3: past 1024
         sweep = layout_sweep(lm, list(lengths), steps=4 if self.plan.quick else 8, repeats=self.plan.repeats,
                              progress=lambda f, what: self.progress(f, "K3", {"what": what}))
         return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "seconds") if k in sweep} | {
@@ -174,7 +178,7 @@ def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | 
         began = time.perf_counter()
         try:
             out[claim] = m.measure(claim)
-        except (LlmvizError, MemoryError) as exc:
+        except (LlmvizError, MemoryError, torch.OutOfMemoryError) as exc:  # the device's limit, not a bug
             out[claim] = {"error": " ".join(str(exc).split()) or type(exc).__name__}
         seconds[claim] = round(time.perf_counter() - began, 2)
     progress(1.0, "done", {})

@@ -65,6 +65,7 @@ class ServingClaims:
             runs["with" if sharing else "without"] = self.served("shared-prompt", "continuous",
                                                                  prefix_sharing=sharing)
         return {"trace": "shared-prompt", "slots": SLOTS, **runs, "model": EMBEDDED_MODEL,
+                **self.where(self.model(EMBEDDED_MODEL)),
                 "what_was_measured": "the peak KV blocks the paged pool held at any step, with and without sharing "
                                      "the prompts' common prefix blocks (counted, not timed)"}
 

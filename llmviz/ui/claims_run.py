@@ -30,12 +30,12 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
             raw = service.claims(",".join(ids), quick=quick, device=device, load_fn=load,
                                  progress=lambda f, claim, values: bar.progress(
                                      min(1.0, f), text=t("claims.progress", claim=claim)))
+        rep = report(raw)
     except (LlmvizError, MemoryError) as exc:
         bar.empty()
         state.explain(t, exc)
         return None
     bar.empty()
-    rep = report(raw)
     rep["raw_k1"] = raw["claims"].get("K1")  # the sweep the K1 figure and fit are drawn from
     st.session_state[REPORT_KEY] = rep
     return rep
@@ -45,16 +45,29 @@ def kept() -> dict | None:
     return st.session_state.get(REPORT_KEY)
 
 
-def k1_figure(t, rep: dict):
-    """K1's sweep and fit, or None when K1 was not measured."""
+def fit_view(t, lengths: list[int], spreads: list[dict], title: str):
+    """(figure, sentence) of a prefill sweep fitted with a + b*n + c*n^2 (K1, C18): which term dominates at the
+    longest length and where the quadratic one takes over; None with fewer than three lengths."""
+    try:
+        fit = fit_prefill(lengths, [m["median"] for m in spreads])
+    except LlmvizError:
+        return None
+    names = {"measured": t("claims.k1_measured"), "fitted": t("claims.k1_fitted"),
+             **{term: t(f"claims.term.{term}") for term in ("fixed", "linear", "quadratic")}}
+    fig = prefill_fit_figure(lengths, spreads, fit, names, title, t("claims.k1_x"), t("claims.k1_y"))
+    longest = max(lengths)
+    takeover = t("claims.k1_takeover", n=fit.takeover) if fit.takeover is not None else t("claims.k1_no_takeover")
+    text = t("claims.k1_fit", a=fit.a, b=fit.b, c=fit.c, r2=fit.r2, longest=longest,
+             dominant=t(f"claims.term.{fit.dominant(longest)}"), takeover=takeover, **fit.shares(longest))
+    return fig, text
+
+
+def k1_view(t, rep: dict):
+    """K1's sweep, figure and sentence, or None when K1 was not measured."""
     k1 = rep.get("raw_k1")
     if not k1 or "error" in k1:
         return None
-    fit = fit_prefill(k1["lengths"], [m["median"] for m in k1["prefill_ms"]])
-    names = {"measured": t("claims.k1_measured"), "fitted": t("claims.k1_fitted"),
-             **{term: t(f"claims.term.{term}") for term in ("fixed", "linear", "quadratic")}}
-    return prefill_fit_figure(k1["lengths"], k1["prefill_ms"], fit, names, t("claims.k1_title"), t("claims.k1_x"),
-                              t("claims.k1_y"))
+    return fit_view(t, k1["lengths"], k1["prefill_ms"], t("claims.k1_title"))
 
 
 def as_json(t, rep: dict) -> str:
@@ -75,8 +88,8 @@ def as_html(t, rep: dict) -> str:
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
     reasons = "".join(f"<li><b>{c['id']}</b> ({html.escape(t('claims.verdict.' + c['verdict']))}): "
                       f"{html.escape(reason_text(t, c))}</li>" for c in rep["claims"])
-    fig = k1_figure(t, rep)
-    plot = fig.to_html(full_html=False, include_plotlyjs=True) if fig is not None else ""
+    view = k1_view(t, rep)
+    plot = view[0].to_html(full_html=False, include_plotlyjs=True) if view is not None else ""
     total = t("claims.total", n=len(rep["claims"]), seconds=rep["seconds"],
               mode=t("claims.mode_quick" if rep["quick"] else "claims.mode_full"), threads=rep["threads"])
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(t('claims.title'))}</title>"

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.engine.config import default_max_seq
 from llmviz.errors import LlmvizError
-from llmviz.ui import latency_sweep, state
+from llmviz.ui import claims_run, latency_sweep, state
 from llmviz.ui.settings import Settings
-from llmviz.viz.claims import prefill_fit_figure
 
 PREFILL_KEY = "llmviz_prefill_sweep"
 POINTS, REPEATS, SHORTEST = 7, 3, 16
@@ -57,14 +55,11 @@ def section(t) -> None:
     if result is None:
         st.caption(t("curves.prefill_intro", repeats=REPEATS, model=s.model))
         return
-    fit = fit_prefill(result["lengths"], [m["median"] for m in result["prefill_ms"]])
-    names = {"measured": t("claims.k1_measured"), "fitted": t("claims.k1_fitted"),
-             **{term: t(f"claims.term.{term}") for term in ("fixed", "linear", "quadratic")}}
-    st.plotly_chart(prefill_fit_figure(result["lengths"], result["prefill_ms"], fit, names,
-                                       t("curves.prefill_chart", model=result["model"]), t("claims.k1_x"),
-                                       t("claims.k1_y")), width="stretch", key="curves_prefill_chart")
-    longest = max(result["lengths"])
-    takeover = t("claims.k1_takeover", n=fit.takeover) if fit.takeover is not None else t("claims.k1_no_takeover")
-    st.markdown(t("claims.k1_fit", a=fit.a, b=fit.b, c=fit.c, r2=fit.r2, longest=longest,
-                  dominant=t(f"claims.term.{fit.dominant(longest)}"), takeover=takeover, **fit.shares(longest)))
+    view = claims_run.fit_view(t, result["lengths"], result["prefill_ms"],
+                               t("curves.prefill_chart", model=result["model"]))
+    if view is None:  # a context too short for three lengths
+        st.info(t("curves.too_short"))
+        return
+    st.plotly_chart(view[0], width="stretch", key="curves_prefill_chart")
+    st.markdown(view[1])
     st.caption(t("curves.timed", device=result["device"], threads=result["threads"], what=result["what_was_timed"]))

@@ -52,19 +52,17 @@ def cached_model(name: str, device: str, dtype: str, kv_heads: int | None = None
     from llmviz import service
 
     service.use_cpu_threads(UI_THREADS)  # once per model load, for the whole server process
-    lm = service.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
-                                         quant=quant, quant_group=quant_group))
-    settle_long_lived()
-    return lm
+    return service.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
+                                           quant=quant, quant_group=quant_group))
 
 
 def settle_long_lived() -> None:
     """Streamlit runs a full garbage collection after every script run (runner.postScriptGC). Over the ~385,000
-    objects of torch, transformers, plotly and a loaded model it took ~200 ms of every Next click on 2 CPU cores,
-    holding the GIL so that the server could not send the page meanwhile (issue 10). Those objects live as long
-    as the server: after the imports and after each model load, collect once, then move every object alive to the
-    permanent generation (gc.freeze), so that each later collection scans only what runs made since. Reference
-    counting still frees them; only a reference cycle among them would stay."""
+    objects of torch, transformers and plotly it took ~200 ms of every Next click on 2 CPU cores, holding the GIL
+    so that the server could not send the page meanwhile (issue 10). Modules live as long as the server: once,
+    after the imports and before any session has a run, collect, then move every object alive to the permanent
+    generation (gc.freeze), so that each later collection scans only what came after (a loaded model adds ~7 ms).
+    Only then: a freeze later would also pin the sessions' runs of that moment, and any cycle among them."""
     gc.collect()
     gc.freeze()
 

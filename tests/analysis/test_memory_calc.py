@@ -61,7 +61,11 @@ def test_mistral_sliding_window_layers_hold_only_their_window():
     paged = answer(c, MemoryQuestion(max_seq=32768, tokens=1000, layout="paged", block_size=16, dtype="fp16"))
     assert paged.kv_per_sequence == 63 * 16 * 131_072  # ceil(1000 / 16) blocks
     long_paged = answer(c, MemoryQuestion(max_seq=32768, tokens=20000, layout="paged", dtype="fp16", batch=3))
-    assert long_paged.kv_total == 3 * 4096 * 131_072  # 4096 = 256 whole blocks
+    assert long_paged.kv_total == 3 * 4096 * 131_072  # positions 15904..19999: 256 whole blocks (15904 = 994 x 16)
+    unaligned = answer(c, MemoryQuestion(max_seq=32768, tokens=5000, layout="paged", dtype="fp16"))
+    assert unaligned.kv_per_sequence == 257 * 16 * 131_072  # positions 904..4999 touch blocks 56..312
+    ring = answer(c, MemoryQuestion(max_seq=32768, tokens=1000, dtype="fp16"))  # contiguous: a 4096-slot ring
+    assert ring.kv_per_sequence == 4096 * 131_072 and ring.windowed_layers == 32
 
 
 def test_what_each_move_saves_on_llama2_7b_mha():
@@ -99,6 +103,13 @@ def test_gpt2_weights_and_kv_in_fp32():
     ('{"model_type": "llama", "hidden_size": "big", "num_attention_heads": 32, "num_hidden_layers": 2,'
      ' "intermediate_size": 10, "vocab_size": 10}', ModelConfigError, "hidden_size"),
     ("x" * 300_000, ModelConfigError, "characters"),
+    # sizes that would take the server's memory or time before any arithmetic (a window per layer, a loop per head)
+    ('{"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1000000000,'
+     ' "sliding_window": 4096, "intermediate_size": 10, "vocab_size": 10}', ModelConfigError, "num_hidden_layers"),
+    ('{"model_type": "llama", "hidden_size": 1000000000, "num_attention_heads": 2000000000, "num_hidden_layers": 2,'
+     ' "intermediate_size": 10, "vocab_size": 10}', ModelConfigError, "is not a size a model has"),
+    ('{"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,'
+     ' "sliding_window": -4096, "intermediate_size": 10, "vocab_size": 10}', ModelConfigError, "sliding_window"),
 ])
 def test_a_pasted_config_that_is_not_one_gets_a_clear_message(text, error, words):
     with pytest.raises(error, match=words):

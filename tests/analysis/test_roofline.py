@@ -48,3 +48,7 @@ def test_a_recorded_run_placed_by_its_shapes():
     first, second = run_points(steps, CONFIG, {"dtype": "fp32"})
     assert (first.new, first.flops, second.new, second.flops) == (5, 785_920, 1, 191_488)
     assert second.bytes == 381_952 and first.intensity > second.intensity  # the prefill does more per byte
+    padded = SimpleNamespace(index=2, phase="decode", input_ids=np.array([[9], [-1]]),  # a finished row pads
+                             kv={"seq_len": 6, "max_seq": 64}, timings={"total_ms": 0.5})
+    (point,) = run_points([padded], CONFIG, {"dtype": "fp32"})
+    assert (point.rows, point.flops, point.bytes) == (1, 191_488, 381_952)  # the pad costs nothing

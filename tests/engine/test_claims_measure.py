@@ -39,7 +39,6 @@ def test_k9_prefix_sharing_counts_whole_blocks_of_the_hand_formula(measurer):
     peak = j["figures"]
     assert peak["peak_kv_without"] % block == 0 and peak["peak_kv_with"] % block == 0
     assert peak["peak_kv_with"] < peak["peak_kv_without"]
-    assert j["effects"][0]["measured"] == pytest.approx(1 - peak["peak_kv_with"] / peak["peak_kv_without"])
     assert j["verdict"] == HOLDS  # the shared-prompt trace shares most of its prompt blocks
 
 
@@ -50,8 +49,11 @@ def test_k4_and_k2_share_one_compare_and_the_kv_bytes_halve(measurer):
     f2 = measurer.measure("K2")
     assert f2["decode_ms_per_token"] == f4["decode_ms_per_token"][0]  # the same run, measured once
     j = judged("K2", f2)
-    assert 0 < j["figures"]["bound_ms"] < j["figures"]["decode_ms_per_token"] * 10
-    assert j["effects"][0]["measured"] == pytest.approx(j["figures"]["bound_ms"] / j["figures"]["decode_ms_per_token"])
+    # a step reads at least every weight but the embedding rows it skips: the model's own tensors, measured
+    lm = measurer.model("llmviz-tiny")
+    skipped = (lm.cfg.vocab_size - 1) * lm.cfg.hidden_size * 4 * (0 if lm.cfg.tie_embeddings else 1)
+    assert j["figures"]["read_bytes"] >= lm.weight_bytes - skipped
+    assert 0 < j["figures"]["bound_ms"] < j["figures"]["decode_ms_per_token"]  # Python's overhead comes on top
 
 
 def test_k11_traffic_by_hand(measurer):
@@ -60,8 +62,10 @@ def test_k11_traffic_by_hand(measurer):
     unfused = 4 * (3 * n * d + d * out + n * out) * 4
     fused = 4 * (n * d + d * out + n * out) * 4
     j = judged("K11", f)
-    assert (j["figures"]["prefill_bytes_unfused"], j["figures"]["prefill_bytes_fused"]) == (unfused, fused)
+    figures = j["figures"]
+    assert (figures["predicted_prefill_bytes_unfused"], figures["predicted_prefill_bytes_fused"]) == (unfused, fused)
     assert f["specs"] == ["fused-qkv=off", "fused-qkv=on"]
+    assert j["effects"][0]["name"] == "time_saved"  # judged on what was timed, not on the predicted bytes
 
 
 def test_a_claim_that_cannot_run_is_kept_and_the_rest_go_on():

@@ -29,9 +29,9 @@ def test_llama3_8b_one_long_sequence_and_what_fits():
     assert shown["Total for batch 1"] == "16.0 GiB"  # 17,134,264,320 B
     gpus = table(at, "GPU")
     column = "Sequences of 8,192 tokens that fit"
-    assert gpus.loc["Tesla T4", "Fits"] == "✓" and gpus.loc["Tesla T4", column] == 1
-    assert gpus.loc["GeForce RTX 3060", "Fits"] == "✗" and gpus.loc["GeForce RTX 3060", column] == 0
-    assert gpus.loc["A100 80GB", column] == 65
+    assert gpus.loc["Tesla T4", "Fits"] == "✓" and gpus.loc["Tesla T4", column] == "1"
+    assert gpus.loc["GeForce RTX 3060", "Fits"] == "✗" and gpus.loc["GeForce RTX 3060", column] == "0"
+    assert gpus.loc["A100 80GB", column] == "65"
     moves = table(at, "Change")
     assert moves.loc["int8 KV cache, with its scales", "Change of the total"] == "-3.0%"  # 2**30 x 124/256 of 17.13e9 B
     assert any("Without GQA" in m for m in moves.index)  # Llama-3-8B has GQA already: what it saves
@@ -39,7 +39,7 @@ def test_llama3_8b_one_long_sequence_and_what_fits():
 
 def test_mistral_window_caps_the_cache():
     at = open_app(page_file("memory"))
-    shown = pick(at, "mistral-7b-v0.1", mem_max_seq=32768, mem_tokens=32768)
+    shown = pick(at, "mistral-7b-v0.1", mem_max_seq=32768)  # tokens left empty: each sequence fills max_seq
     assert shown["KV per sequence"] == "512.0 MiB"  # 4096 positions, not 32768
     assert any("32 layers attend only to the last 4,096 tokens" in i.value for i in at.info)
 

@@ -8,15 +8,19 @@ from __future__ import annotations
 import json
 
 from llmviz.engine.models import gpt2, llama
-from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.models.config import MAX_SIZES, ModelConfig
 from llmviz.errors import LlmvizError, ModelConfigError, UnsupportedArchitectureError
 
 FAMILIES = {t: llama for t in llama.MODEL_TYPES} | {t: gpt2 for t in gpt2.MODEL_TYPES}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 MAX_CONFIG_CHARS = 200_000  # a config.json is a few kB; a pasted text beyond this is not one
-WHOLE_NUMBERS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "head_dim",
-                 "intermediate_size", "vocab_size", "max_position_embeddings", "sliding_window",
-                 "n_embd", "n_head", "n_layer", "n_inner", "n_positions")
+# config.json's whole numbers, by the ModelConfig field whose bound (MAX_SIZES) a pasted config must keep
+WHOLE_NUMBERS = {"hidden_size": "hidden_size", "num_attention_heads": "num_heads", "num_hidden_layers": "num_layers",
+                 "num_key_value_heads": "num_kv_heads", "head_dim": "head_dim",
+                 "intermediate_size": "intermediate_size", "vocab_size": "vocab_size",
+                 "max_position_embeddings": "max_position_embeddings", "sliding_window": "max_position_embeddings",
+                 "n_embd": "hidden_size", "n_head": "num_heads", "n_layer": "num_layers",
+                 "n_inner": "intermediate_size", "n_positions": "max_position_embeddings"}
 
 
 def check_model_type(hf_config: dict, where: str = "config.json") -> None:
@@ -53,4 +57,8 @@ def config_from_text(text: str, where: str = "the pasted config") -> ModelConfig
     except (ValueError, RecursionError) as exc:
         raise ModelConfigError(f"{where} is not JSON: {exc}") from exc
     check_model_type(raw, where)
+    for key, field in WHOLE_NUMBERS.items():  # before anything is built from them
+        value = raw.get(key)
+        if isinstance(value, int) and not 0 <= value <= MAX_SIZES[field]:
+            raise ModelConfigError(f"{key}={value:,} is not a size a model has (0 to {MAX_SIZES[field]:,})")
     return model_config(raw)

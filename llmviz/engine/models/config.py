@@ -23,6 +23,13 @@ def _finite(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+# Beyond these a config describes no model anyone runs: a pasted config (the memory calculator) is refused before
+# anything is built from it (a tuple per layer, a loop per head). A model folder's sizes meet its checkpoint instead.
+MAX_SIZES = {"num_layers": 10_000, "hidden_size": 1_000_000, "num_heads": 100_000, "num_kv_heads": 100_000,
+             "head_dim": 100_000, "intermediate_size": 10_000_000, "vocab_size": 100_000_000,
+             "max_position_embeddings": 100_000_000}
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     family: str  # "llama" | "qwen2" | "mistral" | "gpt2": which weight map and which oracle
@@ -78,6 +85,8 @@ class ModelConfig:
                 raise ConfigError(f"rope_type={rope_type!r} is not supported; supported: {ROPE_TYPES}")
         if self.sliding_windows and len(self.sliding_windows) != self.num_layers:
             raise ConfigError("sliding_windows needs one entry per layer")
+        if any(not isinstance(w, int) or isinstance(w, bool) or w < 0 for w in self.sliding_windows):
+            raise ConfigError("a sliding window is a whole number of tokens >= 0 (0: the whole context)")
         if self.fused_mlp and self.mlp != "gated":
             raise ConfigError("only a gated MLP has a gate/up pair to fuse")
 

@@ -26,7 +26,8 @@ def heldout_ids(tokenizer, path: Path = HELDOUT) -> list[int]:
     """Each held-out document encoded on its own and followed by the end-of-text id, concatenated."""
     docs = read_documents(path)
     eos = tokenizer.eos_ids[0]
-    return [t for doc in docs for t in [*tokenizer.hf.encode(doc, add_special_tokens=False), eos]]
+    # verbose=False: a document longer than the model's context is fine here (it is read in windows)
+    return [t for doc in docs for t in [*tokenizer.hf.encode(doc, add_special_tokens=False, verbose=False), eos]]
 
 
 @torch.no_grad()

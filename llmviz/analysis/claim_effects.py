@@ -27,7 +27,8 @@ def k1(f: dict):
         return {}, {}
     fit = fit_prefill(f["lengths"], [m["median"] for m in f["prefill_ms"]])
     longest = max(f["lengths"])
-    head = {"short": short, "ms_short": ms[short]["median"], "ms_double": ms[double]["median"], "fit_a": fit.a,
+    head = {"ms_by_length": {n: m["median"] for n, m in ms.items()},
+            "short": short, "ms_short": ms[short]["median"], "ms_double": ms[double]["median"], "fit_a": fit.a,
             "fit_b": fit.b,
             "fit_c": fit.c, "r2": fit.r2, "takeover_tokens": fit.takeover, "longest": longest,
             "dominant_at_longest": fit.dominant(longest), **{f"share_{k}": v for k, v in fit.shares(longest).items()}}

@@ -33,7 +33,7 @@ def k1_details(t, rep: dict) -> None:
 def results(t, rep: dict) -> None:
     st.caption(t("claims.total", n=len(rep["claims"]), seconds=rep["seconds"],
                  mode=t("claims.mode_quick" if rep["quick"] else "claims.mode_full"), threads=rep["threads"]))
-    st.dataframe(table_rows(t, rep), hide_index=True, key="claims_table")
+    st.dataframe(table_rows(t, rep), hide_index=True, height="content", key="claims_table")
     for c in rep["claims"]:
         box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
         box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**: {reason_text(t, c)}")

@@ -53,10 +53,10 @@ def section(t) -> None:
         return
     limits = limits_of(raw)
     cols = st.columns(4)
-    cols[0].metric(t("roofline.peak"), f"{limits.peak_gflop_per_s:,.1f} GFLOP/s")
-    cols[1].metric(t("roofline.dram"), f"{limits.dram_gb_per_s:,.1f} GB/s")
-    cols[2].metric(t("roofline.cache"), f"{limits.cache_gb_per_s:,.1f} GB/s" if limits.cache_gb_per_s else "—")
-    cols[3].metric(t("roofline.ridge"), f"{limits.ridge:,.1f} FLOP/B")
+    cols[0].metric(t("roofline.peak"), f"{limits.peak_gflop_per_s:,.1f}")
+    cols[1].metric(t("roofline.dram"), f"{limits.dram_gb_per_s:,.1f}")
+    cols[2].metric(t("roofline.cache"), f"{limits.cache_gb_per_s:,.1f}" if limits.cache_gb_per_s else "—")
+    cols[3].metric(t("roofline.ridge"), f"{limits.ridge:,.1f}")
     st.caption(t("roofline.probes", device=raw["device"], threads=raw["threads"], dram=raw["dram"]["bytes"],
                  cache=raw.get("cache", {}).get("bytes", 0)))
     if run is None:

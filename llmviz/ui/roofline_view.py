@@ -74,4 +74,4 @@ def section(t) -> None:
                   t("roofline.col_bound"): [round(p.bound_ms(limits), 3) for p in points[:SHOWN_STEPS]],
                   t("roofline.col_measured"): [round(p.ms, 3) for p in points[:SHOWN_STEPS]]},
                  hide_index=True, key="roofline_table")
-    st.caption(t("roofline.table_note"))
+    st.caption(t("roofline.table_note", capture=run.trace.steps[-1].timings.get("capture", "?")))

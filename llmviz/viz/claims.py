@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from llmviz.analysis.prefill_fit import PrefillFit
 from llmviz.viz.style import finish
 
+BELOW = {"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0, "xanchor": "left"}  # clear of a long title
 TERM_COLORS = {"fixed": "#bab0ac", "linear": "#4c78a8", "quadratic": "#e45756"}
 
 
@@ -25,8 +26,8 @@ def prefill_fit_figure(lengths: list[int], spreads: list[dict], fit: PrefillFit,
     for term, y in (("fixed", np.full_like(n, fit.a)), ("linear", fit.b * n), ("quadratic", fit.c * n * n)):
         fig.add_trace(go.Scatter(x=n, y=y, mode="lines", name=names[term],
                                  line={"color": TERM_COLORS[term], "dash": "dot"}))
-    return finish(fig, title, height=380, xaxis={"title": {"text": x_title}}, yaxis={"title": {"text": y_title}},
-                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+    return finish(fig, title, height=440, xaxis={"title": {"text": x_title}}, yaxis={"title": {"text": y_title}},
+                  legend=BELOW)
 
 
 def roofline_figure(limits, points: list, names: dict, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -48,6 +49,6 @@ def roofline_figure(limits, points: list, names: dict, title: str, x_title: str,
                                      mode="markers", name=names[phase], marker={"size": 9, "color": color},
                                      text=[f"step {p.index}: {p.new} token(s), {p.ms:.2f} ms" for p in chosen],
                                      hovertemplate="%{text}<br>%{x:.2f} FLOP/B, %{y:.2f} GFLOP/s<extra></extra>"))
-    return finish(fig, title, height=420, xaxis={"type": "log", "title": {"text": x_title}},
+    return finish(fig, title, height=480, xaxis={"type": "log", "title": {"text": x_title}},
                   yaxis={"type": "log", "title": {"text": y_title}},
-                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+                  legend=BELOW)

@@ -51,11 +51,13 @@ def load(name: str | None, config: EngineConfig) -> LoadedModel:
 
 
 def model_config_dict(name: str | None) -> dict:
-    """The named model's config (ModelConfig.to_dict()) read without its weights: the memory calculator's (C17)."""
+    """The named model's config (ModelConfig.to_dict()) read without its weights, from a folder, the local hub
+    cache or config.json alone from the hub: the memory calculator's (C17)."""
+    from llmviz.engine.hub import CONFIG_ONLY
     from llmviz.engine.loading import read_config, resolve_path
     from llmviz.engine.models import model_config
 
-    return model_config(read_config(resolve_path(name))).to_dict()
+    return model_config(read_config(resolve_path(name, CONFIG_ONLY))).to_dict()
 
 
 def use_cpu_threads(n: int) -> None:

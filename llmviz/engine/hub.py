@@ -18,6 +18,7 @@ from llmviz.errors import ModelNotCachedError, ModelNotFoundError
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95})?$")
 FILES = ["config.json", "generation_config.json", "tokenizer*", "special_tokens_map.json", "vocab.json",
          "merges.txt", "*.safetensors", "model.safetensors.index.json"]
+CONFIG_ONLY = ["config.json"]  # what reading a model's shape needs (the memory calculator): no weights
 CONNECT_TIMEOUT_S = 3.0
 
 
@@ -36,8 +37,8 @@ def hub_reachable(timeout: float = CONNECT_TIMEOUT_S) -> bool:
         return False
 
 
-def snapshot(repo_id: str) -> Path:
-    """The folder of a cached or freshly downloaded hub model; typed errors otherwise."""
+def snapshot(repo_id: str, files: list[str] = FILES) -> Path:
+    """The folder of a cached or freshly downloaded hub model (only `files` fetched); typed errors otherwise."""
     if not HUB_ID.match(repo_id) or ".." in repo_id:
         raise ModelNotFoundError(f"{repo_id!r} is neither an existing folder nor a valid hub id (owner/name)",
                                  code="model_bad_name", name=repo_id)
@@ -50,7 +51,7 @@ def snapshot(repo_id: str) -> Path:
     )
 
     try:
-        return Path(snapshot_download(repo_id, allow_patterns=FILES, local_files_only=True))
+        return Path(snapshot_download(repo_id, allow_patterns=files, local_files_only=True))
     except LocalEntryNotFoundError:
         pass
     if offline() or not hub_reachable():
@@ -59,7 +60,7 @@ def snapshot(repo_id: str) -> Path:
                                   "connect once to download it, or pass a local folder", code="model_not_cached",
                                   name=repo_id)
     try:
-        return Path(snapshot_download(repo_id, allow_patterns=FILES, etag_timeout=CONNECT_TIMEOUT_S))
+        return Path(snapshot_download(repo_id, allow_patterns=files, etag_timeout=CONNECT_TIMEOUT_S))
     except (RepositoryNotFoundError, RevisionNotFoundError, GatedRepoError) as exc:
         raise ModelNotFoundError(f"{repo_id} was not found on the hub (or needs a login): {exc}") from exc
     except OSError as exc:

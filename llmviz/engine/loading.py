@@ -98,8 +98,8 @@ class LoadedModel:
         }
 
 
-def resolve_path(name_or_path: str | None) -> Path:
-    """The local folder holding the model: the embedded one, a folder, or a hub snapshot."""
+def resolve_path(name_or_path: str | None, files: list[str] = hub.FILES) -> Path:
+    """The local folder holding the model: the embedded one, a folder, or a hub snapshot (of `files`)."""
     name = EMBEDDED_MODEL if name_or_path is None else str(name_or_path).strip()
     if not name:
         raise ModelNotFoundError(f"no model was named: give a Hugging Face id (owner/name), a local folder, or "
@@ -112,7 +112,7 @@ def resolve_path(name_or_path: str | None) -> Path:
             raise ModelNotFoundError(f"{path} has no config.json: not a Hugging Face model folder",
                                      code="model_no_config", path=str(path))
         return path
-    return hub.snapshot(name)
+    return hub.snapshot(name, files)
 
 
 def read_config(path: Path) -> dict:

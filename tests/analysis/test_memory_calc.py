@@ -127,3 +127,22 @@ def test_absurd_sizes_and_impossible_settings_are_refused():
         with pytest.raises(ConfigError):
             MemoryQuestion(**bad)
     assert issubclass(ConfigError, LlmvizError)
+
+
+def test_the_home_models_config_is_read_without_its_weights(monkeypatch, tmp_path):
+    """A hub id on the memory page fetches config.json alone (never the weights), from the cache or the hub."""
+    import huggingface_hub
+
+    from llmviz import service
+
+    (tmp_path / "config.json").write_text(bundled_text("llama-3-8b"))
+    asked = []
+
+    def fake_snapshot(repo_id, allow_patterns=None, **kwargs):
+        asked.append((repo_id, allow_patterns, kwargs.get("local_files_only", False)))
+        return str(tmp_path)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
+    config = service.model_config_dict("meta-llama/Meta-Llama-3-8B")
+    assert asked == [("meta-llama/Meta-Llama-3-8B", ["config.json"], True)]  # the local cache, config only
+    assert (config["num_layers"], config["num_kv_heads"]) == (32, 8)

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from llmviz.analysis.decode_series import MIN_FIT_POINTS, cache_rows, fit_latency, latency_series, row_norms
+from llmviz.analysis.decode_series import MIN_FIT_POINTS, cache_norms, fit_latency, latency_series
 from llmviz.analysis.kv_memory import in_one_unit
-from llmviz.analysis.recorded import missing_tensors
+from llmviz.analysis.recorded import missing_row_norms, missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import latency_sweep, presenter, seed_controls, state
@@ -50,7 +50,7 @@ def attention_panel(t, run, layer: int, labels: list[str]) -> None:
 def cache_panel(t, run, layer: int, labels: list[str], detail: bool = True) -> None:
     step, kv = run.step, run.step.kv
     new = step.input_ids.shape[1]
-    norms = row_norms(cache_rows(run.trace.steps, layer, "k", run.cursor))  # [kv, positions]
+    norms = cache_norms(run.trace.steps, layer, "k", run.cursor)  # [kv, positions]
     title = t("decode.kv_title" if detail else "decode.kv_title_short", layer=layer, used=kv["seq_len"],
               max_seq=kv["max_seq"])
     st.plotly_chart(presenter.enlarge(fig.kv_grid(norms, new, labels, t("decode.kv_head"), title)), width="stretch",
@@ -143,8 +143,8 @@ def layer_and_gaps(t, run, presenting: bool) -> tuple[int, list[str], bool]:
         layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1,
                                  key="dec_layer")
     missing = set(missing_tensors(run.step, [f"layers.{layer}.q", f"layers.{layer}.probs"]))
-    for earlier in run.trace.steps[: run.cursor + 1]:  # the cache grid is built from every step's k
-        missing |= set(missing_tensors(earlier, [f"layers.{layer}.k"]))
+    for earlier in run.trace.steps[: run.cursor + 1]:  # the cache grid colours every step's k rows by their norm
+        missing |= set(missing_row_norms(earlier, [f"layers.{layer}.k"]))
     if run.shed and not presenting:  # the session's trace budget dropped the tensors of older steps
         st.info(t("budget.notice", n=run.shed, mb=state.policy().trace_budget_mb))
     if missing and is_shed(run.step):

@@ -164,8 +164,8 @@ def serve(lm: LoadedModel, trace, scheduler: str, progress=None, **options) -> d
 
 
 def release_memory() -> bool:
-    """Give freed heap memory back to the OS (llmviz/engine/memory.py): a long-running app calls it now and then."""
-    from llmviz.engine.memory import release_freed_memory
+    """Give freed heap memory back to the OS (llmviz/engine/heap.py): a long-running app calls it now and then."""
+    from llmviz.engine.heap import release_freed_memory
 
     return release_freed_memory()
 

@@ -11,7 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TORCH_FREE_ENGINE = {"llmviz.engine.trace", "llmviz.engine.config", "llmviz.engine.hook_points",
                      "llmviz.engine.switches", "llmviz.engine.presets", "llmviz.errors", "llmviz.engine",
-                     "llmviz.engine.models"}  # a package: reading a config needs no tensors (the memory calculator)
+                     "llmviz.engine.models",  # a package: reading a config needs no tensors (the memory calculator)
+                     "llmviz.engine.heap"}
 
 RULES = {  # layer -> forbidden import prefixes
     "engine": ("llmviz.analysis", "llmviz.viz", "llmviz.service", "llmviz.cli", "streamlit", "plotly",

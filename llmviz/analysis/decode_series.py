@@ -1,7 +1,8 @@
 """What the Decode page plots across steps, rebuilt from the trace alone (C6, C18).
 
 The KV cache of a layer after step t is the concatenation of the `k` / `v` rows each step 0..t wrote
-(`layers.{i}.k` is [b, kv, n_new, hd]); latency per token is each decode step's timed total.
+(`layers.{i}.k` is [b, kv, n_new, hd]), and the cache grid colours each row by its L2 norm; latency per token
+is each decode step's timed total.
 """
 
 from __future__ import annotations
@@ -11,21 +12,20 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def cache_rows(steps, layer: int, which: str = "k", upto: int | None = None) -> np.ndarray:
-    """K or V of one layer as the cache holds it after step `upto`: [kv_heads, positions, hd] (batch row 0)."""
+def cache_norms(steps, layer: int, which: str = "k", upto: int | None = None) -> np.ndarray:
+    """The L2 norm of each K (or V) row one layer's cache holds after step `upto`: [kv_heads, positions] (batch row
+    0), from the rows each step wrote, or from the norms a step kept when its rows were dropped to bound memory."""
     upto = len(steps) - 1 if upto is None else upto
     parts = []
     for step in steps[: upto + 1]:
         record = step.hook(f"layers.{layer}.{which}")
-        if record.array is None:
+        if record.array is not None:
+            parts.append(np.linalg.norm(record.array[0], axis=-1))  # [kv, n_new, hd] -> [kv, n_new]
+        elif record.row_norms is not None:
+            parts.append(record.row_norms[0])  # [kv, n_new]
+        else:
             raise ValueError("this trace was captured without tensors (capture level meta)")
-        parts.append(record.array[0])  # [kv, n_new, hd]
-    return np.concatenate(parts, axis=1)  # [kv, positions, hd]
-
-
-def row_norms(rows: np.ndarray) -> np.ndarray:
-    """[kv, positions, hd] -> [kv, positions] L2 norm of each cached vector (what the grid colours)."""
-    return np.linalg.norm(rows, axis=-1)
+    return np.concatenate(parts, axis=1)  # [kv, positions]
 
 
 def latency_series(steps, upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -11,3 +11,10 @@ def missing_tensors(step, names: list[str]) -> list[str]:
     """The names among `names` whose tensor the step did not keep (no record, or a record without array)."""
     present = {record.name for record in step.hooks if record.array is not None}
     return [name for name in names if name not in present]
+
+
+def missing_row_norms(step, names: list[str]) -> list[str]:
+    """The names among `names` whose rows' norms the step cannot give: no tensor, and no norms kept when its
+    tensor was dropped (llmviz/ui/trace_budget.py). The cache grid needs only these norms."""
+    present = {record.name for record in step.hooks if record.array is not None or record.row_norms is not None}
+    return [name for name in names if name not in present]

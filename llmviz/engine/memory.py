@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from contextlib import contextmanager
 
 import psutil
@@ -59,31 +58,3 @@ def typed_out_of_memory(what: str, fixes: str):
         if any(marker in str(exc).lower() for marker in _OOM_MARKERS):
             raise OutOfMemoryError(f"{what} ran out of memory ({str(exc)[:200]}); {fixes}") from exc
         raise
-
-
-def release_freed_memory() -> bool:
-    """Hand the heap's freed pages back to the OS (glibc's malloc_trim; False where there is none). Each decode
-    step frees arrays a little larger than the last, and glibc's growing mmap threshold keeps them in the heap:
-    a long run's RSS then grows by hundreds of MB though the live arrays stay within budget (issue 9)."""
-    libc = _glibc()
-    if libc is None:
-        return False
-    libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)  # fixed: large arrays get their own pages, freed at once
-    return bool(libc.malloc_trim(0))  # every arena: each Streamlit session's thread may have its own
-
-
-@functools.cache
-def _glibc():
-    """glibc, looked up once (find_library runs ldconfig); None on macOS, musl or Windows."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        return libc if libc is not None and hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
-    except OSError:
-        return None
-
-
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter; setting it turns the dynamic threshold off

@@ -11,7 +11,8 @@ sizes are checked as declared before anything is unpacked (a zip bomb is refused
 header against the bytes that hold it, and every failure is a TraceFormatError.
 
 Schema 2 (engine 2) added the batch's prompts and each row's finished reason; schema 1 traces (one
-prompt, no padding) load through `_migrate_v1`.
+prompt, no padding) load through `_migrate_v1`. Schema 3 added a hook record's `row_norms` (kept when its array
+was dropped); a schema 2 file reads as one where no record has them.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ import numpy as np
 
 from llmviz.errors import TraceFormatError
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+_RECORD_ARRAYS = {"array": "hook", "row_norms": "norms"}  # a hook record's arrays -> their key in arrays.npz
 _STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
                 "lens_ids", "lens_probs")
 FILES = ("trace.json", "arrays.npz")
@@ -53,6 +55,9 @@ class HookRecord:
     norm: float | None
     note: str = ""
     array: np.ndarray | None = None  # float32 copy, only at capture level "full"
+    # The L2 norm of each vector along the array's last axis ([..., hd] -> [...]), kept when the array itself is
+    # dropped to bound a long run's memory (llmviz/ui/trace_budget.py): the cache grid colours every K row by it.
+    row_norms: np.ndarray | None = None
 
 
 @dataclass
@@ -127,10 +132,12 @@ class RunTrace:
             entry["arrays"] = [k for k in _STEP_ARRAYS if getattr(step, k) is not None]
             entry["hooks"] = []
             for record in step.hooks:
-                meta = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "array"}
-                meta["has_array"] = record.array is not None
-                if record.array is not None:
-                    arrays[f"s{step.index}.hook.{record.name}"] = record.array
+                meta = {f.name: getattr(record, f.name) for f in fields(record) if f.name not in _RECORD_ARRAYS}
+                for key, prefix in _RECORD_ARRAYS.items():
+                    value = getattr(record, key)
+                    meta[f"has_{key}"] = value is not None
+                    if value is not None:
+                        arrays[f"s{step.index}.{prefix}.{record.name}"] = value
                 entry["hooks"].append(meta)
             steps.append(entry)
         doc = {"schema_version": self.schema_version, "model_card": self.model_card, "prompt": self.prompt,
@@ -332,7 +339,8 @@ def _load_step(entry: dict, arrays: dict) -> StepTrace:
     hooks = []
     for meta in entry["hooks"]:
         meta = dict(meta)
-        has_array = meta.pop("has_array")
-        hooks.append(HookRecord(**meta, array=arrays[f"s{index}.hook.{meta['name']}"] if has_array else None))
+        held = {"array": meta.pop("has_array"), "row_norms": meta.pop("has_row_norms", False)}  # schema 2: no norms
+        hooks.append(HookRecord(**meta, **{key: arrays[f"s{index}.{prefix}.{meta['name']}"] if held[key] else None
+                                           for key, prefix in _RECORD_ARRAYS.items()}))
     scalars = {k: v for k, v in entry.items() if k not in ("arrays", "hooks")}
     return StepTrace(**scalars, **values, hooks=hooks)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from llmviz.engine import heap
 from llmviz.engine.config import EngineConfig
 from llmviz.engine.trace import RunTrace
 from llmviz.errors import LlmvizError
@@ -34,9 +35,10 @@ def imported() -> bool:
     """Import the heavy libraries once, under this cache entry's lock. Sessions that start together would
     otherwise import them at the same time, and a package with import cycles inside it (pandas) can then hand
     one session a half-initialized module ("partially initialized module 'pandas' has no attribute 'Series'",
-    seen with 3 browser sessions opened at once)."""
+    seen with 3 browser sessions opened at once). Before them, the C heap is kept to one arena (issue 9)."""
     import importlib
 
+    heap.limit_arenas()
     for name in ("pandas", "plotly.graph_objects", "llmviz.service"):
         with suppress(ImportError):  # a replay-only install has no torch: its pages never import the engine
             importlib.import_module(name)

@@ -1,8 +1,8 @@
-"""A bound on the tensors one browser session keeps (issue 9): a run stepped for hours keeps every step's
-tokens, top-k, timings, hook summaries (shape, norm) and K/V rows, but its other full tensors (capture
-"full": attention maps, activations, whole logits) only for its newest steps, the prefill and the step
-shown, within a byte budget. The pages then say, as for a trace recorded at capture "meta", that those
-steps no longer hold their tensors, and why.
+"""A bound on the memory one browser session keeps (issue 9): a run stepped for hours keeps every step's
+tokens, top-k, timings, KV snapshot and, for each K and V row it wrote, the norm the cache grid colours that row
+by; but its hook records (capture "full": attention maps, activations, K/V rows, with their shapes and norms) and
+whole logits only for its newest steps, the prefill and the step shown, within a byte budget. The pages then say,
+as for a trace recorded at capture "meta", that those steps no longer hold their tensors, and why.
 
 Torch-free: it reads and trims a RunTrace (numpy arrays).
 """
@@ -11,32 +11,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from llmviz.engine.trace import RunTrace, StepTrace
+from llmviz.engine.trace import HookRecord, RunTrace, StepTrace
 
 RELEASE_EVERY = 16  # steps between handing freed memory back to the OS
 
 
-def kept_always(name: str) -> bool:
-    """The K and V rows a step wrote: small (one row per new token), and the cache grid of every later step
-    is drawn from them."""
+def keeps_row_norms(name: str) -> bool:
+    """The K and V rows a step wrote: the cache grid of every later step colours each cached row by its norm."""
     return name.endswith((".k", ".v"))
 
 
 def step_bytes(step: StepTrace) -> int:
-    """Bytes of the step's arrays that can be dropped: its hook tensors (but K and V) and its full logits."""
-    held = sum(r.array.nbytes for r in step.hooks if r.array is not None and not kept_always(r.name))
+    """Bytes of the step's arrays that can be dropped: its hook tensors and its full logits."""
+    held = sum(r.array.nbytes for r in step.hooks if r.array is not None)
     return held + (step.logits.nbytes if isinstance(step.logits, np.ndarray) else 0)
 
 
 def is_shed(step: StepTrace) -> bool:
     """Its tensors were dropped to keep within the budget (a 'meta' capture never had them)."""
-    return step.timings.get("capture") == "full" and any(r.array is None and not kept_always(r.name)
-                                                         for r in step.hooks)
+    return step.timings.get("capture") == "full" and any(r.array is None for r in step.hooks)
+
+
+def drop_array(record: HookRecord) -> None:
+    """The record loses its tensor; a K or V record keeps the norm of each row ([b, kv, n, hd] -> [b, kv, n])."""
+    if record.array is None:
+        return
+    if keeps_row_norms(record.name):
+        record.row_norms = np.linalg.norm(record.array, axis=-1).astype(np.float32)
+    record.array = None
 
 
 def shed(trace: RunTrace, budget: int, keep: tuple = ()) -> int:
     """Drop the tensors of the oldest steps until the trace's droppable bytes fit in `budget`, never those of
-    the prefill (step 0), the newest step or the steps in `keep`. Returns how many steps have none left."""
+    the prefill (step 0), the newest step or the steps in `keep`; a shed step keeps only its K and V records (their
+    row norms), since ~50 records of shapes and norms per step add up over a thousand steps as well. Returns how
+    many steps have no tensors left."""
     protected = {0, len(trace.steps) - 1, *keep}
     total = sum(step_bytes(s) for s in trace.steps)
     for step in trace.steps:
@@ -45,9 +54,9 @@ def shed(trace: RunTrace, budget: int, keep: tuple = ()) -> int:
         if step.index in protected or not step_bytes(step):
             continue
         total -= step_bytes(step)
+        step.hooks = [record for record in step.hooks if keeps_row_norms(record.name)]
         for record in step.hooks:
-            if not kept_always(record.name):
-                record.array = None
+            drop_array(record)
         step.logits = None  # top-k ids, logits and the logsumexp stay: exact probabilities of the top tokens
     return sum(1 for s in trace.steps if is_shed(s))
 

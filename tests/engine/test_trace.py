@@ -11,7 +11,7 @@ import pytest
 from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.loading import load_model
 from llmviz.engine.session import Session
-from llmviz.engine.trace import load_trace
+from llmviz.engine.trace import SCHEMA_VERSION, load_trace
 from llmviz.errors import TraceFormatError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +146,6 @@ def test_schema_1_traces_still_load(saved, tmp_path):
     (old / "trace.json").write_text(json.dumps(doc))
     (old / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
     back = load_trace(old)
-    assert back.prompts == [back.prompt] and back.schema_version == 2
+    assert back.prompts == [back.prompt] and back.schema_version == SCHEMA_VERSION
     assert "batch_size" not in back.engine_config and EngineConfig.from_dict(back.engine_config).capture == "full"
     assert back.output_ids == load_trace(folder).output_ids

@@ -1,5 +1,6 @@
 """A session's trace stays within its byte budget (issue 9): the oldest steps lose their tensors first, the
-prefill, the newest step, the step shown and every K/V row never do, and the Decode page says so."""
+prefill, the newest step and the step shown never do; a shed K/V row keeps its norm (the cache grid), and the
+Decode page says so."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ PROMPT = "The quick brown fox"
 
 
 def droppable_step(step) -> int:
-    """Counted here on its own: every hook array but the K and V rows, and the full logits array."""
-    total = sum(r.array.size * r.array.itemsize for r in step.hooks
-                if r.array is not None and r.name.rsplit(".", 1)[-1] not in ("k", "v"))
+    """Counted here on its own: every hook array, and the full logits array."""
+    total = sum(r.array.size * r.array.itemsize for r in step.hooks if r.array is not None)
     return total + (step.logits.size * step.logits.itemsize if step.logits is not None else 0)
 
 
@@ -51,10 +51,30 @@ def test_the_oldest_steps_are_shed_first_and_the_budget_holds(run):
         assert not is_shed(run.steps[index]) and all(r.array is not None for r in run.steps[index].hooks)
     for s in run.steps:
         for r in s.hooks:
-            if r.name.endswith((".k", ".v")):
-                assert np.array_equal(r.array, kv_before[(s.index, r.name)])  # the cache grid's rows stay
+            if r.name.endswith((".k", ".v")):  # [1, kv, n, hd]: kept whole, or as each row's norm (the cache grid)
+                rows = kv_before[(s.index, r.name)]
+                if s.index in gone:
+                    assert r.array is None and r.row_norms.shape == rows.shape[:-1]
+                    by_hand = np.sqrt((rows.astype(np.float64) ** 2).sum(-1))
+                    np.testing.assert_allclose(r.row_norms, by_hand, rtol=1e-5)
+                else:
+                    assert np.array_equal(r.array, rows) and r.row_norms is None
+            else:
+                assert s.index not in gone  # a shed step keeps its K and V records only
         assert np.array_equal(s.topk_ids, topk[s.index]) and s.sampled is not None
     assert shed(run, budget, keep=(3,)) == n  # nothing more to do within the same budget
+
+
+def grid_values(at) -> np.ndarray:
+    """The z of the Decode page's KV grid as the browser gets it (plotly may send an array as base64 bytes)."""
+    import base64
+    import json
+
+    z = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("-kvgrid")).proto.spec)["data"][0]["z"]
+    if isinstance(z, dict):  # {"dtype": "f4", "bdata": ..., "shape": "2, 9"}
+        shape = [int(n) for n in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return np.asarray(z, dtype=np.float64)
 
 
 def test_a_budget_that_fits_sheds_nothing(model_dirs):
@@ -69,10 +89,13 @@ def test_the_decode_page_keeps_within_its_budget_and_says_so(model_dirs, monkeyp
     monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", "0.05")  # 50 kB: the tiny test model fills it in a few steps
     at = open_app("app_pages/decode.py", model=str(model_dirs["llama_gqa_rope3"]), prompt=PROMPT)
     run = at.session_state["llmviz_run"]
+    top = run.trace.model_card["config"]["num_layers"] - 1  # the layer the page shows first
+    k_rows = [run.trace.steps[0].hook(f"layers.{top}.k").array[0].copy()]  # [kv, n, hd] per step, as written
     per_step = None
     for _ in range(60):
         next(b for b in at.button if b.label == "Next ▶").click().run()
         assert not at.exception, [e.value for e in at.exception]
+        k_rows.append(run.trace.steps[-1].hook(f"layers.{top}.k").array[0].copy())
         per_step = per_step or droppable(run.trace) / len(run.trace.steps)
         if run.shed:
             break
@@ -81,6 +104,9 @@ def test_the_decode_page_keeps_within_its_budget_and_says_so(model_dirs, monkeyp
     assert droppable(run.trace) <= max(50_000, droppable_step(run.trace.steps[0]) + droppable_step(last))
     assert any("earlier step(s) keep only their tokens" in i.value for i in at.info)
     assert not at.warning  # the newest step still draws its attention and cache panels
+    grid = grid_values(at)  # the cache grid still colours every row, shed steps' rows by the norms they kept
+    by_hand = np.sqrt((np.concatenate(k_rows, axis=1).astype(np.float64) ** 2).sum(-1))  # [kv, positions]
+    np.testing.assert_allclose(grid, by_hand, rtol=1e-5)
     while not is_shed(run.step):  # back to a step whose maps were dropped
         next(b for b in at.button if b.label == "◀ Previous").click().run()
     assert any(f"Step {run.cursor}'s attention maps and activations were dropped" in w.value for w in at.warning)
@@ -94,7 +120,7 @@ def test_freed_memory_goes_back_to_the_os_every_16_steps(run):
 
     import psutil
 
-    from llmviz.engine.memory import release_freed_memory
+    from llmviz.engine.heap import release_freed_memory
     from llmviz.ui.trace_budget import RELEASE_EVERY, keep_bounded
 
     calls = []
@@ -176,3 +202,34 @@ def test_long_lived_objects_are_left_out_of_each_collection(model_dirs):
     assert gc.get_freeze_count() > 10_000
     assert id(torch.nn.Linear.forward) not in tracked and id(torch.__dict__) not in tracked
     assert id(run.trace) in tracked and id(run) in tracked
+
+
+def test_a_shed_trace_saves_and_loads_its_row_norms(model_dirs, tmp_path):
+    """A long live run saved to a file keeps its shed steps' K/V norms (schema 3), so the loaded trace draws the
+    same cache grid; a schema 2 file (no norms) still loads, its shed steps without them."""
+    import json
+
+    from llmviz.analysis.decode_series import cache_norms
+    from llmviz.engine.trace import load_trace
+
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    session = Session(lm, PROMPT, EngineConfig(capture="full"))
+    trace = session.generate(6)
+    rows = np.concatenate([s.hook("layers.1.k").array[0] for s in trace.steps], axis=1)  # [kv, positions, hd]
+    by_hand = np.sqrt((rows.astype(np.float64) ** 2).sum(-1))
+    assert shed(trace, 0) == len(trace.steps) - 2
+    back = load_trace(trace.save(tmp_path / "t"))
+    layers = lm.cfg.num_layers
+    assert {r.name for r in back.steps[2].hooks} == {f"layers.{i}.{kv}" for i in range(layers) for kv in "kv"}
+    assert all(r.row_norms is not None and r.array is None for r in back.steps[2].hooks)
+    np.testing.assert_allclose(cache_norms(back.steps, 1), by_hand, rtol=1e-5)
+    doc = json.loads((tmp_path / "t" / "trace.json").read_text())
+    doc["schema_version"] = 2
+    for entry in doc["steps"]:
+        for meta in entry["hooks"]:
+            del meta["has_row_norms"]
+    (tmp_path / "t" / "trace.json").write_text(json.dumps(doc))
+    old = load_trace(tmp_path / "t")
+    assert all(r.row_norms is None and r.array is None for r in old.steps[2].hooks)
+    with pytest.raises(ValueError, match="without tensors"):
+        cache_norms(old.steps, 1)

@@ -331,6 +331,13 @@ def _check(trace: RunTrace, folder: Path) -> None:
         shown = [*step.input_ids.ravel(), *step.sampled.ravel(), *step.topk_ids.ravel()]
         if any(int(t) >= 0 and int(t) not in trace.tokens for t in shown):
             raise damaged(f"'steps[{i}]': a token id has no entry in the token table")
+        for record in step.hooks:  # the pages index a record's arrays by the shape it declares
+            wanted = {"array": tuple(record.shape), "row_norms": tuple(record.shape[:-1])}
+            for key, shape in wanted.items():
+                value = getattr(record, key)
+                if value is not None and (value.shape != shape or value.dtype.kind != "f"):
+                    raise damaged(f"'steps[{i}]': hook {record.name!r} declares shape {list(record.shape)}, but its "
+                                  f"{key} is a {list(value.shape)} {value.dtype} array")
 
 
 def _load_step(entry: dict, arrays: dict) -> StepTrace:

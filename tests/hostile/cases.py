@@ -332,6 +332,20 @@ def _shape(arrays: dict, key: str, value) -> dict:
     return {**arrays, key: value}
 
 
+def _hook_arrays(valid: bytes, key: str, shape_of) -> bytes:
+    """Step 1's `layers.0.k` record (a meta trace keeps none of its arrays) said to hold `key` ("array" or
+    "row_norms"), with an array of shape shape_of(declared shape)."""
+    import numpy as np
+
+    doc = json.loads(_members(valid)["trace.json"])
+    meta = next(m for m in doc["steps"][1]["hooks"] if m["name"] == "layers.0.k")
+    meta[f"has_{key}"] = True
+    shape = shape_of(meta["shape"])
+    prefix = {"array": "hook", "row_norms": "norms"}[key]
+    with_arrays = _with_arrays(valid, lambda a: {**a, f"s1.{prefix}.layers.0.k": np.ones(shape, np.float32)})
+    return _zip({**_members(with_arrays), "trace.json": json.dumps(doc).encode()})
+
+
 TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("empty_file", lambda valid: b"", ERROR, "TraceFormatError"),
     Case("not_a_zip", lambda valid: b"this is a text file, not a zip archive\n" * 10, ERROR, "TraceFormatError"),
@@ -363,6 +377,14 @@ TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("dtype_ids_float", lambda valid: _with_arrays(valid, lambda a: _shape(a, "s0.input_ids", a["s0.input_ids"]
                                                                                .astype("float32"))), ERROR,
          "TraceFormatError"),
+    Case("hook_array_wrong_shape", lambda valid: _hook_arrays(valid, "array", lambda s: [s[0], 1]), ERROR,
+         "TraceFormatError"),
+    Case("row_norms_wrong_shape", lambda valid: _hook_arrays(valid, "row_norms", lambda s: s), ERROR,
+         "TraceFormatError"),
+    Case("row_norms_declared_missing", lambda valid: _with_json(valid, lambda d: json.dumps({**d, "steps": [
+        d["steps"][0], {**d["steps"][1], "hooks": [{**m, "has_row_norms": True} for m in d["steps"][1]["hooks"]]},
+        *d["steps"][2:]]}).encode()), ERROR, "TraceFormatError"),
+    Case("row_norms_well_formed", lambda valid: _hook_arrays(valid, "row_norms", lambda s: s[:-1]), OK),
     Case("array_missing", lambda valid: _with_arrays(valid, lambda a: {k: v for k, v in a.items()
                                                                        if k != "s0.sampled"}), ERROR,
          "TraceFormatError"),

@@ -14,6 +14,7 @@ import os
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters; setting the threshold turns its dynamic growth off
 _M_ARENA_MAX = -8
+MMAP_THRESHOLD = 128 * 1024  # bytes: a block this large gets its own pages, handed back to the OS when freed
 SERVER_ARENAS = 1  # the app's server: every thread allocates from one heap, so a script run reuses the last's frees
 
 
@@ -23,7 +24,7 @@ def release_freed_memory() -> bool:
     libc = _glibc()
     if libc is None:
         return False
-    libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+    libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     return bool(libc.malloc_trim(0))
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmviz.engine.hook_points import layer_hook_name
+
 
 def cache_norms(steps, layer: int, which: str = "k", upto: int | None = None) -> np.ndarray:
     """The L2 norm of each K (or V) row one layer's cache holds after step `upto`: [kv_heads, positions] (batch row
@@ -18,7 +20,7 @@ def cache_norms(steps, layer: int, which: str = "k", upto: int | None = None) ->
     upto = len(steps) - 1 if upto is None else upto
     parts = []
     for step in steps[: upto + 1]:
-        record = step.hook(f"layers.{layer}.{which}")
+        record = step.hook(layer_hook_name(layer, which))
         if record.array is not None:
             parts.append(np.linalg.norm(record.array[0], axis=-1))  # [kv, n_new, hd] -> [kv, n_new]
         elif record.row_norms is not None:

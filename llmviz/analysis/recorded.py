@@ -9,12 +9,15 @@ from __future__ import annotations
 
 def missing_tensors(step, names: list[str]) -> list[str]:
     """The names among `names` whose tensor the step did not keep (no record, or a record without array)."""
-    present = {record.name for record in step.hooks if record.array is not None}
-    return [name for name in names if name not in present]
+    return _missing(step, names, lambda record: record.array is not None)
 
 
 def missing_row_norms(step, names: list[str]) -> list[str]:
     """The names among `names` whose rows' norms the step cannot give: no tensor, and no norms kept when its
     tensor was dropped (llmviz/ui/trace_budget.py). The cache grid needs only these norms."""
-    present = {record.name for record in step.hooks if record.array is not None or record.row_norms is not None}
+    return _missing(step, names, lambda record: record.array is not None or record.row_norms is not None)
+
+
+def _missing(step, names: list[str], held) -> list[str]:
+    present = {record.name for record in step.hooks if held(record)}
     return [name for name in names if name not in present]

@@ -94,6 +94,15 @@ def all_hook_names(num_layers: int) -> list[str]:
     return [*names, "kv.write", "final_norm", "logits", "sample"]
 
 
+CACHE_ROW_POINTS = ("k", "v")  # the layer points whose rows the KV cache stores (the cache grid draws them)
+
+
+def writes_cache_rows(name: str) -> bool:
+    """Whether a concrete hook name holds rows the KV cache stores (`layers.3.k`, `layers.3.v`)."""
+    parts = name.split(".")
+    return len(parts) == 3 and parts[0] == "layers" and parts[1].isdigit() and parts[2] in CACHE_ROW_POINTS
+
+
 def declared_point(name: str) -> HookPoint:
     """The declaration behind a concrete name (`layers.3.q` -> the `q` layer point)."""
     for point in GLOBAL_POINTS:

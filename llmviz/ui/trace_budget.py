@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from llmviz.engine.hook_points import writes_cache_rows
 from llmviz.engine.trace import HookRecord, RunTrace, StepTrace
 
 RELEASE_EVERY = 16  # steps between handing freed memory back to the OS
-
-
-def keeps_row_norms(name: str) -> bool:
-    """The K and V rows a step wrote: the cache grid of every later step colours each cached row by its norm."""
-    return name.endswith((".k", ".v"))
 
 
 def step_bytes(step: StepTrace) -> int:
@@ -36,7 +32,7 @@ def drop_array(record: HookRecord) -> None:
     """The record loses its tensor; a K or V record keeps the norm of each row ([b, kv, n, hd] -> [b, kv, n])."""
     if record.array is None:
         return
-    if keeps_row_norms(record.name):
+    if writes_cache_rows(record.name):  # the cache grid of every later step colours each cached row by its norm
         record.row_norms = np.linalg.norm(record.array, axis=-1).astype(np.float32)
     record.array = None
 
@@ -51,10 +47,11 @@ def shed(trace: RunTrace, budget: int, keep: tuple = ()) -> int:
     for step in trace.steps:
         if total <= budget:
             break
-        if step.index in protected or not step_bytes(step):
+        held = step_bytes(step)
+        if step.index in protected or not held:
             continue
-        total -= step_bytes(step)
-        step.hooks = [record for record in step.hooks if keeps_row_norms(record.name)]
+        total -= held
+        step.hooks = [record for record in step.hooks if writes_cache_rows(record.name)]
         for record in step.hooks:
             drop_array(record)
         step.logits = None  # top-k ids, logits and the logsumexp stay: exact probabilities of the top tokens

@@ -64,7 +64,8 @@ def test_the_fit_recovers_known_coefficients():
     assert fit.takeover == pytest.approx(1000, rel=0.15)
     assert fit.dominant(256) == "linear" and fit.dominant(2048) == "quadratic"
     shares = fit.shares(1000)
-    assert shares["linear"] == pytest.approx(shares["quadratic"], rel=0.2) and sum(shares.values()) == 1
+    assert shares["linear"] == pytest.approx(shares["quadratic"], rel=0.2)
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-12)  # a sum of floats: BLAS rounding differs per CPU
 
 
 def test_linear_data_resolves_no_quadratic_term():

@@ -7,11 +7,12 @@ import streamlit as st
 from llmviz.ui import navigation, presenter
 from llmviz.ui.chrome import guarded, sidebar
 from llmviz.ui.decode_controls import PLAYING
-from llmviz.ui.state import imported
+from llmviz.ui.state import apply_upload_limit, imported
 
 ICON = Path(__file__).parent / "assets" / "ui" / "icon.png"  # served by this server: nothing is fetched offline
 st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
 imported()  # the heavy imports once per process, never by two sessions at the same time
+apply_upload_limit()  # public mode: Streamlit refuses a file over the app's limit before taking it in
 t = sidebar()
 pages = [
     st.Page("app_pages/home.py", title=t("nav.home"), icon=":material/home:", default=True),

@@ -70,7 +70,8 @@ def throughput(t, s) -> None:
                                       t("batch.decode"), t("batch.prefill")), width="stretch", key="batch_sweep")
     top = rows[-1]
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
-    st.caption(t("batch.sweep_note", model=result["model"], device=result["device"], threads=result["threads"],
+    st.caption(t("batch.sweep_note", model=literal(str(result["model"])), device=result["device"],
+                 threads=result["threads"],
                  steps=result["steps"], repeats=result["repeats"]))
     a, b = st.columns(2)
     a.download_button(t("compare.json"), json.dumps(result), "batch_sweep.json", "application/json", key="batch_json")

@@ -79,7 +79,11 @@ def main() -> None:
         state.explain(t, exc)
         return
     result = compare_run.shown_result(s)
-    if pressed or (s.cmp_run and result is None):
+    linked = s.cmp_run and result is None
+    if linked and not pressed and state.policy().public:  # a link must not run a measurement for every visitor
+        st.info(t("compare.link_waits"))
+        linked = False
+    if pressed or linked:
         result = compare_run.run(t, s)
         if result is not None:
             state.update(cmp_run=1)  # the link now reopens (and reruns) this comparison

@@ -8,7 +8,7 @@ from llmviz.analysis.recorded import missing_row_norms, missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.ui import latency_sweep, presenter, seed_controls, state
-from llmviz.ui.chrome import guarded, heading, shown_run, step_timing, translator, with_bold_tail
+from llmviz.ui.chrome import guarded, heading, literal, shown_run, step_timing, translator, with_bold_tail
 from llmviz.ui.decode_controls import (
     PLAYING,
     controls,
@@ -44,7 +44,7 @@ def attention_panel(t, run, layer: int, labels: list[str]) -> None:
         st.plotly_chart(fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title"),
                                           t("decode.weight")), width="stretch", key="attn")
         if probs_rec.note:
-            st.caption(t("decode.recomputed", backend=step.timings.get("attn_backend", "?")))
+            st.caption(t("decode.recomputed", backend=literal(str(step.timings.get("attn_backend", "?")))))
 
 
 def cache_panel(t, run, layer: int, labels: list[str], detail: bool = True) -> None:
@@ -80,7 +80,7 @@ def next_token_panel(t, run, settings, detail: bool = True) -> None:
         return
     caption = "decode.dist_caption_replay" if run.key is None else "decode.dist_caption"
     st.caption(t(caption, kept=dist.kept_count, used=step.sampling.get("temperature", "?"),
-                 token=token_label(tokens, chosen_id)))
+                 token=literal(token_label(tokens, chosen_id))))
     if step.logits is None:  # a large vocabulary: only the top tokens were stored
         st.caption(t("decode.dist_topk_only", stored=len(ids), vocab=run.trace.model_card["config"]["vocab_size"]))
     if step.lens_ids is not None:
@@ -122,13 +122,15 @@ def timing_panel(t, run) -> None:
 
 def memory_panel(t, run) -> None:
     step, card = run.step, run.trace.model_card
-    cols = st.columns(4)
+    public = state.policy().public  # a public server keeps its own process's memory to itself
+    cols = st.columns(3 if public else 4)
     weights, used, allocated = in_one_unit([card["weight_bytes"], step.kv["bytes_used"], step.kv["bytes_allocated"]])
     cols[0].metric(t("decode.mem_weights"), weights, help=t("decode.mem_bytes", n=card["weight_bytes"]))
     cols[1].metric(t("decode.mem_kv_used"), used, help=t("decode.mem_bytes", n=step.kv["bytes_used"]))
     cols[2].metric(t("decode.mem_kv_alloc"), allocated, help=t("decode.mem_bytes", n=step.kv["bytes_allocated"]))
-    cols[3].metric(t("decode.mem_rss"), in_one_unit([step.memory["rss_bytes"]])[0], help=t("decode.mem_rss_help"))
-    if "cuda_allocated_bytes" in step.memory:
+    if not public and "rss_bytes" in step.memory:  # a public server's trace download leaves it out (trace_file)
+        cols[3].metric(t("decode.mem_rss"), in_one_unit([step.memory["rss_bytes"]])[0], help=t("decode.mem_rss_help"))
+    if "cuda_allocated_bytes" in step.memory and not public:
         st.caption(t("decode.mem_cuda", alloc=step.memory["cuda_allocated_bytes"] / 2**20,
                      peak=step.memory["cuda_peak_allocated_bytes"] / 2**20))
 
@@ -150,8 +152,8 @@ def layer_and_gaps(t, run, presenting: bool) -> tuple[int, list[str], bool]:
     if missing and is_shed(run.step):
         st.warning(t("budget.step_shed", step=run.cursor))
     elif missing:  # a trace recorded at capture meta/off, or filtered: draw what it holds
-        st.warning(t("common.no_tensors", capture=run.step.timings.get("capture", "?"),
-                     names=", ".join(sorted(missing))))
+        st.warning(t("common.no_tensors", capture=literal(str(run.step.timings.get("capture", "?"))),
+                     names=literal(", ".join(sorted(missing)))))
     return layer, cache_labels(run.trace, run.cursor), not missing
 
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from llmviz.engine.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import demo, state
-from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.ui.compare_view import switch_reference
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import DEFAULT_MODEL, DEVICES, EXAMPLE_PROMPTS
@@ -65,7 +65,7 @@ def picker(t) -> None:
 def model_card(t, run) -> None:
     card = run.trace.model_card
     c = card["config"]
-    st.subheader(t("home.card", name=card["name"]))
+    st.subheader(t("home.card", name=literal(str(card["name"]))))
     cols = st.columns(5)
     cols[0].metric(t("card.parameters"), f"{card['parameters']:,}")
     cols[1].metric(t("card.layers"), c["num_layers"])
@@ -79,7 +79,7 @@ def model_card(t, run) -> None:
     cols[3].metric(t("card.device"), card["device"])
     cols[4].metric(t("card.weight_bytes"), f"{card['weight_bytes'] / 2**20:,.1f} MiB")
     n = len(run.trace.prompt_ids)
-    st.write(t("home.prompt_tokens", n=n, prompt=run.trace.prompt))
+    st.markdown(t("home.prompt_tokens", n=n, prompt=literal(run.trace.prompt)))  # a link's prompt: any text
     if card["name"] == DEFAULT_MODEL and not run.trace.prompt.isascii():
         st.info(t("home.cjk_note", chars=len(run.trace.prompt), n=n))
 

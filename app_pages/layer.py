@@ -7,7 +7,7 @@ from llmviz.analysis import layer as ly
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import cache_labels
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.viz import layer as fig
 
 
@@ -66,7 +66,8 @@ def main() -> None:
         inputs = ["embed"] if layer == 0 else [f"layers.{layer - 1}.resid"]
         missing = missing_tensors(run.step, [*ly.needed(layer), *inputs])
         if missing:
-            st.warning(t("common.no_tensors", capture=run.step.timings.get("capture", "?"), names=", ".join(missing)))
+            st.warning(t("common.no_tensors", capture=literal(str(run.step.timings.get("capture", "?"))),
+                         names=literal(", ".join(missing))))
         else:
             sections(t, run, layer)
     state.sync_url()

@@ -7,7 +7,7 @@ from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, scroll_to, shown_run, step_timing, translator
+from llmviz.ui.chrome import heading, literal, scroll_to, shown_run, step_timing, translator
 from llmviz.viz.attention import attention_grid, attention_heatmap
 from llmviz.viz.kv_cache import kv_bytes_bars
 
@@ -45,7 +45,8 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     if window:
         st.markdown(t("prefill.window_masked", n=window))
     if "recomputed" in scores.note:  # rebuilt from these same Q and K: the check below would be circular
-        st.info(t("prefill.recomputed", backend=step.timings.get("attn_backend", "?"), note=scores.note))
+        st.info(t("prefill.recomputed", backend=literal(str(step.timings.get("attn_backend", "?"))),
+                  note=literal(scores.note)))
     else:
         st.caption(t("prefill.recheck", gap=f"{gap:.1e}"))
     left, right = st.columns(2)
@@ -105,7 +106,7 @@ def kv_section(t, run, step, layers: int) -> None:
     cols[1].metric(t("prefill.kv_by_tensors"), f"{recorded:,} B")
     cols[2].metric(t("prefill.kv_used"), f"{kv['bytes_used']:,} B", help=t("prefill.kv_used_help"))
     cols[3].metric(t("prefill.kv_allocated"), f"{kv['bytes_allocated']:,} B",
-                   help=t("prefill.kv_allocated_help", max_seq=kv["max_seq"], layout=kv["layout"]))
+                   help=t("prefill.kv_allocated_help", max_seq=kv["max_seq"], layout=literal(str(kv["layout"]))))
     names = [t(f"prefill.{k}") for k in ("kv_by_formula", "kv_by_tensors", "kv_used", "kv_allocated")]
     values = [formula, recorded, kv["bytes_used"], kv["bytes_allocated"]]
     st.plotly_chart(kv_bytes_bars(names, values, t("prefill.kv_bars_title"), t("prefill.bytes")), width="stretch",
@@ -115,7 +116,7 @@ def kv_section(t, run, step, layers: int) -> None:
     table = kvm.comparison(kvm.ARTICLE_EXAMPLE, here)
     st.dataframe({"": [t(f"prefill.row_{what}") for what, _, _ in table],
                   t("prefill.col_article"): [a for _, a, _ in table],
-                  t("prefill.col_here", name=run.trace.model_card["name"]): [b for _, _, b in table]},
+                  t("prefill.col_here", name=literal(str(run.trace.model_card["name"]))): [b for _, _, b in table]},
                  hide_index=True, key="prefill_article")
     st.markdown(t("prefill.article_explain", article=kvm.ARTICLE_EXAMPLE.formula(), here=here.formula(),
                   ratio=f"{here.per_layer / kvm.ARTICLE_EXAMPLE.per_layer:.3g}"))
@@ -150,8 +151,8 @@ def main() -> None:
         layers = int(run.trace.model_card["config"]["num_layers"])
         missing = missing_tensors(step, [f"layers.{i}.{p}" for i in range(layers) for p in DRAWN])
         if missing:
-            st.warning(t("common.no_tensors", capture=step.timings.get("capture", "?"),
-                         names=", ".join(missing[:6]) + (" …" if len(missing) > 6 else "")))
+            st.warning(t("common.no_tensors", capture=literal(str(step.timings.get("capture", "?"))),
+                         names=literal(", ".join(missing[:6])) + (" …" if len(missing) > 6 else "")))
         else:
             tensor_sections(t, run, step, layers)
         timing_section(t, step)

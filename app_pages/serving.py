@@ -83,7 +83,9 @@ def batching_tab(t, s) -> None:
 
 def uploaded(t) -> tuple:
     """The uploaded request trace and a key naming its content, or (None, None) with what to do shown."""
-    file = st.file_uploader(t("serving.upload"), type=["json"], key="serve_upload_w", help=t("serving.upload_help"))
+    policy = state.policy()
+    file = st.file_uploader(t("serving.upload"), type=["json"], key="serve_upload_w", help=t("serving.upload_help"),
+                            max_upload_size=policy.upload_limit_mb if policy.public else None)
     with st.expander(t("serving.format")):
         st.markdown(t("serving.format_text"))
         st.code(FORMAT_EXAMPLE, language="json")

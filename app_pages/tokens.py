@@ -6,7 +6,7 @@ from llmviz.analysis import positions, projection
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.viz import embeddings
 from llmviz.viz.tokens import token_strip
 
@@ -107,7 +107,8 @@ def main() -> None:
         token_section(t, run, ids, texts, pieces)
         missing = missing_tensors(step, ["embed", "pos"])
         if missing:
-            st.warning(t("common.no_tensors", capture=step.timings.get("capture", "?"), names=", ".join(missing)))
+            st.warning(t("common.no_tensors", capture=literal(str(step.timings.get("capture", "?"))),
+                         names=literal(", ".join(missing))))
         else:
             labels = tk.position_labels(pieces)
             embedding_section(t, step, labels)

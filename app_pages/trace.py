@@ -6,7 +6,8 @@ from llmviz.engine.trace import trace_from_zip, trace_to_zip
 from llmviz.errors import NotAllowedError, TraceFormatError
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, translator
-from llmviz.ui.trace_file import download_name, markdown_escape, summary
+from llmviz.ui.trace_budget import bound_replay
+from llmviz.ui.trace_file import download_name, markdown_escape, public_copy, summary
 
 UPLOAD_KEY, LOADED_KEY, ZIP_KEY = "trace_upload", "trace_loaded_file", "trace_zip"
 
@@ -17,43 +18,48 @@ def load_upload(t) -> None:
     if upload is None or upload.file_id == st.session_state.get(LOADED_KEY):
         return
     st.session_state[LOADED_KEY] = upload.file_id
+    policy = state.policy()
     try:
-        state.policy().check_upload(upload.size)
+        policy.check_upload(upload.size)
         trace = trace_from_zip(upload.getvalue())
-        if not trace.steps:
-            raise TraceFormatError("the trace holds no steps")
+        shed = bound_replay(trace, policy.trace_budget_bytes, policy.public)  # before any page holds it
     except (TraceFormatError, NotAllowedError) as exc:
         state.explain(t, exc)
         return
     state.replay(trace)
-    st.success(t("trace.loaded", name=upload.name, steps=len(trace.steps)))
+    state.held_run().shed = shed  # the pages say which steps lost their tensors, and why
+    st.success(t("trace.loaded", name=markdown_escape(upload.name), steps=len(trace.steps)))
+    if shed:
+        st.info(t("budget.notice", n=shed, mb=policy.trace_budget_mb))
 
 
-def zip_bytes(run) -> bytes:
-    """The run as a .zip, rebuilt only when the run has gained steps since the last render."""
+def zip_bytes(run, public: bool) -> bytes:
+    """The run as a .zip, rebuilt only when the run has gained steps since the last render; a public server's
+    without its own folders and memory figures (trace_file.public_copy), the run shown keeping them."""
     cached = st.session_state.get(ZIP_KEY)
     if cached is None or cached[0] is not run.trace or cached[1] != len(run.trace.steps):
-        cached = (run.trace, len(run.trace.steps), trace_to_zip(run.trace))
+        cached = (run.trace, len(run.trace.steps), trace_to_zip(public_copy(run.trace) if public else run.trace))
         st.session_state[ZIP_KEY] = cached
     return cached[2]
 
 
 def run_summary(t, run) -> None:
-    s = summary(run.trace)
+    """What the run is; every text from the trace escaped (an uploaded file's may be any markdown: issue 19)."""
+    s = {k: markdown_escape(v) if isinstance(v, str) else v for k, v in summary(run.trace).items()}
     st.subheader(t("trace.summary"))
     cols = st.columns(4)
     cols[0].metric(t("trace.model"), s["model_short"], help=s["model"])
     cols[1].metric(t("trace.prompt_tokens"), s["prompt_tokens"])
     cols[2].metric(t("trace.steps"), s["steps"], help=t("trace.steps_help"))
     cols[3].metric(t("trace.generated"), s["generated_tokens"])
-    st.markdown(t("trace.prompt_line", prompt=markdown_escape(s["prompt"])))
-    st.markdown(t("trace.output_line", text=markdown_escape(s["generated_text"])))
+    st.markdown(t("trace.prompt_line", prompt=s["prompt"]))
+    st.markdown(t("trace.output_line", text=s["generated_text"]))
     st.markdown(t("trace.engine_line", family=s["family"], parameters=f"{s['parameters']:,}", device=s["device"],
                   dtype=s["dtype"], attn=s["attn"], kv_layout=s["kv_layout"], kv_dtype=s["kv_dtype"],
                   capture=s["capture"], seed=s["seed"], temperature=s["temperature"], top_k=s["top_k"],
                   top_p=s["top_p"]))
     if s["finished"]:
-        key = f"trace.finished_{s['finished']}"
+        key = f"trace.finished_{run.trace.steps[-1].finished}"
         st.caption(t(key) if key in t else s["finished"])
     with st.expander(t("trace.config_json")):
         st.json(run.trace.engine_config)
@@ -62,7 +68,7 @@ def run_summary(t, run) -> None:
 def download(t, run) -> None:
     st.subheader(t("trace.download"))
     st.caption(t("trace.download_help"))
-    data = zip_bytes(run)
+    data = zip_bytes(run, state.policy().public)
     st.download_button(t("trace.download_button", size=f"{len(data) / 2**20:,.2f}"), data,
                        file_name=download_name(run.trace), mime="application/zip", on_click="ignore",
                        type="primary", icon=":material/download:", key="trace_download")

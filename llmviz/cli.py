@@ -11,6 +11,7 @@ import sys
 
 from llmviz import service
 from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.files import check_output, read_regular
 from llmviz.engine.switches import SWITCHES
 from llmviz.engine.trace import save_zip
 from llmviz.errors import ConfigError, LlmvizError
@@ -136,10 +137,8 @@ def engine_config(args, capture: str, lens: int, patterns=()) -> EngineConfig:
 def prompts_of(args) -> list[str]:
     prompts = list(args.prompt)
     if args.prompts_file:
-        if "\x00" in args.prompts_file:
-            raise ConfigError("--prompts-file: a file name cannot hold a NUL byte")
-        with open(args.prompts_file, "rb") as f:
-            data = f.read(MAX_PROMPTS_FILE_BYTES + 1)
+        # a regular file only: a FIFO blocked the read forever; the read is bounded (the size may change)
+        data = read_regular(args.prompts_file, MAX_PROMPTS_FILE_BYTES, "--prompts-file")
         if len(data) > MAX_PROMPTS_FILE_BYTES:
             raise ConfigError(f"{args.prompts_file} holds more than {MAX_PROMPTS_FILE_BYTES:,} bytes: a prompts file "
                               "is one prompt per line")
@@ -213,6 +212,7 @@ def trace_cmd(args) -> int:
         raise LlmvizError("--steps must be >= 0")
     if not args.out.strip() or "\x00" in args.out:
         raise ConfigError("--out needs a folder name without NUL bytes (it is created if missing)")
+    check_output(args.out, "--out", folder=not args.out.lower().endswith(".zip"))  # before the model runs
     prompts = prompts_of(args)
     config = engine_config(args, capture=args.capture, lens=5, patterns=args.filter)
     start(args)

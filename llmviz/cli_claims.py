@@ -9,7 +9,7 @@ import sys
 from llmviz import service
 from llmviz.analysis.claim_effects import reason_text, report
 from llmviz.analysis.lab import jsonable
-from llmviz.errors import LlmvizError
+from llmviz.errors import ConfigError, LlmvizError
 from llmviz.ui.i18n import Translator
 
 
@@ -29,6 +29,10 @@ def run(args) -> int:
             # error stays the one line on stderr that scripts read)
             print(f"[{fraction:4.0%}] {claim}", file=sys.stderr, flush=True)
 
+    if args.only is not None and not args.only.replace(",", "").strip():  # --only "" or ",,,": no claim named
+        from llmviz.engine.claims import CLAIM_IDS
+
+        raise ConfigError(f"--only {args.only!r} names no claim; the claims are {', '.join(CLAIM_IDS)}")
     raw = service.claims(args.only, quick=args.quick, device=args.device, progress=progress)
     errors = [c.get("error") for c in raw["claims"].values() if isinstance(c, dict)]
     if errors and all(errors):  # not one claim could be measured: the first reason, as every CLI error

@@ -32,6 +32,7 @@ def add_parser(sub) -> None:
 def alone_outputs(lm, trace, device: str) -> dict:
     """Every request run by itself with its seed: what the schedulers must reproduce."""
     from llmviz.engine.config import EngineConfig
+    from llmviz.engine.lean_steps import lean_generate
     from llmviz.engine.session import Session
 
     out = {}
@@ -39,7 +40,7 @@ def alone_outputs(lm, trace, device: str) -> dict:
         cfg = EngineConfig(device=device, capture="off", logit_lens_top_k=0, stop_at_eos=False, sampling=r.sampling,
                            max_seq_len=len(r.prompt_ids) + r.output_len + 1)
         session = Session(lm, config=cfg, prompt_ids=[list(r.prompt_ids)], seeds=[r.seed])
-        out[r.id] = session.generate(r.output_len).output_ids
+        out[r.id] = lean_generate(session, r.output_len).output_ids  # tokens only: no logits kept
     return out
 
 

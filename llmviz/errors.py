@@ -88,3 +88,7 @@ class NotAllowedError(ConfigError):
 
 class ServerBusyError(LlmvizError):
     """Public mode: the server's heavy measurements are all taken, or this session already runs one."""
+
+
+class TimeLimitError(LlmvizError):
+    """Public mode: a heavy measurement ran past the server's wall-clock limit (LLMVIZ_HEAVY_LIMIT_S) and stopped."""

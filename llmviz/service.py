@@ -22,6 +22,7 @@ __all__ = [
     "Session",
     "StepTrace",
     "batch_sweep",
+    "check_serving_work",
     "claims",
     "compare",
     "device_limits",
@@ -40,6 +41,7 @@ __all__ = [
     "step",
     "step_layouts",
     "use_cpu_threads",
+    "warm_imports",
     "warm_up_serving",
 ]
 
@@ -199,3 +201,44 @@ def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_
     from llmviz.engine.serving.speculative import speculate as run_speculative
 
     return run_speculative(target, draft, prompt, k, max_new, sampling, seed)
+
+
+# The transformers submodules behind the names llmviz/engine/loading.py imports (config, tokenizer)
+_TRANSFORMERS = ("transformers.models.auto.configuration_auto", "transformers.models.auto.tokenization_auto",
+                 "transformers.tokenization_utils_fast")
+
+
+def warm_imports() -> None:
+    """Import what a first model load imports, now. transformers is a lazy module: each name is imported on first
+    access, and two sessions loading their first models at once got "cannot import name 'AutoConfig' from
+    'transformers'" (issue 19). The app calls this once, under a lock (llmviz/ui/state.imported)."""
+    import importlib
+
+    import transformers
+
+    for name in _TRANSFORMERS:
+        importlib.import_module(name)
+    for name in ("AutoConfig", "AutoTokenizer", "PreTrainedTokenizerFast"):
+        getattr(transformers, name)
+
+
+def resolved_device(name: str) -> str:
+    """The device `name` means here ("auto" -> "cuda:0", "mps" or "cpu"), in one spelling: the app's model cache
+    keys on it, so that auto and the device it picks are one copy (issue 19). ConfigError for no such device."""
+    from llmviz.engine.devices import resolve_device
+
+    device = resolve_device(name)
+    return f"{device.type}:{0 if device.index is None else device.index}" if device.type == "cuda" else device.type
+
+
+def check_serving_work(lm: LoadedModel, trace, public: bool, slots: int | None = None) -> int:
+    """A request trace (built-in name, JSON file or RequestTrace) checked before it runs on `lm` in `slots`; its work
+    in tokens (prompt + output, and static batching's padding in `slots`): its longest request must fit a sequence
+    (ConfigError), and on a public server the work be at most PUBLIC_MAX_TRACE_TOKENS (NotAllowedError;
+    llmviz/engine/serving/requests.py check_work)."""
+    from llmviz.engine.config import default_max_seq
+    from llmviz.engine.serving.requests import PUBLIC_MAX_TRACE_TOKENS, check_work, load_trace
+
+    requests = load_trace(trace) if isinstance(trace, str) else trace
+    return check_work(requests, default_max_seq(lm.cfg.max_position_embeddings),
+                      PUBLIC_MAX_TRACE_TOKENS if public else None, slots)

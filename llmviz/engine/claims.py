@@ -155,10 +155,13 @@ class Measurer(ServingClaims):
 
 
 def parse_ids(text: str | None) -> tuple[str, ...]:
-    """"K1,K4" (any case, spaces allowed) -> ("K1", "K4"); None or empty: all eleven."""
+    """"K1,K4" (any case, spaces allowed) -> ("K1", "K4"); None or empty: all eleven. Text that names no claim
+    (",,,") is a ConfigError listing the claims, not a run of none (issue 19)."""
     if not text or not text.strip():
         return CLAIM_IDS
     ids = tuple(dict.fromkeys(part.strip().upper() for part in text.split(",") if part.strip()))
+    if not ids:
+        raise ConfigError(f"{text!r} names no claim; the claims are {', '.join(CLAIM_IDS)}")
     unknown = [i for i in ids if i not in CLAIM_IDS]
     if unknown:
         raise ConfigError(f"no claim {unknown[0]!r}; the claims are {', '.join(CLAIM_IDS)}")

@@ -27,6 +27,7 @@ import torch
 
 from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
+from llmviz.engine.lean_steps import lean_generate
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.memory import typed_out_of_memory
 from llmviz.engine.probes import memory_bandwidth
@@ -69,8 +70,8 @@ class CompareConfig:
                               f"got {self.warmup!r}")
         if not isinstance(self.layer, int) or not isinstance(self.head, int) or self.layer < 0 or self.head < 0:
             raise ConfigError("layer and head must be whole numbers >= 0")
-        for spec in (self.a, self.b):
-            parse_spec(spec)  # ConfigError on an unknown switch or value
+        for side in "ab":  # ConfigError now on an unknown switch or a value the engine refuses (a window >= 2**63)
+            self.engine_config(side)
 
     def engine_config(self, side: str, capture: str = "off") -> EngineConfig:
         changes = parse_spec(self.a if side == "a" else self.b)
@@ -82,13 +83,15 @@ class CompareConfig:
                             **changes)
 
 
-def _timed_run(lm: LoadedModel, config: CompareConfig, engine: EngineConfig) -> dict:
+def _timed_run(lm: LoadedModel, config: CompareConfig, engine: EngineConfig, keep_logits: bool = False) -> dict:
+    """One timed run; only the drift's reference (keep_logits) keeps its whole logits: the other rounds are read
+    for their timings, tokens and KV (GPT-2's vocab: 200 KB a step, 20 rounds x 257 steps held otherwise)."""
     session = Session(lm, [config.prompt], engine)
     if lm.device.type == "cuda":
         torch.cuda.synchronize(lm.device)
         resident = torch.cuda.memory_allocated(lm.device)
         torch.cuda.reset_peak_memory_stats(lm.device)
-    trace = session.generate(config.steps + 1)
+    trace = session.generate(config.steps + 1) if keep_logits else lean_generate(session, config.steps + 1)
     decode = [s.timings["total_ms"] for s in trace.steps[1:]]
     compiling = [i for i, s in enumerate(trace.steps[1:]) if "compile + forward" in s.timings["spans_ms"]]
     timed = [ms for i, ms in enumerate(decode) if i not in compiling] or decode
@@ -101,7 +104,7 @@ def _timed_run(lm: LoadedModel, config: CompareConfig, engine: EngineConfig) -> 
 def _largest_activation(lm: LoadedModel, config: CompareConfig, side: str) -> dict:
     """The largest tensor a step materialized (hook records at capture meta, maps rebuilt afterwards
     left out): the activation share of a CPU run's own memory."""
-    trace = Session(lm, [config.prompt], config.engine_config(side, "meta")).generate(config.steps + 1)
+    trace = lean_generate(Session(lm, [config.prompt], config.engine_config(side, "meta")), config.steps + 1)
     records = [(r.nbytes, r.name, s.index) for s in trace.steps for r in s.hooks if not r.note.startswith(RECOMPUTED)]
     nbytes, name, step = max(records)
     return {"bytes": nbytes, "hook": name, "step": step}
@@ -154,7 +157,8 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
         for j, side in enumerate("ab" if r % 2 == 0 else "ba"):
             progress(0.1 + 0.6 * (2 * r + j) / (2 * rounds), "round", {"round": r + 1, "rounds": rounds,
                                                                       "side": side.upper()})
-            run = _timed_run(models[side], config, engines[side])
+            # The last round's A run is the drift's reference (runs["a"][-1]): the only one that keeps its logits
+            run = _timed_run(models[side], config, engines[side], keep_logits=side == "a" and r == rounds - 1)
             if r >= config.warmup:
                 runs[side].append(run)
     sides = {}

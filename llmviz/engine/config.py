@@ -27,6 +27,16 @@ EMBEDDED_DRAFT = "llmviz-tiny-draft"  # its 2-layer draft for speculative decodi
 # Built-in models whose weights are drawn at load (engine/random_weights.py): shapes to measure on, no download
 RANDOM_MODELS = ("gpt2-124m-random",)
 DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model does not preallocate 128k
+SEED_RANGE = (-(2**63), 2**64)  # the seeds torch.Generator.manual_seed takes (beyond: OverflowError)
+MAX_SLIDING_WINDOW = 2**63 - 1  # a window is compared with int64 positions (beyond: OverflowError); a window at
+# least max_seq long is allowed and is the same as none (every cached key is inside it), so 10**12 runs
+
+
+def check_seed(seed, what: str = "seed") -> None:
+    """A seed torch can take, or a ConfigError naming the range (the CLI, the pages and the library share it)."""
+    low, end = SEED_RANGE
+    if not isinstance(seed, int) or isinstance(seed, bool) or not low <= seed < end:
+        raise ConfigError(f"{what} must be an integer in [-2**63, 2**64), got {seed!r}")
 
 
 def default_max_seq(context: int) -> int:
@@ -111,8 +121,11 @@ class EngineConfig:
             raise ConfigError(f"max_seq_len must be an integer >= 2, got {self.max_seq_len!r}")
         if self.kv_heads is not None and (not isinstance(self.kv_heads, int) or self.kv_heads < 1):
             raise ConfigError(f"kv_heads must be a positive integer, got {self.kv_heads!r}")
-        if self.sliding_window is not None and (not isinstance(self.sliding_window, int) or self.sliding_window < 1):
-            raise ConfigError(f"sliding_window must be a positive number of tokens, got {self.sliding_window!r}")
+        window = self.sliding_window
+        if window is not None and (not isinstance(window, int) or isinstance(window, bool)
+                                   or not 1 <= window <= MAX_SLIDING_WINDOW):
+            raise ConfigError(f"sliding_window must be a whole number of tokens in 1..2**63-1 (one at least max_seq "
+                              f"long is the same as none), got {window!r}")
         if self.kv_pool_blocks is not None and (not isinstance(self.kv_pool_blocks, int) or self.kv_pool_blocks < 1):
             raise ConfigError(f"kv_pool_blocks must be a positive integer, got {self.kv_pool_blocks!r}")
         if not isinstance(self.quant_group, int) or self.quant_group < 1:
@@ -121,8 +134,7 @@ class EngineConfig:
             raise ConfigError(f"kv_rollback must be an integer >= 0, got {self.kv_rollback!r}")
         if not isinstance(self.kv_block_size, int) or not 1 <= self.kv_block_size <= 4096:
             raise ConfigError(f"kv_block_size must be an integer in 1..4096, got {self.kv_block_size!r}")
-        if not isinstance(self.seed, int) or not -(2**63) <= self.seed < 2**64:
-            raise ConfigError(f"seed must be an integer in [-2**63, 2**64), got {self.seed!r}")
+        check_seed(self.seed)
         if not isinstance(self.logit_lens_top_k, int) or isinstance(self.logit_lens_top_k, bool) \
                 or self.logit_lens_top_k < 0:
             raise ConfigError(f"logit_lens_top_k must be a whole number >= 0, got {self.logit_lens_top_k!r}")

@@ -14,6 +14,10 @@ import torch
 from llmviz.engine.devices import synchronize
 
 GIB = 2**30
+# The cache probe's buffer at most: the DRAM probe's own size (device_limits' beyond_bytes), already past every
+# CPU cache. Its size comes from a model card's layer, which a replayed trace supplies (issue 19): a card claiming
+# a 700,000-wide MLP asked for 2 GB here.
+CACHE_PROBE_MAX_BYTES = 256 * 2**20
 
 
 def memory_bandwidth(device: torch.device | str = "cpu", nbytes: int = GIB, repeats: int = 5) -> dict:
@@ -60,11 +64,13 @@ def device_limits(device: torch.device | str = "cpu", layer_bytes: int = 4 * 2**
     """The roofline's ceilings for this device, measured now (C7): a large matmul's FLOP/s (near the peak), the
     read bandwidth far beyond the caches, and on a CPU again over one layer's weights (`layer_bytes`, which a
     small model's layer keeps in the caches), read repeatedly; at least 4 MiB: torch's sum over a smaller buffer
-    takes a slower path (200k floats: ~2.6 ms here, 1M floats: 40 us) that would hide the caches' rate."""
+    takes a slower path (200k floats: ~2.6 ms here, 1M floats: 40 us) that would hide the caches' rate; at most
+    CACHE_PROBE_MAX_BYTES, whatever the layer claims."""
     device = torch.device(device)
     peak = matmul_flops(device, 1024, 1024, 1024, repeats=repeats)
     dram = memory_bandwidth(device, beyond_bytes, repeats)
     out = {"peak": peak, "dram": dram, "device": str(device), "threads": torch.get_num_threads()}
     if device.type == "cpu":
-        out["cache"] = memory_bandwidth(device, max(layer_bytes, 4 * 2**20), repeats * 20)
+        out["cache"] = memory_bandwidth(device, min(max(int(layer_bytes), 4 * 2**20), CACHE_PROBE_MAX_BYTES),
+                                        repeats * 20)
     return out

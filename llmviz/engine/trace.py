@@ -32,6 +32,17 @@ from pathlib import Path
 
 import numpy as np
 
+from llmviz.engine.trace_check import (
+    MAX_TRACE_JSON_BYTES,
+    check_document,
+    check_json_text,
+    check_prompts,
+    check_steps,
+    damaged,
+    json_too_large,
+    token_table,
+    too_large,
+)
 from llmviz.errors import TraceFormatError
 
 SCHEMA_VERSION = 3
@@ -44,6 +55,7 @@ MAX_UNPACKED_BYTES = 2 * 2**30  # a trace's files, unpacked: more is refused bef
 # What a damaged file or archive raises on the way in (zipfile: RuntimeError for an encrypted member,
 # NotImplementedError for an unknown compression; json: RecursionError for absurd nesting).
 _DAMAGED = (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
+_MISSING = (KeyError, TypeError, AttributeError, IndexError)  # a field or an array the document does not have
 
 
 @dataclass(slots=True)
@@ -189,7 +201,8 @@ def save_zip(trace: RunTrace, path: str | Path) -> Path:
 
 
 def trace_from_zip(data: bytes) -> RunTrace:
-    """Read a .zip written by trace_to_zip; anything else raises TraceFormatError."""
+    """Read a .zip written by trace_to_zip; anything else raises TraceFormatError. No message names the temporary
+    folder it is unpacked in (on a server, a path of the server's own)."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TraceFormatError(f"a trace archive is bytes, not {type(data).__name__}", code="trace_damaged")
     try:
@@ -198,30 +211,32 @@ def trace_from_zip(data: bytes) -> RunTrace:
             if not set(FILES) <= set(members):
                 raise TraceFormatError("the archive must hold trace.json and arrays.npz", code="trace_damaged")
             _check_size(sum(members[name].file_size for name in FILES), "the archive")
+            if members["trace.json"].file_size > MAX_TRACE_JSON_BYTES:  # refused as declared, before inflating
+                raise json_too_large(members["trace.json"].file_size)
             for name in FILES:  # streamed: zipfile stops at the declared size and checks the CRC
                 with archive.open(members[name]) as src, open(Path(tmp) / name, "wb") as dst:
                     shutil.copyfileobj(src, dst)
-            return load_trace(tmp)
+            return load_trace(tmp, where="the archive")
     except TraceFormatError:
         raise
-    except _DAMAGED as exc:
-        raise TraceFormatError(f"not a trace archive: {exc}", code="trace_damaged") from exc
+    except _DAMAGED as exc:  # writing the members out (a full disk) names the temporary folder
+        detail = _detail(exc, Path(tempfile.gettempdir()), "the temporary folder")
+        raise TraceFormatError(f"not a trace archive: {detail}", code="trace_damaged") from exc
 
 
 def _check_size(nbytes: int, what: str) -> None:
     if nbytes > MAX_UNPACKED_BYTES:
-        raise TraceFormatError(f"{what} unpacks to {nbytes:,} bytes; a trace may hold at most {MAX_UNPACKED_BYTES:,} "
-                               "(a zip bomb, or a run too large to replay)", code="trace_too_large",
-                               size=f"{nbytes:,}", limit=f"{MAX_UNPACKED_BYTES:,}")
+        raise too_large(what, nbytes, MAX_UNPACKED_BYTES)
 
 
-def _read_bounded(path: Path) -> bytes:
-    """The file's bytes, read a MiB at a time up to the limit (a device file such as /dev/zero has no size)."""
+def _read_json(path: Path) -> bytes:
+    """trace.json's bytes, read a MiB at a time up to its cap (a device file such as /dev/zero has no size)."""
     chunks, total = [], 0
     with open(path, "rb") as f:
         while chunk := f.read(2**20):
             total += len(chunk)
-            _check_size(total, path.name)
+            if total > MAX_TRACE_JSON_BYTES:
+                raise json_too_large(total)
             chunks.append(chunk)
     return b"".join(chunks)
 
@@ -236,118 +251,89 @@ def _check_arrays(path: Path) -> None:
             with npz.open(info) as member:
                 version = np.lib.format.read_magic(member)
                 if version not in ((1, 0), (2, 0)):
-                    raise _damaged_arrays(path, f"{info.filename} is in .npy format {version}, not one a trace uses")
+                    raise damaged(f"arrays.npz: {info.filename} is in .npy format {version}, not one a trace uses")
                 read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
                     np.lib.format.read_array_header_2_0
                 shape, _, dtype = read_header(member)
             if dtype.hasobject:
-                raise _damaged_arrays(path, f"{info.filename} holds Python objects (a pickle); a trace holds numbers")
+                raise damaged(f"arrays.npz: {info.filename} holds Python objects (a pickle); a trace holds numbers")
             if math.prod(shape) * dtype.itemsize > info.file_size:
-                raise _damaged_arrays(path, f"{info.filename} declares a {list(shape)} {dtype} array but holds "
-                                            f"{info.file_size:,} bytes")
+                raise damaged(f"arrays.npz: {info.filename} declares a {list(shape)} {dtype} array but holds "
+                              f"{info.file_size:,} bytes")
 
 
-def _damaged_arrays(path: Path, what: str) -> TraceFormatError:
-    return TraceFormatError(f"cannot read the trace in {path.parent}: {what}", code="trace_damaged")
-
-
-def load_trace(folder: str | Path) -> RunTrace:
-    """Read a saved trace; a damaged or foreign one raises TraceFormatError, never anything else."""
-    folder = Path(folder)
+def load_trace(folder: str | Path, where: str | None = None) -> RunTrace:
+    """Read a saved trace; a damaged or foreign one raises TraceFormatError, never anything else. Messages name
+    the folder as `where` (default: its path), never anything inside it."""
+    folder, named = Path(folder), where is not None
+    where = where or f"the trace in {folder}"
     try:
-        doc = json.loads(_read_bounded(folder / "trace.json").decode("utf-8"))
+        text = _read_json(folder / "trace.json")
+        check_json_text(text)
+        doc = json.loads(text.decode("utf-8"))
+        del text
         _check_arrays(folder / "arrays.npz")
-        with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+        if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
+            found = doc.get("schema_version") if isinstance(doc, dict) else None
+            raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
+                                   code="trace_damaged")
+        with np.load(folder / "arrays.npz", allow_pickle=False) as npz:  # members read as the steps name them
+            return _build(_migrate_v1(doc) if doc["schema_version"] == 1 else doc, npz)
     except TraceFormatError:
         raise
     except _DAMAGED as exc:
-        raise TraceFormatError(f"cannot read the trace in {folder}: {exc}", code="trace_damaged") from exc
-    if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
-        found = doc.get("schema_version") if isinstance(doc, dict) else None
-        raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
-                               code="trace_damaged")
+        detail = _detail(exc, folder, where if named else None)
+        raise TraceFormatError(f"cannot read {where}: {detail}", code="trace_damaged") from exc
+    except _MISSING as exc:
+        raise damaged(f"missing or bad {_detail(exc, folder, where if named else None)}") from exc
+
+
+def _detail(exc: BaseException, folder: Path, where: str | None) -> str:
+    """An exception's text on one line; numpy's and the OS's messages name the file: given `where`, the folder is
+    named so instead (an upload's temporary folder is the server's)."""
+    text = str(exc) if where is None else str(exc).replace(str(folder), where)
+    return " ".join(text.split())
+
+
+def _build(doc: dict, npz) -> RunTrace:
+    """The trace from a checked document and the arrays its steps name (llmviz/engine/trace_check.py)."""
+    model = check_document(doc)
     try:
-        if doc["schema_version"] == 1:
-            doc = _migrate_v1(doc)
-        steps = [_load_step(entry, arrays) for entry in doc["steps"]]
-        trace = RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
-                         seed=doc["seed"], tokens={int(k): v for k, v in doc["tokens"].items()}, steps=steps,
-                         prompts=list(doc["prompts"]))
-        _check(trace, folder)
-        return trace
-    except TraceFormatError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise TraceFormatError(f"the trace in {folder} is damaged: missing or bad {exc}", code="trace_damaged") from exc
+        steps = [_load_step(entry, npz) for entry in doc["steps"]]
+    except (KeyError, TypeError) as exc:
+        raise damaged(f"missing or bad {exc}") from exc
+    check_steps(steps, model, doc["engine_config"])
+    check_prompts(doc["prompt"], doc["prompts"], int(steps[0].input_ids.shape[0]))
+    return RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
+                    seed=doc["seed"], tokens=token_table(doc["tokens"], steps, model.vocab_size), steps=steps,
+                    prompts=list(doc["prompts"]))
 
 
 def _migrate_v1(doc: dict) -> dict:
     """Schema 1 -> 2: one prompt, every row a copy of it; engine settings that no longer exist dropped."""
     doc = dict(doc)
+    if not isinstance(doc.get("engine_config"), dict) or not isinstance(doc.get("steps"), list) or \
+            not all(isinstance(entry, dict) for entry in doc["steps"]):
+        raise damaged("a schema 1 trace needs an engine_config object and a list of steps")
     config = {k: v for k, v in doc["engine_config"].items() if k not in ("batch_size", "threads")}
     doc["engine_config"] = config
-    doc["prompts"] = [doc["prompt"]]
+    doc["prompts"] = [doc.get("prompt")]
     doc["steps"] = [{**entry, "row_finished": []} for entry in doc["steps"]]
     doc["schema_version"] = SCHEMA_VERSION
     return doc
 
 
-KV_KEYS = ("layout", "seq_len", "max_seq", "kv_heads", "head_dim", "element_bytes", "bytes_used", "bytes_allocated")
-
-
-def _check(trace: RunTrace, folder: Path) -> None:
-    """What every page relies on: steps 0..N-1 with the prefill first, batch-first arrays that agree,
-    a KV snapshot and timings, and an entry in the token table for every id a step shows."""
-    def damaged(what: str) -> TraceFormatError:
-        return TraceFormatError(f"the trace in {folder} is damaged: {what}", code="trace_damaged")
-
-    if not trace.steps:
-        raise damaged("'steps': the trace holds no step")
-    for i, step in enumerate(trace.steps):
-        if step.index != i or step.phase != ("prefill" if i == 0 else "decode"):
-            raise damaged(f"'steps[{i}]': index {step.index} / phase {step.phase!r} out of order")
-        ints, floats = (step.input_ids, step.positions, step.sampled, step.topk_ids), (step.topk_logits, step.logsumexp)
-        if not all(isinstance(a, np.ndarray) and a.dtype.kind in "iu" for a in ints) or \
-                not all(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in floats):
-            raise damaged(f"'steps[{i}]': input_ids, positions, sampled, topk_ids must be integer arrays, "
-                          "topk_logits and logsumexp float arrays")
-        if step.input_ids.ndim != 2:
-            raise damaged(f"'steps[{i}]': input_ids must be [rows, tokens], not {list(step.input_ids.shape)}")
-        b = step.input_ids.shape[0]
-        if step.positions.shape != step.input_ids.shape or step.sampled.shape != (b,) or \
-                step.topk_ids.ndim != 2 or step.topk_ids.shape[0] != b or \
-                step.topk_logits.shape != step.topk_ids.shape or step.logsumexp.shape != (b,):
-            raise damaged(f"'steps[{i}]': the shapes of input_ids, positions, sampled, topk_ids, topk_logits and "
-                          "logsumexp disagree")
-        if i and step.input_ids.shape[1] != 1:
-            raise damaged(f"'steps[{i}]': a decode step reads one token")
-        if not isinstance(step.kv, dict) or not isinstance(step.timings, dict):
-            raise damaged(f"'steps[{i}]': kv and timings must be objects")
-        missing = [k for k in KV_KEYS if k not in step.kv]
-        missing += [k for k in ("spans_ms", "total_ms") if k not in step.timings]
-        if missing:
-            raise damaged(f"'steps[{i}]': no {', '.join(missing)}")
-        shown = [*step.input_ids.ravel(), *step.sampled.ravel(), *step.topk_ids.ravel()]
-        if any(int(t) >= 0 and int(t) not in trace.tokens for t in shown):
-            raise damaged(f"'steps[{i}]': a token id has no entry in the token table")
-        for record in step.hooks:  # the pages index a record's arrays by the shape it declares
-            wanted = {"array": tuple(record.shape), "row_norms": tuple(record.shape[:-1])}
-            for key, shape in wanted.items():
-                value = getattr(record, key)
-                if value is not None and (value.shape != shape or value.dtype.kind != "f"):
-                    raise damaged(f"'steps[{i}]': hook {record.name!r} declares shape {list(record.shape)}, but its "
-                                  f"{key} is a {list(value.shape)} {value.dtype} array")
-
-
-def _load_step(entry: dict, arrays: dict) -> StepTrace:
-    index = entry["index"]
-    values = {k: arrays[f"s{index}.{k}"] if k in entry["arrays"] else None for k in _STEP_ARRAYS}
+def _load_step(entry: dict, npz) -> StepTrace:
+    """One step from its checked entry; its arrays read from arrays.npz as it names them (others stay unread)."""
+    index, named = entry["index"], entry["arrays"]
+    if not set(named) <= set(_STEP_ARRAYS):
+        raise damaged(f"'steps[{index}]': arrays names one a step does not have")
+    values = {k: npz[f"s{index}.{k}"] if k in named else None for k in _STEP_ARRAYS}
     hooks = []
     for meta in entry["hooks"]:
         meta = dict(meta)
         held = {"array": meta.pop("has_array"), "row_norms": meta.pop("has_row_norms", False)}  # schema 2: no norms
-        hooks.append(HookRecord(**meta, **{key: arrays[f"s{index}.{prefix}.{meta['name']}"] if held[key] else None
+        hooks.append(HookRecord(**meta, **{key: npz[f"s{index}.{prefix}.{meta['name']}"] if held[key] else None
                                            for key, prefix in _RECORD_ARRAYS.items()}))
     scalars = {k: v for k, v in entry.items() if k not in ("arrays", "hooks")}
     return StepTrace(**scalars, **values, hooks=hooks)

@@ -90,10 +90,10 @@ def sweep(t, s: Settings, model: str) -> dict | None:
         prompts = prompts_of(s)
         check(prompts)
         lm = state.model(model, s.device, s.dtype)
-        with state.heavy(t):
+        with state.heavy(t) as deadline:
             result = service.batch_sweep(lm, lm.tokenizer.encode(prompts[0]), device=s.device,
-                                         progress=lambda f, stage, values: bar.progress(
-                                             min(1.0, f), text=t(f"progress.batch.{stage}", **values)))
+                                         progress=deadline.watch(lambda f, stage, values: bar.progress(
+                                             min(1.0, f), text=t(f"progress.batch.{stage}", **values))))
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None

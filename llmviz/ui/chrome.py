@@ -6,7 +6,6 @@ import csv
 import io
 import logging
 import os
-import re
 from collections.abc import Callable
 
 import streamlit as st
@@ -14,6 +13,7 @@ import streamlit as st
 from llmviz.errors import LlmvizError
 from llmviz.ui import presenter, state
 from llmviz.ui.i18n import LANGUAGES, Translator
+from llmviz.ui.markdown import escape
 from llmviz.viz.timing import span_bars
 
 _log = logging.getLogger("llmviz")
@@ -36,7 +36,7 @@ def sidebar() -> Translator:
         st.sidebar.warning(problem)
     problems = st.session_state.pop("llmviz_url_problems", None)
     if problems:
-        st.warning(t("error.url", items=", ".join(problems)))
+        st.warning(t("error.url", items=escape(", ".join(problems))))  # the link's own values: any text
     return t
 
 
@@ -59,7 +59,7 @@ def report(t: Translator, exc: Exception) -> None:
     if os.environ.get("LLMVIZ_RAISE_UNEXPECTED"):
         raise exc
     _log.error("unexpected error on a page", exc_info=exc)
-    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    first = escape(str(exc).splitlines()[0][:200]) if str(exc) else ""
     if "out of memory" in first.lower():  # torch's allocator errors are RuntimeErrors
         st.error(t("error.oom", detail=first))
     else:
@@ -96,13 +96,10 @@ def shown_run(t: Translator, link_home: bool = True) -> state.Run | None:
     return run
 
 
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
-
-
 def literal(text: str) -> str:
-    """Text shown as typed inside markdown (a prompt or generated text may hold any character); newlines
-    become ↵ so a row stays one line."""
-    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "↵ ")
+    """Text shown as typed inside markdown (a prompt or generated text may hold any character): the UI's one
+    escaper (llmviz/ui/markdown.py); newlines become ↵ so a row stays one line."""
+    return escape(text)
 
 
 def with_bold_tail(plain: str, tail: str) -> str:
@@ -135,7 +132,8 @@ def step_timing(t: Translator, step, title: str, key: str) -> None:
     st.plotly_chart(span_bars(labels, list(spans.values()), title, t("span.ms")), width="stretch", key=key)
     tm = step.timings
     note = "common.capture_note" if tm.get("capture") == "full" else "common.capture_note_light"
-    st.caption(t(note, device=tm.get("device", "?"), threads=tm.get("threads", "?"), capture=tm.get("capture", "?")))
+    st.caption(t(note, device=escape(tm.get("device", "?")), threads=tm.get("threads", "?"),
+                 capture=escape(tm.get("capture", "?"))))  # a replayed trace's fields: any text
 
 
 def scroll_to(anchor: str) -> None:

@@ -26,10 +26,10 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
 
     bar = st.progress(0.0, text=t("claims.progress", claim=ids[0]))
     try:
-        with state.heavy(t):
+        with state.heavy(t) as deadline:
             raw = service.claims(",".join(ids), quick=quick, device=device, load_fn=load,
-                                 progress=lambda f, claim, values: bar.progress(
-                                     min(1.0, f), text=t("claims.progress", claim=claim)))
+                                 progress=deadline.watch(lambda f, claim, values: bar.progress(
+                                     min(1.0, f), text=t("claims.progress", claim=claim))))
         rep = report(raw)
     except (LlmvizError, MemoryError) as exc:
         bar.empty()

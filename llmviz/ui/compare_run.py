@@ -64,9 +64,9 @@ def run(t, s: Settings) -> dict | None:
         config = service.CompareConfig(prompt=s.prompt, a=s.cmp_a, b=s.cmp_b, model=model_of(s), steps=s.cmp_steps,
                                        repeats=s.cmp_repeats, seed=s.seed, device=s.device,
                                        sampling=SamplingConfig(temperature=0), perplexity=bool(s.cmp_ppl))
-        with state.heavy(t):
-            result = service.compare(config, load, lambda f, stage, values: bar.progress(
-                min(1.0, f), text=t(f"progress.compare.{stage}", **values)))
+        with state.heavy(t) as deadline:
+            result = service.compare(config, load, deadline.watch(lambda f, stage, values: bar.progress(
+                min(1.0, f), text=t(f"progress.compare.{stage}", **values))))
     except (LlmvizError, MemoryError) as exc:
         bar.empty()
         state.explain(t, exc)

@@ -35,7 +35,8 @@ def metrics(t, result: dict) -> None:
     for col, side in zip(cols, "ab", strict=True):
         s, other = result[side], result["a"]
         with col:
-            st.subheader(t("compare.side", side=side.upper(), spec=s["spec"] or t("compare.defaults")))
+            spec = literal(s["spec"]) if s["spec"] else t("compare.defaults")
+            st.subheader(t("compare.side", side=side.upper(), spec=spec))
             st.caption(t("compare.lossy_note", names=", ".join(s["lossy"])) if s["lossy"] else t("compare.exact_note"))
             m = st.columns(2)
             for i, key in enumerate(("prefill_ms", "decode_ms_per_token")):

@@ -10,6 +10,7 @@ import streamlit as st
 
 from llmviz.engine.trace import trace_from_zip
 from llmviz.ui import state
+from llmviz.ui.markdown import escape
 
 DEMO_PATH = Path(__file__).resolve().parents[2] / "assets" / "demo" / "default-run.zip"
 DEMO_STEPS = 24  # decode steps after the prefill
@@ -43,5 +44,5 @@ def showing(run) -> bool:
 
 def notice(t, run) -> None:
     card, step = run.trace.model_card, run.trace.steps[0]
-    st.info(t("demo.notice", model=card.get("name", "?"), device=step.timings.get("device", "?"),
+    st.info(t("demo.notice", model=escape(card.get("name", "?")), device=escape(step.timings.get("device", "?")),
               steps=len(run.trace.steps) - 1))

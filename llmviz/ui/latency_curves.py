@@ -9,6 +9,7 @@ import streamlit as st
 from llmviz.engine.config import default_max_seq
 from llmviz.errors import LlmvizError
 from llmviz.ui import claims_run, latency_sweep, state
+from llmviz.ui.markdown import escape
 from llmviz.ui.settings import Settings
 
 PREFILL_KEY = "llmviz_prefill_sweep"
@@ -27,10 +28,10 @@ def measure(t, s: Settings) -> dict | None:
     bar = st.progress(0.0, text=t("curves.progress", tokens="…"))
     try:
         lm = state.model(s.model, s.device, s.dtype, **s.load_options())
-        with state.heavy(t):
+        with state.heavy(t) as deadline:
             result = service.prefill_sweep(lm, prefill_lengths(lm.cfg.max_position_embeddings), REPEATS, s.attn,
-                                           lambda f, values: bar.progress(min(1.0, f), text=t("curves.progress",
-                                                                                              **values)))
+                                           deadline.watch(lambda f, values: bar.progress(
+                                               min(1.0, f), text=t("curves.progress", **values))))
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None
@@ -53,7 +54,7 @@ def section(t) -> None:
     if st.button(t("curves.prefill_run"), key="curves_prefill_run"):
         result = measure(t, s) or result
     if result is None:
-        st.caption(t("curves.prefill_intro", repeats=REPEATS, model=s.model))
+        st.caption(t("curves.prefill_intro", repeats=REPEATS, model=escape(s.model)))
         return
     view = claims_run.fit_view(t, result["lengths"], result["prefill_ms"],
                                t("curves.prefill_chart", model=result["model"]))

@@ -45,10 +45,10 @@ def measure(t, s: Settings) -> dict | None:
     try:
         lm = state.model(s.model, s.device, s.dtype, **s.load_options())
         lengths = lengths_for(default_max_seq(lm.cfg.max_position_embeddings))  # what the sweep's caches hold
-        with state.heavy(t):
+        with state.heavy(t) as deadline:
             result = service.layout_sweep(
                 lm, lengths, (layout_of(s),), STEPS, REPEATS,
-                lambda f, what: bar.progress(min(1.0, f), text=t("decode.sweep_progress", what=what)),
+                deadline.watch(lambda f, what: bar.progress(min(1.0, f), text=t("decode.sweep_progress", what=what))),
                 backend=s.attn, seed=s.seed)
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)

@@ -13,6 +13,7 @@ from llmviz.engine.config import RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.errors import LlmvizError
 from llmviz.ui import state
 from llmviz.ui.chrome import report
+from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import (
     KV_BLOCK_SIZES as BLOCK_SIZES,
@@ -131,14 +132,14 @@ def current_live(t, s: Settings, o: Options) -> Live | None:
 
     try:
         kept, _ = kept_switches(s)
-        with st.spinner(t("common.loading", model=s.model)):
+        with st.spinner(t("common.loading", model=escape(s.model))):
             lm = state.model(s.model, s.device, s.dtype,
                              **{k: v for k, v in kept.items() if k in s.load_options()})
         prompts = prompts_of(s, o)
         sessions = service.start_layouts(lm, prompts, engine_config(s, o, lm.cfg.max_position_embeddings), LAYOUTS)
         service.step_layouts(sessions)  # the prefill
         live = Live(live_key(s, o), sessions, prompts)
-        while live.cursor < o.step and live.can_next:
+        while live.cursor < state.link_steps(t, o.step) and live.can_next:
             advance(live)
     except (LlmvizError, MemoryError) as exc:
         st.session_state.pop(LIVE_KEY, None)
@@ -196,7 +197,7 @@ def run_controls(t, s: Settings) -> None:
         st.session_state.setdefault(key, value)
     left, mid, right = st.columns([3, 1, 1])
     left.text_area(t("layouts.prompts"), key="kv_prompts_w", **KEEP, on_change=_apply_run_widgets, height=90,
-                   help=t("layouts.prompts_help", home=s.prompt, n=MAX_EXTRA))
+                   help=t("layouts.prompts_help", home=escape(s.prompt), n=MAX_EXTRA))
     mid.segmented_control(t("layouts.block_size"), BLOCK_SIZES, key="kv_bs_w", **KEEP, on_change=_apply_run_widgets,
                           help=t("layouts.block_size_help"), required=True)
     right.selectbox(t("layouts.max_seq"), MAX_SEQS, key="kv_max_w", **KEEP, on_change=_apply_run_widgets,
@@ -257,10 +258,10 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
     try:
         lengths = parse_lengths(o.lengths)
         lm = state.model(sweep_model(s, o), s.device, s.dtype)
-        with state.heavy(t):
+        with state.heavy(t) as deadline:
             result = service.layout_sweep(
                 lm, lengths, LAYOUTS, SWEEP_STEPS, o.repeats,
-                lambda f, what: bar.progress(min(1.0, f), text=t("layouts.progress", what=what)),
+                deadline.watch(lambda f, what: bar.progress(min(1.0, f), text=t("layouts.progress", what=what))),
                 block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
     except (LlmvizError, MemoryError) as exc:
         bar.empty()

@@ -6,12 +6,20 @@ Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1
 - models: only the allow-list (LLMVIZ_ALLOWED_MODELS, names separated by commas; by default the embedded
   models and the built-in random shapes): no folder on the server and no other hub id can be named, from
   the model box or from `?model=`;
-- uploads: at most LLMVIZ_MAX_UPLOAD_MB megabytes per file (default 8);
+- uploads: at most LLMVIZ_MAX_UPLOAD_MB megabytes per file (default 8), Streamlit's own upload limit
+  (server.maxUploadSize) included, so that a larger file is refused before the server takes it in;
 - in every mode, a session's run keeps the full tensors of its newest steps within LLMVIZ_TRACE_BUDGET_MB
   megabytes (default 10; llmviz/ui/trace_budget.py);
 - heavy measurements (comparisons, sweeps, serving simulations): at most LLMVIZ_HEAVY_SLOTS at once on
   the whole server (default 1) and one at a time per browser session; a session waits its turn in order,
-  up to LLMVIZ_HEAVY_WAIT_S seconds (default 120), and is then told the server is busy.
+  up to LLMVIZ_HEAVY_WAIT_S seconds (default 120), and is then told the server is busy; each runs for at most
+  LLMVIZ_HEAVY_LIMIT_S seconds (default 120) of wall-clock time, then stops at its next progress report
+  (TimeLimitError) and frees its slot (issue 19);
+- models: the weights alive in the process fill at most LLMVIZ_MODEL_BUDGET_MB megabytes (default 2,500) before
+  a new load is refused (llmviz/ui/model_cache.py); equivalent settings share one copy in every mode;
+- links: a link opens a run, or the KV layouts page, at most LLMVIZ_LINK_STEPS steps in (default 32; the steps
+  beyond are one Next away), and a comparison link waits for its Run button instead of running for every visitor;
+- the Decode page leaves out the server's own memory figures (its RSS).
 
 Without it the app is a local tool: any model name or folder, uploads up to Streamlit's own limit, no
 queue. The state the queue needs lives in one HeavyGate, created once per server process by the caller
@@ -20,6 +28,7 @@ queue. The state the queue needs lives in one HeavyGate, created once per server
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -29,10 +38,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from llmviz.engine.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, RANDOM_MODELS
-from llmviz.errors import NotAllowedError, ServerBusyError
+from llmviz.errors import NotAllowedError, ServerBusyError, TimeLimitError
 
 DEFAULT_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2", *RANDOM_MODELS)
 LOCAL_UPLOAD_MB = 200  # Streamlit's own limit (server.maxUploadSize), the local tool's
+MAX_LINK_STEPS = 512  # the UI's longest run (settings.MAX_UI_SEQ)
 
 
 def _number(env: dict, name: str, default: float, low: float, high: float, problems: list) -> float:
@@ -64,6 +74,18 @@ class Policy:
     heavy_wait_s: float = 120.0
     problems: tuple = ()  # settings that were not understood (their defaults apply)
     trace_budget_mb: float = 10.0  # the tensors one session's run keeps (llmviz/ui/trace_budget.py)
+    heavy_limit_s: float = 0.0  # 0: no limit; else the wall-clock seconds one heavy measurement may run
+    model_budget_mb: float = 0.0  # 0: no bound; else the model weights alive before a new load is refused
+    link_steps: int = MAX_LINK_STEPS  # the steps a link replays when it opens (the local tool: all of them)
+
+    @property
+    def model_budget_bytes(self) -> int:
+        return round(self.model_budget_mb * 1e6)
+
+    @property
+    def upload_limit_mb(self) -> int:
+        """Streamlit's own limit (whole megabytes, at least 1) that lets the app's limit through."""
+        return max(1, math.ceil(self.max_upload_mb))
 
     @property
     def trace_budget_bytes(self) -> int:
@@ -81,6 +103,9 @@ class Policy:
                    max_upload_mb=_number(env, "LLMVIZ_MAX_UPLOAD_MB", 8, 0.001, LOCAL_UPLOAD_MB, problems),
                    heavy_slots=int(_number(env, "LLMVIZ_HEAVY_SLOTS", 1, 1, 64, problems)),
                    heavy_wait_s=_number(env, "LLMVIZ_HEAVY_WAIT_S", 120, 0, 3600, problems),
+                   heavy_limit_s=_number(env, "LLMVIZ_HEAVY_LIMIT_S", 120, 0.001, 86_400, problems),
+                   model_budget_mb=_number(env, "LLMVIZ_MODEL_BUDGET_MB", 2500, 1, 1_000_000, problems),
+                   link_steps=int(_number(env, "LLMVIZ_LINK_STEPS", 32, 0, MAX_LINK_STEPS, problems)),
                    problems=tuple(problems), trace_budget_mb=budget)
 
     def check_model(self, name: str) -> None:
@@ -98,6 +123,35 @@ class Policy:
             held, limit = _size(size), _size(self.max_upload_bytes)
             raise NotAllowedError(f"the file holds {held}; this server takes at most {limit}", code="upload_too_big",
                                   size=held, limit=limit)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a heavy measurement must stop (time.monotonic()), or never (None). Enforced cooperatively: each
+    measurement reports progress after every step or round, and the watched callback raises TimeLimitError there,
+    so the measurement unwinds through its own cleanup and the slot it holds is freed."""
+
+    at: float | None = None
+    limit_s: float = 0.0
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds, seconds) if seconds > 0 else cls()
+
+    def check(self) -> None:
+        if self.at is not None and time.monotonic() > self.at:
+            raise TimeLimitError(f"the measurement ran past this server's limit of {self.limit_s:g} s and was "
+                                 "stopped: choose fewer steps, repeats or requests", code="time_limit",
+                                 limit=self.limit_s)
+
+    def watch(self, progress: Callable | None) -> Callable:
+        """`progress` (any signature; None: report nothing) that first checks the deadline."""
+
+        def watched(*args, **kwargs):
+            self.check()
+            return None if progress is None else progress(*args, **kwargs)
+
+        return watched
 
 
 @dataclass

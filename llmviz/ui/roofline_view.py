@@ -3,6 +3,8 @@ the run on Home/Decode placed on them from its real shapes, with its bound besid
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from llmviz.analysis.predict import ELEMENT_BYTES, Shape, block_matrices
@@ -16,7 +18,9 @@ SHOWN_STEPS = 12  # the table's rows: the prefill and the first decode steps
 
 
 def layer_bytes(config: dict, dtype: str) -> int:
-    """One transformer block's weights: the working set a decode step streams layer by layer."""
+    """One transformer block's weights: the working set a decode step streams layer by layer. From a replayed
+    trace's card (bounded as a pasted config, not as a real model): the probe clamps the buffer it allocates
+    (llmviz/engine/probes.py CACHE_PROBE_MAX_BYTES)."""
     matrices, small = block_matrices(Shape.from_config(config), config["num_kv_heads"])
     return (matrices + small) * ELEMENT_BYTES.get(dtype, 4)
 
@@ -64,7 +68,8 @@ def section(t) -> None:
         return
     points = run_points(run.trace.steps, card["config"], engine)
     names = {k: t(f"roofline.{k}_line") for k in ("dram", "cache", "prefill", "decode")}
-    st.plotly_chart(roofline_figure(limits, points, names, t("roofline.figure_title", model=card["name"]),
+    title = t("roofline.figure_title", model=html.escape(str(card["name"])))  # plotly reads <a href> in a title
+    st.plotly_chart(roofline_figure(limits, points, names, title,
                                     t("roofline.x"), t("roofline.y")), width="stretch", key="roofline")
     st.dataframe({t("roofline.col_step"): [p.index for p in points[:SHOWN_STEPS]],
                   t("roofline.col_tokens"): [p.new for p in points[:SHOWN_STEPS]],

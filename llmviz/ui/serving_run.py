@@ -47,9 +47,12 @@ def batching(t, wanted: tuple, trace) -> dict | None:
     bar, progress = _bar(t)
     try:
         lm = state.model(model, device, "fp32")
-        with state.heavy(t):
+        # before the queue: a trace too long for a sequence, or (public mode) more work than a turn may take,
+        # is refused with its figures (issue 19: 1,024 requests x 2,047 tokens held the slot for hours)
+        service.check_serving_work(lm, trace, state.policy().public)
+        with state.heavy(t) as deadline:
             service.warm_up_serving(lm, slots, device)
-            out = {name: service.serve(lm, trace, name, progress, slots=slots, device=device)
+            out = {name: service.serve(lm, trace, name, deadline.watch(progress), slots=slots, device=device)
                    for name in ("static", "continuous")}
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
@@ -67,9 +70,9 @@ def sharing(t, device: str, model: str, slots: int) -> dict | None:
     bar, progress = _bar(t)
     try:
         lm = state.model(model, device, "fp32")
-        with state.heavy(t):
-            out = {on: service.serve(lm, "shared-prompt", "continuous", progress, slots=slots, device=device,
-                                     prefix_sharing=on) for on in (False, True)}
+        with state.heavy(t) as deadline:
+            out = {on: service.serve(lm, "shared-prompt", "continuous", deadline.watch(progress), slots=slots,
+                                     device=device, prefix_sharing=on) for on in (False, True)}
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)
         return None
@@ -89,7 +92,7 @@ def speculative(t, wanted: tuple) -> dict | None:
     try:
         with st.spinner(t("serving.spec_running")):
             target, draft = state.model(TARGET, device, "fp32"), state.model(draft_name, device, "fp32")
-            with state.heavy(t):
+            with state.heavy(t):  # 32 tokens of the embedded model: short (service.speculate reports no progress)
                 out = service.speculate(target, draft, prompt, k, 32, SamplingConfig(temperature=temperature), seed)
     except (LlmvizError, MemoryError) as exc:
         state.explain(t, exc)

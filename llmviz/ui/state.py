@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from llmviz.engine import heap
-from llmviz.engine.config import EngineConfig
 from llmviz.engine.trace import RunTrace
 from llmviz.errors import LlmvizError
 from llmviz.ui.i18n import Translator
-from llmviz.ui.public import HeavyGate, Policy
-from llmviz.ui.settings import UI_THREADS, Settings, encode_history
+from llmviz.ui.markdown import escape
+from llmviz.ui.model_cache import cached_model, shared_model  # noqa: F401 - cached_model: the tests' door
+from llmviz.ui.public import Deadline, HeavyGate, Policy
+from llmviz.ui.settings import Settings, encode_history
 from llmviz.ui.trace_budget import keep_bounded
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
@@ -42,20 +43,10 @@ def imported() -> bool:
     for name in ("pandas", "plotly.graph_objects", "llmviz.service"):
         with suppress(ImportError):  # a replay-only install has no torch: its pages never import the engine
             importlib.import_module(name)
+    with suppress(ImportError):  # transformers' lazy names too (service.warm_imports), under this entry's lock
+        importlib.import_module("llmviz.service").warm_imports()
     settle_long_lived()
     return True
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def cached_model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused_qkv: str = "auto",
-                 quant: str = "none", quant_group: int = 32) -> LoadedModel:
-    """One shared model per name and load-time switch (each switch rewrites the weights, so each is its own
-    cache entry)."""
-    from llmviz import service
-
-    service.use_cpu_threads(UI_THREADS)  # once per model load, for the whole server process
-    return service.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
-                                           quant=quant, quant_group=quant_group))
 
 
 def settle_long_lived() -> None:
@@ -71,11 +62,11 @@ def settle_long_lived() -> None:
 
 def model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused_qkv: str = "auto",
           quant: str = "none", quant_group: int = 32) -> LoadedModel:
-    """The shared model for these load-time switches. Every page goes through here: st.cache_resource keys on
-    the arguments as passed, so one combination must always be passed the same way to be one cache entry.
-    In public mode only the allow-list's names pass (NotAllowedError): no path on the server can be named."""
-    policy().check_model(name)
-    return cached_model(name, device, dtype, kv_heads, fused_qkv, quant, quant_group)
+    """The shared model for these load-time switches. Every page goes through here, and here through one cache
+    that keys on what the load depends on (llmviz/ui/model_cache.py: equivalent settings are one copy; a public
+    server bounds the weights it holds). In public mode only the allow-list's names pass (NotAllowedError): no
+    path on the server can be named."""
+    return shared_model(policy(), name, device, dtype, kv_heads, fused_qkv, quant, quant_group)
 
 
 def policy() -> Policy:
@@ -85,6 +76,19 @@ def policy() -> Policy:
     if st.secrets.load_if_toml_exists():  # False (and nothing shown) when there is no secrets file
         env.update({k: str(v) for k, v in st.secrets.items() if k.startswith("LLMVIZ_")})
     return Policy.from_env(env)
+
+
+def apply_upload_limit() -> None:
+    """Public mode: Streamlit's own upload limit (server.maxUploadSize, which its upload route reads on every
+    request, and each file uploader hands the browser) made the app's, so that a file over it is refused before
+    the server takes it in: Streamlit took 200 MB, kept it, and only then did the app refuse it (issue 19)."""
+    p = policy()
+    if not p.public:
+        return  # the local tool: whatever .streamlit/config.toml or the command line set
+    from streamlit import config
+
+    if config.get_option("server.maxUploadSize") != p.upload_limit_mb:
+        config.set_option("server.maxUploadSize", p.upload_limit_mb)
 
 
 @st.cache_resource(show_spinner=False)
@@ -103,17 +107,19 @@ def session_id() -> str:
 @contextmanager
 def heavy(t: Translator):
     """Around a comparison, a sweep or a serving simulation: in public mode it waits its turn (the place in
-    the queue shown) or raises ServerBusyError; in the local tool it runs at once."""
+    the queue shown) or raises ServerBusyError; in the local tool it runs at once. It yields the measurement's
+    Deadline: pass its progress callback through `deadline.watch(...)`, so that on a public server a measurement
+    past LLMVIZ_HEAVY_LIMIT_S stops (TimeLimitError) at its next report and frees the slot."""
     p = policy()
     if not p.heavy_slots:
-        yield
+        yield Deadline.after(p.heavy_limit_s)
         return
     note = st.empty()
     try:
         with heavy_gate(p.heavy_slots).slot(session_id(), p.heavy_wait_s,
                                             lambda ahead: note.info(t("public.waiting", ahead=ahead))):
             note.empty()
-            yield
+            yield Deadline.after(p.heavy_limit_s)  # counted from the slot granted: waiting is not running
     finally:
         note.empty()
 
@@ -196,7 +202,7 @@ def sync_url() -> None:
 def explain(t: Translator, exc: BaseException) -> None:
     """Show an error the user can act on (never a traceback)."""
     if isinstance(exc, MemoryError) and not isinstance(exc, LlmvizError):
-        st.error(t("error.oom", detail=str(exc)))
+        st.error(t("error.oom", detail=escape(str(exc))))
         return
     kind = next((c.__name__ for c in type(exc).__mro__ if f"error.{c.__name__}" in t), "LlmvizError")
     code = getattr(exc, "code", None)
@@ -205,7 +211,8 @@ def explain(t: Translator, exc: BaseException) -> None:
 
         detail = t(f"errdetail.{code}", **{k: literal(v) if isinstance(v, str) else v for k, v in exc.params.items()})
     else:
-        detail = str(exc)  # as the engine wrote it: a path or a name may begin it, so its case is kept
+        detail = escape(str(exc))  # as the engine wrote it (a path or a name may begin it, so its case is kept),
+        # shown as typed: a name from a link or an uploaded file may hold markdown
         if t.lang != "en":
             detail += f" ({t('error.detail_note')})"
     st.error(t("error.detail", headline=t(f"error.{kind}"), detail=detail))
@@ -220,13 +227,13 @@ def current_run(t: Translator) -> Run | None:
     try:
         from llmviz import service
 
-        with st.spinner(t("common.loading", model=s.model)):
+        with st.spinner(t("common.loading", model=escape(s.model))):
             lm = model(s.model, s.device, s.dtype, **s.load_options())
         st.session_state.pop(RUN_KEY, None)  # the old run's tensors go before the new run's are made
         session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
         service.step(session)  # the prefill
         run = Run(s.run_key(), session.trace, session)
-        while run.cursor < s.step and advance(run):
+        while run.cursor < link_steps(t, s.step) and advance(run):
             pass
         update(history="")  # the link's record is spent: from here on the sliders draw every new token
     except (LlmvizError, MemoryError) as exc:
@@ -235,6 +242,16 @@ def current_run(t: Translator) -> Run | None:
     st.session_state[RUN_KEY] = run
     service.release_memory()  # the old run's, and those of sessions that have closed since (issue 9)
     return run
+
+
+def link_steps(t: Translator, asked: int) -> int:
+    """How far a link's step is replayed when its run opens: all of it in the local tool; on a public server at
+    most LLMVIZ_LINK_STEPS steps (a link to step 511 of gpt2-124m-random cost ~59 s of CPU on every open, outside
+    the heavy queue), with a notice. The steps beyond are a Next away, one at a time."""
+    cap = policy().link_steps
+    if asked > cap:
+        st.info(t("public.link_capped", asked=asked, n=cap))
+    return min(asked, cap)
 
 
 def held_run() -> Run | None:

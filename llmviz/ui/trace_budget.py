@@ -13,6 +13,7 @@ import numpy as np
 
 from llmviz.engine.hook_points import writes_cache_rows
 from llmviz.engine.trace import HookRecord, RunTrace, StepTrace
+from llmviz.errors import NotAllowedError
 
 RELEASE_EVERY = 16  # steps between handing freed memory back to the OS
 
@@ -64,4 +65,36 @@ def keep_bounded(trace: RunTrace, budget: int, keep: tuple, release) -> int:
     count = shed(trace, budget, keep)
     if len(trace.steps) % RELEASE_EVERY == 0:
         release()
+    return count
+
+
+# Public mode: what a replayed trace may still hold once shed, in budgets. A live run's prefill and newest step are
+# bounded by the model's context; a file's are bounded only by the archive's 2 GiB, so a server that promises no
+# visitor can exhaust it refuses more (40 MB at the default 10 MB budget; the recorded demo holds 2.4 MB).
+REPLAY_HELD_BUDGETS = 4
+
+
+def held_bytes(trace: RunTrace) -> int:
+    """Bytes of every array the trace holds: ids, positions, top-k, lens, logits, hook arrays and row norms."""
+    total = 0
+    for step in trace.steps:
+        arrays = [step.input_ids, step.positions, step.sampled, step.logits, step.topk_ids, step.topk_logits,
+                  step.logsumexp, step.lens_ids, step.lens_probs]
+        arrays += [a for r in step.hooks for a in (r.array, r.row_norms)]
+        total += sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+    return total
+
+
+def bound_replay(trace: RunTrace, budget: int, public: bool = False) -> int:
+    """A loaded trace (an upload) within the session's budget as a live run is (issue 19): a run recorded with a
+    larger budget, or by the CLI, still replays, its oldest steps shed to their tokens, timings and K/V row norms,
+    the prefill and the newest step kept whole. Shed rather than refused: the file is fine, only longer than this
+    session keeps, and a live run that long would be shed the same way. A public server refuses (NotAllowedError)
+    one that still holds more than REPLAY_HELD_BUDGETS budgets. Returns shed()'s count."""
+    count = shed(trace, budget)
+    if public and (held := held_bytes(trace)) > REPLAY_HELD_BUDGETS * budget:
+        limit = REPLAY_HELD_BUDGETS * budget
+        raise NotAllowedError(f"the trace holds {held / 1e6:,.1f} MB of arrays after its older steps were shed; this "
+                              f"server keeps at most {limit / 1e6:,.1f} MB per session", code="upload_too_big",
+                              size=f"{held / 1e6:,.1f} MB", limit=f"{limit / 1e6:,.1f} MB")
     return count

@@ -5,19 +5,42 @@ No streamlit and no torch here: it reads a RunTrace (plain numbers and numpy arr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from llmviz.engine.trace import RunTrace
+from llmviz.ui.markdown import escape as markdown_escape  # noqa: F401 - the UI's one escaper (issue 19)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~])")
 
 
 def short_name(name: str) -> str:
     """The last part of a model's hub id or folder ("HuggingFaceTB/SmolLM2-135M" -> "SmolLM2-135M")."""
     return PurePath(name.replace("\\", "/").rstrip("/")).name or name
+
+
+def is_server_path(name: str) -> bool:
+    """Whether a model's name is a folder of this machine (absolute, relative or ~), not a hub id or a built-in
+    model's name: "/srv/models/x", "./x", "~/x", or an "owner/name" that is a folder here."""
+    try:
+        path = Path(name).expanduser()
+        return path.is_absolute() or name.startswith((".", "~")) or ("/" in name and path.exists())
+    except (OSError, ValueError, RuntimeError):  # a NUL in the name, no home folder: a path-like name, kept short
+        return True
+
+
+def public_copy(trace: RunTrace) -> RunTrace:
+    """What a public server hands out for download (issue 19): the run without the server's own facts, its
+    folders (the model card's path; the name where it is a folder here, shortened to its last part) and its
+    process's memory (every step's RSS and CUDA figures). The live run keeps them: the arrays are shared, not
+    copied."""
+    card = {k: v for k, v in trace.model_card.items() if k != "path"}
+    name = str(card.get("name", "model"))
+    card["name"] = short_name(name) if is_server_path(name) else name
+    steps = [dataclasses.replace(step, memory={}) for step in trace.steps]
+    return dataclasses.replace(trace, model_card=card, steps=steps)
 
 
 def download_name(trace: RunTrace, when: datetime | None = None) -> str:
@@ -27,11 +50,6 @@ def download_name(trace: RunTrace, when: datetime | None = None) -> str:
     model = _UNSAFE.sub("-", short_name(str(trace.model_card.get("name", "model")))).strip("-.") or "model"
     prefix = "" if model.startswith("llmviz") else "llmviz-"
     return f"{prefix}{model}-{when.strftime('%Y%m%d-%H%M%S')}.zip"
-
-
-def markdown_escape(text: str) -> str:
-    """Model text shown as itself inside st.markdown: no emphasis, links, LaTeX ($) or line breaks taken."""
-    return _MARKDOWN.sub(r"\\\1", text).replace("\r", "").replace("\n", " ↵ ")
 
 
 def generated_text(trace: RunTrace, row: int = 0) -> str:

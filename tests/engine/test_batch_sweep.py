@@ -4,6 +4,7 @@ import pytest
 
 from llmviz.engine.batch_sweep import batch_sweep
 from llmviz.engine.loading import load_model
+from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 
 
@@ -31,3 +32,20 @@ def test_bad_sweeps_are_config_errors(model_dirs, kw):
         batch_sweep(lm, [1, 2], **kw)
     with pytest.raises(ConfigError):
         batch_sweep(lm, [])
+
+
+def test_sweep_runs_keep_no_whole_logits(model_dirs, monkeypatch):
+    """A sweep reads timings only: its steps kept [b, V] logits each (8 rows x 129 steps of GPT-2's vocab were
+    200 MB a run, issue 19). Every step it records now holds none."""
+    lm = load_model(str(model_dirs["gpt2"]), device="cpu")
+    steps, real_step = [], Session.step
+
+    def spy(self):
+        steps.append(real_step(self))
+        return steps[-1]
+
+    monkeypatch.setattr(Session, "step", spy)
+    result = batch_sweep(lm, [5, 6, 7], sizes=(1, 4), steps=3, repeats=1, device="cpu")
+    assert len(steps) == 2 * 2 * 4  # 2 rounds x 2 sizes x (prefill + 3 decode steps)
+    assert all(s.logits is None for s in steps) and all(s.topk_ids.shape[1] == 20 for s in steps)
+    assert [r["batch"] for r in result["sizes"]] == [1, 4]

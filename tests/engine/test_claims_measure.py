@@ -25,9 +25,11 @@ def measurer():
 
 def test_claim_names_are_parsed_strictly():
     assert parse_ids(" k1, K4 ,k1") == ("K1", "K4") and parse_ids(None) == CLAIM_IDS == parse_ids("")
-    for bad in ("K12", "K1,X", "1"):
+    for bad in ("K12", "K1,X", "1", ",,,", " , "):  # ",,," named no claim and ran none, exit 0 (issue 19)
         with pytest.raises(ConfigError, match="no claim"):
             parse_ids(bad)
+    with pytest.raises(ConfigError, match=r"the claims are K1, K2, .*, K11"):
+        parse_ids(",,,")
 
 
 def test_k9_prefix_sharing_counts_whole_blocks_of_the_hand_formula(measurer):

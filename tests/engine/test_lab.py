@@ -56,7 +56,8 @@ def test_presets_fit_the_model():
 
 
 def test_compare_config_is_validated():
-    for bad in ({"steps": 0}, {"repeats": 99}, {"warmup": 0}, {"b": "kv-dtype=fp99"}, {"layer": -1}):
+    for bad in ({"steps": 0}, {"repeats": 99}, {"warmup": 0}, {"b": "kv-dtype=fp99"}, {"layer": -1},
+                {"b": f"sliding-window={2**64}"}, {"a": "sliding-window=0"}):  # 2**64: an OverflowError (issue 19)
         with pytest.raises(ConfigError):
             CompareConfig(prompt=PROMPT, **bad)
 
@@ -122,6 +123,27 @@ def test_teacher_forcing_feeds_the_reference_tokens(model_dirs):
     own = [int(s.sampled[0]) for s in pooled.trace.steps[:-1]]
     assert own != drawn_by_a  # B alone would have fed other tokens: the forcing is what made them equal
     assert report["max"] > 1e-3 and len(report["greedy_agree"]) == 7
+
+
+def test_only_the_drifts_reference_keeps_its_whole_logits(model_dirs, monkeypatch):
+    """Every timed round kept [1, V] logits per step (20 rounds x 257 steps of GPT-2's vocab: 1 GB, issue 19); now
+    only the last round's A run, the drift's reference, and B's teacher-forced run (the drift itself) keep them."""
+    steps, real_step = [], Session.step
+
+    def spy(self):
+        steps.append((self.config.capture, real_step(self)))
+        return steps[-1][1]
+
+    monkeypatch.setattr(Session, "step", spy)
+    config = CompareConfig(prompt=PROMPT, a="", b="kv-dtype=fp16", model=str(model_dirs["gpt2"]), steps=4, repeats=2,
+                           warmup=1, device="cpu", bandwidth_bytes=4 * 2**20)
+    result = compare(config, service.load)
+    timed = [s for capture, s in steps if capture == "off"]
+    kept = [s for s in timed if s.logits is not None]
+    # 3 rounds x 2 sides x 5 steps timed, then B's 5 teacher-forced steps; A's last run (5 steps) is the reference
+    assert len(timed) == 3 * 2 * 5 + 5 and len(kept) == 2 * 5
+    assert all(s.logits is None for capture, s in steps if capture == "meta")  # the largest-activation runs
+    assert result["drift"]["steps"] == 5 and 0 < result["drift"]["max"] < 0.05  # the drift still has its logits
 
 
 def test_within_noise_compares_the_median_gap_with_the_spread():

@@ -29,3 +29,17 @@ def test_matmul_probe_counts_two_flops_per_multiply_add():
     out = matmul_flops("cpu", m=4, k=64, n=128, repeats=2)
     assert out["flops"] == 2 * 4 * 64 * 128 and out["shape"] == [4, 64, 128]
     assert 0 < out["gflop_per_s"] < 1e5  # a rate, not a speed target (a busy machine may be slow)
+
+
+def test_the_cache_probe_is_bounded_whatever_the_layer_claims(monkeypatch):
+    """A replayed trace's card sizes the layer (issue 19): a 1 TiB layer must not become a 1 TiB buffer."""
+    from llmviz.engine import probes
+
+    asked = []
+    monkeypatch.setattr(probes, "memory_bandwidth", lambda device, nbytes, repeats: asked.append(nbytes) or {})
+    monkeypatch.setattr(probes, "matmul_flops", lambda *args, **kwargs: {})
+    for claimed, probed in ((2**40, probes.CACHE_PROBE_MAX_BYTES), (1, 4 * 2**20), (8 * 2**20, 8 * 2**20)):
+        asked.clear()
+        probes.device_limits("cpu", claimed)
+        assert asked[-1] == probed, (claimed, asked)
+    assert probes.CACHE_PROBE_MAX_BYTES <= 256 * 2**20

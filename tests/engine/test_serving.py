@@ -4,6 +4,7 @@ every step; bad input is a typed error."""
 
 import random
 
+import numpy as np
 import pytest
 
 from llmviz.analysis.serving import metrics
@@ -13,7 +14,7 @@ from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
 from llmviz.engine.serving.requests import Request, RequestTrace, make_trace, parse_trace
 from llmviz.engine.serving.static import run_static
 from llmviz.engine.session import Session
-from llmviz.errors import ConfigError, TraceFormatError
+from llmviz.errors import ConfigError, NotAllowedError, TraceFormatError
 
 
 def random_trace(seed: int, n: int = 6, vocab: int = 300, sampled: bool = False) -> RequestTrace:
@@ -247,3 +248,96 @@ def test_admission_waits_for_free_blocks(lm):
 def test_trace_values_are_checked(request_json, needle):
     with pytest.raises(TraceFormatError, match=needle):
         parse_trace('{"requests": [' + request_json + "]}")
+
+
+# --- issue 19: a serving run holds no whole logits; a trace's work is bounded before it runs ----------------
+def _held_bytes(step) -> int:
+    """Bytes of every numpy array a recorded step keeps (its hook records included)."""
+    arrays = [v for v in step.__dict__.values() if isinstance(v, np.ndarray)]
+    return sum(a.nbytes for a in arrays) + sum(r.nbytes for r in step.hooks)
+
+
+def test_static_batching_keeps_no_whole_logits(lm, monkeypatch):
+    """Static batching kept every step's [rows, V] logits until its batch ended (16 rows of GPT-2's 50,257 ids:
+    3.2 MB a step). Every step it records now holds no logits array, and less than those logits' bytes in all."""
+    steps, real_step = [], Session.step
+
+    def spy(self):
+        steps.append(real_step(self))
+        return steps[-1]
+
+    monkeypatch.setattr(Session, "step", spy)
+    trace = RequestTrace("t", tuple(Request(i, 0, (5, 6, 7 + i), 12, seed=i) for i in range(4)))
+    result = run_static(lm, trace, ServeConfig(slots=4))
+    vocab = lm.cfg.vocab_size
+    assert vocab <= 65536  # a vocabulary whose logits a step would otherwise keep whole
+    assert len(steps) == 12 and all(s.logits is None for s in steps)
+    assert max(_held_bytes(s) for s in steps) < 4 * vocab * 4  # all it keeps: less than its 4 rows' logits alone
+    assert all(len(result["outputs"][r.id]) == 12 for r in trace.requests)
+    assert result["outputs"][1] == alone(lm, trace.requests[1])  # the tokens are unchanged
+
+
+def test_a_traces_work_is_bounded_before_it_runs(tiny_lm):
+    from llmviz import service
+    from llmviz.engine.serving.requests import BUILT_IN, PUBLIC_MAX_TRACE_TOKENS, check_work, load_trace, trace_work
+
+    for name in BUILT_IN:  # the built-in traces pass on a public server, at every slot count the page offers
+        trace = load_trace(name)
+        expected = sum(len(r.prompt_ids) + r.output_len for r in trace.requests)
+        assert check_work(trace, 512) == trace_work(trace) == expected <= PUBLIC_MAX_TRACE_TOKENS
+        assert service.check_serving_work(tiny_lm, name, public=True) == expected
+        for slots in range(1, 17):
+            assert expected <= service.check_serving_work(tiny_lm, name, public=True, slots=slots) \
+                <= PUBLIC_MAX_TRACE_TOKENS
+    # static batching's padding counts: a 512-token request beside fifteen 2-token ones is sixteen 512-token rows
+    padded = RequestTrace("pad", (Request(0, 0, (5,), 511), *(Request(i, 0, (5,), 1) for i in range(1, 17))))
+    assert trace_work(padded) == 512 + 16 * 2 == trace_work(padded, slots=1)
+    assert trace_work(padded, slots=16) == 16 * 512 + 2 and trace_work(padded, slots=8) == 8 * 512 + 8 * 2 + 2
+    assert check_work(padded, 512, slots=8) == 4114
+    with pytest.raises(NotAllowedError, match="static batching in 16 slots, padding included"):
+        service.check_serving_work(tiny_lm, padded, public=True, slots=16)
+    # the red team's upload: 1,024 requests x (1 + 2,047) tokens, ~6 hours of one core
+    attack = RequestTrace("attack", tuple(Request(i, 0, (5,), 2047) for i in range(1024)))
+    with pytest.raises(NotAllowedError, match=r"2,097,152 tokens.* at most 8,192") as caught:
+        check_work(attack, 2048)
+    assert caught.value.code == "serving_work" and caught.value.params["work"] == 1024 * 2048
+    assert check_work(attack, 2048, limit=None) == 1024 * 2048  # a private run: only the length is checked
+    at_limit = RequestTrace("edge", tuple(Request(i, 0, (5,) * 8, 248) for i in range(32)))  # 32 x 256 = 8,192
+    assert check_work(at_limit, 512) == PUBLIC_MAX_TRACE_TOKENS
+    over = RequestTrace("over", (*at_limit.requests, Request(99, 0, (5,), 1)))
+    with pytest.raises(NotAllowedError):
+        service.check_serving_work(tiny_lm, over, public=True)
+    assert service.check_serving_work(tiny_lm, over, public=False) == PUBLIC_MAX_TRACE_TOKENS + 2
+    too_long = RequestTrace("long", (Request(0, 0, (5,) * 500, 13),))  # 513 tokens; tiny holds 512
+    with pytest.raises(ConfigError, match=r"request 0 .* needs 513 tokens .* holds 512"):
+        service.check_serving_work(tiny_lm, too_long, public=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_lm():
+    return load_model("llmviz-tiny", device="cpu")
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('{"requests": [{"id": 1e400, "prompt_ids": [1], "output_len": 2}]}', "id must be a whole number, got inf"),
+    ('{"requests": [{"prompt_ids": [1], "output_len": 2, "top_k": 1e400}]}', "top_k must be a whole number"),
+    ('{"requests": [{"id": true, "prompt_ids": [1], "output_len": 2}]}', "id must be a whole number, got True"),
+    ('{"requests": [{"prompt_ids": [1], "output_len": 2, "top_k": "7"}]}', "top_k must be a whole number, got '7'"),
+    ('{"requests": [{"prompt_ids": [1], "output_len": 2, "top_p": "1"}]}', "top_p must be a finite number"),
+    ('{"requests": [{"prompt_ids": [1], "output_len": 2, "seed": 1, "seed": 2}]}', "'seed' appears twice"),
+    ('{"requests": [{"id": -1, "prompt_ids": [1], "output_len": 2}]}', r"id must be .* \[0, 2\*\*63\)"),
+    ('{"requests": [{"prompt_ids": [1], "output_len": 2, "temperature": 1' + "0" * 400 + "}]}",
+     "temperature must be a finite number, got 1000"),  # an int no float holds, its message cut short
+])
+def test_the_reader_is_strict(text, needle):
+    with pytest.raises(TraceFormatError, match=needle):
+        parse_trace(text)
+
+
+def test_a_byte_order_mark_is_dropped(tmp_path):
+    from llmviz.engine.serving.requests import load_trace, parse_trace_bytes
+
+    text = '{"requests": [{"id": 3, "prompt_ids": [1, 2], "output_len": 2, "top_k": 7}]}'
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + text.encode())  # as Notepad saves UTF-8
+    for trace in (load_trace(str(tmp_path / "bom.json")), parse_trace_bytes(text.encode("utf-8-sig"))):
+        assert [(r.id, r.prompt_ids, r.output_len, r.sampling.top_k) for r in trace.requests] == [(3, (1, 2), 2, 7)]

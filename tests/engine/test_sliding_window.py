@@ -66,10 +66,23 @@ def test_ring_rollback_within_its_slots_replays_exactly(tiny):
         cache.truncate(0, 0)  # back to nothing is always possible
 
 
-@pytest.mark.parametrize("value", [0, -3])
+@pytest.mark.parametrize("value", [0, -3, 2**63, 2**64, True, 4.0])
 def test_a_window_must_be_positive(value):
+    """>= 2**63 no int64 position comparison holds: an OverflowError in the mask (issue 19), now a ConfigError."""
     with pytest.raises(ConfigError, match="sliding_window"):
         EngineConfig(sliding_window=value)
+
+
+def test_a_window_beyond_the_context_is_the_same_as_none(tiny):
+    """Allowed up to 2**63 - 1: every cached key is inside it, so the tokens are those of no window."""
+    from llmviz.engine.switches import parse_spec
+
+    plain = Session(tiny, "The list of", EngineConfig(sampling=GREEDY)).generate(6).output_ids
+    for layout in KV_LAYOUTS:
+        wide = EngineConfig(sampling=GREEDY, sliding_window=2**63 - 1, kv_rollback=10**12, kv_layout=layout)
+        assert Session(tiny, "The list of", wide).generate(6).output_ids == plain, layout
+    with pytest.raises(ConfigError, match="sliding_window"):  # the switch spec of Compare and the Decode page
+        EngineConfig(**parse_spec(f"sliding-window={2**64}"))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -101,3 +101,29 @@ def test_max_new_must_be_positive(pair):
     for n in (0, -3):
         with pytest.raises(ConfigError, match="max_new"):
             Speculator(target, draft, [1, 2], 2, max_new=n)
+
+
+@pytest.mark.parametrize("seed", [2**64, 2**70, -(2**63) - 1, True])
+def test_a_seed_torch_cannot_take_is_a_config_error(pair, seed):
+    """speculative --seed >= 2**64 was an OverflowError (issue 19): bounded as generate bounds its seed."""
+    target, draft = pair
+    with pytest.raises(ConfigError, match=r"seed must be an integer in \[-2\*\*63, 2\*\*64\)"):
+        Speculator(target, draft, [1, 2], 2, seed=seed, max_new=2)
+
+
+def test_the_largest_seed_runs_and_the_baseline_keeps_no_logits(pair, monkeypatch):
+    from llmviz.engine.serving.speculative import alone_decode
+
+    target, draft = pair
+    result = Speculator(target, draft, [5, 6, 7], 2, SamplingConfig(temperature=1.0, top_k=0), 2**64 - 1, 4).run()
+    assert len(result["output_ids"]) == 4
+    expected = target_alone(target, [5, 6, 7], 5)
+    steps, real_step = [], Session.step
+
+    def spy(self):
+        steps.append(real_step(self))
+        return steps[-1]
+
+    monkeypatch.setattr(Session, "step", spy)
+    ids, _ = alone_decode(target, [5, 6, 7], 5)
+    assert ids == expected and len(steps) == 5 and all(s.logits is None for s in steps)

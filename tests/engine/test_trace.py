@@ -149,3 +149,79 @@ def test_schema_1_traces_still_load(saved, tmp_path):
     assert back.prompts == [back.prompt] and back.schema_version == SCHEMA_VERSION
     assert "batch_size" not in back.engine_config and EngineConfig.from_dict(back.engine_config).capture == "full"
     assert back.output_ids == load_trace(folder).output_ids
+
+
+def test_schema_2_traces_still_load(saved, tmp_path):
+    """A trace written before row norms (schema 2: no has_row_norms in its hook records)."""
+    _, folder = saved
+    doc = json.loads((folder / "trace.json").read_text())
+    doc["schema_version"] = 2
+    for step in doc["steps"]:
+        for meta in step["hooks"]:
+            del meta["has_row_norms"]
+    old = tmp_path / "v2"
+    old.mkdir()
+    (old / "trace.json").write_text(json.dumps(doc))
+    (old / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
+    back = load_trace(old)
+    assert back.output_ids == load_trace(folder).output_ids and back.steps[1].hook("layers.0.k").row_norms is None
+
+
+def test_the_json_caps_leave_room_for_the_longest_embedded_run(tmp_path):
+    """The longest run the embedded model can record (its whole 512-token context at capture full) writes a
+    trace.json within a third of its size cap and of its value cap (issue 19: the caps' comment says why they are
+    where they are). Built from a recorded run's own steps, repeated: recording 511 steps takes minutes here."""
+    from llmviz.engine.trace_check import MAX_TRACE_JSON_BYTES, MAX_TRACE_JSON_VALUES
+
+    lm = load_model("llmviz-tiny")
+    trace = Session(lm, "The list of", EngineConfig(capture="full", stop_at_eos=False)).generate(3)
+    doc = json.loads((trace.save(tmp_path / "short") / "trace.json").read_text())
+    context = lm.cfg.max_position_embeddings
+    doc["steps"] = [doc["steps"][0]] + [{**doc["steps"][-1], "index": i} for i in range(1, context - 1)]
+    doc["tokens"] = {str(i): {"piece": "Ġpiece", "bytes": "207069656365", "text": " piece", "special": False}
+                     for i in range(2 * context)}  # every step shows its input, sample, top 20 and lens ids
+    text = json.dumps(doc, ensure_ascii=False, indent=1).encode()  # as RunTrace.save writes it
+    assert len(text) < MAX_TRACE_JSON_BYTES / 3 and text.count(b",") < MAX_TRACE_JSON_VALUES / 3, len(text)
+
+
+def test_trace_json_is_read_no_further_than_its_cap(saved, tmp_path):
+    """A trace.json with no end (a device file) is refused at the cap, not read to the 2 GiB archive limit."""
+    import time
+
+    from llmviz.engine.trace_check import MAX_TRACE_JSON_BYTES
+
+    _, folder = saved
+    (tmp_path / "trace.json").symlink_to("/dev/zero")
+    (tmp_path / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
+    began = time.perf_counter()
+    with pytest.raises(TraceFormatError) as err:
+        load_trace(tmp_path)
+    assert err.value.code == "trace_json_too_large" and f"{MAX_TRACE_JSON_BYTES + 2**20:,}" in str(err.value)
+    assert time.perf_counter() - began < 5
+
+
+def test_a_message_names_the_folder_given_never_one_inside_it(saved, tmp_path):
+    """Loaded from a folder, a damaged trace's message names that folder (the CLI's user chose it); from an archive,
+    never the temporary folder it was unpacked in (on a server, the server's own; issue 19)."""
+    from llmviz.engine.trace import trace_from_zip, trace_to_zip
+
+    trace, folder = saved
+    (tmp_path / "trace.json").write_bytes((folder / "trace.json").read_bytes())
+    (tmp_path / "arrays.npz").write_bytes(b"PK\x03\x04 not an npz")
+    with pytest.raises(TraceFormatError) as err:
+        load_trace(tmp_path)
+    assert str(tmp_path) in str(err.value)
+    import io
+    import tempfile
+    import zipfile
+
+    good = trace_to_zip(trace)
+    with zipfile.ZipFile(io.BytesIO(good)) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("trace.json", members["trace.json"])
+        z.writestr("arrays.npz", b"PK\x03\x04 not an npz")
+    with pytest.raises(TraceFormatError) as err:
+        trace_from_zip(buffer.getvalue())
+    assert tempfile.gettempdir() not in str(err.value) and "the archive" in str(err.value)

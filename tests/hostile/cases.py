@@ -332,18 +332,67 @@ def _shape(arrays: dict, key: str, value) -> dict:
     return {**arrays, key: value}
 
 
-def _hook_arrays(valid: bytes, key: str, shape_of) -> bytes:
-    """Step 1's `layers.0.k` record (a meta trace keeps none of its arrays) said to hold `key` ("array" or
-    "row_norms"), with an array of shape shape_of(declared shape)."""
+def _hook_arrays(valid: bytes, key: str, shape_of, fill: float = 1.0, name: str = "layers.0.k",
+                 dtype: str = "float32") -> bytes:
+    """Step 1's `name` record (a meta trace keeps none of its arrays) said to hold `key` ("array" or
+    "row_norms"), with an array of shape shape_of(declared shape) whose last value is `fill` (the others 1)."""
     import numpy as np
 
     doc = json.loads(_members(valid)["trace.json"])
-    meta = next(m for m in doc["steps"][1]["hooks"] if m["name"] == "layers.0.k")
+    meta = next(m for m in doc["steps"][1]["hooks"] if m["name"] == name)
     meta[f"has_{key}"] = True
-    shape = shape_of(meta["shape"])
+    values = np.ones(shape_of(meta["shape"]), dtype)
+    values.flat[-1] = fill
     prefix = {"array": "hook", "row_norms": "norms"}[key]
-    with_arrays = _with_arrays(valid, lambda a: {**a, f"s1.{prefix}.layers.0.k": np.ones(shape, np.float32)})
+    with_arrays = _with_arrays(valid, lambda a: {**a, f"s1.{prefix}.{name}": values})
     return _zip({**_members(with_arrays), "trace.json": json.dumps(doc).encode()})
+
+
+# --- issue 19: a replayed trace trusts nothing (llmviz/engine/trace_check.py) --------------------------------
+def _set(path: tuple, value):
+    """A builder: trace.json with the field at `path` (keys and list indices) set to `value` (a callable gets the
+    old value)."""
+    def build(valid: bytes) -> bytes:
+        def edit(doc):
+            *parents, last = path
+            node = doc
+            for key in parents:
+                node = node[key]
+            node[last] = value(node[last]) if callable(value) else value
+            return json.dumps(doc).encode()
+        return _with_json(valid, edit)
+    return build
+
+
+def _array(key: str, change):
+    """A builder: arrays.npz with the array `key` replaced by change(old array)."""
+    return lambda valid: _with_arrays(valid, lambda a: {**a, key: change(a[key])})
+
+
+def _set_at(a, index, value):
+    a = a.copy()
+    a[index] = value
+    return a
+
+
+def _json_of(size: int):
+    """A builder: an archive whose trace.json inflates to `size` bytes of zeros (stored deflated: a few KB here)."""
+    return lambda valid: _raw_zip([bomb_member("trace.json", size),
+                                   _stored("arrays.npz", _members(valid)["arrays.npz"])])
+
+
+def _extra_tokens(valid: bytes) -> bytes:
+    """Every id of the vocabulary in the token table, most of them shown by no step (a resampled run's earlier
+    draws are): accepted, and the table kept to the ids shown."""
+    def edit(doc):
+        entry = {"piece": "x", "bytes": "78", "text": "x", "special": False}
+        doc["tokens"] = {str(i): entry for i in range(doc["model_card"]["config"]["vocab_size"])} | doc["tokens"]
+        return json.dumps(doc).encode()
+    return _with_json(valid, edit)
+
+
+CARD = ("model_card",)
+CONFIG = ("model_card", "config")
 
 
 TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
@@ -399,6 +448,90 @@ TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("unknown_compression", lambda valid: _flagged(valid, method=99), ERROR, "TraceFormatError"),
     Case("path_traversal_extra_members", lambda valid: _zip({**_members(valid), "../../evil.txt": b"owned",
                                                             "/tmp/evil-abs.txt": b"owned"}), OK),
+    # issue 19: the card, bounded as a pasted config and agreeing with the arrays
+    Case("card_num_layers_30_million", _set((*CONFIG, "num_layers"), 30_000_000), ERROR, "TraceFormatError"),
+    Case("card_num_layers_more_than_timed", _set((*CONFIG, "num_layers"), 5), ERROR, "TraceFormatError"),
+    Case("card_intermediate_size_700k", _set((*CONFIG, "intermediate_size"), 700_000), ERROR, "TraceFormatError"),
+    Case("card_vocab_a_billion", _set((*CONFIG, "vocab_size"), 10**9), ERROR, "TraceFormatError"),
+    Case("card_vocab_below_the_ids", _set((*CONFIG, "vocab_size"), 10), ERROR, "TraceFormatError"),
+    Case("card_num_layers_text", _set((*CONFIG, "num_layers"), "4"), ERROR, "TraceFormatError"),
+    Case("card_vocab_float", _set((*CONFIG, "vocab_size"), 4096.0), ERROR, "TraceFormatError"),
+    Case("card_config_a_string", _set(CONFIG, "llama"), ERROR, "TraceFormatError"),
+    Case("card_config_unknown_field", _set(CONFIG, lambda c: {**c, "evil": 1}), ERROR, "TraceFormatError"),
+    Case("card_family_markdown", _set((*CARD, "family"), "![x](http://evil.example/a.png)"), ERROR,
+         "TraceFormatError"),
+    Case("card_name_a_number", _set((*CARD, "name"), 5), ERROR, "TraceFormatError"),
+    Case("card_weight_bytes_negative", _set((*CARD, "weight_bytes"), -1), ERROR, "TraceFormatError"),
+    # the document's own fields
+    Case("json_over_its_cap", _json_of(40 * 2**20), ERROR, "TraceFormatError"),
+    Case("json_three_million_lists", lambda valid: _zip({**_members(valid), "trace.json": b"[" + b"[]," * 3_000_000
+                                                         + b"[]]"}), ERROR, "TraceFormatError"),  # 9 MB: 190 MB parsed
+    Case("prompts_200k_times", _set(("prompts",), lambda p: p * 200_000), ERROR, "TraceFormatError"),
+    Case("prompts_first_not_the_prompt", _set(("prompts",), ["another prompt"]), ERROR, "TraceFormatError"),
+    Case("prompt_a_number", _set(("prompt",), 7), ERROR, "TraceFormatError"),
+    Case("seed_text", _set(("seed",), "0"), ERROR, "TraceFormatError"),
+    Case("seed_2_to_the_70", _set(("seed",), 2**70), ERROR, "TraceFormatError"),
+    Case("engine_config_a_list", _set(("engine_config",), []), ERROR, "TraceFormatError"),
+    Case("engine_config_unknown_dtype", _set(("engine_config", "dtype"), "fp64"), ERROR, "TraceFormatError"),
+    Case("engine_config_sampling_text", _set(("engine_config", "sampling"), "hot"), ERROR, "TraceFormatError"),
+    Case("step_sampling_nan", _set(("steps", 1, "sampling", "temperature"), math.nan), ERROR, "TraceFormatError"),
+    Case("step_sampling_missing", _set(("steps", 1, "sampling"), {}), ERROR, "TraceFormatError"),
+    Case("token_beyond_vocab", _set(("tokens",), lambda t: {**t, "99999": {"piece": "x", "bytes": "78", "text": "x"}}),
+         ERROR, "TraceFormatError"),
+    Case("token_key_not_decimal", _set(("tokens",), lambda t: {f" {k}": v for k, v in t.items()}), ERROR,
+         "TraceFormatError"),
+    Case("token_entry_piece_number", _set(("tokens",), lambda t: {k: {**v, "piece": 5} for k, v in t.items()}), ERROR,
+         "TraceFormatError"),
+    Case("token_entry_bytes_not_hex", _set(("tokens",), lambda t: {k: {**v, "bytes": "zz"} for k, v in t.items()}),
+         ERROR, "TraceFormatError"),
+    Case("token_entry_a_list", _set(("tokens",), lambda t: {k: [1] for k in t}), ERROR, "TraceFormatError"),
+    Case("token_table_every_id_of_the_vocab", _extra_tokens, OK),
+    Case("kv_a_list", _set(("steps", 1, "kv"), []), ERROR, "TraceFormatError"),
+    Case("kv_bytes_allocated_zero", _set(("steps", 1, "kv", "bytes_allocated"), 0), ERROR, "TraceFormatError"),
+    Case("kv_bytes_allocated_negative", _set(("steps", 1, "kv", "bytes_allocated"), -4096), ERROR,
+         "TraceFormatError"),
+    Case("kv_layers_30_million", _set(("steps", 1, "kv", "layers"), 30_000_000), ERROR, "TraceFormatError"),
+    Case("kv_seq_len_text", _set(("steps", 0, "kv", "seq_len"), "3"), ERROR, "TraceFormatError"),
+    Case("timings_a_number", _set(("steps", 1, "timings"), 5), ERROR, "TraceFormatError"),
+    Case("timings_total_text", _set(("steps", 1, "timings", "total_ms"), "fast"), ERROR, "TraceFormatError"),
+    Case("timings_span_negative", _set(("steps", 0, "timings", "spans_ms", "embed"), -1.0), ERROR,
+         "TraceFormatError"),
+    Case("memory_text", _set(("steps", 1, "memory"), "lots"), ERROR, "TraceFormatError"),
+    Case("memory_rss_negative", _set(("steps", 1, "memory", "rss_bytes"), -1), ERROR, "TraceFormatError"),
+    Case("finished_unknown", _set(("steps", 2, "finished"), "**evil**"), ERROR, "TraceFormatError"),
+    Case("hook_name_undeclared", _set(("steps", 1, "hooks", 0, "name"), "layers.0.evil"), ERROR, "TraceFormatError"),
+    Case("hook_layer_beyond_the_card", _set(("steps", 1, "hooks", 2, "name"), "layers.99.attn_in"), ERROR,
+         "TraceFormatError"),
+    Case("hook_shape_negative", _set(("steps", 1, "hooks", 0, "shape"), [1, -1, 256]), ERROR, "TraceFormatError"),
+    Case("hook_has_array_text", _set(("steps", 1, "hooks", 0, "has_array"), "yes"), ERROR, "TraceFormatError"),
+    # the arrays: dtypes, shapes and ranges
+    Case("positions_negative", _array("s0.positions", lambda a: _set_at(a, (0, 0), -5)), ERROR, "TraceFormatError"),
+    Case("positions_pad_where_a_token_is", _array("s0.positions", lambda a: _set_at(a, (0, 0), -1)), ERROR,
+         "TraceFormatError"),
+    Case("sampled_below_the_pad", _array("s1.sampled", lambda a: a * 0 - 7), ERROR, "TraceFormatError"),
+    Case("logits_strings", _array("s0.logits", lambda a: a.astype("U8")), ERROR, "TraceFormatError"),
+    Case("logits_3d", _array("s0.logits", lambda a: a[:, None, :]), ERROR, "TraceFormatError"),
+    Case("logits_empty", _array("s0.logits", lambda a: a[:, :0]), ERROR, "TraceFormatError"),
+    Case("logits_nan", _array("s1.logits", lambda a: _set_at(a, (0, 3), math.nan)), ERROR, "TraceFormatError"),
+    Case("logits_neg_inf", _array("s1.logits", lambda a: _set_at(a, (0, 3), -math.inf)), OK),  # a masked token
+    Case("logsumexp_inf", _array("s1.logsumexp", lambda a: a + math.inf), ERROR, "TraceFormatError"),
+    Case("topk_id_beyond_vocab", _array("s1.topk_ids", lambda a: _set_at(a, (0, 1), 10**6)), ERROR,
+         "TraceFormatError"),
+    Case("lens_probs_complex", _array("s1.lens_probs", lambda a: a.astype("complex64")), ERROR, "TraceFormatError"),
+    Case("lens_ids_float", _array("s1.lens_ids", lambda a: a.astype("float64")), ERROR, "TraceFormatError"),
+    Case("lens_one_layer_too_many", _array("s1.lens_ids", lambda a: a.repeat(2, axis=0)), ERROR, "TraceFormatError"),
+    Case("hook_array_nan", lambda valid: _hook_arrays(valid, "array", lambda s: s, math.nan), ERROR,
+         "TraceFormatError"),
+    Case("hook_array_inf", lambda valid: _hook_arrays(valid, "array", lambda s: s, math.inf), ERROR,
+         "TraceFormatError"),
+    Case("hook_array_integers", lambda valid: _hook_arrays(valid, "array", lambda s: s, dtype="int32"), ERROR,
+         "TraceFormatError"),
+    Case("scores_masked_neg_inf", lambda valid: _hook_arrays(valid, "array", lambda s: s, -math.inf,
+                                                             "layers.0.scores"), OK),  # what the mask writes
+    Case("row_norms_nan", lambda valid: _hook_arrays(valid, "row_norms", lambda s: s[:-1], math.nan), ERROR,
+         "TraceFormatError"),
+    Case("row_norms_negative", lambda valid: _hook_arrays(valid, "row_norms", lambda s: s[:-1], -2.0), ERROR,
+         "TraceFormatError"),
 )
 
 # --- request traces (serve-sim --trace FILE; the Serving page's upload) -------------------------------------
@@ -418,6 +551,24 @@ REQUEST_TRACES = (  # value: the file's bytes
     Case("token_beyond_vocab", b'{"requests": [{"prompt_ids": [99999999], "output_len": 2}]}', ERROR, "ConfigError"),
     Case("over_two_megabytes", b'{"requests": [' + b'{"prompt_ids": [1], "output_len": 1},' * 60_000 + b"]}", ERROR,
          "TraceFormatError"),
+    # issue 19: numbers read strictly (1e400 is a JSON float, inf; a bool or a string is not a number), a key
+    # written twice is an error, not silently the last; a UTF-8 byte order mark is accepted
+    Case("id_1e400", b'{"requests": [{"id": 1e400, "prompt_ids": [1, 2], "output_len": 2}]}', ERROR,
+         "TraceFormatError"),
+    Case("top_k_1e400", b'{"requests": [{"prompt_ids": [1, 2], "output_len": 2, "top_k": 1e400}]}', ERROR,
+         "TraceFormatError"),
+    Case("id_true", b'{"requests": [{"id": true, "prompt_ids": [1, 2], "output_len": 2}]}', ERROR,
+         "TraceFormatError"),
+    Case("top_k_a_string", b'{"requests": [{"prompt_ids": [1, 2], "output_len": 2, "top_k": "7"}]}', ERROR,
+         "TraceFormatError"),
+    Case("temperature_a_string", b'{"requests": [{"prompt_ids": [1, 2], "output_len": 2, "temperature": "0.5"}]}',
+         ERROR, "TraceFormatError"),
+    Case("duplicate_key_in_a_request", b'{"requests": [{"prompt_ids": [1, 2], "output_len": 2, '
+                                       b'"output_len": 1000000000}]}', ERROR, "TraceFormatError"),
+    Case("duplicate_requests_key", b'{"requests": [], "requests": [{"prompt_ids": [1, 2], "output_len": 2}]}',
+         ERROR, "TraceFormatError"),  # the last one alone is a valid trace
+    Case("utf8_bom", b"\xef\xbb\xbf" + b'{"requests": [{"prompt_ids": [5, 6, 7], "output_len": 2, "seed": 1}, '
+                                       b'{"prompt_ids": [8, 9], "output_len": 3, "temperature": 0.8, "seed": 2}]}', OK),
     Case("two_small_requests", b'{"requests": [{"prompt_ids": [5, 6, 7], "output_len": 2, "seed": 1}, '
                                b'{"prompt_ids": [8, 9], "output_len": 3, "temperature": 0.8, "seed": 2}]}', OK),
 )

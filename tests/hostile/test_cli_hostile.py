@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 
 import pytest
 from cases import (
@@ -205,6 +206,62 @@ def test_trace_out_folders(run, tmp_path):
     for out in ("", "   ", tmp_path / "a-file", tmp_path / "a-file" / "below", "nul\x00byte", "/proc/llmviz"):
         check(run("trace", "--prompt", PROMPT, "--steps", 1, "--out", out), ERROR)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+@pytest.mark.parametrize("command", ["generate", "serve-sim"])
+def test_a_fifo_is_refused_not_read_forever(run, tmp_path, command):
+    """--prompts-file and serve-sim --trace naming a FIFO: opening it blocked forever (issue 19); now refused as not
+    a regular file, at once (a regression fails at the 10-second limit instead of hanging the suite)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    argv = ["generate", "--prompts-file", fifo] if command == "generate" else ["serve-sim", "--trace", fifo,
+                                                                               "--no-check"]
+    line = check(run(*argv, seconds=10), ERROR)
+    assert "FIFO" in line and "regular file" in line
+
+
+def test_trace_out_never_writes_into_system_folders(run, tmp_path):
+    """`trace --out /dev/full.zip` wrote into /dev as root (issue 19): /dev, /proc and /sys are refused, through a
+    link too, and so is an --out that exists as something else (a FIFO named .zip, a file where a folder goes)."""
+    name = f"llmviz-test-{os.getpid()}.zip"
+    (tmp_path / "to-dev").symlink_to("/dev")
+    os.mkfifo(tmp_path / "fifo.zip")
+    (tmp_path / "a-file").write_text("x")
+    try:
+        for out, needle in ((f"/dev/{name}", "/dev"), (tmp_path / "to-dev" / name, "/dev"), ("/sys/x.zip", "/sys"),
+                            (tmp_path / "fifo.zip", "FIFO"), (tmp_path / "a-file", "is a file")):
+            line = check(run("trace", "--prompt", PROMPT, "--steps", 1, "--out", out), ERROR)
+            assert needle in line, line
+            assert "internal error" not in line
+    finally:
+        if os.path.lexists(f"/dev/{name}"):  # only where the check regressed
+            os.remove(f"/dev/{name}")
+    assert not os.path.lexists(f"/dev/{name}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "fifo.zip", "to-dev"]
+    out = check(run("trace", "--prompt", PROMPT, "--steps", 1, "--out", tmp_path / "new" / "t.zip"), OK)
+    assert (tmp_path / "new" / "t.zip").is_file() and "wrote 2 steps" in out  # an ordinary folder still works
+
+
+@pytest.mark.parametrize("only", [",,,", " , ", ""])
+def test_claims_only_naming_no_claim_is_an_error(run, only):
+    """`claims --only ,,,` exited 0 with no claims (issue 19): an --only that names none lists the claims."""
+    line = check(run("claims", "--only", only), ERROR)
+    assert "names no claim" in line and "K1, K2" in line and "K11" in line
+
+
+BEYOND_INT64 = str(2**64)
+
+
+@pytest.mark.parametrize("argv", [
+    ["generate", "--prompt", PROMPT, "--max-new-tokens", 2, "--sliding-window", BEYOND_INT64],
+    ["compare", "--prompt", PROMPT, "--steps", 1, "--repeats", 1, "--b", f"sliding-window={BEYOND_INT64}"],
+    ["speculative", "--prompt", PROMPT, "--max-new-tokens", 2, "--seed", BEYOND_INT64],
+], ids=["generate-window", "compare-window", "speculative-seed"])
+def test_numbers_beyond_int64_are_typed(run, argv):
+    """Windows >= 2**64 and speculative seeds >= 2**64 ended in OverflowError (issue 19): a typed ConfigError
+    naming the range, as generate's seed."""
+    line = check(run(*argv), ERROR)
+    assert "internal error" not in line and ("2**63-1" in line or "2**64)" in line), line
 
 
 @pytest.mark.parametrize("argv", [

@@ -35,9 +35,9 @@ def fingerprint(lm) -> dict:
 
 
 def test_pages_leave_the_shared_model_as_loaded():
-    from llmviz.ui.state import cached_model
+    from llmviz.ui.state import model
 
-    lm = cached_model("llmviz-tiny", "auto", "fp32", None, "auto", "none", 32)  # the entry every page reads
+    lm = model("llmviz-tiny", "auto", "fp32")  # the entry every page reads (llmviz/ui/model_cache.py)
     before = fingerprint(lm)
     for page, label in ACTIONS.items():
         at = open_app(page_file(page), prompt="The list of")
@@ -45,7 +45,7 @@ def test_pages_leave_the_shared_model_as_loaded():
         assert buttons, f"{page} has no button {label!r}: {[b.label for b in at.button]}"
         buttons[0].click().run(timeout=300)
         assert not at.exception, (page, [e.value for e in at.exception])
-    assert cached_model("llmviz-tiny", "auto", "fp32", None, "auto", "none", 32) is lm  # still the one entry
+    assert model("llmviz-tiny", "auto", "fp32") is lm  # still the one entry
     after = fingerprint(lm)
     changed = [k for k in before if before[k] != after.get(k)]
     assert not changed, changed[:10]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from plotly_data import array
 from streamlit.testing.v1 import AppTest
-from ui_helpers import open_app
+from ui_helpers import open_app, shown
 
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.engine.config import EngineConfig, SamplingConfig
@@ -82,7 +82,7 @@ def test_previous_shows_the_recorded_step_without_recomputing(model_dirs):
     from llmviz.analysis.tokens import token_label
 
     drew = f"drew “{token_label(run.trace.tokens, earlier_token)}”"
-    assert any(drew in c.value for c in at.caption), [c.value for c in at.caption]
+    assert any(drew in shown(c.value) for c in at.caption), [c.value for c in at.caption]
     click(at, "Next ▶")  # shows the recorded step 2 again, no new step
     assert len(run.trace.steps) == recorded and step_shown(at) == "2 (decode)"
     click(at, "Reset")

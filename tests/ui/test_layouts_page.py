@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from plotly_data import array
-from ui_helpers import PROMPT, open_app, page_file, rendered_text
+from ui_helpers import PROMPT, open_app, page_file, rendered_text, shown
 
 from llmviz import service
 from llmviz.analysis.kv_memory import human
@@ -33,7 +33,7 @@ def open_layouts(app_model, **params):
     """The page as a link with kv_* settings opens it (AppTest starts on Home, which reads the link and warns
     about bad values there: those warnings are kept as at.url_warnings)."""
     at = open_app(None, **{"model": app_model, "prompt": PROMPT, **params})
-    at.url_warnings = [w.value for w in at.warning]
+    at.url_warnings = [shown(w.value) for w in at.warning]
     at.switch_page(page_file("kv_layouts")).run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -233,3 +233,49 @@ def test_a_shed_trace_saves_and_loads_its_row_norms(model_dirs, tmp_path):
     assert all(r.row_norms is None and r.array is None for r in old.steps[2].hooks)
     with pytest.raises(ValueError, match="without tensors"):
         cache_norms(old.steps, 1)
+
+
+def test_an_uploaded_trace_is_kept_within_the_budget_as_a_live_run(model_dirs, monkeypatch):
+    """A replayed trace counts against the session's budget too (issue 19): a capture-full file recorded with a
+    larger budget is shed on upload as a live run of its length would be, and the page says so."""
+    from llmviz.engine.trace import trace_to_zip
+    from llmviz.ui.i18n import translate
+    from llmviz.ui.public import Policy
+
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    trace = Session(lm, PROMPT, EngineConfig(capture="full")).generate(8)
+    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", "0.01")  # 10 kB: below what the prefill and newest step hold
+    budget = Policy.from_env().trace_budget_bytes
+    assert droppable(trace) > budget
+    at = open_app("app_pages/trace.py", model="/no/such/model")
+    at.file_uploader(key="trace_upload").set_value(("long.zip", trace_to_zip(trace), "application/zip")).run()
+    assert not at.exception and not at.error
+    run = at.session_state["llmviz_run"]
+    assert run.key is None and run.shed == len(trace.steps) - 2  # all but the prefill and the newest
+    assert [is_shed(s) for s in run.trace.steps] == [False, *[True] * (len(trace.steps) - 2), False]
+    kept = droppable_step(run.trace.steps[0]) + droppable_step(run.trace.steps[-1])
+    assert droppable(run.trace) == kept and kept == droppable_step(trace.steps[0]) + droppable_step(trace.steps[-1])
+    notice = translate("en", "budget.notice", n=run.shed, mb=0.01)
+    assert notice in [i.value for i in at.info]
+    assert run.trace.output_ids == trace.output_ids  # tokens, top-k and timings stay
+
+
+def test_a_public_server_refuses_a_replay_that_still_holds_too_much(model_dirs, monkeypatch):
+    """Shedding cannot touch a file's prefill and newest step; a public server refuses a trace that still holds more
+    than REPLAY_HELD_BUDGETS budgets, with a typed message, and keeps the run it showed."""
+    from llmviz.engine.trace import trace_to_zip
+    from llmviz.ui.i18n import translate
+    from llmviz.ui.trace_budget import REPLAY_HELD_BUDGETS, bound_replay, held_bytes
+
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    trace = Session(lm, PROMPT * 8, EngineConfig(capture="full")).generate(4)
+    budget = 10_000
+    assert bound_replay(trace, budget) == 2 and held_bytes(trace) > REPLAY_HELD_BUDGETS * budget  # local: shed only
+    monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
+    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", "0.01")
+    at = open_app("app_pages/trace.py", model="llmviz-tiny")
+    before = at.session_state["llmviz_run"]
+    at.file_uploader(key="trace_upload").set_value(("big.zip", trace_to_zip(trace), "application/zip")).run()
+    assert not at.exception
+    assert any(translate("en", "error.NotAllowedError") in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["llmviz_run"] is before

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
-from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, page_file
+from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, ROOT, page_file, rendered_text
 
 from llmviz.engine.trace import trace_from_zip, trace_to_zip
 from llmviz.ui.i18n import translate
-from llmviz.ui.trace_file import download_name, generated_text, markdown_escape, summary
+from llmviz.ui.trace_file import download_name, generated_text, markdown_escape, public_copy, short_name, summary
 
 
 class RecordingStorage(MemoryMediaFileStorage):
@@ -114,7 +116,7 @@ def test_upload_replays_without_a_model(downloaded):
     assert run.key is None and run.session is None and run.cursor == 0
     assert run.trace.output_ids == original.output_ids
     assert metrics(at)["Steps recorded"] == "4"
-    assert [s.value for s in at.success] == [translate("en", "trace.loaded", name="run.zip", steps=4)]
+    assert [s.value for s in at.success] == [translate("en", "trace.loaded", name=markdown_escape("run.zip"), steps=4)]
     assert [i.value for i in at.info] == [translate("en", "common.replay")]
     at.switch_page(page_file("home")).run()  # another page draws from the replayed trace
     assert not at.exception and not at.error
@@ -229,3 +231,74 @@ def test_generated_text_regroups_a_character_split_into_byte_tokens(downloaded):
     trace.tokens.update(tok.describe(ids))
     assert len(ids) == 7 and "".join(trace.tokens[i]["text"] for i in ids[:-1]) == "\ufffd" * 6
     assert generated_text(trace) == "济南" == tok.hf.decode(ids, skip_special_tokens=True)
+
+
+# --- issue 19: an uploaded trace's text renders as text; a public server's download carries none of its own facts
+EVIL = "![x](http://evil.example/a.png) [click](http://evil.example)"
+
+
+def live_markdown(texts: list[str]) -> list[str]:
+    """The texts that would render a link or an image: `](` or `![` not escaped by a backslash."""
+    return [s for s in texts if re.search(r"(?<!\\)\]\(|(?<!\\)!\[", s)]
+
+
+def with_card(good: bytes, **changes) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(good)) as archive:
+        doc, arrays = json.loads(archive.read("trace.json")), archive.read("arrays.npz")
+    doc["model_card"].update(changes)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("trace.json", json.dumps(doc))
+        archive.writestr("arrays.npz", arrays)
+    return buffer.getvalue()
+
+
+def test_an_uploaded_traces_names_render_as_text(downloaded, app_model):
+    _, _, good = downloaded
+    data = with_card(good, name=EVIL, device=f"cpu {EVIL}")
+    assert trace_from_zip(data).model_card["name"] == EVIL  # a name is any text: it is shown escaped, not refused
+    at = trace_page(app_model)
+    upload(at, f"{EVIL}.zip", data)
+    assert not at.exception and not at.error
+    texts = rendered_text(at)
+    assert any("evil" in s for s in texts)  # the name and the file name are shown...
+    assert live_markdown(texts) == []  # ...as text: no image fetched from another host, no link
+    assert live_markdown([EVIL]) == [EVIL]  # (the check finds a live one)
+
+
+def test_a_public_download_leaves_out_the_servers_paths_and_memory(app_model, monkeypatch):
+    monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
+    monkeypatch.setenv("LLMVIZ_ALLOWED_MODELS", app_model)
+    RecordingStorage.made.clear()
+    monkeypatch.setattr(app_test_module, "MemoryMediaFileStorage", RecordingStorage)
+    at = trace_page(app_model, step=2)
+    data = served(at.get("download_button")[0].proto.url)
+    text = zipfile.ZipFile(io.BytesIO(data)).read("trace.json").decode()
+    assert str(ROOT) not in text and str(Path.home()) not in text and "rss_bytes" not in text
+    back = trace_from_zip(data)
+    assert "path" not in back.model_card and all(s.memory == {} for s in back.steps)
+    run = at.session_state["llmviz_run"].trace  # the live run keeps them: only the download leaves them out
+    assert back.output_ids == run.output_ids and "rss_bytes" in run.steps[-1].memory and "path" in run.model_card
+    assert back.model_card["name"] == short_name(app_model)
+
+
+def test_public_copy_shortens_a_server_folder_and_keeps_a_hub_id(downloaded, tmp_path):
+    trace = trace_from_zip(downloaded[2])
+    folder = tmp_path / "models" / "mine"
+    folder.mkdir(parents=True)
+    for name, shown in ((str(folder), "mine"), ("~/models/x", "x"), ("./x/y", "y"),
+                        ("HuggingFaceTB/SmolLM2-135M", "HuggingFaceTB/SmolLM2-135M"), ("llmviz-tiny", "llmviz-tiny")):
+        trace.model_card["name"] = name
+        copy = public_copy(trace)
+        assert copy.model_card["name"] == shown and trace.model_card["name"] == name, name
+    assert copy.steps[0].input_ids is trace.steps[0].input_ids  # shared, not copied
+    assert trace.steps[0].memory and not copy.steps[0].memory
+
+
+def test_a_public_download_replays_on_the_decode_page_of_the_local_tool(downloaded, app_model):
+    """Its steps hold no memory figures (public_copy): the Decode page draws without them."""
+    at = trace_page(app_model)
+    upload(at, "public.zip", trace_to_zip(public_copy(trace_from_zip(downloaded[2]))))
+    assert not at.exception and not at.error
+    at.switch_page(page_file("decode")).run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]

@@ -50,6 +50,12 @@ def _figure_text(spec: dict) -> list[str]:
     return texts
 
 
+def shown(markdown: str) -> str:
+    """What a person reads of a markdown string: its backslash escapes undone (values from a link, a file or the
+    engine are escaped where they render: llmviz/ui/markdown.py)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def rendered_text(at) -> list[str]:
     """Every string a person reads on an AppTest page: text, alerts, metric and widget labels, chart titles."""
     texts: list[str] = []

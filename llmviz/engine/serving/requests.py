@@ -15,18 +15,27 @@ that shares it) and kept in assets/traces/:
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from llmviz.engine.config import SamplingConfig
-from llmviz.errors import ConfigError, TraceFormatError
+from llmviz.engine.files import read_regular
+from llmviz.errors import ConfigError, NotAllowedError, TraceFormatError
 
 TRACES = Path(__file__).resolve().parents[3] / "assets" / "traces"
 BUILT_IN = ("mixed", "mixed-poisson", "shared-prompt")
 MAX_REQUESTS = 1024
 MAX_ARRIVAL_STEP = 10_000  # a simulation runs one engine step per step, idle or not
 MAX_TRACE_BYTES = 2_000_000  # a trace file read or uploaded (the built-in ones are ~30 KB)
+# The most work (trace_work: prompt + output tokens, static batching's padding included) an uploaded trace may
+# ask of a public server (issue 19), so that no visitor holds the heavy slot for long. Measured on this project's
+# 2-core CPU (shared, load ~3), the embedded model: the worst case is 1 slot, one engine step per token, where
+# 8,192 tokens took 67 s through static and 37 s through continuous batching (122 and 223 tokens/s): the
+# Serving page's two runs in under 2 minutes. The built-in "mixed" (3,253 tokens) takes 2.0 s + 1.0 s at 8 slots;
+# the built-in traces need at most 6,640 at any slot count 1-16 (mixed in 16 slots), so they pass.
+PUBLIC_MAX_TRACE_TOKENS = 8_192
 
 
 def _whole(value) -> bool:
@@ -67,27 +76,117 @@ class RequestTrace:
 
     def __post_init__(self):
         if not self.requests:
-            raise ConfigError(f"trace {self.name!r} has no requests")
+            raise ConfigError(f"trace {_shown(self.name)} has no requests")
         if len(self.requests) > MAX_REQUESTS:
-            raise ConfigError(f"trace {self.name!r} has {len(self.requests)} requests; at most {MAX_REQUESTS}")
+            raise ConfigError(f"trace {_shown(self.name)} has {len(self.requests)} requests; at most {MAX_REQUESTS}")
         ids = [r.id for r in self.requests]
         if len(set(ids)) != len(ids):
-            raise ConfigError(f"trace {self.name!r} repeats a request id")
+            raise ConfigError(f"trace {_shown(self.name)} repeats a request id")
 
     def check_vocab(self, vocab_size: int) -> None:
         bad = next((i for r in self.requests for i in r.prompt_ids if i >= vocab_size), None)
         if bad is not None:
-            raise ConfigError(f"trace {self.name!r} holds token id {bad}, outside this model's vocabulary "
-                              f"(0..{vocab_size - 1}): it was made for another tokenizer")
+            raise ConfigError(f"trace {_shown(self.name)} holds token id {_shown(bad)}, outside this model's "
+                              f"vocabulary (0..{vocab_size - 1}): it was made for another tokenizer")
 
     def to_json(self) -> str:
         return json.dumps({"name": self.name, "note": self.note, "requests": [r.to_dict() for r in self.requests]})
 
 
-def parse_trace(text: str, name: str = "trace") -> RequestTrace:
-    """A trace from its JSON text; anything malformed is a TraceFormatError saying what and where."""
+def _shown(value) -> str:
+    """A value as an error message names it, cut short (an uploaded file could hold a megabyte in one field)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _unique_keys(pairs: list) -> dict:
+    """json.loads' object hook: a key written twice is an error, not silently the last one (issue 19)."""
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise TraceFormatError(f"the key {_shown(twice)} appears twice in one object")
+    return dict(pairs)
+
+
+def _number(r: dict, key: str, default, whole: bool):
+    """A field read strictly: a JSON number (whole where `whole`), never a bool or a string, and finite."""
+    value = r.get(key, default)
+    if whole and not _whole(value):
+        raise ConfigError(f"{key} must be a whole number, got {_shown(value)}")
+    if not whole and (isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value)):
+        raise ConfigError(f"{key} must be a finite number, got {_shown(value)}")
+    return value
+
+
+def _finite(value: int | float) -> bool:
     try:
-        doc = json.loads(text)
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float (JSON allows 10**400)
+        return False
+
+
+def _request(r, i: int) -> Request:
+    if not isinstance(r, dict):
+        raise ConfigError(f"a request is an object, got {type(r).__name__}")
+    rid = _number(r, "id", i, whole=True)
+    if not 0 <= rid < 2**63:  # the JSON number 1e400 is a float (inf), refused above; 10**400 is an int
+        raise ConfigError(f"id must be a whole number in [0, 2**63), got {_shown(rid)}")
+    top_k = _number(r, "top_k", 50, whole=True)
+    sampling = SamplingConfig(temperature=_number(r, "temperature", 0.0, whole=False), top_k=top_k,
+                              top_p=_number(r, "top_p", 1.0, whole=False))
+    if not isinstance(r.get("prompt_ids"), list):
+        raise ConfigError(f"prompt_ids must be a list of token ids, got {_shown(r.get('prompt_ids'))}")
+    return Request(rid, r.get("arrival_step", 0), tuple(r["prompt_ids"]), r.get("output_len"), sampling,
+                   r.get("seed", 0))
+
+
+def trace_work(trace: RequestTrace, slots: int | None = None) -> int:
+    """A trace's work in tokens: every request's prompt and output, summed (continuous batching feeds each once).
+    With `slots`, at least what static batching in that many slots computes: each batch of `slots` requests (in
+    arrival order) pads every row to its longest prompt and runs until its longest output, so a batch of one long
+    and fifteen one-token requests costs sixteen long rows (the waste K7 measures)."""
+    tokens = sum(len(r.prompt_ids) + r.output_len for r in trace.requests)
+    if slots is None:
+        return tokens
+    ordered = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))
+    batches = [ordered[i:i + slots] for i in range(0, len(ordered), slots)]
+    padded = sum(len(b) * (max(len(r.prompt_ids) for r in b) + max(r.output_len for r in b)) for b in batches)
+    return max(tokens, padded)
+
+
+def check_work(trace: RequestTrace, max_seq: int, limit: int | None = PUBLIC_MAX_TRACE_TOKENS,
+               slots: int | None = None) -> int:
+    """Refuse, before anything runs, a trace that a run cannot hold or (with a `limit`) should not be given; the work.
+
+    Its longest request (prompt + output) must fit `max_seq`, a sequence's tokens (ConfigError); its work
+    (trace_work, with static batching's padding when `slots` is given) must be at most `limit` tokens
+    (NotAllowedError, code "serving_work", the figures as params). A public server passes PUBLIC_MAX_TRACE_TOKENS
+    (issue 19: 1,024 requests x 2,047 tokens held the heavy slot for hours); `limit=None` checks the length only."""
+    if slots is not None and (not isinstance(slots, int) or isinstance(slots, bool) or slots < 1):
+        raise ConfigError(f"slots must be a whole number >= 1, got {slots!r}")
+    longest = max(trace.requests, key=lambda r: (len(r.prompt_ids) + r.output_len, -r.id))
+    need = len(longest.prompt_ids) + longest.output_len
+    if need > max_seq:
+        raise ConfigError(f"request {longest.id} of trace {_shown(trace.name)} needs {need:,} tokens (prompt + "
+                          f"output) but a sequence holds {max_seq:,}")
+    work = trace_work(trace, slots)
+    if limit is not None and work > limit:
+        padded = f"; static batching in {slots} slots, padding included" if slots else ""
+        raise NotAllowedError(f"trace {_shown(trace.name)} asks for {work:,} tokens of work (prompt + output over "
+                              f"its {len(trace.requests):,} requests{padded}); this server runs at most {limit:,} "
+                              "per trace", code="serving_work", work=work, limit=limit, requests=len(trace.requests))
+    return work
+
+
+def parse_trace(text: str, name: str = "trace") -> RequestTrace:
+    """A trace from its JSON text; anything malformed is a TraceFormatError saying what and where.
+
+    Strict (issue 19): a bool is not a number, a string is not a number, non-finite numbers are refused, a key
+    written twice in one object is an error; a leading UTF-8 byte order mark is dropped."""
+    try:
+        doc = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys)
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"{name}: {exc}") from exc
     except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: absurdly nested brackets
         raise TraceFormatError(f"{name} is not JSON: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("requests"), list):
@@ -95,11 +194,8 @@ def parse_trace(text: str, name: str = "trace") -> RequestTrace:
     out = []
     for i, r in enumerate(doc["requests"]):
         try:
-            sampling = SamplingConfig(temperature=float(r.get("temperature", 0.0)), top_k=int(r.get("top_k", 50)),
-                                      top_p=float(r.get("top_p", 1.0)))
-            out.append(Request(int(r.get("id", i)), r.get("arrival_step", 0), tuple(r["prompt_ids"]),
-                               r["output_len"], sampling, r.get("seed", 0)))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            out.append(_request(r, i))
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:  # ConfigError is a ValueError
             raise TraceFormatError(f"{name}: request {i} is malformed ({type(exc).__name__}: {exc})") from exc
     try:
         return RequestTrace(str(doc.get("name", name)), tuple(out), str(doc.get("note", "")))
@@ -123,14 +219,10 @@ def load_trace(name_or_path: str) -> RequestTrace:
     """A built-in trace by name, or a JSON file."""
     path = TRACES / f"{name_or_path}.json" if name_or_path in BUILT_IN else Path(name_or_path)
     try:
-        if path.stat().st_size > MAX_TRACE_BYTES:
-            raise TraceFormatError(f"{name_or_path} holds {path.stat().st_size:,} bytes; a request trace may hold "
-                                   f"at most {MAX_TRACE_BYTES:,}")
-        with open(path, "rb") as f:  # bounded: a device file (/dev/zero) has no size to check first
-            data = f.read(MAX_TRACE_BYTES + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise TraceFormatError(f"cannot read the request trace {name_or_path!r} ({exc}); built-in traces: "
-                               f"{', '.join(BUILT_IN)}") from exc
+        # a regular file only (a FIFO blocked the read forever, a device never ends), read bounded
+        data = read_regular(path, MAX_TRACE_BYTES, "the request trace", TraceFormatError)
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"{exc}; built-in traces: {', '.join(BUILT_IN)}") from exc
     return parse_trace_bytes(data, str(name_or_path))
 
 

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import torch
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
+from llmviz.engine.config import EngineConfig, SamplingConfig, check_seed
 from llmviz.engine.devices import synchronize
 from llmviz.engine.kv import make_kv_cache
+from llmviz.engine.lean_steps import lean_step
 from llmviz.engine.loading import LoadedModel
 from llmviz.engine.phases import feed
 from llmviz.engine.sampling import check_finite, filter_logits
@@ -86,6 +87,7 @@ class Speculator:
             raise ConfigError("a prompt of at least one token is needed")
         if not isinstance(max_new, int) or max_new < 1:
             raise ConfigError(f"max_new (tokens to generate) must be a whole number >= 1, got {max_new!r}")
+        check_seed(seed)  # as generate bounds its seed (a seed >= 2**64 was an OverflowError in manual_seed)
         self.target, self.draft, self.k, self.max_new = target, draft, k, max_new
         max_seq = len(prompt_ids) + max_new + k + 1
         for lm in (target, draft):
@@ -191,10 +193,10 @@ def alone_decode(lm: LoadedModel, ids: list[int], n: int) -> tuple[list[int], fl
     cfg = EngineConfig(device=str(lm.device), capture="off", logit_lens_top_k=0, stop_at_eos=False,
                        sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + n + 1)
     session = Session(lm, config=cfg, prompt_ids=[ids])
-    session.step()  # the prefill
+    lean_step(session)  # the prefill (no step keeps its whole logits: only the tokens and the clock are read)
     began = time.perf_counter()
     while len(session.trace.steps) < n:
-        session.step()  # synchronizes the device (its timed region ends with the sampled ids on the host)
+        lean_step(session)  # synchronizes the device (its timed region ends with the sampled ids on the host)
     return session.trace.output_ids, (time.perf_counter() - began) * 1000 / max(1, n - 1)
 
 

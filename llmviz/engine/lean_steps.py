@@ -10,11 +10,8 @@ log-sum-exp (a few hundred bytes a row) stay, so a page can still show the likel
 
 from __future__ import annotations
 
-from numbers import Integral
-
 from llmviz.engine.session import Session
 from llmviz.engine.trace import RunTrace, StepTrace
-from llmviz.errors import ConfigError
 
 
 def lean_step(session: Session) -> StepTrace:
@@ -26,12 +23,7 @@ def lean_step(session: Session) -> StepTrace:
 
 def lean_generate(session: Session, max_new_tokens: int) -> RunTrace:
     """Session.generate (max_new_tokens steps, EOS or a full cache), each step kept without its whole logits."""
-    if not isinstance(max_new_tokens, Integral) or isinstance(max_new_tokens, bool) or max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens must be a whole number >= 1 (the prefill's token counts), "
-                          f"got {max_new_tokens!r}")
-    while len(session.trace.steps) < max_new_tokens and not session.finished:
-        lean_step(session)
-    return session.trace
+    return session.generate(max_new_tokens, keep_logits=False)
 
 
 def drop_logits(trace: RunTrace) -> RunTrace:

@@ -281,11 +281,15 @@ class Session:
             return "max_seq_len"
         return ""
 
-    def generate(self, max_new_tokens: int) -> RunTrace:
-        """Steps until max_new_tokens tokens are generated (prefill included), EOS or the cache is full."""
+    def generate(self, max_new_tokens: int, keep_logits: bool = True) -> RunTrace:
+        """Steps until max_new_tokens tokens are generated (prefill included), EOS or the cache is full.
+        keep_logits=False: each step lets go of its whole next-token logits once recorded (its top-k and
+        log-sum-exp stay), for runs that show only tokens and timings (llmviz/engine/lean_steps.py)."""
         if not isinstance(max_new_tokens, Integral) or isinstance(max_new_tokens, bool) or max_new_tokens < 1:
             raise ConfigError(f"max_new_tokens must be a whole number >= 1 (the prefill's token counts), "
                               f"got {max_new_tokens!r}")
         while len(self.trace.steps) < max_new_tokens and not self.finished:
-            self.step()
+            step = self.step()
+            if not keep_logits:
+                step.logits = None
         return self.trace

@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 
-from llmviz.engine.config import CAPTURE_LEVELS, KV_LAYOUTS, EngineConfig, SamplingConfig
+from llmviz.engine.config import CAPTURE_LEVELS, KV_LAYOUTS, SEED_RANGE, EngineConfig, SamplingConfig
 from llmviz.engine.hook_points import declared_point
 from llmviz.engine.models import SUPPORTED_MODEL_TYPES
 from llmviz.engine.models.config import MAX_SIZES, ModelConfig
@@ -37,7 +37,6 @@ MAX_TRACE_JSON_BYTES = 32 * 2**20
 MAX_TRACE_JSON_VALUES = 2_000_000
 MAX_TEXT = 4096  # a model card's name or setting: a hub id or a folder (PATH_MAX), never more
 FINISHED = ("", "eos", "max_seq_len", "max_new_tokens")  # llmviz/engine/sequence.py
-SEEDS = (-(2**63), 2**64)  # what torch's generator takes, as EngineConfig bounds its seed
 _HEX = re.compile(r"(?:[0-9a-f]{2})*")
 _LAYER_SPAN = re.compile(r"layer\.([0-9]+)")  # the prefill's timer marks each block it ran (models/transformer.py)
 
@@ -128,7 +127,7 @@ HOOK_OPTIONAL = {"has_row_norms": FLAG}  # schema 2 has none
 def check_document(doc: dict) -> ModelConfig:
     """Every field but the arrays, before an object is built from it; returns the card's (bounded) config."""
     check_fields(doc, "trace.json", DOCUMENT)
-    if not SEEDS[0] <= doc["seed"] < SEEDS[1]:
+    if not SEED_RANGE[0] <= doc["seed"] < SEED_RANGE[1]:
         raise damaged(f"seed must be in [-2**63, 2**64), got {doc['seed']}")
     for i, entry in enumerate(doc["steps"]):
         check_fields(entry, f"steps[{i}]", STEP)
@@ -210,7 +209,7 @@ def check_records(step, i: int, layers: int) -> None:
         raise damaged(f"{where}.memory has cuda_allocated_bytes but no cuda_peak_allocated_bytes")
     sampling = check_fields(step.sampling, f"{where}.sampling", {"temperature": DURATION, "top_k": COUNT,
                                                                   "top_p": DURATION}, {"seed": WHOLE})
-    if "seed" in sampling and not SEEDS[0] <= sampling["seed"] < SEEDS[1]:
+    if "seed" in sampling and not SEED_RANGE[0] <= sampling["seed"] < SEED_RANGE[1]:
         raise damaged(f"{where}.sampling.seed must be in [-2**63, 2**64)")
     try:
         SamplingConfig(**{k: v for k, v in sampling.items() if k != "seed"})

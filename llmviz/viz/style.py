@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 FONT = "Noto Sans CJK SC, Noto Sans SC, Microsoft YaHei, PingFang SC, sans-serif"
@@ -21,4 +23,10 @@ def token_ticks(labels: list[str] | None, count: int) -> dict:
     """Axis settings that label every row/column with its token, or nothing when there are too many."""
     if not labels or count > MAX_TICKS:
         return {}
-    return {"tickmode": "array", "tickvals": list(range(count)), "ticktext": labels[:count]}
+    return {"tickmode": "array", "tickvals": list(range(count)), "ticktext": [plain(x) for x in labels[:count]]}
+
+
+def plain(text: str) -> str:
+    """A label shown as itself: plotly reads a subset of HTML in any text it draws (an `<a href>` becomes a live
+    link), and a token's piece can come from an uploaded trace (issue 19). Its entities show as the characters."""
+    return html.escape(str(text), quote=False)

@@ -34,3 +34,11 @@ def test_projection_scatter_one_point_per_token():
     fig = projection_scatter(coords, list("abcde"), "t", "pc1", "pc2", "position")
     assert np.array_equal(fig.data[0].x, coords[:, 0]) and list(fig.data[0].text) == list("abcde")
     assert fig.data[0].mode == "markers+text"
+
+
+def test_token_labels_are_shown_as_text_not_html():
+    """Issue 19: a piece from an uploaded trace such as `<a href=...>` must not become a live link in a tick label."""
+    from llmviz.viz.style import token_ticks
+
+    ticks = token_ticks(['<a href="https://evil.example">x</a>', "a&b", "plain"], 3)
+    assert ticks["ticktext"] == ['&lt;a href="https://evil.example"&gt;x&lt;/a&gt;', "a&amp;b", "plain"]

@@ -95,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     from llmviz.cli_claims import add_parser as claims_parser
 
     claims_parser(sub)
+    from llmviz.cli_app import add_parser as app_parser
+
+    app_parser(sub)
     return top
 
 
@@ -272,6 +275,14 @@ def fail(message: str) -> int:
 
 def main(argv=None) -> int:
     """Run one command; every error is one line on stderr starting `error:` and exit status 2."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["app"]:  # everything after it is streamlit's (llmviz/cli_app.py)
+        from llmviz.cli_app import run_app
+
+        try:
+            return run_app(argv[1:])
+        except (LlmvizError, OSError) as exc:
+            return fail(str(exc))
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # --help (0), or a usage error whose one line Parser.error printed (2)

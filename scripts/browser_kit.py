@@ -52,17 +52,12 @@ def stepper_button(page, name: str):
     return page.locator(f".st-key-dec_{name} button")
 
 
-def declared_pages(app: Path = ROOT / "app.py") -> list[tuple[str, str]]:
-    """(file, url path) of every st.Page in app.py, in order; the default page lives at "" (the root)."""
-    pages = []
-    for line in re.findall(r'st\.Page\(".*', app.read_text()):
-        file = re.match(r'st\.Page\("([^"]+)"', line).group(1)
-        url = re.search(r'url_path="([^"]*)"', line)
-        if "default=True" in line:
-            pages.append((file, ""))
-        else:
-            pages.append((file, url.group(1) if url else Path(file).stem))
-    return pages
+def declared_pages() -> list[tuple[str, str]]:
+    """(file, url path) of every page the app's frame declares (llmviz/ui/frame.py PAGES), in order; the default
+    page lives at "" (the root)."""
+    from llmviz.ui.frame import PAGES
+
+    return [(f"app_pages/{file}", path) for file, _, _, path in PAGES]
 
 
 def free_port() -> int:

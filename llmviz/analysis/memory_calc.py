@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from llmviz.analysis.predict import ELEMENT_BYTES, Setup, Shape, kv_bytes_per_token, layer_slots, weight_bytes
 from llmviz.engine.models.config import MAX_SIZES
 from llmviz.errors import ConfigError, ModelConfigError
+from llmviz.paths import CONFIGS
 
-CONFIGS = Path(__file__).resolve().parents[2] / "assets" / "configs"
 GIB = 2**30
 LAYOUTS = ("contiguous", "paged", "dynamic")
 WEIGHT_DTYPES = ("fp32", "fp16", "bf16")

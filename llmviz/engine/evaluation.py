@@ -17,8 +17,9 @@ import torch.nn.functional as F
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.phases import feed
 from llmviz.engine.training.corpus import read_documents
+from llmviz.paths import CORPUS
 
-HELDOUT = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "heldout.txt"
+HELDOUT = CORPUS / "heldout.txt"
 EVAL_WINDOW = 512  # non-overlapping windows of this many tokens (the embedded models' context)
 
 

@@ -34,8 +34,8 @@ from llmviz.errors import (
     ModelNotFoundError,
     WeightLoadError,
 )
+from llmviz.paths import ASSETS
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Shipped in assets/: the model, its draft (speculative decoding), and GQA versions uptrained from it (C19).
 EMBEDDED_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2")
 

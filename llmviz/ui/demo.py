@@ -4,15 +4,14 @@ as a recording. scripts/record_demo.py makes it; a test checks it against the en
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from llmviz.engine.trace import trace_from_zip
+from llmviz.paths import DEMO
 from llmviz.ui import state
 from llmviz.ui.markdown import escape
 
-DEMO_PATH = Path(__file__).resolve().parents[2] / "assets" / "demo" / "default-run.zip"
+DEMO_PATH = DEMO / "default-run.zip"
 DEMO_STEPS = 24  # decode steps after the prefill
 DEMO_KEY = "llmviz_demo_shown"
 

@@ -14,8 +14,11 @@ LANGUAGE_SWITCH = "Language / 语言"  # the sidebar radio app.py draws: present
 
 
 def declared_pages() -> list[str]:
-    """The page files app.py hands to st.navigation, in order (e.g. "app_pages/home.py")."""
-    return re.findall(r"st\.Page\(\s*\"([^\"]+\.py)\"", Path(APP).read_text())
+    """The page files the app's frame hands to st.navigation (llmviz/ui/frame.py PAGES), in order (e.g.
+    "app_pages/home.py")."""
+    from llmviz.ui.frame import PAGES
+
+    return [f"app_pages/{file}" for file, *_ in PAGES]
 
 
 def page_file(stem: str) -> str:

@@ -23,8 +23,8 @@ from pathlib import Path
 from llmviz.engine.config import SamplingConfig
 from llmviz.engine.files import read_regular
 from llmviz.errors import ConfigError, NotAllowedError, TraceFormatError
+from llmviz.paths import TRACES
 
-TRACES = Path(__file__).resolve().parents[3] / "assets" / "traces"
 BUILT_IN = ("mixed", "mixed-poisson", "shared-prompt")
 MAX_REQUESTS = 1024
 MAX_ARRIVAL_STEP = 10_000  # a simulation runs one engine step per step, idle or not

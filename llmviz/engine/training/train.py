@@ -29,8 +29,8 @@ from llmviz.engine.models.transformer import DecoderModel
 from llmviz.engine.training import corpus as corpus_mod
 from llmviz.engine.training import tokenizer as tok_mod
 from llmviz.engine.training.export import check_with_transformers, generate, load_ours, save_model, write_card
+from llmviz.paths import ASSETS
 
-ASSETS = Path(__file__).resolve().parents[3] / "assets"
 PROMPTS = (("The list", "greedy"), ("Return the", "greedy"), ("This module", "sampled"), ("Raise", "sampled"))
 
 

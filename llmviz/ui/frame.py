@@ -1,0 +1,49 @@
+"""The app's frame: the page setup, the language switch and the pages, nothing else (issue 20).
+
+Streamlit runs a script; two scripts call `run()`: `app.py` at the root of a checkout (`streamlit run app.py`)
+and `llmviz/webapp/app.py` in an installed package (`llmviz app`). The pages are found through llmviz.paths,
+so both serve the same files, from the checkout or from the wheel.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.paths import APP_PAGES, ICON
+from llmviz.ui import navigation, presenter
+from llmviz.ui.chrome import guarded, sidebar
+from llmviz.ui.decode_controls import PLAYING
+from llmviz.ui.state import apply_upload_limit, imported
+
+# (file in app_pages/, title key, icon, url path; "" is the default page)
+PAGES = (
+    ("home.py", "nav.home", ":material/home:", ""),
+    ("tokens.py", "nav.tokens", ":material/abc:", "tokens"),
+    ("prefill.py", "nav.prefill", ":material/grid_on:", "prefill"),
+    ("decode.py", "nav.decode", ":material/skip_next:", "decode"),
+    ("layer.py", "nav.layer", ":material/layers:", "layer"),
+    ("compare.py", "nav.compare", ":material/compare_arrows:", "compare"),
+    ("kv_layouts.py", "nav.layouts", ":material/view_module:", "kv-layouts"),
+    ("batch.py", "nav.batch", ":material/view_list:", "batch"),
+    ("serving.py", "nav.serving", ":material/dns:", "serving"),
+    ("memory.py", "nav.memory", ":material/memory:", "memory"),
+    ("claims.py", "nav.claims", ":material/fact_check:", "claims"),
+    ("trace.py", "nav.trace", ":material/save:", "trace"),
+)
+
+
+def run() -> None:
+    st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
+    imported()  # the heavy imports once per process, never by two sessions at the same time
+    apply_upload_limit()  # public mode: Streamlit refuses a file over the app's limit before taking it in
+    t = sidebar()
+    pages = [st.Page(APP_PAGES / file, title=t(title), icon=icon, url_path=path or None, default=not path)
+             for file, title, icon, path in PAGES]
+    page = st.navigation(pages)
+    navigation.follow(page, pages)  # a page change that a late-arriving typed value took back goes on
+    if page.url_path != "decode":  # the Decode page's url_path
+        st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it
+    presenter.frame()  # the presenter view's styles, when on
+    guarded(page.run)  # no traceback reaches the browser
+    presenter.footer(t)
+    navigation.finished(page)

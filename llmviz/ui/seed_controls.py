@@ -69,10 +69,13 @@ def _resample() -> None:
 def controls(t, run) -> None:
     """Seed box, New sample, Resample from this step (live runs only: a replayed trace has no model)."""
     live = run.key is not None and run.session is not None
-    state.seed_widgets({"seed": SEED_KEY})
+    written = state.seed_widgets({"seed": SEED_KEY})
     a, b, c = st.columns([1, 1, 2])
     low, high = RANGES["seed"]
-    a.number_input(t("decode.seed"), low, high, key=SEED_KEY, on_change=_apply_seed,
+    # The setting as the box's default too (state.seed_widgets): under load a browser that lost the box's state
+    # sent its default (0) back as a change, and _apply_seed resampled the run with seed 0 (issue 19).
+    default = "min" if SEED_KEY in written else state.settings().seed
+    a.number_input(t("decode.seed"), low, high, value=default, key=SEED_KEY, on_change=_apply_seed,
                    disabled=not live, help=t("decode.seed_help"))
     b.button(t("decode.new_sample"), on_click=_new_sample, disabled=not live, width="stretch",
              help=t("decode.new_sample_help"))

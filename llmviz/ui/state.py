@@ -162,16 +162,21 @@ def settings() -> Settings:
     return st.session_state[SETTINGS_KEY]
 
 
-def seed_widgets(widgets: dict[str, str]) -> None:
+def seed_widgets(widgets: dict[str, str]) -> set[str]:
     """Widgets ({settings field: widget key}) start from this session's settings (which may come from a link).
     A widget keeps its value across pages (navigation.KEEP): what was typed and not yet applied stays. It takes
-    the setting again only when the setting itself changed since it was last seeded (a link, a reset)."""
-    current = settings()
+    the setting again only when the setting itself changed since it was last seeded (a link, a reset).
+    Returns the keys written in this run: a widget whose key was not written should also get the setting as its
+    `value=`, so that a browser that lost the widget's state falls back to the setting, not to the widget's own
+    default (the Decode seed box fell back to 0 under load and resampled the run, issue 19)."""
+    current, written = settings(), set()
     for field, key in widgets.items():
         value, seeded = getattr(current, field), f"llmviz_seeded.{key}"
         if key not in st.session_state or st.session_state.get(seeded, value) != value:
             st.session_state[key] = value
+            written.add(key)
         st.session_state[seeded] = value
+    return written
 
 
 def widget_values(widgets: dict[str, str]) -> dict:

@@ -179,3 +179,15 @@ def test_history_round_trip():
     assert decode_history(text) == {i: per_step[i] for i in range(5)}
     with pytest.raises(ValueError):
         decode_history("0-x:1,50,1")
+
+
+def test_the_seed_box_falls_back_to_the_runs_seed_not_to_zero(model_dirs):
+    """Issue 19 (found by bench/concurrency.py): under load a browser that lost the seed box's state sent the box's
+    default back as a change, and the run was resampled with seed 0. The box's default is the run's seed, so a
+    fallback is no change; a seed typed in still applies."""
+    at = open_decode(model_dirs["gpt2"], seed=46)
+    next(b for b in at.button if b.label.startswith("Next")).click().run()
+    box = at.number_input(key="dec_seed")
+    assert box.value == 46 and box.proto.default == 46  # a browser falling back to the default sends 46: no change
+    box.set_value(7).run()
+    assert at.session_state["llmviz_settings"].seed == 7 and not at.exception

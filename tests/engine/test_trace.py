@@ -132,6 +132,14 @@ def test_a_batch_round_trips_with_its_padding(model_dirs, tmp_path):
     assert back.steps[-1].row_finished == ["", ""]
 
 
+def _written(doc: dict, folder, old):
+    """An older trace.json beside the saved run's arrays, in its own folder."""
+    old.mkdir()
+    (old / "trace.json").write_text(json.dumps(doc))
+    (old / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
+    return old
+
+
 def test_schema_1_traces_still_load(saved, tmp_path):
     """A trace written before batches (schema 1: one prompt, batch_size and threads in its config)."""
     _, folder = saved
@@ -141,11 +149,7 @@ def test_schema_1_traces_still_load(saved, tmp_path):
     doc["engine_config"] = {**doc["engine_config"], "batch_size": 1, "threads": None}
     for step in doc["steps"]:
         del step["row_finished"]
-    old = tmp_path / "v1"
-    old.mkdir()
-    (old / "trace.json").write_text(json.dumps(doc))
-    (old / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
-    back = load_trace(old)
+    back = load_trace(_written(doc, folder, tmp_path / "v1"))
     assert back.prompts == [back.prompt] and back.schema_version == SCHEMA_VERSION
     assert "batch_size" not in back.engine_config and EngineConfig.from_dict(back.engine_config).capture == "full"
     assert back.output_ids == load_trace(folder).output_ids
@@ -159,11 +163,7 @@ def test_schema_2_traces_still_load(saved, tmp_path):
     for step in doc["steps"]:
         for meta in step["hooks"]:
             del meta["has_row_norms"]
-    old = tmp_path / "v2"
-    old.mkdir()
-    (old / "trace.json").write_text(json.dumps(doc))
-    (old / "arrays.npz").write_bytes((folder / "arrays.npz").read_bytes())
-    back = load_trace(old)
+    back = load_trace(_written(doc, folder, tmp_path / "v2"))
     assert back.output_ids == load_trace(folder).output_ids and back.steps[1].hook("layers.0.k").row_norms is None
 
 

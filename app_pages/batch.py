@@ -6,7 +6,7 @@ import json
 import streamlit as st
 
 from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
-from llmviz.engine.config import PADDINGS, RANDOM_MODELS
+from llmviz.trace.config import PADDINGS, RANDOM_MODELS
 from llmviz.ui import batch_run, state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.ui.navigation import KEEP

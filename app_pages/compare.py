@@ -3,9 +3,9 @@ C14, C19-C21; claims K4, K6, K10, K11)."""
 
 import streamlit as st
 
-from llmviz.engine.config import RANDOM_MODELS
-from llmviz.engine.presets import presets
+from llmviz import service
 from llmviz.errors import LlmvizError
+from llmviz.trace.config import RANDOM_MODELS
 from llmviz.ui import compare_run, compare_view, state
 from llmviz.ui.chrome import heading, literal, translator
 from llmviz.ui.navigation import KEEP
@@ -33,7 +33,7 @@ def use_preset(table: dict) -> None:
 
 def controls(t, s, config: dict, device: str) -> bool:
     seed_widgets()
-    table = presets(config, device)
+    table = service.presets(config, device)
     home = s.model
     models = [""] + [m for m in RANDOM_MODELS if m != home]
     st.selectbox(t("compare.model"), models, key="cmp_model_w", on_change=apply,

@@ -7,6 +7,7 @@ from llmviz.analysis.kv_memory import in_one_unit
 from llmviz.analysis.recorded import missing_row_norms, missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
+from llmviz.trace.budget import is_shed
 from llmviz.ui import latency_sweep, presenter, seed_controls, state
 from llmviz.ui.chrome import guarded, heading, literal, shown_run, step_timing, translator, with_bold_tail
 from llmviz.ui.decode_controls import (
@@ -18,7 +19,6 @@ from llmviz.ui.decode_controls import (
     sampling_sliders,
     speed_control,
 )
-from llmviz.ui.trace_budget import is_shed
 from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
 

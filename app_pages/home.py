@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from llmviz.engine.config import ATTN_BACKENDS, DTYPES
+from llmviz.trace.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import demo, state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.ui.compare_view import switch_reference

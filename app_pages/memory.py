@@ -30,17 +30,17 @@ def source(t, s) -> tuple[str, dict] | None:
             if not text.strip():
                 st.info(t("memory.paste_empty"))
                 return None
-            from llmviz.engine.models import config_from_text
+            from llmviz import service
 
-            return t("memory.pasted"), config_from_text(text).to_dict()
+            return t("memory.pasted"), service.config_from_text(text)
         if pick == HOME:
             state.policy().check_model(s.model)
             from llmviz import service
 
             return s.model, service.model_config_dict(s.model)
-        from llmviz.engine.models import config_from_text
+        from llmviz import service
 
-        return pick, config_from_text(mc.bundled_text(pick), pick).to_dict()
+        return pick, service.config_from_text(mc.bundled_text(pick), pick)
     except (LlmvizError, OSError) as exc:
         state.explain(t, exc)
         return None

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from llmviz.engine.trace import trace_from_zip, trace_to_zip
 from llmviz.errors import NotAllowedError, TraceFormatError
+from llmviz.trace.budget import bound_replay
+from llmviz.trace.records import trace_from_zip, trace_to_zip
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, translator
-from llmviz.ui.trace_budget import bound_replay
 from llmviz.ui.trace_file import download_name, markdown_escape, public_copy, summary
 
 UPLOAD_KEY, LOADED_KEY, ZIP_KEY = "trace_upload", "trace_loaded_file", "trace_zip"

@@ -3,7 +3,7 @@
     python bench/claims.py [--quick] [--threads N] [--device cpu]
 
 Target: `--quick` measures all eleven claims in under 180 s on 2 CPU cores (wall clock of the whole run,
-model loads included). The run is `python -m llmviz claims`'s (llmviz/engine/claims.py measures,
+model loads included). The run is `python -m llmviz claims`'s (llmviz/labs/claims.py measures,
 llmviz/analysis/claim_effects.py judges); this adds the clock, the machine and the target.
 """
 
@@ -24,7 +24,7 @@ from common import machine  # noqa: E402
 from llmviz import service  # noqa: E402
 from llmviz.analysis.claim_effects import reason_text, report  # noqa: E402
 from llmviz.analysis.lab import jsonable  # noqa: E402
-from llmviz.ui.i18n import Translator  # noqa: E402
+from llmviz.i18n.translator import Translator  # noqa: E402
 
 TARGET_QUICK_S = 180
 

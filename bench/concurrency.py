@@ -53,7 +53,7 @@ from browser_kit import (  # noqa: E402
     wait_idle_async,
 )
 
-from llmviz.ui.i18n import translate  # noqa: E402
+from llmviz.i18n.translator import translate  # noqa: E402
 
 PROMPTS = ("The list of", "Return the", "This module provides", "The quick brown fox", "If the value is",
            "A new", "The default", "Each time the")
@@ -240,7 +240,7 @@ async def step_decode(c: Client, stem: str) -> None:
 
 async def download_trace(c: Client, stem: str) -> None:
     """Trace: download this session's run (.zip) and keep it for the comparison with the engine alone."""
-    from llmviz.engine.trace import trace_from_zip
+    from llmviz.trace.records import trace_from_zip
 
     await open_page(c, stem)
     async with c.page.expect_download(timeout=WAIT_S * 1000) as info:
@@ -404,7 +404,7 @@ async def check(server: AppServer, sessions: int, steps: int, tour: tuple[str, .
     """Warm the server (one session, 2 steps), run 1 session alone (unless single=False), then `sessions` at once;
     compare every session's tokens with the engine alone."""
     from llmviz import service
-    from llmviz.engine.config import EngineConfig
+    from llmviz.trace.config import EngineConfig
     from llmviz.ui.settings import UI_THREADS
 
     service.use_cpu_threads(UI_THREADS)  # as the server does: the same kernels, so the same rounding

@@ -30,14 +30,14 @@ from common import ASSETS, gpt2_124m_folder, machine  # noqa: E402
 from engine_switches import Models, batch_scaling, engine_run, hf_loop, paged_at_512  # noqa: E402
 from test_parity import teacher_forced  # noqa: E402
 
-from llmviz.engine.config import EngineConfig, SamplingConfig  # noqa: E402
-from llmviz.engine.devices import torch_dtype  # noqa: E402
 from llmviz.engine.kv import make_kv_cache  # noqa: E402
-from llmviz.engine.loading import load_model  # noqa: E402
+from llmviz.engine.loading.model import load_model  # noqa: E402
 from llmviz.engine.phases import feed  # noqa: E402
-from llmviz.engine.probes import memory_bandwidth  # noqa: E402
+from llmviz.engine.platform.devices import torch_dtype  # noqa: E402
 from llmviz.engine.session import Session  # noqa: E402
 from llmviz.errors import ConfigError  # noqa: E402
+from llmviz.labs.probes import memory_bandwidth  # noqa: E402
+from llmviz.trace.config import EngineConfig, SamplingConfig  # noqa: E402
 
 DEV = "cuda"
 TINY = ASSETS / "llmviz-tiny"
@@ -164,9 +164,9 @@ def lab_presets() -> dict:
     """The Compare page's design-card presets on the GPU, on the GPT-2-124M shape (issue 7): FP16, GQA, flash."""
     from llmviz import service
     from llmviz.analysis.lab import gap_text, jsonable
-    from llmviz.engine.compare import CompareConfig, compare
-    from llmviz.engine.presets import presets
-    from llmviz.ui.i18n import Translator
+    from llmviz.i18n.translator import Translator
+    from llmviz.labs.compare import CompareConfig, compare
+    from llmviz.labs.presets import presets
 
     lm = load_model("gpt2-124m-random", device=DEV)
     out = {}

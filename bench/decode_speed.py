@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from common import cpu_name, gpt2_124m_folder  # noqa: E402
 
-from llmviz.engine.config import EngineConfig, SamplingConfig  # noqa: E402
-from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL, load_model  # noqa: E402
+from llmviz.engine.loading.model import ASSETS, EMBEDDED_MODEL, load_model  # noqa: E402
 from llmviz.engine.session import Session  # noqa: E402
+from llmviz.trace.config import EngineConfig, SamplingConfig  # noqa: E402
 
 
 def time_hf(model, ids: torch.Tensor, n: int) -> float:

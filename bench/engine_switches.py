@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import ASSETS, gpt2_124m_folder, machine  # noqa: E402
 
-from llmviz.engine.config import EngineConfig, SamplingConfig  # noqa: E402
-from llmviz.engine.loading import load_model  # noqa: E402
-from llmviz.engine.probes import matmul_flops, memory_bandwidth  # noqa: E402
+from llmviz.engine.loading.model import load_model  # noqa: E402
 from llmviz.engine.session import Session  # noqa: E402
+from llmviz.labs.probes import matmul_flops, memory_bandwidth  # noqa: E402
+from llmviz.trace.config import EngineConfig, SamplingConfig  # noqa: E402
 
 LOAD_KEYS = ("dtype", "kv_heads", "fused_qkv", "quant", "quant_group")
 ONLY_ONE_SIDE = {

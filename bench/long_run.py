@@ -84,10 +84,10 @@ def engine_part(steps: int, warmup: int, every: int, budget: bool) -> dict:
     """budget=False: the engine alone, every tensor of the live run kept; True: after every step the app's
     per-session trace budget trims the run, as llmviz.ui.state.advance does (the newest step kept whole)."""
     from llmviz import service
-    from llmviz.engine.config import EngineConfig
+    from llmviz.trace.budget import keep_bounded
+    from llmviz.trace.config import EngineConfig
     from llmviz.ui.public import Policy
     from llmviz.ui.settings import UI_THREADS, Settings
-    from llmviz.ui.trace_budget import keep_bounded
 
     service.use_cpu_threads(UI_THREADS)
     me = psutil.Process()
@@ -132,7 +132,7 @@ def engine_part(steps: int, warmup: int, every: int, budget: bool) -> dict:
     rss_trimmed = me.memory_info().rss
     return {
         "path": "llmviz.engine Session.step() in this process, Settings.engine_config (capture full, logit lens 5)"
-                + (", then llmviz.ui.trace_budget.keep_bounded after every step as the app's state.advance does "
+                + (", then llmviz.trace.budget.keep_bounded after every step as the app's state.advance does "
                    "(shed, and malloc_trim every 16 steps)"
                    if budget else ", every tensor of the live run kept (no trace budget)"),
         "trace_budget_mb": budget_bytes / 1e6 if budget_bytes is not None else None,

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import machine  # noqa: E402
 
 from llmviz.analysis.serving import kv_figures, metrics  # noqa: E402
-from llmviz.engine.loading import load_model  # noqa: E402
+from llmviz.engine.loading.model import load_model  # noqa: E402
 from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig  # noqa: E402
 from llmviz.engine.serving.requests import load_trace  # noqa: E402
 from llmviz.engine.serving.static import run_static  # noqa: E402

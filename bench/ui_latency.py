@@ -38,7 +38,7 @@ from browser_kit import (  # noqa: E402
     wait_idle,
 )
 
-from llmviz.ui.i18n import translate  # noqa: E402
+from llmviz.i18n.translator import translate  # noqa: E402
 
 TARGET_CLICK_S, TARGET_COLD_S = 0.5, 15.0
 

@@ -27,3 +27,4 @@ CORPUS = ASSETS / "corpus"
 TRACES = ASSETS / "traces"
 CONFIGS = ASSETS / "configs"
 ICON = ASSETS / "ui" / "icon.png"  # served by this server: nothing is fetched offline
+WEBAPP_SCRIPT = PACKAGE / "webapp" / "app.py"  # what `llmviz app` serves: runs llmviz/ui/frame.py

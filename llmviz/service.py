@@ -6,12 +6,12 @@ import torch themselves.
 
 from __future__ import annotations
 
-from llmviz.engine.compare import CompareConfig
-from llmviz.engine.config import EngineConfig
-from llmviz.engine.devices import set_cpu_threads
-from llmviz.engine.loading import EMBEDDED_MODEL, LoadedModel, load_model
+from llmviz.engine.loading.model import EMBEDDED_MODEL, LoadedModel, load_model
+from llmviz.engine.platform.devices import set_cpu_threads
 from llmviz.engine.session import Session
-from llmviz.engine.trace import RunTrace, StepTrace
+from llmviz.labs.compare import CompareConfig
+from llmviz.trace.config import EngineConfig
+from llmviz.trace.records import RunTrace, StepTrace
 
 __all__ = [
     "EMBEDDED_MODEL",
@@ -55,8 +55,8 @@ def load(name: str | None, config: EngineConfig) -> LoadedModel:
 def model_config_dict(name: str | None) -> dict:
     """The named model's config (ModelConfig.to_dict()) read without its weights, from a folder, the local hub
     cache or config.json alone from the hub: the memory calculator's (C17)."""
-    from llmviz.engine.hub import CONFIG_ONLY
-    from llmviz.engine.loading import read_config, resolve_path
+    from llmviz.engine.loading.hub import CONFIG_ONLY
+    from llmviz.engine.loading.model import read_config, resolve_path
     from llmviz.engine.models import model_config
 
     return model_config(read_config(resolve_path(name, CONFIG_ONLY))).to_dict()
@@ -97,39 +97,39 @@ def run(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, max_new_
 
 
 def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
-    """Throughput at batch 1, 2, 4, 8 copies of one prompt (llmviz/engine/batch_sweep.py)."""
-    from llmviz.engine.batch_sweep import batch_sweep as sweep
+    """Throughput at batch 1, 2, 4, 8 copies of one prompt (llmviz/labs/batch_sweep.py)."""
+    from llmviz.labs.batch_sweep import batch_sweep as sweep
 
     return sweep(lm, prompt, **options)
 
 
 def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress=None) -> dict:
-    """The article's claims K1-K11 measured on this machine (llmviz/engine/claims.py): `ids` "K1,K4" or None for
+    """The article's claims K1-K11 measured on this machine (llmviz/labs/claims.py): `ids` "K1,K4" or None for
     all; load_fn(name, engine_config) lets the app use its shared model cache."""
-    from llmviz.engine.claims import ClaimsPlan, parse_ids, run_claims
+    from llmviz.labs.claims import ClaimsPlan, parse_ids, run_claims
 
     return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device), load_fn or load, progress)
 
 
 def device_limits(device: str, layer_bytes: int) -> dict:
     """The roofline's ceilings measured now: peak matmul FLOP/s, bandwidth beyond and within the caches (C7)."""
-    from llmviz.engine.devices import resolve_device
-    from llmviz.engine.probes import device_limits as probe
+    from llmviz.engine.platform.devices import resolve_device
+    from llmviz.labs.probes import device_limits as probe
 
     return probe(resolve_device(device), layer_bytes)
 
 
 def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", progress=None) -> dict:
-    """Prefill ms against prompt length, median of repeats (llmviz/engine/claims.py; C18, claim K1)."""
-    from llmviz.engine.claims import prefill_sweep as sweep
+    """Prefill ms against prompt length, median of repeats (llmviz/labs/claims.py; C18, claim K1)."""
+    from llmviz.labs.claims import prefill_sweep as sweep
 
     return sweep(lm, lengths, repeats, backend, str(lm.device), progress)
 
 
 def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:
-    """An A/B comparison (llmviz/engine/compare.py); load_fn(name, engine_config) -> LoadedModel lets the app
+    """An A/B comparison (llmviz/labs/compare.py); load_fn(name, engine_config) -> LoadedModel lets the app
     use its shared model cache."""
-    from llmviz.engine.compare import compare as run_compare
+    from llmviz.labs.compare import compare as run_compare
 
     return run_compare(config, load_fn or load, progress)
 
@@ -147,8 +147,8 @@ def step_layouts(sessions: dict[str, Session]) -> dict[str, StepTrace]:
 
 def layout_sweep(lm: LoadedModel, lengths=None, layouts=("contiguous", "dynamic", "paged"), steps: int = 8,
                  repeats: int = 2, progress=None, **options) -> dict:
-    """Decode ms/token of each KV layout over cached lengths (llmviz/engine/layout_sweep.py, claim K3)."""
-    from llmviz.engine.layout_sweep import layout_sweep as sweep
+    """Decode ms/token of each KV layout over cached lengths (llmviz/labs/layout_sweep.py, claim K3)."""
+    from llmviz.labs.layout_sweep import layout_sweep as sweep
 
     return sweep(lm, lengths, layouts, steps, repeats, progress, **options)
 
@@ -166,8 +166,8 @@ def serve(lm: LoadedModel, trace, scheduler: str, progress=None, **options) -> d
 
 
 def release_memory() -> bool:
-    """Give freed heap memory back to the OS (llmviz/engine/heap.py): a long-running app calls it now and then."""
-    from llmviz.engine.heap import release_freed_memory
+    """Give freed heap memory back to the OS (engine/platform/heap.py): a long-running app calls it now and then."""
+    from llmviz.engine.platform.heap import release_freed_memory
 
     return release_freed_memory()
 
@@ -203,7 +203,7 @@ def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_
     return run_speculative(target, draft, prompt, k, max_new, sampling, seed)
 
 
-# The transformers submodules behind the names llmviz/engine/loading.py imports (config, tokenizer)
+# The transformers submodules behind the names llmviz/engine/loading/model.py imports (config, tokenizer)
 _TRANSFORMERS = ("transformers.models.auto.configuration_auto", "transformers.models.auto.tokenization_auto",
                  "transformers.tokenization_utils_fast")
 
@@ -225,7 +225,7 @@ def warm_imports() -> None:
 def resolved_device(name: str) -> str:
     """The device `name` means here ("auto" -> "cuda:0", "mps" or "cpu"), in one spelling: the app's model cache
     keys on it, so that auto and the device it picks are one copy (issue 19). ConfigError for no such device."""
-    from llmviz.engine.devices import resolve_device
+    from llmviz.engine.platform.devices import resolve_device
 
     device = resolve_device(name)
     return f"{device.type}:{0 if device.index is None else device.index}" if device.type == "cuda" else device.type
@@ -236,9 +236,40 @@ def check_serving_work(lm: LoadedModel, trace, public: bool, slots: int | None =
     in tokens (prompt + output, and static batching's padding in `slots`): its longest request must fit a sequence
     (ConfigError), and on a public server the work be at most PUBLIC_MAX_TRACE_TOKENS (NotAllowedError;
     llmviz/engine/serving/requests.py check_work)."""
-    from llmviz.engine.config import default_max_seq
     from llmviz.engine.serving.requests import PUBLIC_MAX_TRACE_TOKENS, check_work, load_trace
+    from llmviz.trace.config import default_max_seq
 
     requests = load_trace(trace) if isinstance(trace, str) else trace
     return check_work(requests, default_max_seq(lm.cfg.max_position_embeddings),
                       PUBLIC_MAX_TRACE_TOKENS if public else None, slots)
+
+
+# Torch-free doors: what a page or the CLI reads of the engine and the labs without running anything. Each imports
+# only torch-free modules, so a replay-only install (no torch) can call them too.
+def limit_heap_arenas() -> bool:
+    """Keep the C heap to one arena for every thread (engine/platform/heap.py, issue 9), before threads start."""
+    from llmviz.engine.platform.heap import limit_arenas
+
+    return limit_arenas()
+
+
+def config_from_text(text: str, where: str = "the pasted config") -> dict:
+    """A config.json's text (pasted, or a bundled file) as ModelConfig.to_dict(); a typed error otherwise (C17)."""
+    from llmviz.engine.models import config_from_text as read
+
+    return read(text, where).to_dict()
+
+
+def presets(config: dict, device: str = "cpu") -> dict:
+    """The Compare presets {name: Preset} for a model's card config on a device type (llmviz/labs/presets.py)."""
+    from llmviz.labs.presets import presets as table
+
+    return table(config, device)
+
+
+def preset(name: str, config: dict, device: str = "cpu"):
+    """One Compare preset by name; ConfigError listing the names otherwise."""
+    from llmviz.labs.presets import preset as one
+
+    return one(name, config, device)
+

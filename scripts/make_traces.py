@@ -8,9 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from llmviz.engine.evaluation import heldout_ids
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.serving.requests import BUILT_IN, TRACES, make_trace
+from llmviz.labs.evaluation import heldout_ids
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llmviz import service  # noqa: E402
-from llmviz.engine.config import EngineConfig  # noqa: E402
-from llmviz.engine.trace import save_zip  # noqa: E402
+from llmviz.trace.config import EngineConfig  # noqa: E402
+from llmviz.trace.records import save_zip  # noqa: E402
 from llmviz.ui.demo import DEMO_PATH, DEMO_STEPS  # noqa: E402
 from llmviz.ui.settings import UI_THREADS, Settings  # noqa: E402
 

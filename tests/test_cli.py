@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llmviz.engine.trace import load_trace, trace_from_zip
+from llmviz.trace.records import load_trace, trace_from_zip
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ def test_the_map_defines_c1_to_c22_and_k1_to_k11():
 
 def test_every_cited_id_is_in_the_map():
     cited: dict[str, str] = {}
-    for path in [*ROOT.glob("llmviz/**/*.py"), *ROOT.glob("llmviz/ui/locales/*/*.json"), *ROOT.glob("app_pages/*.py"),
+    for path in [*ROOT.glob("llmviz/**/*.py"), *ROOT.glob("llmviz/i18n/locales/*/*.json"), *ROOT.glob("app_pages/*.py"),
                  ROOT / "README.md"]:
         for found in re.findall(r"\b([CK]\d{1,2})\b", path.read_text(encoding="utf-8")):
             cited.setdefault(found, str(path.relative_to(ROOT)))

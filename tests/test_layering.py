@@ -9,10 +9,10 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TORCH_FREE_ENGINE = {"llmviz.engine.trace", "llmviz.engine.config", "llmviz.engine.hook_points",
-                     "llmviz.engine.switches", "llmviz.engine.presets", "llmviz.errors", "llmviz.engine",
+TORCH_FREE_ENGINE = {"llmviz.trace.records", "llmviz.trace.config", "llmviz.trace.hooks",
+                     "llmviz.trace.switches", "llmviz.labs.presets", "llmviz.errors", "llmviz.engine",
                      "llmviz.engine.models",  # a package: reading a config needs no tensors (the memory calculator)
-                     "llmviz.engine.heap"}
+                     "llmviz.engine.platform.heap"}
 
 RULES = {  # layer -> forbidden import prefixes
     "engine": ("llmviz.analysis", "llmviz.viz", "llmviz.service", "llmviz.cli", "streamlit", "plotly",

@@ -1,4 +1,4 @@
-"""From the engine's figures for a claim (llmviz.engine.claims) to its effects, a few headline numbers and its
+"""From the engine's figures for a claim (llmviz.labs.claims) to its effects, a few headline numbers and its
 verdict (issue 11). One function per claim; each reads only what the measurement returned.
 
 Each returns (effects {name: Effect}, headline {name: number}) where the headline numbers are what the page's
@@ -138,7 +138,7 @@ def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
 
 
 def report(run: dict) -> dict:
-    """A claims run (llmviz.engine.claims.run_claims) judged: one entry per claim, in the order measured."""
+    """A claims run (llmviz.labs.claims.run_claims) judged: one entry per claim, in the order measured."""
     claims = []
     for claim_id, figures in run["claims"].items():
         error = figures.get("error") if isinstance(figures, dict) else None

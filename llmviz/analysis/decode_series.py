@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llmviz.engine.hook_points import layer_hook_name
+from llmviz.trace.hooks import layer_hook_name
 
 
 def cache_norms(steps, layer: int, which: str = "k", upto: int | None = None) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Prediction beside measurement for an A/B comparison: ratios B/A of what arithmetic says and what the
 engine measured, and the gap in words (message keys the pages and the CLI fill in) (C7, C11, K4, K10, K11).
 
-Reads the plain dict `llmviz.engine.compare.compare` returns; pure arithmetic, no torch.
+Reads the plain dict `llmviz.labs.compare.compare` returns; pure arithmetic, no torch.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmviz.analysis.predict import Prediction, Setup, Shape, predict, ratio
-from llmviz.engine.switches import SWITCHES
+from llmviz.trace.switches import SWITCHES
 
 SMALL_MODEL_BYTES = 100 * 2**20  # below this a decode step on a CPU is mostly Python overhead
 AS_PREDICTED = 0.15  # a measured ratio within 15% of the predicted one "matches"

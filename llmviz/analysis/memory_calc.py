@@ -24,9 +24,9 @@ import json
 from dataclasses import dataclass, replace
 
 from llmviz.analysis.predict import ELEMENT_BYTES, Setup, Shape, kv_bytes_per_token, layer_slots, weight_bytes
-from llmviz.engine.models.config import MAX_SIZES
 from llmviz.errors import ConfigError, ModelConfigError
 from llmviz.paths import CONFIGS
+from llmviz.trace.model_config import MAX_SIZES
 
 GIB = 2**30
 LAYOUTS = ("contiguous", "paged", "dynamic")

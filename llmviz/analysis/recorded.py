@@ -14,7 +14,7 @@ def missing_tensors(step, names: list[str]) -> list[str]:
 
 def missing_row_norms(step, names: list[str]) -> list[str]:
     """The names among `names` whose rows' norms the step cannot give: no tensor, and no norms kept when its
-    tensor was dropped (llmviz/ui/trace_budget.py). The cache grid needs only these norms."""
+    tensor was dropped (llmviz/trace/budget.py). The cache grid needs only these norms."""
     return _missing(step, names, lambda record: record.array is not None or record.row_norms is not None)
 
 

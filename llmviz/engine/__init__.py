@@ -1,5 +1,5 @@
 """The engine: the only package that imports torch (see shared/design.md).
 
-This __init__ imports nothing, so `llmviz.engine.trace` and `llmviz.engine.hook_points` load
+This __init__ imports nothing, so `llmviz.trace.records` and `llmviz.trace.hooks` load
 without torch.
 """

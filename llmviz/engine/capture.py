@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from llmviz.engine.config import CAPTURE_LEVELS
-from llmviz.engine.hook_points import matches
 from llmviz.engine.timing import StepTimer
 from llmviz.errors import ConfigError
+from llmviz.trace.config import CAPTURE_LEVELS
+from llmviz.trace.hooks import matches
 
 
 @dataclass

@@ -11,7 +11,7 @@ log-sum-exp (a few hundred bytes a row) stay, so a page can still show the likel
 from __future__ import annotations
 
 from llmviz.engine.session import Session
-from llmviz.engine.trace import RunTrace, StepTrace
+from llmviz.trace.records import RunTrace, StepTrace
 
 
 def lean_step(session: Session) -> StepTrace:

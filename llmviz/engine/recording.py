@@ -13,9 +13,9 @@ import numpy as np
 import torch
 
 from llmviz.engine.capture import RunContext
-from llmviz.engine.memory import process_memory
+from llmviz.engine.platform.memory import process_memory
 from llmviz.engine.step_batch import StepBatch
-from llmviz.engine.trace import HookRecord, StepTrace
+from llmviz.trace.records import HookRecord, StepTrace
 
 FULL_LOGITS_MAX_VOCAB = 65536  # above this a step keeps the top-k logits and the log-sum-exp only
 TOP_K_KEPT = 20

@@ -23,7 +23,7 @@ class Registry(Generic[T]):
 
     def add(self, name: str, item: T) -> T:
         if name not in self.names:
-            raise ConfigError(f"{self.kind} {name!r} is not declared in llmviz/engine/config.py")
+            raise ConfigError(f"{self.kind} {name!r} is not declared in llmviz/trace/config.py")
         if name in self._items:
             raise ConfigError(f"{self.kind} {name!r} is registered twice")
         self._items[name] = item

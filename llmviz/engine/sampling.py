@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from llmviz.engine.config import SamplingConfig
 from llmviz.errors import LogitsNotFiniteError
+from llmviz.trace.config import SamplingConfig
 
 
 def apply_repetition_penalty(logits: torch.Tensor, history: torch.Tensor, penalty: float) -> torch.Tensor:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from llmviz.engine.config import SamplingConfig
 from llmviz.errors import PromptError
+from llmviz.trace.config import SamplingConfig
 
 
 @dataclass

@@ -17,20 +17,20 @@ from numbers import Integral
 import torch
 
 from llmviz.engine.capture import RunContext
-from llmviz.engine.config import EngineConfig, SamplingConfig, default_max_seq
-from llmviz.engine.devices import dtype_name, resolve_device, same_device
-from llmviz.engine.hook_points import matches
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import LoadedModel
-from llmviz.engine.memory import check_fits, typed_out_of_memory
+from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.phases import decode, plan_step, prefill
+from llmviz.engine.platform.devices import dtype_name, resolve_device, same_device
+from llmviz.engine.platform.memory import check_fits, typed_out_of_memory
 from llmviz.engine.recording import record_step
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer
-from llmviz.engine.trace import RunTrace, StepTrace
 from llmviz.errors import CaptureTooLargeError, ConfigError, LlmvizError, PromptError, SessionFinishedError
+from llmviz.trace.config import EngineConfig, SamplingConfig, default_max_seq
+from llmviz.trace.hooks import matches
+from llmviz.trace.records import RunTrace, StepTrace
 
 SHORTER = "use a shorter prompt or max_seq_len, capture meta instead of full, or dtype fp16/bf16"
 

@@ -50,7 +50,7 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
     """Prefill the batch (capture off: the grid needs only the ids, the snapshot and the timings)."""
     try:
         from llmviz import service
-        from llmviz.engine.config import EngineConfig
+        from llmviz.trace.config import EngineConfig
 
         prompts = prompts_of(s)
         check(prompts)

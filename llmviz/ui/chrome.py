@@ -11,8 +11,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from llmviz.errors import LlmvizError
+from llmviz.i18n.translator import LANGUAGES, Translator
 from llmviz.ui import presenter, state
-from llmviz.ui.i18n import LANGUAGES, Translator
 from llmviz.ui.markdown import escape
 from llmviz.viz.timing import span_bars
 

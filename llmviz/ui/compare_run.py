@@ -8,9 +8,9 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.predict import Prediction, Setup, Shape, predict
-from llmviz.engine.config import default_max_seq
-from llmviz.engine.switches import parse_spec
 from llmviz.errors import LlmvizError
+from llmviz.trace.config import default_max_seq
+from llmviz.trace.switches import parse_spec
 from llmviz.ui import state
 from llmviz.ui.settings import Settings
 
@@ -57,7 +57,7 @@ def shown_result(s: Settings) -> dict | None:
 def run(t, s: Settings) -> dict | None:
     """Run the comparison the settings name, with a progress bar; None (and a message) when it cannot run."""
     from llmviz import service
-    from llmviz.engine.config import SamplingConfig
+    from llmviz.trace.config import SamplingConfig
 
     bar = st.progress(0.0, text=t("progress.compare.load", side="A"))
     try:

@@ -1,4 +1,4 @@
-"""How the Compare page draws a prediction and a result (see llmviz/engine/compare.py for each number)."""
+"""How the Compare page draws a prediction and a result (see llmviz/labs/compare.py for each number)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import streamlit as st
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
 from llmviz.analysis.predict import Prediction, ratio
-from llmviz.engine.switches import SWITCHES
+from llmviz.trace.switches import SWITCHES
 from llmviz.ui.chrome import csv_text, literal
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.engine.trace import trace_from_zip
 from llmviz.paths import DEMO
+from llmviz.trace.records import trace_from_zip
 from llmviz.ui import state
 from llmviz.ui.markdown import escape
 

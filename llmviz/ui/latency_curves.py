@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.engine.config import default_max_seq
 from llmviz.errors import LlmvizError
+from llmviz.trace.config import default_max_seq
 from llmviz.ui import claims_run, latency_sweep, state
 from llmviz.ui.markdown import escape
 from llmviz.ui.settings import Settings

@@ -2,7 +2,7 @@
 repeats, on the run's model with its KV layout and attention backend. A dozen live steps are too few and too
 noisy for the trend; this measures it over the model's whole context.
 
-The measurement is the engine's layout sweep (llmviz/engine/layout_sweep.py, one rule) with the run's one
+The measurement is the engine's layout sweep (llmviz/labs/layout_sweep.py, one rule) with the run's one
 layout; its own text says what was timed. Kept in this browser session.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.decode_series import MIN_FIT_POINTS, fit_latency
-from llmviz.engine.config import default_max_seq
 from llmviz.errors import LlmvizError
+from llmviz.trace.config import default_max_seq
 from llmviz.ui import state
 from llmviz.ui.settings import Settings
 from llmviz.viz import decode as fig

@@ -9,8 +9,8 @@ from dataclasses import dataclass, fields
 
 import streamlit as st
 
-from llmviz.engine.config import RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.errors import LlmvizError
+from llmviz.trace.config import RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.ui import state
 from llmviz.ui.chrome import report
 from llmviz.ui.markdown import escape

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from llmviz.engine.config import EngineConfig
 from llmviz.errors import LlmvizError, ServerBusyError
+from llmviz.trace.config import EngineConfig
 from llmviz.ui.public import Policy
 from llmviz.ui.settings import UI_THREADS
 

@@ -9,7 +9,7 @@ Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1
 - uploads: at most LLMVIZ_MAX_UPLOAD_MB megabytes per file (default 8), Streamlit's own upload limit
   (server.maxUploadSize) included, so that a larger file is refused before the server takes it in;
 - in every mode, a session's run keeps the full tensors of its newest steps within LLMVIZ_TRACE_BUDGET_MB
-  megabytes (default 10; llmviz/ui/trace_budget.py);
+  megabytes (default 10; llmviz/trace/budget.py);
 - heavy measurements (comparisons, sweeps, serving simulations): at most LLMVIZ_HEAVY_SLOTS at once on
   the whole server (default 1) and one at a time per browser session; a session waits its turn in order,
   up to LLMVIZ_HEAVY_WAIT_S seconds (default 120), and is then told the server is busy; each runs for at most
@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from llmviz.engine.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, RANDOM_MODELS
 from llmviz.errors import NotAllowedError, ServerBusyError, TimeLimitError
+from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, RANDOM_MODELS
 
 DEFAULT_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2", *RANDOM_MODELS)
 LOCAL_UPLOAD_MB = 200  # Streamlit's own limit (server.maxUploadSize), the local tool's
@@ -73,7 +73,7 @@ class Policy:
     heavy_slots: int = 0  # 0: no limit (the local tool)
     heavy_wait_s: float = 120.0
     problems: tuple = ()  # settings that were not understood (their defaults apply)
-    trace_budget_mb: float = 10.0  # the tensors one session's run keeps (llmviz/ui/trace_budget.py)
+    trace_budget_mb: float = 10.0  # the tensors one session's run keeps (llmviz/trace/budget.py)
     heavy_limit_s: float = 0.0  # 0: no limit; else the wall-clock seconds one heavy measurement may run
     model_budget_mb: float = 0.0  # 0: no bound; else the model weights alive before a new load is refused
     link_steps: int = MAX_LINK_STEPS  # the steps a link replays when it opens (the local tool: all of them)

@@ -20,7 +20,7 @@ SHOWN_STEPS = 12  # the table's rows: the prefill and the first decode steps
 def layer_bytes(config: dict, dtype: str) -> int:
     """One transformer block's weights: the working set a decode step streams layer by layer. From a replayed
     trace's card (bounded as a pasted config, not as a real model): the probe clamps the buffer it allocates
-    (llmviz/engine/probes.py CACHE_PROBE_MAX_BYTES)."""
+    (llmviz/labs/probes.py CACHE_PROBE_MAX_BYTES)."""
     matrices, small = block_matrices(Shape.from_config(config), config["num_kv_heads"])
     return (matrices + small) * ELEMENT_BYTES.get(dtype, 4)
 

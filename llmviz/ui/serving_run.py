@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.engine.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 from llmviz.errors import LlmvizError
+from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 from llmviz.ui import state
 
 BATCHING_KEY, SHARING_KEY, SPEC_KEY = "llmviz_serve_batching", "llmviz_serve_sharing", "llmviz_serve_spec"
@@ -86,7 +86,7 @@ def speculative(t, wanted: tuple) -> dict | None:
     """wanted = (device, prompt, k, draft, temperature, seed): the embedded model verifies `draft`'s proposals
     (its own 2-layer draft, or itself: self-speculation), greedy at temperature 0."""
     from llmviz import service
-    from llmviz.engine.config import SamplingConfig
+    from llmviz.trace.config import SamplingConfig
 
     device, prompt, k, draft_name, temperature, seed = wanted
     try:

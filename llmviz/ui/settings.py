@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
-from llmviz.engine.config import (
+from llmviz.errors import ConfigError
+from llmviz.trace.config import (
     ATTN_BACKENDS,
     DTYPES,
     EMBEDDED_MODEL,
@@ -18,8 +19,7 @@ from llmviz.engine.config import (
     EngineConfig,
     SamplingConfig,
 )
-from llmviz.engine.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
-from llmviz.errors import ConfigError
+from llmviz.trace.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
 
 DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_PROMPT = "The list of"

@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from llmviz.engine import heap
-from llmviz.engine.trace import RunTrace
 from llmviz.errors import LlmvizError
-from llmviz.ui.i18n import Translator
+from llmviz.i18n.translator import Translator
+from llmviz.trace.budget import keep_bounded
+from llmviz.trace.records import RunTrace
 from llmviz.ui.markdown import escape
 from llmviz.ui.model_cache import cached_model, shared_model  # noqa: F401 - cached_model: the tests' door
 from llmviz.ui.public import Deadline, HeavyGate, Policy
 from llmviz.ui.settings import Settings, encode_history
-from llmviz.ui.trace_budget import keep_bounded
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
     from llmviz.service import LoadedModel, Session
@@ -39,7 +38,9 @@ def imported() -> bool:
     seen with 3 browser sessions opened at once). Before them, the C heap is kept to one arena (issue 9)."""
     import importlib
 
-    heap.limit_arenas()
+    from llmviz import service
+
+    service.limit_heap_arenas()
     for name in ("pandas", "plotly.graph_objects", "llmviz.service"):
         with suppress(ImportError):  # a replay-only install has no torch: its pages never import the engine
             importlib.import_module(name)

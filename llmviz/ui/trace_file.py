@@ -10,7 +10,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
-from llmviz.engine.trace import RunTrace
+from llmviz.trace.records import RunTrace
 from llmviz.ui.markdown import escape as markdown_escape  # noqa: F401 - the UI's one escaper (issue 19)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

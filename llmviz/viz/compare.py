@@ -1,5 +1,5 @@
 """Figures of an A/B comparison (C8-C11, C14, C19-C21): timings with their spread, drift per step, and the
-two settings' attention maps side by side (see llmviz/engine/compare.py for what each number is)."""
+two settings' attention maps side by side (see llmviz/labs/compare.py for what each number is)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from llmviz.analysis.attention import head_shapes, masked, matmul_text, max_abs_
 @pytest.mark.parametrize("kind,backend", [("llama_gqa_rope3", "sdpa"), ("llama_gqa_rope3", "eager"),
                                           ("gpt2", "sdpa"), ("mistral", "eager")])
 def test_scores_recomputed_from_q_and_k_match_the_record(model_dirs, kind, backend):
-    from llmviz.engine.config import EngineConfig
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
     from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig
 
     lm = load_model(str(model_dirs[kind]))
     prompt = "The quick brown fox jumps over the lazy dog"

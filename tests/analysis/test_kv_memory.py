@@ -31,9 +31,9 @@ def test_layer_rows_use_the_articles_layout():
 
 @pytest.mark.parametrize("kind,kv_dtype", [("llama_gqa_rope3", "auto"), ("gpt2", "auto"), ("qwen2", "bf16")])
 def test_formula_and_recorded_tensors_equal_the_engine(model_dirs, kind, kv_dtype):
-    from llmviz.engine.config import EngineConfig
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
     from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig
 
     lm = load_model(str(model_dirs[kind]))
     session = Session(lm, "The quick brown fox jumps", EngineConfig(capture="full", kv_dtype=kv_dtype))

@@ -1,7 +1,7 @@
 """The predicted-vs-measured verdict (C7, C11) on hand-made results: which message, with which cause."""
 
 from llmviz.analysis.lab import gap_text, verdict
-from llmviz.engine.config import EngineConfig
+from llmviz.trace.config import EngineConfig
 
 GPT2 = {"vocab_size": 50257, "hidden_size": 768, "num_layers": 12, "num_heads": 12, "num_kv_heads": 12,
         "head_dim": 64, "intermediate_size": 3072, "max_position_embeddings": 1024, "mlp": "plain", "norm": "layer",

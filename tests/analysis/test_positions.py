@@ -24,9 +24,9 @@ def test_wrap_angles_points_the_same_way():
 @pytest.mark.parametrize("kind", ["llama_tied", "gpt2"])
 def test_the_engine_pos_hook(model_dirs, kind):
     """RoPE (theta 10000, no scaling): rate of pair i is 10000^(-2i/hd); GPT-2: the learned table rows."""
-    from llmviz.engine.config import EngineConfig
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
     from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig
 
     lm = load_model(str(model_dirs[kind]))
     step = Session(lm, "The quick brown fox", EngineConfig(capture="full")).step()

@@ -4,8 +4,8 @@ import numpy as np
 import torch
 
 from llmviz.analysis.sampling import distribution
-from llmviz.engine.config import SamplingConfig
 from llmviz.engine.sampling import filter_logits, sample
+from llmviz.trace.config import SamplingConfig
 
 RNG = np.random.default_rng(0)
 LOGITS = RNG.normal(0, 3, 200)

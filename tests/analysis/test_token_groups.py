@@ -24,7 +24,7 @@ def engine_tokens(folder: Path, text: str):
     """ids and the trace's token table, made by the engine's tokenizer wrapper (as a run records them)."""
     from transformers import PreTrainedTokenizerFast
 
-    from llmviz.engine.tokens import Tokenizer
+    from llmviz.engine.loading.tokens import Tokenizer
 
     hf = PreTrainedTokenizerFast.from_pretrained(str(folder))
     tok = Tokenizer(hf, len(hf), ())

@@ -2,10 +2,10 @@
 
 import pytest
 
-from llmviz.engine.batch_sweep import batch_sweep
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.labs.batch_sweep import batch_sweep
 
 
 def test_sweep_runs_b_copies_of_the_prompt(model_dirs):

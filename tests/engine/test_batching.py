@@ -11,12 +11,12 @@ import dataclasses
 import pytest
 import torch
 
-from llmviz.engine.config import KV_LAYOUTS, PADDINGS, EngineConfig, SamplingConfig
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import feed
 from llmviz.engine.session import Session
 from llmviz.errors import PromptError
+from llmviz.trace.config import KV_LAYOUTS, PADDINGS, EngineConfig, SamplingConfig
 
 PROMPTS = ["The list of", "Return the value of the function", "This"]  # 3, 6 and 1 tokens
 GREEDY = SamplingConfig(temperature=0)

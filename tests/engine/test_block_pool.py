@@ -8,9 +8,9 @@ import torch
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.kv.block_pool import BlockPool
-from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.step_batch import build_step
 from llmviz.errors import ConfigError, KVCacheFullError
+from llmviz.trace.model_config import ModelConfig
 
 CFG = ModelConfig(family="llama", vocab_size=32, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=2,
                   head_dim=8, intermediate_size=32, max_position_embeddings=256)
@@ -79,7 +79,7 @@ def test_prefix_blocks_are_shared_and_copied_on_write(model_dirs):
     import torch
 
     from llmviz.engine.kv import make_kv_cache
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
     from llmviz.engine.phases import feed
 
     lm = load_model(str(model_dirs["llama_gqa_rope3"]), device="cpu")

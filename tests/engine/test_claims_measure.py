@@ -7,9 +7,9 @@ import pytest
 from llmviz import service
 from llmviz.analysis.claim_effects import judged, report
 from llmviz.analysis.claims import HOLDS
-from llmviz.engine.claims import CLAIM_IDS, ClaimsPlan, Measurer, parse_ids, run_claims
-from llmviz.engine.config import EMBEDDED_DRAFT
 from llmviz.errors import ConfigError, ModelNotFoundError
+from llmviz.labs.claims import CLAIM_IDS, ClaimsPlan, Measurer, parse_ids, run_claims
+from llmviz.trace.config import EMBEDDED_DRAFT
 
 PER_TOKEN = 4 * 2 * 8 * 32 * 4  # layers x (K, V) x KV heads x head_dim x fp32 bytes
 

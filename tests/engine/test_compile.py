@@ -5,10 +5,10 @@ CI runs it as a second step, `pytest -m slow`."""
 import numpy as np
 import pytest
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 pytestmark = pytest.mark.slow
 PROMPT = "Return the value of the function"

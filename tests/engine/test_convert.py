@@ -10,10 +10,10 @@ import torch
 from safetensors.numpy import load_file, save_file
 from test_parity import TOL, run_parity
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 
 @pytest.mark.parametrize("kind,fused", [("gpt2", "off"), ("llama_tied", "on"), ("qwen2", "on"),

@@ -5,12 +5,12 @@ import pytest
 import torch
 from test_parity import HALF_TOL, TOL, teacher_forced
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL, load_model
+from llmviz.engine.loading.model import ASSETS, EMBEDDED_MODEL, load_model
 from llmviz.engine.phases import feed
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 TINY = ASSETS / EMBEDDED_MODEL
@@ -64,7 +64,7 @@ def test_compare_peak_memory_on_cuda():
     """The Compare page's peak on a GPU: the model's weights plus what the run allocated above what was resident
     (C11, C17). fp16 weights halve the weights, so B's peak drops by at least most of that."""
     from llmviz import service
-    from llmviz.engine.compare import CompareConfig, compare
+    from llmviz.labs.compare import CompareConfig, compare
 
     result = compare(CompareConfig(prompt=PROMPT, a="dtype=fp32", b="dtype=fp16", model="llmviz-tiny", steps=4,
                                    repeats=1, device="cuda"), service.load)

@@ -88,7 +88,7 @@ def test_uptrained_gqa_models_keep_their_quality(card, kv_heads):
     import torch
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
 
     folder = ROOT / "assets" / f"llmviz-tiny-gqa{kv_heads}"
     gqa = json.loads((folder / "card.json").read_text())
@@ -109,10 +109,10 @@ def test_uptrained_gqa_models_keep_their_quality(card, kv_heads):
 def test_engine_perplexity_through_the_cache_equals_the_oracles(card):
     """The engine's held-out perplexity (each window one prefill through a KV cache) is the card's, which
     transformers computed; a lossy KV storage costs a little, GQA by pooling alone a lot (C11, C19)."""
-    from llmviz.engine.config import EngineConfig, SamplingConfig
-    from llmviz.engine.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
     from llmviz.engine.session import Session
+    from llmviz.labs.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
+    from llmviz.trace.config import EngineConfig, SamplingConfig
 
     lm = load_model("llmviz-tiny")
     ids = heldout_ids(lm.tokenizer)

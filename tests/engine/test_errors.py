@@ -5,9 +5,7 @@ import shutil
 
 import pytest
 
-from llmviz.engine.config import EngineConfig
-from llmviz.engine.loading import load_model
-from llmviz.engine.models.config import ModelConfig
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
 from llmviz.errors import (
     ConfigError,
@@ -19,6 +17,8 @@ from llmviz.errors import (
     UnsupportedArchitectureError,
     WeightLoadError,
 )
+from llmviz.trace.config import EngineConfig
+from llmviz.trace.model_config import ModelConfig
 
 
 def test_missing_path_and_malformed_id():
@@ -128,7 +128,7 @@ def test_out_of_memory_during_a_step_is_typed(model_dirs, monkeypatch):
 
 def test_a_step_that_fails_after_the_cache_moved_leaves_no_trace(model_dirs, monkeypatch):
     """A failure late in a step (after the layers wrote the cache) rolls the cache and the random stream back."""
-    from llmviz.engine.config import SamplingConfig
+    from llmviz.trace.config import SamplingConfig
 
     lm = load_model(str(model_dirs["llama_tied"]))
     cfg = EngineConfig(sampling=SamplingConfig(temperature=1.0), capture="full")
@@ -198,7 +198,7 @@ def test_a_config_with_wrong_sizes_is_a_typed_error(model_dirs, tmp_path, change
 
 def test_eos_ids_from_generation_config_stop_a_run(model_dirs, tmp_path):
     """Llama 3 lists its end-of-turn tokens in generation_config.json only: they stop a run too."""
-    from llmviz.engine.config import SamplingConfig
+    from llmviz.trace.config import SamplingConfig
 
     greedy = EngineConfig(sampling=SamplingConfig(temperature=0))
     plain = load_model(str(model_dirs["llama_tied"]))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from llmviz.engine import heap
+from llmviz.engine.platform import heap
 
 ROOT = Path(__file__).resolve().parents[2]
 glibc_only = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
@@ -20,7 +20,7 @@ glibc_only = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ve
 HEAPS = """
 import ctypes, sys, tempfile, threading
 sys.path.insert(0, {root!r})
-from llmviz.engine import heap
+from llmviz.engine.platform import heap
 if {limit}:
     assert heap.limit_arenas(1)
 libc = ctypes.CDLL("libc.so.6")

@@ -2,10 +2,10 @@
 
 import pytest
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.hook_points import all_hook_names, declared_point
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.hooks import all_hook_names, declared_point
 
 PROMPTS = ("The quick brown fox", "This module provides functions for working with files and directories")
 DECODE_T = 3

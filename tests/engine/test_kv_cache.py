@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
 from llmviz.engine.step_batch import build_step
 from llmviz.errors import CaptureTooLargeError, KVCacheFullError, KVCacheTooLargeError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 
 @pytest.mark.parametrize("kv_dtype,elem", [("auto", 4), ("fp16", 2), ("bf16", 2)])
@@ -44,7 +44,7 @@ def test_cache_rows_are_the_recorded_k_and_v(model_dirs):
 
 
 def test_refuses_a_cache_that_does_not_fit(model_dirs, monkeypatch):
-    import llmviz.engine.memory as memory
+    import llmviz.engine.platform.memory as memory
 
     lm = load_model(str(model_dirs["gpt2"]))
     monkeypatch.setattr(memory, "free_bytes", lambda device: 1000)  # a device with 1000 bytes free
@@ -72,7 +72,7 @@ def test_session_stops_when_the_cache_is_full(model_dirs):
 
 
 def test_full_capture_of_a_long_prefill_is_checked_before_it_runs(model_dirs, monkeypatch):
-    import llmviz.engine.memory as memory
+    import llmviz.engine.platform.memory as memory
 
     lm = load_model(str(model_dirs["gpt2"]))
     prompt = "word " * 40

@@ -6,13 +6,13 @@ import math
 import pytest
 import torch
 
-from llmviz.engine.config import KV_DTYPES, KV_LAYOUTS, EngineConfig, SamplingConfig
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import feed
 from llmviz.engine.session import Session
 from llmviz.engine.step_batch import build_step
 from llmviz.errors import KVCacheFullError, KVOverflowError
+from llmviz.trace.config import KV_DTYPES, KV_LAYOUTS, EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
 PROMPTS = ["The list of", "Return the value of the function"]

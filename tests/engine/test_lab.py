@@ -10,15 +10,15 @@ import pytest
 
 from llmviz import service
 from llmviz.analysis.lab import table
-from llmviz.cli import parser
-from llmviz.engine.compare import CompareConfig, agreement, compare, within_noise
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.evaluation import teacher_forced_drift
-from llmviz.engine.loading import load_model
-from llmviz.engine.presets import presets
+from llmviz.cli.main import parser
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
-from llmviz.engine.switches import SWITCHES, format_spec, lossy_changes, parse_spec
 from llmviz.errors import ConfigError
+from llmviz.labs.compare import CompareConfig, agreement, compare, within_noise
+from llmviz.labs.evaluation import teacher_forced_drift
+from llmviz.labs.presets import presets
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.switches import SWITCHES, format_spec, lossy_changes, parse_spec
 
 PROMPT = "The quick brown fox"
 
@@ -192,7 +192,7 @@ def test_a_run_cut_short_by_the_cache_reports_the_steps_it_ran(model_dirs):
 
 
 def test_perplexity_counts_the_sliding_window(model_dirs):
-    from llmviz.engine.evaluation import engine_perplexity
+    from llmviz.labs.evaluation import engine_perplexity
 
     lm = load_model(str(model_dirs["llama_gqa_rope3"]), device="cpu")
     ids = list(range(1, 200))

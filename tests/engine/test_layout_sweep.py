@@ -9,13 +9,13 @@ import torch
 
 from llmviz import service
 from llmviz.engine.capture import RunContext
-from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.layout_sweep import check_lengths, default_lengths, fill, layout_sweep
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import decode, plan_step
 from llmviz.engine.step_batch import layer_windows
 from llmviz.errors import ConfigError
+from llmviz.labs.layout_sweep import check_lengths, default_lengths, fill, layout_sweep
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
 PROMPTS = ["The quick brown fox jumps", "Return the"]

@@ -7,9 +7,9 @@ import pytest
 import torch
 from test_parity import oracle
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 PROMPT = "The quick brown fox jumps over the lazy dog"
 

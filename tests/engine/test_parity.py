@@ -7,10 +7,10 @@ oracle's greedy tokens (random models have near-ties, so logits are compared, no
 import pytest
 import torch
 
-from llmviz.engine.devices import torch_dtype
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import feed
+from llmviz.engine.platform.devices import torch_dtype
 
 PROMPT = "The quick brown fox jumps over the lazy dog. Return the list"
 DECODE_STEPS = 16
@@ -78,7 +78,7 @@ def test_random_models_match_oracle(model_dirs, kind, backend):
 
 
 def test_embedded_model_matches_oracle():
-    from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL
+    from llmviz.engine.loading.model import ASSETS, EMBEDDED_MODEL
 
     for backend in ("eager", "sdpa", "flash"):
         diffs = run_parity(ASSETS / EMBEDDED_MODEL, backend, prompt="Return the list of the values in the module")
@@ -92,8 +92,8 @@ def test_mistral_window_is_shorter_than_the_run(model_dirs):
 
 
 def test_llama3_rope_scaling_changes_frequencies(model_dirs):
-    from llmviz.engine.models.config import ModelConfig
     from llmviz.engine.models.layers import rope_inv_freq
+    from llmviz.trace.model_config import ModelConfig
 
     lm = load_model(str(model_dirs["llama_gqa_rope3"]))
     assert lm.cfg.rope_scaling["rope_type"] == "llama3"
@@ -110,7 +110,7 @@ HALF_TOL = {"fp16": 0.1, "bf16": 0.5}
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_half_precision_matches_transformers_in_the_same_dtype(dtype):
-    from llmviz.engine.loading import ASSETS, EMBEDDED_MODEL
+    from llmviz.engine.loading.model import ASSETS, EMBEDDED_MODEL
 
     diffs, agreement = teacher_forced(ASSETS / EMBEDDED_MODEL, "sdpa", dtype=dtype, steps=64,
                                       prompt="Return the value of the function and the list of its arguments")
@@ -121,8 +121,8 @@ def test_half_precision_matches_transformers_in_the_same_dtype(dtype):
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_half_precision_stays_close_to_fp32(dtype):
     """fp16 / bf16 weights and KV cache (C11): same shapes, logits within a half-precision tolerance."""
-    from llmviz.engine.config import EngineConfig, SamplingConfig
     from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig, SamplingConfig
 
     greedy = SamplingConfig(temperature=0)
     full = Session(load_model("llmviz-tiny", dtype="fp32"), PROMPT, EngineConfig(sampling=greedy))

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from llmviz.engine.probes import matmul_flops, memory_bandwidth
+from llmviz.labs.probes import matmul_flops, memory_bandwidth
 
 
 def test_bandwidth_probe_reads_the_buffer():
@@ -33,7 +33,7 @@ def test_matmul_probe_counts_two_flops_per_multiply_add():
 
 def test_the_cache_probe_is_bounded_whatever_the_layer_claims(monkeypatch):
     """A replayed trace's card sizes the layer (issue 19): a 1 TiB layer must not become a 1 TiB buffer."""
-    from llmviz.engine import probes
+    from llmviz.labs import probes
 
     asked = []
     monkeypatch.setattr(probes, "memory_bandwidth", lambda device, nbytes, repeats: asked.append(nbytes) or {})

@@ -5,12 +5,12 @@ import pytest
 import torch
 from torch import nn
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.evaluation import engine_perplexity, heldout_ids
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.models.quant import QuantLinear
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.labs.evaluation import engine_perplexity, heldout_ids
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
 

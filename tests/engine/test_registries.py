@@ -3,11 +3,11 @@ ConfigError that lists the choices (never a silent fallback)."""
 
 import pytest
 
-from llmviz.engine.config import ATTN_BACKENDS, KV_LAYOUTS, EngineConfig
 from llmviz.engine.kv import KV_CODECS, KV_LAYOUT_CLASSES, make_kv_cache
 from llmviz.engine.models.attention import ATTENTION_BACKENDS
-from llmviz.engine.models.config import ModelConfig
 from llmviz.errors import ConfigError
+from llmviz.trace.config import ATTN_BACKENDS, KV_LAYOUTS, EngineConfig
+from llmviz.trace.model_config import ModelConfig
 
 CFG = ModelConfig(family="llama", vocab_size=32, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=2,
                   head_dim=8, intermediate_size=32, max_position_embeddings=64)

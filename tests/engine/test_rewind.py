@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from llmviz import service
-from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 CONFIG = dict(device="cpu", seed=0, sampling=SamplingConfig(temperature=1.0, top_k=0), stop_at_eos=False,
               capture="full")

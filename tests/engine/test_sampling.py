@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.sampling import apply_repetition_penalty, filter_logits, sample
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 LOGITS = torch.tensor([[4.0, 3.0, 2.0, 1.0, 0.0]])
 

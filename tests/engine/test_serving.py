@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from llmviz.analysis.serving import metrics
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
 from llmviz.engine.serving.requests import Request, RequestTrace, make_trace, parse_trace
 from llmviz.engine.serving.static import run_static
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError, NotAllowedError, TraceFormatError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 
 def random_trace(seed: int, n: int = 6, vocab: int = 300, sampled: bool = False) -> RequestTrace:
@@ -165,8 +165,8 @@ def test_impossible_schedules_are_config_errors(lm):
 
 
 def test_the_shipped_traces_are_what_make_trace_draws():
-    from llmviz.engine.evaluation import heldout_ids
     from llmviz.engine.serving.requests import BUILT_IN, load_trace
+    from llmviz.labs.evaluation import heldout_ids
 
     ids = heldout_ids(load_model("llmviz-tiny").tokenizer)
     for kind in BUILT_IN:

@@ -5,12 +5,12 @@ import pytest
 import torch
 from test_parity import TOL, run_parity
 
-from llmviz.engine.config import KV_LAYOUTS, EngineConfig, SamplingConfig
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import feed
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import KV_LAYOUTS, EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
 
@@ -75,7 +75,7 @@ def test_a_window_must_be_positive(value):
 
 def test_a_window_beyond_the_context_is_the_same_as_none(tiny):
     """Allowed up to 2**63 - 1: every cached key is inside it, so the tokens are those of no window."""
-    from llmviz.engine.switches import parse_spec
+    from llmviz.trace.switches import parse_spec
 
     plain = Session(tiny, "The list of", EngineConfig(sampling=GREEDY)).generate(6).output_ids
     for layout in KV_LAYOUTS:

@@ -4,11 +4,11 @@ the rejection rule gives the target's distribution, and bad pairs are typed erro
 import pytest
 import torch
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.serving.speculative import Speculator, accept, predicted_speedup
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 
 @pytest.fixture(scope="module")

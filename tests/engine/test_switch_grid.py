@@ -6,9 +6,9 @@ import itertools
 import numpy as np
 import pytest
 
-from llmviz.engine.config import ATTN_BACKENDS, KV_DTYPES, KV_LAYOUTS, EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
+from llmviz.trace.config import ATTN_BACKENDS, KV_DTYPES, KV_LAYOUTS, EngineConfig, SamplingConfig
 
 PROMPTS = ["The list of", "Return the value of the function"]
 STEPS = 4

@@ -2,9 +2,9 @@
 
 import threading
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 RUNS = {
     "a": ("The quick brown fox", EngineConfig(seed=1, capture="full", sampling=SamplingConfig(temperature=1.0))),

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
-from llmviz.engine.trace import SCHEMA_VERSION, load_trace
 from llmviz.errors import TraceFormatError
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.records import SCHEMA_VERSION, load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ class Block:
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
 sys.path.insert(0, {str(ROOT)!r})
-from llmviz.engine.trace import load_trace
+from llmviz.trace.records import load_trace
 t = load_trace({str(folder)!r})
 assert "torch" not in sys.modules
 print(len(t.steps), t.steps[1].hook("layers.0.q").array.shape, t.output_ids)
@@ -88,7 +88,7 @@ def test_damaged_traces_raise_trace_format_error(saved, tmp_path):
 
 
 def test_zip_round_trip_and_bad_archives(saved):
-    from llmviz.engine.trace import trace_from_zip, trace_to_zip
+    from llmviz.trace.records import trace_from_zip, trace_to_zip
 
     trace, _ = saved
     back = trace_from_zip(trace_to_zip(trace))
@@ -171,7 +171,7 @@ def test_the_json_caps_leave_room_for_the_longest_embedded_run(tmp_path):
     """The longest run the embedded model can record (its whole 512-token context at capture full) writes a
     trace.json within a third of its size cap and of its value cap (issue 19: the caps' comment says why they are
     where they are). Built from a recorded run's own steps, repeated: recording 511 steps takes minutes here."""
-    from llmviz.engine.trace_check import MAX_TRACE_JSON_BYTES, MAX_TRACE_JSON_VALUES
+    from llmviz.trace.check import MAX_TRACE_JSON_BYTES, MAX_TRACE_JSON_VALUES
 
     lm = load_model("llmviz-tiny")
     trace = Session(lm, "The list of", EngineConfig(capture="full", stop_at_eos=False)).generate(3)
@@ -188,7 +188,7 @@ def test_trace_json_is_read_no_further_than_its_cap(saved, tmp_path):
     """A trace.json with no end (a device file) is refused at the cap, not read to the 2 GiB archive limit."""
     import time
 
-    from llmviz.engine.trace_check import MAX_TRACE_JSON_BYTES
+    from llmviz.trace.check import MAX_TRACE_JSON_BYTES
 
     _, folder = saved
     (tmp_path / "trace.json").symlink_to("/dev/zero")
@@ -203,7 +203,7 @@ def test_trace_json_is_read_no_further_than_its_cap(saved, tmp_path):
 def test_a_message_names_the_folder_given_never_one_inside_it(saved, tmp_path):
     """Loaded from a folder, a damaged trace's message names that folder (the CLI's user chose it); from an archive,
     never the temporary folder it was unpacked in (on a server, the server's own; issue 19)."""
-    from llmviz.engine.trace import trace_from_zip, trace_to_zip
+    from llmviz.trace.records import trace_from_zip, trace_to_zip
 
     trace, folder = saved
     (tmp_path / "trace.json").write_bytes((folder / "trace.json").read_bytes())

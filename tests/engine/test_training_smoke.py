@@ -1,4 +1,4 @@
-"""The trainer end to end in seconds: `python -m llmviz.train_tiny --smoke` writes a folder that
+"""The trainer end to end in seconds: `python -m llmviz.training --smoke` writes a folder that
 transformers loads as a causal LM with its tokenizer, plus the model card and licence notice."""
 
 import json
@@ -16,7 +16,7 @@ FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenize
 @pytest.fixture(scope="module")
 def smoke_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("train") / "tiny"
-    done = subprocess.run([sys.executable, "-m", "llmviz.train_tiny", "--smoke", "--out", str(out)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "llmviz.training", "--smoke", "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
@@ -28,7 +28,7 @@ def test_smoke_folder_has_every_file(smoke_dir):
     card = json.loads((smoke_dir / "card.json").read_text())
     for key in ("heldout_perplexity", "corpus_sha256", "train_command", "parameters"):
         assert key in card
-    assert card["train_command"].startswith("python -m llmviz.train_tiny --smoke")
+    assert card["train_command"].startswith("python -m llmviz.training --smoke")
     assert json.loads((smoke_dir / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
     assert "Python Software Foundation" in (smoke_dir / "NOTICE").read_text()
 
@@ -50,5 +50,5 @@ def test_smoke_folder_loads_in_transformers(smoke_dir):
 
 
 def test_entry_point_does_not_import_torch():
-    code = "import sys, llmviz.train_tiny; assert 'torch' not in sys.modules"
+    code = "import sys, llmviz.training.__main__; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)

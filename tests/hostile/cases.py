@@ -236,8 +236,8 @@ def _stored(name: str, data: bytes, flags: int = 0, method: int = zipfile.ZIP_ST
     return name, method, zlib.crc32(data), data, len(data), flags
 
 
-# --- trace archives (the Trace page's upload; llmviz.engine.trace.trace_from_zip) ---------------------------
-BOMB_BYTES = 3 * 2**30  # above llmviz.engine.trace.MAX_UNPACKED_BYTES (2 GiB), below zip64's 4 GiB
+# --- trace archives (the Trace page's upload; llmviz.trace.records.trace_from_zip) ---------------------------
+BOMB_BYTES = 3 * 2**30  # above llmviz.trace.records.MAX_UNPACKED_BYTES (2 GiB), below zip64's 4 GiB
 
 
 def _members(valid: bytes) -> dict[str, bytes]:
@@ -348,7 +348,7 @@ def _hook_arrays(valid: bytes, key: str, shape_of, fill: float = 1.0, name: str 
     return _zip({**_members(with_arrays), "trace.json": json.dumps(doc).encode()})
 
 
-# --- issue 19: a replayed trace trusts nothing (llmviz/engine/trace_check.py) --------------------------------
+# --- issue 19: a replayed trace trusts nothing (llmviz/trace/check.py) --------------------------------
 def _set(path: tuple, value):
     """A builder: trace.json with the field at `path` (keys and list indices) set to `value` (a callable gets the
     old value)."""

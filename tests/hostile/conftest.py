@@ -3,7 +3,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny():
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
 
     return load_model("llmviz-tiny")
 

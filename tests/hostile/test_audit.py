@@ -80,8 +80,8 @@ def test_no_bare_exception_no_remote_code_no_pickle(path):
 
 def test_the_audit_covers_the_engine_the_service_and_the_cli():
     names = {str(p.relative_to(ROOT)) for p in AUDITED}
-    assert {"llmviz/service.py", "llmviz/cli.py", "llmviz/cli_serve.py", "llmviz/engine/trace.py",
-            "llmviz/engine/loading.py", "llmviz/engine/session.py"} <= names and len(names) > 40
+    assert {"llmviz/service.py", "llmviz/cli/main.py", "llmviz/cli/serve.py", "llmviz/trace/records.py",
+            "llmviz/engine/loading/model.py", "llmviz/engine/session.py"} <= names and len(names) > 40
 
 
 def test_the_runtime_loader_refuses_remote_code_explicitly():
@@ -93,7 +93,7 @@ def test_the_runtime_loader_refuses_remote_code_explicitly():
 
 
 def test_hub_downloads_no_pickle_and_no_code():
-    from llmviz.engine.hub import FILES
+    from llmviz.engine.loading.hub import FILES
 
     for name in ("pytorch_model.bin", "model.pt", "model.pth", "model.ckpt", "weights.pkl", "modeling_evil.py",
                  "tf_model.h5", "flax_model.msgpack", "model.onnx"):

@@ -1,4 +1,4 @@
-"""The hostile catalogue (cases.py) through the command line, in-process (`llmviz.cli.main`): exit 0 with a
+"""The hostile catalogue (cases.py) through the command line, in-process (`llmviz.cli.main.main`): exit 0 with a
 correct output, or exit 2 with exactly one line on stderr starting `error:`, never a traceback, never a hang.
 Then every error class forced where the CLI meets the library, and bare exceptions from inside the engine."""
 
@@ -24,10 +24,10 @@ from hostile_helpers import TRIED, time_limit
 
 import llmviz.errors as errors
 from llmviz import cli, service
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
-from llmviz.engine.trace import load_trace
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.records import load_trace
 
 PROMPT = "The list of"
 GREEDY = SamplingConfig(temperature=0)
@@ -48,7 +48,7 @@ def run(capsys, monkeypatch, tiny):
         return LOADS[key]
 
     monkeypatch.setattr(service, "load", cached_load)
-    import llmviz.engine.compare as compare_module
+    import llmviz.labs.compare as compare_module
 
     probe = compare_module.memory_bandwidth  # the real probe on a 4 MiB buffer instead of 512 MiB
     monkeypatch.setattr(compare_module, "memory_bandwidth", lambda device, nbytes, repeats: probe(device, 4 * 2**20,

@@ -35,10 +35,10 @@ from cases import (
 from hostile_helpers import TRIED, check_typed, outcome
 
 from llmviz import service
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
-from llmviz.engine.trace import MAX_UNPACKED_BYTES, trace_from_zip, trace_to_zip
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.records import MAX_UNPACKED_BYTES, trace_from_zip, trace_to_zip
 
 GREEDY = SamplingConfig(temperature=0)
 PROMPT = "The list of"

@@ -12,10 +12,10 @@ from hostile_helpers import time_limit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmviz.engine.config import EngineConfig, SamplingConfig
 from llmviz.engine.session import Session
-from llmviz.engine.trace import load_trace, trace_from_zip, trace_to_zip
 from llmviz.errors import PromptError
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.records import load_trace, trace_from_zip, trace_to_zip
 
 PIECES = st.one_of(
     st.text(max_size=20),  # any Unicode scalar value (hypothesis leaves surrogates out here)

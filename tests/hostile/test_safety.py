@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import llmviz.engine.trace as trace_module
-from llmviz.engine.config import EngineConfig, SamplingConfig
+import llmviz.trace.records as trace_module
 from llmviz.engine.session import Session
-from llmviz.engine.trace import load_trace
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.records import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

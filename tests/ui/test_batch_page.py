@@ -4,8 +4,8 @@ that prompt alone with its seed, and the throughput sweep lists batch 1, 2, 4, 8
 from ui_helpers import open_app, page_file, rendered_text
 
 from llmviz import service
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 PROMPTS = ["The quick brown fox", "The", "Return the value of the"]
 

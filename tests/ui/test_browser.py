@@ -25,7 +25,7 @@ from browser_kit import (
     wait_metric_count,
 )
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "
                                 "fonts-noto-cjk; never `playwright install`)")

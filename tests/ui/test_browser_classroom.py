@@ -13,7 +13,7 @@ from ui_helpers import ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, metric, wait_idle
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "
                                 "fonts-noto-cjk; never `playwright install`)")
@@ -135,7 +135,7 @@ def test_a_click_near_a_prefill_tiles_corner_picks_it_and_brings_the_maps_into_v
 
         from llmviz import service
         from llmviz.analysis.attention import pool_map
-        from llmviz.engine.config import EngineConfig
+        from llmviz.trace.config import EngineConfig
 
         n = len(service.load("llmviz-tiny", EngineConfig(device="cpu")).tokenizer.encode(prompt))
         tile_h, tile_w = pool_map(np.zeros((n, n)), 24).shape  # as the page pools each map

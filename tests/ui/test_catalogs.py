@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, declared_pages, page_file, rendered_text
 
-from llmviz.ui.i18n import LANGUAGES, LOCALES, catalog
+from llmviz.i18n.translator import LANGUAGES, LOCALES, catalog
 
 FILES = sorted({p.name for lang in LANGUAGES for p in (LOCALES / lang).glob("*.json")})
 CJK = re.compile(r"[\u4e00-\u9fff]")

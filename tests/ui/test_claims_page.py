@@ -7,7 +7,7 @@ import json
 import pytest
 from ui_helpers import open_app, page_file
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 
 
 def run_claims(at, ids: list[str]):
@@ -37,8 +37,8 @@ def test_a_quick_run_shows_each_claims_verdict_and_exports(lang):
     k4 = kept["claims"][1]
     assert k4["effects"][0]["measured"] == 0.5  # bf16 KV allocates exactly half the fp32 bytes
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("claims_k1")]  # K1 was not asked for
+    from llmviz.i18n.translator import Translator
     from llmviz.ui.claims_run import as_html
-    from llmviz.ui.i18n import Translator
 
     page = as_html(Translator(lang), kept)  # the HTML report: the table and each claim's reason
     assert page.startswith("<!doctype html>") and page.count("<tr>") == 1 + 4 and "K9" in page and holds in page

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ui_helpers import open_app, page_file
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 from llmviz.ui.state import RUN_KEY, SETTINGS_KEY
 
 
@@ -133,7 +133,7 @@ def test_latency_fit_is_explained_and_the_length_sweep_measures_the_trend():
     import json
 
     from llmviz.analysis.decode_series import MIN_FIT_POINTS
-    from llmviz.engine.config import default_max_seq
+    from llmviz.trace.config import default_max_seq
 
     at = open_app(page_file("decode"), step=3, device="cpu")
     assert any(f"at least {MIN_FIT_POINTS} decode steps" in c.value for c in at.caption)
@@ -157,8 +157,8 @@ def test_a_replayed_trace_puts_its_own_run_in_the_url_and_that_link_recomputes_i
     """Defect 6: while a trace is replayed the URL holds the recorded run (model, prompt, seed, sampling,
     switches, step), so a shared link opens that run live: the same tokens."""
     from llmviz import service
-    from llmviz.engine.config import EngineConfig, SamplingConfig
-    from llmviz.engine.trace import trace_to_zip
+    from llmviz.trace.config import EngineConfig, SamplingConfig
+    from llmviz.trace.records import trace_to_zip
 
     lm = service.load("llmviz-tiny", EngineConfig(device="cpu"))
     config = EngineConfig(device="cpu", seed=7, kv_layout="paged", kv_block_size=8, capture="full",
@@ -183,7 +183,7 @@ def test_a_replayed_trace_puts_its_own_run_in_the_url_and_that_link_recomputes_i
 def live_tokens(seed: int, steps: int, reseed: dict | None = None) -> list[int]:
     """What the engine draws alone for the Decode page's default run (the app's UI config) with `seed`."""
     from llmviz import service
-    from llmviz.engine.config import EngineConfig
+    from llmviz.trace.config import EngineConfig
     from llmviz.ui.settings import Settings
 
     s = Settings(seed=seed, device="cpu", temperature=1.0, top_k=0)
@@ -286,7 +286,7 @@ def test_presenter_view_in_both_languages():
     """Part 2: ?present=1 keeps the stepper, the KV grid and the next-token chart and leaves out the developer
     detail (timings, memory, the latency sweep), and the new token's attention unless its switch is on; Reset
     demo restores the default prompt, model and seed; the leave button turns it off."""
-    from llmviz.ui.i18n import translate
+    from llmviz.i18n.translator import translate
     from llmviz.ui.settings import Settings
 
     for lang in ("en", "zh"):

@@ -77,7 +77,7 @@ def test_three_sessions_walk_every_page_at_once():
 def test_the_comparison_catches_another_sessions_tokens():
     """The cross-talk check is not vacuous: a session holding another session's run is a mismatch."""
     from llmviz import service
-    from llmviz.engine.config import EngineConfig
+    from llmviz.trace.config import EngineConfig
 
     lm = service.load("llmviz-tiny", EngineConfig(device="auto", dtype="fp32"))
     mine, other = harness.plans(2, 3)

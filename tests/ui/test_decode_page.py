@@ -9,9 +9,9 @@ from streamlit.testing.v1 import AppTest
 from ui_helpers import open_app, shown
 
 from llmviz.analysis.sampling import distribution, stored_logits
-from llmviz.engine.config import EngineConfig, SamplingConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
+from llmviz.trace.config import EngineConfig, SamplingConfig
 
 PROMPT = "The quick brown fox"
 

@@ -4,10 +4,10 @@ default run, and the stepper shows it, labelled as a recording, where no model c
 import numpy as np
 from ui_helpers import open_app, page_file
 
-from llmviz.engine.hook_points import all_hook_names
-from llmviz.engine.trace import trace_from_zip
+from llmviz.i18n.translator import translate
+from llmviz.trace.hooks import all_hook_names
+from llmviz.trace.records import trace_from_zip
 from llmviz.ui.demo import DEMO_PATH, DEMO_STEPS
-from llmviz.ui.i18n import translate
 from llmviz.ui.settings import Settings
 from llmviz.ui.state import RUN_KEY
 

@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from ui_helpers import open_app, shown
 
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.ui.chrome import literal
 
 
@@ -63,7 +63,7 @@ def test_bad_input_gets_a_message(model_dirs, params, needle):
 
 
 def test_kv_cache_that_does_not_fit(model_dirs, monkeypatch):
-    import llmviz.engine.memory as memory
+    import llmviz.engine.platform.memory as memory
 
     monkeypatch.setattr(memory, "free_bytes", lambda device: 10_000)
     at = open_home(model=model_dirs["llama_tied"], prompt="hello")

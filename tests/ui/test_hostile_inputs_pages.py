@@ -13,7 +13,7 @@ import pytest
 from hostile.cases import ERROR, PROMPTS, REQUEST_TRACES, TRACE_FILES
 from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 
 pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the catalogue's expectations are the "
                                 "embedded model's")
@@ -52,10 +52,10 @@ def test_every_hostile_prompt_on_home(case):
 
 @pytest.fixture(scope="module")
 def valid_zip():
-    from llmviz.engine.config import EngineConfig
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
     from llmviz.engine.session import Session
-    from llmviz.engine.trace import trace_to_zip
+    from llmviz.trace.config import EngineConfig
+    from llmviz.trace.records import trace_to_zip
 
     session = Session(load_model("llmviz-tiny"), "The list of", EngineConfig(capture="meta"))
     session.generate(3)

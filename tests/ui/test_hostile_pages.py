@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ui_helpers import APP, EMBEDDED_WEIGHTS, declared_pages, open_app, shown
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 from llmviz.ui.settings import Settings
 
 BAD_NUMBERS = ("-1", "0", "1e308", "nan", "-inf", "abc", "99999999999999999999", "", "0x10", "１２")

@@ -7,7 +7,7 @@ import re
 import numpy as np
 from ui_helpers import open_app, page_file
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 from llmviz.ui.state import RUN_KEY
 
 
@@ -25,7 +25,7 @@ def test_layer_page_against_the_weights(model_dirs):
     """Layer 1 of the Qwen2 test model at the prefill: the stream's input line is ‖layer 0's output‖; the
     'after the attention norm' line is ‖w ⊙ x / rms(x)‖ computed here from the norm's weight; the MLP's shapes
     are those of the config; resid = x + attn_out + mlp_out is stated to within 1e-4."""
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
 
     folder = model_dirs["qwen2"]
     at = open_app(page_file("layer"), model=folder, prompt="The quick brown fox jumps", device="cpu")

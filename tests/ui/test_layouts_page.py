@@ -14,7 +14,7 @@ from ui_helpers import PROMPT, open_app, page_file, rendered_text, shown
 
 from llmviz import service
 from llmviz.analysis.kv_memory import human
-from llmviz.engine.config import EngineConfig
+from llmviz.trace.config import EngineConfig
 
 EXTRA = "Return the"
 LIVE = "llmviz_kv_live"

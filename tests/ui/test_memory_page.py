@@ -6,7 +6,7 @@ config that is not one, in both languages."""
 import pytest
 from ui_helpers import open_app, page_file
 
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
 
 
 def pick(at, source: str, **widgets):

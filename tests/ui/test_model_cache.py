@@ -49,7 +49,7 @@ def test_different_settings_stay_different():
 @pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="loads the embedded model")
 def test_equivalent_loads_through_state_share_one_copy():
     from llmviz import service
-    from llmviz.engine.config import EngineConfig
+    from llmviz.trace.config import EngineConfig
     from llmviz.ui import state
 
     a = state.model("llmviz-tiny", "auto", "fp32")

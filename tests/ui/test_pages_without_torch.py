@@ -12,7 +12,7 @@ import pytest
 from ui_helpers import APP, PROMPT, ROOT, declared_pages, page_file
 
 from llmviz import service
-from llmviz.engine.config import EngineConfig
+from llmviz.trace.config import EngineConfig
 from llmviz.ui.settings import Settings
 
 DECODE = page_file("decode")
@@ -34,8 +34,8 @@ SCRIPT = textwrap.dedent("""
 
     from streamlit.testing.v1 import AppTest
 
-    from llmviz.engine.trace import load_trace
-    from llmviz.ui.i18n import catalog
+    from llmviz.trace.records import load_trace
+    from llmviz.i18n.translator import catalog
     from llmviz.ui.state import Run
 
     trace = load_trace(folder)

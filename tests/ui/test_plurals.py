@@ -3,7 +3,7 @@
 import re
 import string
 
-from llmviz.ui.i18n import catalog, translate
+from llmviz.i18n.translator import catalog, translate
 
 NOUNS = r"\{(\w+)(?::[^}]*)?\} (tokens|steps|positions|radians|layers|heads|rounds|blocks)\b"
 

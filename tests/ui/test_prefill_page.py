@@ -128,9 +128,9 @@ def test_the_embedded_model(model_dirs):
 def test_a_trace_without_tensors_says_so_and_keeps_its_timings(model_dirs):
     from test_tokens_page import open_replay
 
-    from llmviz.engine.config import EngineConfig
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
     from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig
 
     lm = load_model(str(model_dirs["llama_tied"]))
     session = Session(lm, SHORT, EngineConfig(capture="meta"))

@@ -52,7 +52,7 @@ def test_cuda_asked_on_a_machine_without_it(model_dirs):
 def test_out_of_memory_while_loading(model_dirs, monkeypatch):
     import torch
 
-    from llmviz.engine import loading
+    from llmviz.engine.loading import model as loading
 
     real = loading.build
 

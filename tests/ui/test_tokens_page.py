@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from ui_helpers import APP, EMBEDDED_WEIGHTS, open_app
 
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
 from llmviz.ui.settings import Settings
 
@@ -132,7 +132,7 @@ def open_replay(trace, page: str) -> AppTest:
 
 
 def test_a_trace_without_tensors_still_shows_its_tokens(model_dirs):
-    from llmviz.engine.config import EngineConfig
+    from llmviz.trace.config import EngineConfig
 
     lm = load_model(str(model_dirs["gpt2"]))
     session = Session(lm, JINAN, EngineConfig(capture="meta"))

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from ui_helpers import open_app
 
-from llmviz.engine.config import EngineConfig
-from llmviz.engine.loading import load_model
+from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
-from llmviz.ui.trace_budget import is_shed, shed
+from llmviz.trace.budget import is_shed, shed
+from llmviz.trace.config import EngineConfig
 
 PROMPT = "The quick brown fox"
 
@@ -120,8 +120,8 @@ def test_freed_memory_goes_back_to_the_os_every_16_steps(run):
 
     import psutil
 
-    from llmviz.engine.heap import release_freed_memory
-    from llmviz.ui.trace_budget import RELEASE_EVERY, keep_bounded
+    from llmviz.engine.platform.heap import release_freed_memory
+    from llmviz.trace.budget import RELEASE_EVERY, keep_bounded
 
     calls = []
     trace = run
@@ -210,7 +210,7 @@ def test_a_shed_trace_saves_and_loads_its_row_norms(model_dirs, tmp_path):
     import json
 
     from llmviz.analysis.decode_series import cache_norms
-    from llmviz.engine.trace import load_trace
+    from llmviz.trace.records import load_trace
 
     lm = load_model(str(model_dirs["llama_gqa_rope3"]))
     session = Session(lm, PROMPT, EngineConfig(capture="full"))
@@ -238,8 +238,8 @@ def test_a_shed_trace_saves_and_loads_its_row_norms(model_dirs, tmp_path):
 def test_an_uploaded_trace_is_kept_within_the_budget_as_a_live_run(model_dirs, monkeypatch):
     """A replayed trace counts against the session's budget too (issue 19): a capture-full file recorded with a
     larger budget is shed on upload as a live run of its length would be, and the page says so."""
-    from llmviz.engine.trace import trace_to_zip
-    from llmviz.ui.i18n import translate
+    from llmviz.i18n.translator import translate
+    from llmviz.trace.records import trace_to_zip
     from llmviz.ui.public import Policy
 
     lm = load_model(str(model_dirs["llama_gqa_rope3"]))
@@ -263,9 +263,9 @@ def test_an_uploaded_trace_is_kept_within_the_budget_as_a_live_run(model_dirs, m
 def test_a_public_server_refuses_a_replay_that_still_holds_too_much(model_dirs, monkeypatch):
     """Shedding cannot touch a file's prefill and newest step; a public server refuses a trace that still holds more
     than REPLAY_HELD_BUDGETS budgets, with a typed message, and keeps the run it showed."""
-    from llmviz.engine.trace import trace_to_zip
-    from llmviz.ui.i18n import translate
-    from llmviz.ui.trace_budget import REPLAY_HELD_BUDGETS, bound_replay, held_bytes
+    from llmviz.i18n.translator import translate
+    from llmviz.trace.budget import REPLAY_HELD_BUDGETS, bound_replay, held_bytes
+    from llmviz.trace.records import trace_to_zip
 
     lm = load_model(str(model_dirs["llama_gqa_rope3"]))
     trace = Session(lm, PROMPT * 8, EngineConfig(capture="full")).generate(4)

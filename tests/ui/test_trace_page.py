@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, ROOT, page_file, rendered_text
 
-from llmviz.engine.trace import trace_from_zip, trace_to_zip
-from llmviz.ui.i18n import translate
+from llmviz.i18n.translator import translate
+from llmviz.trace.records import trace_from_zip, trace_to_zip
 from llmviz.ui.trace_file import download_name, generated_text, markdown_escape, public_copy, short_name, summary
 
 
@@ -208,7 +208,7 @@ def test_download_name_and_summary(downloaded):
     s = summary(trace)
     assert (s["steps"], s["decode_steps"], s["generated_tokens"]) == (4, 3, 4)
     assert s["kv_len"] == len(trace.prompt_ids) + 3  # the last sampled token is not in the cache yet
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
 
     tok = load_model("llmviz-tiny").tokenizer
     assert s["generated_text"] == tok.hf.decode(trace.output_ids, skip_special_tokens=True)
@@ -220,7 +220,7 @@ def test_generated_text_regroups_a_character_split_into_byte_tokens(downloaded):
 
     import numpy as np
 
-    from llmviz.engine.loading import load_model
+    from llmviz.engine.loading.model import load_model
 
     tok = load_model("llmviz-tiny").tokenizer
     ids = [*tok.encode("济南"), tok.eos_ids[0]]

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from llmviz.engine.config import KV_LAYOUTS
 from llmviz.engine.kv.base import KVCache
 from llmviz.engine.kv.codecs import KV_CODECS, codec_for
 from llmviz.engine.kv.contiguous import ContiguousKVCache
 from llmviz.engine.kv.dynamic import DynamicKVCache
 from llmviz.engine.kv.paged import PagedKVCache
 from llmviz.engine.kv.ring import RingKVCache
-from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.registry import Registry
+from llmviz.trace.config import KV_LAYOUTS
+from llmviz.trace.model_config import ModelConfig
 
 KV_LAYOUT_CLASSES: Registry = Registry("kv_layout", KV_LAYOUTS)
 for _cls in (ContiguousKVCache, DynamicKVCache, PagedKVCache):

@@ -18,9 +18,9 @@ from abc import ABC, abstractmethod
 
 import torch
 
-from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.step_batch import StepBatch
 from llmviz.errors import ConfigError, KVCacheFullError, KVOverflowError
+from llmviz.trace.model_config import ModelConfig
 
 
 def storage_bytes(tensors) -> int:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from llmviz.engine.config import KV_DTYPES
 from llmviz.engine.registry import Registry
+from llmviz.trace.config import KV_DTYPES
 
 SCALE_DTYPE = torch.float32
 

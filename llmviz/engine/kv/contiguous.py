@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from llmviz.engine.kv.base import KVCache, storage_bytes, view_bytes
-from llmviz.engine.memory import check_fits
+from llmviz.engine.platform.memory import check_fits
 from llmviz.engine.step_batch import StepBatch
 
 

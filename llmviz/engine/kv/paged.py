@@ -20,7 +20,7 @@ import torch
 from llmviz.engine.kv.base import KVCache, storage_bytes, view_bytes
 from llmviz.engine.kv.block_pool import BlockPool
 from llmviz.engine.kv.prefix import PrefixIndex
-from llmviz.engine.memory import check_fits
+from llmviz.engine.platform.memory import check_fits
 from llmviz.engine.step_batch import StepBatch
 
 

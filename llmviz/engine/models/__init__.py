@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 
 from llmviz.engine.models import gpt2, llama
-from llmviz.engine.models.config import MAX_SIZES, ModelConfig
 from llmviz.errors import LlmvizError, ModelConfigError, UnsupportedArchitectureError
+from llmviz.trace.model_config import MAX_SIZES, SUPPORTED_MODEL_TYPES, ModelConfig
 
 FAMILIES = {t: llama for t in llama.MODEL_TYPES} | {t: gpt2 for t in gpt2.MODEL_TYPES}
-SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+if set(FAMILIES) != set(SUPPORTED_MODEL_TYPES):  # the contract's names and the families that implement them
+    raise ImportError(f"model families {sorted(FAMILIES)} differ from trace.model_config's {SUPPORTED_MODEL_TYPES}")
 MAX_CONFIG_CHARS = 200_000  # a config.json is a few kB; a pasted text beyond this is not one
 # config.json's whole numbers, by the ModelConfig field whose bound (MAX_SIZES) a pasted config must keep
 WHOLE_NUMBERS = {"hidden_size": "hidden_size", "num_attention_heads": "num_heads", "num_hidden_layers": "num_layers",

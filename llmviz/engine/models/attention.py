@@ -18,13 +18,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from llmviz.engine.capture import PendingAttention, RunContext
-from llmviz.engine.config import ATTN_BACKENDS
-from llmviz.engine.hook_points import LayerHookNames
-from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import Rotary
 from llmviz.engine.registry import Registry
 from llmviz.engine.step_batch import StepBatch, StepMask
 from llmviz.errors import ConfigError
+from llmviz.trace.config import ATTN_BACKENDS
+from llmviz.trace.hooks import LayerHookNames
+from llmviz.trace.model_config import ModelConfig
 
 ATTENTION_BACKENDS: Registry = Registry("attn_backend", ATTN_BACKENDS)
 

@@ -18,9 +18,9 @@ from dataclasses import replace
 
 import torch
 
-from llmviz.engine.config import FUSED_CHOICES
-from llmviz.engine.models.config import ModelConfig
 from llmviz.errors import ConfigError
+from llmviz.trace.config import FUSED_CHOICES
+from llmviz.trace.model_config import ModelConfig
 
 
 def check_kv_heads(cfg: ModelConfig, kv_heads: int) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from llmviz.engine.models.config import ModelConfig
 from llmviz.errors import ModelConfigError, UnsupportedArchitectureError
+from llmviz.trace.model_config import ModelConfig
 
 MODEL_TYPES = ("gpt2",)
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from llmviz.engine.models.config import ModelConfig
+from llmviz.trace.model_config import ModelConfig
 
 
 class RMSNorm(nn.Module):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import re
 
-from llmviz.engine.models.config import ACTIVATIONS, ROPE_TYPES, ModelConfig
 from llmviz.errors import ModelConfigError, UnsupportedArchitectureError
+from llmviz.trace.model_config import ACTIVATIONS, ROPE_TYPES, ModelConfig
 
 MODEL_TYPES = ("llama", "qwen2", "mistral")
 

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from llmviz.engine.config import QUANT_MODES
 from llmviz.errors import ConfigError
+from llmviz.trace.config import QUANT_MODES
 
 INT4_INNER_K_TILES = 8  # the packing's tile width over the input dimension (gpt-fast's default)
 # The CPU int8 kernel is built for decode (one row per sequence): on a 64-token prefill of the embedded

@@ -12,12 +12,12 @@ import torch
 from torch import nn
 
 from llmviz.engine.capture import RunContext
-from llmviz.engine.hook_points import LayerHookNames
 from llmviz.engine.models.attention import Attention
-from llmviz.engine.models.config import ModelConfig
 from llmviz.engine.models.layers import Rotary, make_mlp, make_norm
 from llmviz.engine.step_batch import StepBatch, StepMask, layer_windows, whole_sequence
 from llmviz.errors import ConfigError
+from llmviz.trace.hooks import LayerHookNames
+from llmviz.trace.model_config import ModelConfig
 
 
 class Block(nn.Module):

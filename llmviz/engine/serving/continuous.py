@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from llmviz.engine.config import default_max_seq
-from llmviz.engine.devices import synchronize
 from llmviz.engine.kv import make_kv_cache
-from llmviz.engine.loading import LoadedModel
+from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.phases import feed
+from llmviz.engine.platform.devices import synchronize
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
 from llmviz.engine.serving.requests import Request, RequestTrace
 from llmviz.errors import ConfigError
+from llmviz.trace.config import default_max_seq
 
 
 @dataclass(frozen=True)

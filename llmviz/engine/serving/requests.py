@@ -20,10 +20,10 @@ import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from llmviz.engine.config import SamplingConfig
-from llmviz.engine.files import read_regular
 from llmviz.errors import ConfigError, NotAllowedError, TraceFormatError
+from llmviz.files import read_regular
 from llmviz.paths import TRACES
+from llmviz.trace.config import SamplingConfig
 
 BUILT_IN = ("mixed", "mixed-poisson", "shared-prompt")
 MAX_REQUESTS = 1024

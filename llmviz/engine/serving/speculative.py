@@ -23,15 +23,15 @@ from dataclasses import dataclass
 
 import torch
 
-from llmviz.engine.config import EngineConfig, SamplingConfig, check_seed
-from llmviz.engine.devices import synchronize
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.lean_steps import lean_step
-from llmviz.engine.loading import LoadedModel
+from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.phases import feed
+from llmviz.engine.platform.devices import synchronize
 from llmviz.engine.sampling import check_finite, filter_logits
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig, SamplingConfig, check_seed
 
 MAX_K = 16
 

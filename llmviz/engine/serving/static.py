@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 
-from llmviz.engine.config import EngineConfig
 from llmviz.engine.lean_steps import lean_step
-from llmviz.engine.loading import LoadedModel
+from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.serving.continuous import ServeConfig, StepRecord
 from llmviz.engine.serving.requests import RequestTrace
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
+from llmviz.trace.config import EngineConfig
 
 
 def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None, progress=None) -> dict:

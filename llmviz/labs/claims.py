@@ -1,0 +1,225 @@
+"""The measurements behind the article's claims K1-K11 (issue 11), on this machine, with the engine's own sweeps,
+compares and serving runs: nothing here times anything a second way. Each claim returns plain figures (numbers,
+{median, min, max, all} spreads, the model and what was timed); llmviz.analysis.claims turns them into effects
+and verdicts.
+
+Models: the embedded llmviz-tiny (context 512) with its draft, and a random GPT-2-124M-shaped model (context
+2048) where a claim needs long sequences (K3 past 1024 tokens, K6 at 2048) or, in a full run, a model whose
+weights do not sit in a CPU's caches. A shared measurement (the kv-fp16 compare serves K2 and K4) runs once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from llmviz.engine.loading.model import LoadedModel
+from llmviz.engine.session import Session
+from llmviz.engine.timing import spread
+from llmviz.errors import ConfigError, LlmvizError
+from llmviz.labs.batch_sweep import batch_sweep
+from llmviz.labs.claims_serving import ServingClaims
+from llmviz.labs.compare import CompareConfig, compare
+from llmviz.labs.evaluation import heldout_ids
+from llmviz.labs.layout_sweep import layout_sweep
+from llmviz.labs.presets import preset
+from llmviz.trace.config import EMBEDDED_MODEL, EngineConfig, SamplingConfig
+from llmviz.trace.switches import load_options
+
+LONG_MODEL = "gpt2-124m-random"
+CLAIM_IDS = tuple(f"K{i}" for i in range(1, 12))
+PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the sea,"
+Loader = Callable[[str | None, EngineConfig], LoadedModel]
+Progress = Callable[[float, str, dict], None]
+
+
+@dataclass(frozen=True)
+class ClaimsPlan:
+    """How much to measure: quick (every claim in about a minute or two on 2 CPU cores) or full."""
+
+    quick: bool = True
+    device: str = "auto"
+
+    def __post_init__(self):
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ConfigError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+
+    @property
+    def repeats(self) -> int:
+        return 3 if self.quick else 5
+
+    @property
+    def base_model(self) -> str:
+        """The model of the compares and the prefill sweep: a full run uses the larger one."""
+        return EMBEDDED_MODEL if self.quick else LONG_MODEL
+
+
+class Measurer(ServingClaims):
+    """Runs claims one by one; measurements two claims share are kept (memo) for the run."""
+
+    def __init__(self, plan: ClaimsPlan, load: Loader, progress: Progress | None = None):
+        self.plan, self.load = plan, load
+        self.progress = progress or (lambda fraction, stage, values: None)
+        self.memo: dict = {}
+
+    def model(self, name: str, engine: EngineConfig | None = None) -> LoadedModel:
+        """A model loaded with `engine`'s load-time switches (fused QKV, dtype, ...), once per combination."""
+        engine = engine or EngineConfig(device=self.plan.device)
+        key = ("model", name, tuple(sorted(load_options(engine).items())))
+        if key not in self.memo:
+            self.memo[key] = self.load(name, engine)
+        return self.memo[key]
+
+    def measure(self, claim: str) -> dict:
+        if claim not in CLAIM_IDS:
+            raise ConfigError(f"no claim {claim!r}; the claims are {', '.join(CLAIM_IDS)}")
+        return getattr(self, claim.lower())()
+
+    # --- shared measurements -------------------------------------------------------------------------------
+    def compare(self, name: str) -> dict:
+        """The Compare page's preset `name` on the plan's model."""
+        key = ("compare", name)
+        if key not in self.memo:
+            lm = self.model(self.plan.base_model)
+            p = preset(name, lm.cfg.to_dict(), lm.device.type)
+            b = p.b
+            if name == "kv-fp16" and lm.device.type == "cpu":
+                b = "kv-dtype=bf16"  # CPUs have no fast fp16 arithmetic: the half-precision cache they use
+            config = CompareConfig(PROMPT, a=p.a, b=b, model=self.plan.base_model, steps=16 if self.plan.quick else 32,
+                                   repeats=self.plan.repeats, device=self.plan.device,
+                                   bandwidth_bytes=(256 if self.plan.quick else 512) * 2**20)
+            self.memo[key] = compare(config, lambda name, engine: self.model(name or EMBEDDED_MODEL, engine))
+        return self.memo[key]
+
+    # --- one method per claim ----------------------------------------------------------------------------
+    def k1(self) -> dict:
+        lm = self.model(self.plan.base_model)
+        # the article's pair is 256 -> 512 tokens; the embedded model's context (512) holds a 510-token prompt
+        lengths = (32, 64, 128, 255, 384, 510) if self.plan.quick else (64, 128, 256, 512, 768, 1024, 1536, 2047)
+        return prefill_sweep(lm, lengths, self.plan.repeats, device=self.plan.device,
+                             progress=lambda f, values: self.progress(f, "K1", values))
+
+    def k2(self) -> dict:
+        result = self.compare("kv-fp16")
+        a = result["a"]
+        return {"model": result["model"], "device": result["device"], "threads": result["threads"],
+                "decode_ms_per_token": a["decode_ms_per_token"], "bandwidth": result["bandwidth"],
+                "side": {k: a[k] for k in ("engine_config", "model_config", "kv")},
+                "prompt_tokens": result["prompt_tokens"], "steps": result["steps"],
+                "what_was_timed": result["what_was_timed"]}
+
+    def k3(self) -> dict:
+        lm = self.model(LONG_MODEL)
+        lengths = (256, 512, 1536) if self.plan.quick else (128, 256, 512, 1024, 1536, 2000)  # K3: past 1024
+        sweep = layout_sweep(lm, list(lengths), steps=4 if self.plan.quick else 8, repeats=self.plan.repeats,
+                             progress=lambda f, what: self.progress(f, "K3", {"what": what}))
+        return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "seconds") if k in sweep} | {
+            "model": lm.name, **self.where(lm)}
+
+    def k4(self) -> dict:
+        result = self.compare("kv-fp16")
+        return self.sides(result) | {"kv_bytes_allocated": [result[s]["kv_bytes_allocated"] for s in "ab"]}
+
+    def k5(self) -> dict:
+        lm = self.model(EMBEDDED_MODEL)
+        sweep = batch_sweep(lm, text_ids(lm, 64), sizes=(1, 2, 4, 8), steps=2, repeats=self.plan.repeats,
+                            device=self.plan.device,
+                            progress=lambda f, stage, values: self.progress(f, "K5", values))
+        return {k: sweep[k] for k in ("sizes", "model", "device", "threads", "prompt_tokens", "what_was_timed")}
+
+    def k6(self) -> dict:
+        lm = self.model(LONG_MODEL)
+        ids = text_ids(lm, lm.cfg.max_position_embeddings - 1)  # the whole context: 2047 tokens and one slot
+        out = {}
+        for i, backend in enumerate(("eager", "sdpa")):
+            self.progress(i / 2, "K6", {"what": backend})
+            out[backend] = prefill_ms(lm, ids, backend, 2 if self.plan.quick else 3, self.plan.device)
+        return {"model": lm.name, "tokens": len(ids), "prefill_ms": out, **self.where(lm),
+                "what_was_timed": "a prefill of the whole context (the engine's timed region) with eager attention "
+                                  "and with torch's scaled_dot_product_attention (SDPA: on a CPU a fused kernel that "
+                                  "never stores the [n, n] scores, on CUDA flash attention where it applies), after "
+                                  "one untimed warm-up run each; medians, with min and max"}
+
+    def where(self, lm: LoadedModel) -> dict:
+        return {"device": str(lm.device), "threads": torch.get_num_threads()}
+
+    def sides(self, result: dict) -> dict:
+        """A compare result's timings and specs, both sides."""
+        return {"model": result["model"], "device": result["device"], "threads": result["threads"],
+                "specs": [result[s]["spec"] for s in "ab"],
+                "decode_ms_per_token": [result[s]["decode_ms_per_token"] for s in "ab"],
+                "prefill_ms": [result[s]["prefill_ms"] for s in "ab"], "what_was_timed": result["what_was_timed"]}
+
+
+def parse_ids(text: str | None) -> tuple[str, ...]:
+    """"K1,K4" (any case, spaces allowed) -> ("K1", "K4"); None or empty: all eleven. Text that names no claim
+    (",,,") is a ConfigError listing the claims, not a run of none (issue 19)."""
+    if not text or not text.strip():
+        return CLAIM_IDS
+    ids = tuple(dict.fromkeys(part.strip().upper() for part in text.split(",") if part.strip()))
+    if not ids:
+        raise ConfigError(f"{text!r} names no claim; the claims are {', '.join(CLAIM_IDS)}")
+    unknown = [i for i in ids if i not in CLAIM_IDS]
+    if unknown:
+        raise ConfigError(f"no claim {unknown[0]!r}; the claims are {', '.join(CLAIM_IDS)}")
+    return ids
+
+
+def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | None = None) -> dict:
+    """Measure each claim in turn. A claim this machine cannot run (out of memory, a model it cannot load) is
+    kept as {"error": one line} and the others go on. progress(fraction, claim id, values)."""
+    progress = progress or (lambda fraction, stage, values: None)
+    m = Measurer(plan, load)
+    out, seconds = {}, {}
+    for i, claim in enumerate(ids):
+        m.progress = lambda f, stage, values, i=i, claim=claim: progress((i + min(max(f, 0), 1)) / len(ids), claim,
+                                                                         values)
+        progress(i / len(ids), claim, {})
+        began = time.perf_counter()
+        try:
+            out[claim] = m.measure(claim)
+        except (LlmvizError, MemoryError, torch.OutOfMemoryError) as exc:  # the device's limit, not a bug
+            out[claim] = {"error": " ".join(str(exc).split()) or type(exc).__name__}
+        seconds[claim] = round(time.perf_counter() - began, 2)
+    progress(1.0, "done", {})
+    return {"quick": plan.quick, "device": plan.device, "threads": torch.get_num_threads(), "claims": out,
+            "seconds": seconds}
+
+
+def text_ids(lm: LoadedModel, n: int) -> list[int]:
+    """n tokens of the held-out text (repeated as needed): real text, as a prompt would be."""
+    ids = heldout_ids(lm.tokenizer)
+    return (ids * (n // len(ids) + 1))[:n]
+
+
+def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: int = 3, device: str = "auto") -> dict:
+    """One prompt's prefill, timed by the engine (capture off), after one untimed warm-up run."""
+    config = EngineConfig(device=device, attn_backend=backend, capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                          sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + 1)
+    times = []
+    for r in range(repeats + 1):
+        step = Session(lm, None, config, prompt_ids=[ids]).step()
+        if r:
+            times.append(step.timings["total_ms"])
+    return spread(times)
+
+
+def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", device: str = "auto",
+                  progress=None) -> dict:
+    """Prefill ms against prompt length (C18; claim K1): each length's prompt run `repeats` times after a warm-up;
+    progress(fraction, {"tokens": n})."""
+    lengths = sorted({int(n) for n in lengths})
+    if not lengths or lengths[0] < 1 or lengths[-1] >= lm.cfg.max_position_embeddings:
+        raise ConfigError(f"prefill lengths must be 1..{lm.cfg.max_position_embeddings - 1} tokens, got {lengths}")
+    ms = []
+    for i, n in enumerate(lengths):
+        if progress:
+            progress(i / len(lengths), {"tokens": n})
+        ms.append(prefill_ms(lm, text_ids(lm, n), backend, repeats, device))
+    return {"model": lm.name, "lengths": lengths, "prefill_ms": ms, "backend": backend, "device": str(lm.device),
+            "threads": torch.get_num_threads(),
+            "what_was_timed": "one prompt's prefill of held-out text (the engine's timed region, capture off) after "
+                              f"one warm-up run at each length; {repeats} runs per length; medians, with min and max"}

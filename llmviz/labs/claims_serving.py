@@ -1,0 +1,79 @@
+"""Claims K7-K11 (issue 11): the serving lab's schedulers and speculative decoding, and the optimization lab's
+compares, on the embedded models. Mixed into llmviz.labs.claims.Measurer, which supplies model(), compare(),
+sides(), where(), plan and progress."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+
+from llmviz.engine.serving.continuous import ServeConfig
+from llmviz.engine.serving.requests import load_trace
+from llmviz.engine.serving.speculative import speculate
+from llmviz.engine.serving.static import serve, warm_up
+from llmviz.engine.timing import spread
+from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
+
+SLOTS = 8
+SPECULATE_K, SPECULATE_TOKENS = 4, 32
+SPECULATE_PROMPT = "def fibonacci(n):"
+
+
+def plain(result: dict) -> dict:
+    """A serving result with its step records as dicts (JSON-ready)."""
+    return {**result, "records": [asdict(r) if is_dataclass(r) else r for r in result["records"]]}
+
+
+class ServingClaims:
+    def served(self, trace: str, scheduler: str, **options) -> dict:
+        lm = self.model(EMBEDDED_MODEL)
+        config = ServeConfig(slots=SLOTS, device=self.plan.device, **options)
+        if "serving warm" not in self.memo:  # untimed runs pay the one-time costs
+            warm_up(lm, config)
+            self.memo["serving warm"] = True
+        return plain(serve(lm, load_trace(trace), scheduler, config))
+
+    def k7(self) -> dict:
+        self.progress(0.0, "K7", {"what": "static"})
+        static = self.served("mixed", "static")
+        self.progress(0.5, "K7", {"what": "continuous"})
+        continuous = self.served("mixed", "continuous")
+        return {"trace": "mixed", "slots": SLOTS, "static": static, "continuous": continuous,
+                **self.where(self.model(EMBEDDED_MODEL)), "model": EMBEDDED_MODEL,
+                "what_was_timed": "the built-in 'mixed' request trace through static batching and through "
+                                  f"continuous batching, {SLOTS} slots each; utilization counts the slots a "
+                                  "request used at each engine step, so it does not depend on the clock"}
+
+    def k8(self) -> dict:
+        target, draft = self.model(EMBEDDED_MODEL), self.model(EMBEDDED_DRAFT)
+        runs = []
+        for r in range(self.plan.repeats):
+            self.progress(r / self.plan.repeats, "K8", {"round": r + 1})
+            runs.append(speculate(target, draft, SPECULATE_PROMPT, SPECULATE_K, SPECULATE_TOKENS))
+        return {"model": EMBEDDED_MODEL, "draft": EMBEDDED_DRAFT, "k": SPECULATE_K, "tokens": SPECULATE_TOKENS,
+                "speculative_ms_per_token": spread([x["ms_per_token"] for x in runs]),
+                "target_alone_ms_per_token": spread([x["target_alone_ms_per_token"] for x in runs]),
+                "acceptance_rate": runs[-1]["acceptance_rate"],
+                "identical_outputs": all(x["identical_outputs"] for x in runs), **self.where(target),
+                "what_was_timed": "greedy decoding of one prompt, draft and verify rounds on the wall clock, and the "
+                                  "target alone timed the same way, after one warm-up run; "
+                                  f"{self.plan.repeats} runs; medians, with min and max"}
+
+    def k9(self) -> dict:
+        runs = {}
+        for i, sharing in enumerate((False, True)):
+            self.progress(i / 2, "K9", {"what": "sharing" if sharing else "no sharing"})
+            runs["with" if sharing else "without"] = self.served("shared-prompt", "continuous",
+                                                                 prefix_sharing=sharing)
+        return {"trace": "shared-prompt", "slots": SLOTS, **runs, "model": EMBEDDED_MODEL,
+                **self.where(self.model(EMBEDDED_MODEL)),
+                "what_was_measured": "the peak KV blocks the paged pool held at any step, with and without sharing "
+                                     "the prompts' common prefix blocks (counted, not timed)"}
+
+    def k10(self) -> dict:
+        return self.sides(self.compare("sdpa-fp8"))
+
+    def k11(self) -> dict:
+        result = self.compare("fused")
+        return self.sides(result) | {"model_config": result["a"]["model_config"],
+                                     "prompt_tokens": result["prompt_tokens"],
+                                     "dtype": result["a"]["engine_config"]["dtype"]}

@@ -1,0 +1,121 @@
+"""Every hook point of the forward pass, declared once for every model family.
+
+A hook point is a name, a shape with named dimensions and a meaning. The forward pass calls them
+through the per-run context (`RunContext.hook`), never through `register_forward_hook` on a shared
+module. No torch here: the UI reads these declarations to label what it draws.
+
+Dimension names: b batch, n new tokens this step (queries), n_k keys attended (the cache length after the
+write; in a decode step of a sliding-window layer, only the last `window` keys are read, so n_k is at most
+the window, while a prefill keeps all n keys and masks those outside the window), d d_model, h query heads, kv KV heads,
+hd head_dim, f the MLP's hidden width (intermediate_size), pos_dim position-scheme width (d for learned
+tables, hd/2 RoPE angles), V vocab,
+L layers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from llmviz.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class HookPoint:
+    name: str  # "embed", or "layers.{i}.q" as a template
+    dims: tuple  # named dimensions, e.g. ("b", "h", "n", "hd")
+    meaning: str
+    concept: str  # the concept id of ../shared/concepts.md it shows
+
+
+GLOBAL_POINTS = (
+    HookPoint("embed", ("b", "n", "d"), "token embeddings looked up for the step's input ids", "C2"),
+    HookPoint("pos", ("b", "n", "pos_dim"),
+              "position scheme: learned position vectors added to the embeddings, or the RoPE rotation "
+              "angle (radians) of each position and dimension pair", "C2"),
+    HookPoint("kv.write", ("L", "2", "b", "kv", "n", "hd"),
+              "the K and V rows written into the cache this step, for every layer", "C6"),
+    HookPoint("final_norm", ("b", "1", "d"),
+              "the residual stream after the final norm, at the last position (the one that predicts)", "C3"),
+    HookPoint("logits", ("b", "V"), "next-token logits at the last position", "C5"),
+    HookPoint("sample", ("b",), "the token id the sampler picked", "C5"),
+)
+
+LAYER_POINTS = (
+    HookPoint("attn_in", ("b", "n", "d"), "the layer's input after the attention norm", "C3"),
+    HookPoint("q", ("b", "h", "n", "hd"), "queries, after RoPE where the model uses it", "C3"),
+    HookPoint("k", ("b", "kv", "n", "hd"), "keys of the new tokens (after RoPE, not repeated for GQA)", "C3"),
+    HookPoint("v", ("b", "kv", "n", "hd"), "values of the new tokens (not repeated for GQA)", "C3"),
+    HookPoint("scores", ("b", "h", "n", "n_k"),
+              "QK^T / sqrt(hd) before softmax; masked positions (future tokens, outside the window) are -inf",
+              "C3"),
+    HookPoint("probs", ("b", "h", "n", "n_k"), "softmax of the scores: the attention map", "C3"),
+    HookPoint("attn_out", ("b", "n", "d"), "attention output after the output projection", "C3"),
+    HookPoint("mlp_in", ("b", "n", "d"), "the MLP's input: the residual stream after attention, after the MLP norm",
+              "C3"),
+    HookPoint("mlp_act", ("b", "n", "f"),
+              "the MLP's hidden activation, the input of its down projection: act(gate(x)) * up(x) (SwiGLU) or "
+              "act(fc(x)) (GPT-2)", "C3"),
+    HookPoint("mlp_out", ("b", "n", "d"), "MLP output", "C3"),
+    HookPoint("resid", ("b", "n", "d"), "the residual stream leaving the layer", "C3"),
+)
+
+
+@dataclass(frozen=True)
+class LayerHookNames:
+    """The concrete names of one layer's hook points, built once per layer (not per call)."""
+
+    attn_in: str
+    q: str
+    k: str
+    v: str
+    scores: str
+    probs: str
+    attn_out: str
+    mlp_in: str
+    mlp_act: str
+    mlp_out: str
+    resid: str
+
+    @classmethod
+    def for_layer(cls, layer: int) -> LayerHookNames:
+        return cls(**{p.name: layer_hook_name(layer, p.name) for p in LAYER_POINTS})
+
+
+def layer_hook_name(layer: int, point: str) -> str:
+    return f"layers.{layer}.{point}"
+
+
+def all_hook_names(num_layers: int) -> list[str]:
+    """Every hook name a forward pass of a model with `num_layers` layers emits, in call order."""
+    names = ["embed", "pos"]
+    for layer in range(num_layers):
+        names += [layer_hook_name(layer, p.name) for p in LAYER_POINTS]
+    return [*names, "kv.write", "final_norm", "logits", "sample"]
+
+
+CACHE_ROW_POINTS = ("k", "v")  # the layer points whose rows the KV cache stores (the cache grid draws them)
+
+
+def writes_cache_rows(name: str) -> bool:
+    """Whether a concrete hook name holds rows the KV cache stores (`layers.3.k`, `layers.3.v`)."""
+    parts = name.split(".")
+    return len(parts) == 3 and parts[0] == "layers" and parts[1].isdigit() and parts[2] in CACHE_ROW_POINTS
+
+
+def declared_point(name: str) -> HookPoint:
+    """The declaration behind a concrete name (`layers.3.q` -> the `q` layer point)."""
+    for point in GLOBAL_POINTS:
+        if point.name == name:
+            return point
+    parts = name.split(".")
+    if len(parts) == 3 and parts[0] == "layers" and parts[1].isdigit():
+        for point in LAYER_POINTS:
+            if point.name == parts[2]:
+                return point
+    raise ConfigError(f"{name!r} is not a declared hook point (see llmviz/trace/hooks.py)")
+
+
+def matches(name: str, patterns: tuple) -> bool:
+    """Whether a hook name passes a capture filter of glob patterns (empty filter = everything)."""
+    return not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)

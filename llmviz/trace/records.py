@@ -1,0 +1,339 @@
+"""Trace: what one run recorded, as plain dataclasses of numbers and numpy arrays (no torch).
+
+This is the only engine module the upper layers read, so every page can be drawn (and a class can
+replay a run) with no model and no torch. Saved as `trace.json` + `arrays.npz`, loaded with
+`allow_pickle=False`. Tensors keep their batch dimension: row i of every array is sequence i; padding
+is -1 in input_ids, positions and sampled.
+
+Saving writes each file under a temporary name in the folder and renames it into place when complete, so a
+failed or killed write never leaves a half file. Loading a file from elsewhere (an upload) trusts nothing:
+sizes are checked as declared before anything is unpacked (a zip bomb is refused unread), every array's
+header against the bytes that hold it, and every failure is a TraceFormatError.
+
+Schema 2 (engine 2) added the batch's prompts and each row's finished reason; schema 1 traces (one
+prompt, no padding) load through `_migrate_v1`. Schema 3 added a hook record's `row_norms` (kept when its array
+was dropped); a schema 2 file reads as one where no record has them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import lzma
+import math
+import os
+import secrets
+import shutil
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from llmviz.errors import TraceFormatError
+from llmviz.trace.check import (
+    MAX_TRACE_JSON_BYTES,
+    check_document,
+    check_json_text,
+    check_prompts,
+    check_steps,
+    damaged,
+    json_too_large,
+    token_table,
+    too_large,
+)
+
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+_RECORD_ARRAYS = {"array": "hook", "row_norms": "norms"}  # a hook record's arrays -> their key in arrays.npz
+_STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
+                "lens_ids", "lens_probs")
+FILES = ("trace.json", "arrays.npz")
+MAX_UNPACKED_BYTES = 2 * 2**30  # a trace's files, unpacked: more is refused before anything is inflated
+# What a damaged file or archive raises on the way in (zipfile: RuntimeError for an encrypted member,
+# NotImplementedError for an unknown compression; json: RecursionError for absurd nesting).
+_DAMAGED = (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
+_MISSING = (KeyError, TypeError, AttributeError, IndexError)  # a field or an array the document does not have
+
+
+@dataclass(slots=True)
+class HookRecord:
+    name: str
+    shape: list
+    dtype: str
+    nbytes: int
+    norm: float | None
+    note: str = ""
+    array: np.ndarray | None = None  # float32 copy, only at capture level "full"
+    # The L2 norm of each vector along the array's last axis ([..., hd] -> [...]), kept when the array itself is
+    # dropped to bound a long run's memory (llmviz/trace/budget.py): the cache grid colours every K row by it.
+    row_norms: np.ndarray | None = None
+
+
+@dataclass
+class StepTrace:
+    index: int  # 0 = prefill
+    phase: str  # "prefill" | "decode"
+    input_ids: np.ndarray  # [b, n] int64, -1 in pad slots
+    positions: np.ndarray  # [b, n] int64, -1 in pad slots
+    sampled: np.ndarray  # [b] int64, -1 for a row that had already finished
+    logits: np.ndarray | None  # [b, V] float32 when the vocab is small enough to keep whole
+    topk_ids: np.ndarray  # [b, K] the K most likely next tokens
+    topk_logits: np.ndarray  # [b, K]
+    logsumexp: np.ndarray  # [b] so that top-k probabilities are exact without the full logits
+    lens_ids: np.ndarray | None = None  # [L, b, k] logit lens: each layer's top tokens
+    lens_probs: np.ndarray | None = None  # [L, b, k]
+    hooks: list = field(default_factory=list)  # HookRecord
+    kv: dict = field(default_factory=dict)  # KV snapshot: layout, shapes, bytes allocated and used
+    timings: dict = field(default_factory=dict)  # spans_ms, total_ms, device, threads, capture
+    memory: dict = field(default_factory=dict)  # rss_bytes (+ cuda_* on a GPU)
+    sampling: dict = field(default_factory=dict)  # the sampling settings this step's token was drawn with
+    finished: str = ""  # "eos" | "max_seq_len" once every row has finished, "" while the run can go on
+    row_finished: list = field(default_factory=list)  # per row: its finished reason, "" while it runs
+
+    def hook(self, name: str) -> HookRecord:
+        for record in self.hooks:
+            if record.name == name:
+                return record
+        raise TraceFormatError(f"step {self.index} has no hook record {name!r}: record the run with capture full "
+                               "(and a filter that keeps it)", code="trace_no_hook", name=name)
+
+
+@dataclass
+class RunTrace:
+    model_card: dict
+    prompt: str
+    engine_config: dict
+    seed: int
+    tokens: dict = field(default_factory=dict)  # id -> {"piece", "bytes" (hex), "text"}
+    steps: list = field(default_factory=list)  # StepTrace
+    prompts: list = field(default_factory=list)  # one text per row; prompts[0] == prompt
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def rows(self) -> int:
+        return int(self.steps[0].input_ids.shape[0]) if self.steps else len(self.prompts)
+
+    def row_prompt_ids(self, row: int) -> list[int]:
+        return [int(i) for i in self.steps[0].input_ids[row] if i >= 0] if self.steps else []
+
+    def row_output_ids(self, row: int) -> list[int]:
+        return [int(s.sampled[row]) for s in self.steps if s.sampled[row] >= 0]
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return self.row_prompt_ids(0)
+
+    @property
+    def output_ids(self) -> list[int]:
+        return self.row_output_ids(0)
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {}
+        steps = []
+        for step in self.steps:
+            entry = {k: v for k, v in step.__dict__.items() if k not in _STEP_ARRAYS and k != "hooks"}
+            for key in _STEP_ARRAYS:
+                value = getattr(step, key)
+                if value is not None:
+                    arrays[f"s{step.index}.{key}"] = np.asarray(value)
+            entry["arrays"] = [k for k in _STEP_ARRAYS if getattr(step, k) is not None]
+            entry["hooks"] = []
+            for record in step.hooks:
+                meta = {f.name: getattr(record, f.name) for f in fields(record) if f.name not in _RECORD_ARRAYS}
+                for key, prefix in _RECORD_ARRAYS.items():
+                    value = getattr(record, key)
+                    meta[f"has_{key}"] = value is not None
+                    if value is not None:
+                        arrays[f"s{step.index}.{prefix}.{record.name}"] = value
+                entry["hooks"].append(meta)
+            steps.append(entry)
+        doc = {"schema_version": self.schema_version, "model_card": self.model_card, "prompt": self.prompt,
+               "engine_config": self.engine_config, "seed": self.seed, "prompts": self.prompts,
+               "tokens": {str(k): v for k, v in self.tokens.items()}, "steps": steps}
+        try:
+            text = json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a path from undecodable bytes): escaped, the file stays UTF-8
+            text = json.dumps(doc, indent=1).encode("ascii")
+        _write_atomic(folder / "arrays.npz", lambda f: np.savez_compressed(f, **arrays))
+        _write_atomic(folder / "trace.json", lambda f: f.write(text))
+        return folder
+
+
+def _write_atomic(path: Path, write) -> None:
+    """`write(file)` into a temporary file beside `path`, renamed to `path` once complete: readers see the old
+    file or the whole new one, never half of one; on any failure the temporary file is removed."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as to a plain write
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def trace_to_zip(trace: RunTrace) -> bytes:
+    """The trace as one .zip holding trace.json and arrays.npz (what the UI offers for download)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace.save(tmp)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+            for name in ("trace.json", "arrays.npz"):
+                archive.write(Path(tmp) / name, name)
+    return buffer.getvalue()
+
+
+def save_zip(trace: RunTrace, path: str | Path) -> Path:
+    """Write the trace as one .zip (the file the app's Trace page opens), atomically; its folder is created."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = trace_to_zip(trace)
+    _write_atomic(path, lambda f: f.write(data))
+    return path
+
+
+def trace_from_zip(data: bytes) -> RunTrace:
+    """Read a .zip written by trace_to_zip; anything else raises TraceFormatError. No message names the temporary
+    folder it is unpacked in (on a server, a path of the server's own)."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TraceFormatError(f"a trace archive is bytes, not {type(data).__name__}", code="trace_damaged")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive, tempfile.TemporaryDirectory() as tmp:
+            members = {info.filename: info for info in archive.infolist()}
+            if not set(FILES) <= set(members):
+                raise TraceFormatError("the archive must hold trace.json and arrays.npz", code="trace_damaged")
+            _check_size(sum(members[name].file_size for name in FILES), "the archive")
+            if members["trace.json"].file_size > MAX_TRACE_JSON_BYTES:  # refused as declared, before inflating
+                raise json_too_large(members["trace.json"].file_size)
+            for name in FILES:  # streamed: zipfile stops at the declared size and checks the CRC
+                with archive.open(members[name]) as src, open(Path(tmp) / name, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            return load_trace(tmp, where="the archive")
+    except TraceFormatError:
+        raise
+    except _DAMAGED as exc:  # writing the members out (a full disk) names the temporary folder
+        detail = _detail(exc, Path(tempfile.gettempdir()), "the temporary folder")
+        raise TraceFormatError(f"not a trace archive: {detail}", code="trace_damaged") from exc
+
+
+def _check_size(nbytes: int, what: str) -> None:
+    if nbytes > MAX_UNPACKED_BYTES:
+        raise too_large(what, nbytes, MAX_UNPACKED_BYTES)
+
+
+def _read_json(path: Path) -> bytes:
+    """trace.json's bytes, read a MiB at a time up to its cap (a device file such as /dev/zero has no size)."""
+    chunks, total = [], 0
+    with open(path, "rb") as f:
+        while chunk := f.read(2**20):
+            total += len(chunk)
+            if total > MAX_TRACE_JSON_BYTES:
+                raise json_too_large(total)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_arrays(path: Path) -> None:
+    """arrays.npz before numpy reads it: its members' declared sizes, and each array's header (dtype, shape)
+    against the bytes that hold it, so neither a bomb nor a header claiming a huge array allocates anything."""
+    with zipfile.ZipFile(path) as npz:
+        infos = npz.infolist()
+        _check_size(sum(info.file_size for info in infos), path.name)
+        for info in infos:
+            with npz.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version not in ((1, 0), (2, 0)):
+                    raise damaged(f"arrays.npz: {info.filename} is in .npy format {version}, not one a trace uses")
+                read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, dtype = read_header(member)
+            if dtype.hasobject:
+                raise damaged(f"arrays.npz: {info.filename} holds Python objects (a pickle); a trace holds numbers")
+            if math.prod(shape) * dtype.itemsize > info.file_size:
+                raise damaged(f"arrays.npz: {info.filename} declares a {list(shape)} {dtype} array but holds "
+                              f"{info.file_size:,} bytes")
+
+
+def load_trace(folder: str | Path, where: str | None = None) -> RunTrace:
+    """Read a saved trace; a damaged or foreign one raises TraceFormatError, never anything else. Messages name
+    the folder as `where` (default: its path), never anything inside it."""
+    folder, named = Path(folder), where is not None
+    where = where or f"the trace in {folder}"
+    try:
+        text = _read_json(folder / "trace.json")
+        check_json_text(text)
+        doc = json.loads(text.decode("utf-8"))
+        del text
+        _check_arrays(folder / "arrays.npz")
+        if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
+            found = doc.get("schema_version") if isinstance(doc, dict) else None
+            raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
+                                   code="trace_damaged")
+        with np.load(folder / "arrays.npz", allow_pickle=False) as npz:  # members read as the steps name them
+            return _build(_migrate_v1(doc) if doc["schema_version"] == 1 else doc, npz)
+    except TraceFormatError:
+        raise
+    except _DAMAGED as exc:
+        detail = _detail(exc, folder, where if named else None)
+        raise TraceFormatError(f"cannot read {where}: {detail}", code="trace_damaged") from exc
+    except _MISSING as exc:
+        raise damaged(f"missing or bad {_detail(exc, folder, where if named else None)}") from exc
+
+
+def _detail(exc: BaseException, folder: Path, where: str | None) -> str:
+    """An exception's text on one line; numpy's and the OS's messages name the file: given `where`, the folder is
+    named so instead (an upload's temporary folder is the server's)."""
+    text = str(exc) if where is None else str(exc).replace(str(folder), where)
+    return " ".join(text.split())
+
+
+def _build(doc: dict, npz) -> RunTrace:
+    """The trace from a checked document and the arrays its steps name (llmviz/trace/check.py)."""
+    model = check_document(doc)
+    try:
+        steps = [_load_step(entry, npz) for entry in doc["steps"]]
+    except (KeyError, TypeError) as exc:
+        raise damaged(f"missing or bad {exc}") from exc
+    check_steps(steps, model, doc["engine_config"])
+    check_prompts(doc["prompt"], doc["prompts"], int(steps[0].input_ids.shape[0]))
+    return RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
+                    seed=doc["seed"], tokens=token_table(doc["tokens"], steps, model.vocab_size), steps=steps,
+                    prompts=list(doc["prompts"]))
+
+
+def _migrate_v1(doc: dict) -> dict:
+    """Schema 1 -> 2: one prompt, every row a copy of it; engine settings that no longer exist dropped."""
+    doc = dict(doc)
+    if not isinstance(doc.get("engine_config"), dict) or not isinstance(doc.get("steps"), list) or \
+            not all(isinstance(entry, dict) for entry in doc["steps"]):
+        raise damaged("a schema 1 trace needs an engine_config object and a list of steps")
+    config = {k: v for k, v in doc["engine_config"].items() if k not in ("batch_size", "threads")}
+    doc["engine_config"] = config
+    doc["prompts"] = [doc.get("prompt")]
+    doc["steps"] = [{**entry, "row_finished": []} for entry in doc["steps"]]
+    doc["schema_version"] = SCHEMA_VERSION
+    return doc
+
+
+def _load_step(entry: dict, npz) -> StepTrace:
+    """One step from its checked entry; its arrays read from arrays.npz as it names them (others stay unread)."""
+    index, named = entry["index"], entry["arrays"]
+    if not set(named) <= set(_STEP_ARRAYS):
+        raise damaged(f"'steps[{index}]': arrays names one a step does not have")
+    values = {k: npz[f"s{index}.{k}"] if k in named else None for k in _STEP_ARRAYS}
+    hooks = []
+    for meta in entry["hooks"]:
+        meta = dict(meta)
+        held = {"array": meta.pop("has_array"), "row_norms": meta.pop("has_row_norms", False)}  # schema 2: no norms
+        hooks.append(HookRecord(**meta, **{key: npz[f"s{index}.{prefix}.{meta['name']}"] if held[key] else None
+                                           for key, prefix in _RECORD_ARRAYS.items()}))
+    scalars = {k: v for k, v in entry.items() if k not in ("arrays", "hooks")}
+    return StepTrace(**scalars, **values, hooks=hooks)

@@ -59,10 +59,7 @@ def throughput(t, s) -> None:
     st.markdown(t("batch.k5"))
     model = st.selectbox(t("compare.model"), [s.model, *(m for m in RANDOM_MODELS if m != s.model)],
                          key="batch_model_w", help=t("compare.model_help"))
-    kept = st.session_state.get(batch_run.SWEEP_KEY)
-    result = kept[1] if kept and kept[0] == model else None
-    if st.button(t("batch.sweep")):
-        result = batch_run.sweep(t, s, model)
+    result = batch_run.sweep(t, s, model) if st.button(t("batch.sweep")) else batch_run.kept_sweep(model)
     if result is None:
         return
     rows = throughput_table(result)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from llmviz.analysis.claim_effects import reason_text, table_rows
 from llmviz.analysis.claims import CLAIMS
-from llmviz.ui import claims_run, latency_curves, roofline_view, state
+from llmviz.ui import claims_run, latency_curves, roofline_view, server, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.navigation import KEEP
 
@@ -15,7 +15,7 @@ def controls(t) -> tuple[list[str], bool, bool]:
     ids = left.multiselect(t("claims.only"), list(CLAIMS), default=list(CLAIMS), key="claims_ids", **KEEP,
                            format_func=lambda k: f"{k} · {CLAIMS[k].article}")
     quick = right.toggle(t("claims.quick"), value=True, key="claims_quick", **KEEP, help=t("claims.quick_help"))
-    go = right.button(t("claims.run"), type="primary", disabled=not ids or not state.engine_available(),
+    go = right.button(t("claims.run"), type="primary", disabled=not ids or not server.engine_available(),
                       width="stretch")
     return ids, quick, go
 

@@ -6,8 +6,9 @@ import streamlit as st
 from llmviz import service
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import RANDOM_MODELS
-from llmviz.ui import compare_run, compare_view, state
+from llmviz.ui import compare_run, compare_view, server, state
 from llmviz.ui.chrome import heading, literal, translator
+from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
 
 WIDGETS = {"cmp_model": "cmp_model_w", "cmp_a": "cmp_a_w", "cmp_b": "cmp_b_w", "cmp_steps": "cmp_steps_w",
@@ -65,7 +66,7 @@ def main() -> None:
         st.info(t("compare.no_engine"))
         return
     except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
+        explain(t, exc)
         st.page_link("app_pages/home.py", label=t("error.go_home"), icon=":material/home:")
         return
     pressed = controls(t, s, base.card()["config"], base.device.type)
@@ -76,11 +77,11 @@ def main() -> None:
         compare_view.prediction_table(t, pa, pb)
         st.caption(t("compare.predict_note", n=n, steps=s.cmp_steps))
     except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
+        explain(t, exc)
         return
     result = compare_run.shown_result(s)
     linked = s.cmp_run and result is None
-    if linked and not pressed and state.policy().public:  # a link must not run a measurement for every visitor
+    if linked and not pressed and server.policy().public:  # a link must not run a measurement for every visitor
         st.info(t("compare.link_waits"))
         linked = False
     if pressed or linked:

@@ -7,9 +7,10 @@ from llmviz.analysis.kv_memory import in_one_unit
 from llmviz.analysis.recorded import missing_row_norms, missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
+from llmviz.trace import hooks
 from llmviz.trace.budget import is_shed
-from llmviz.ui import latency_sweep, presenter, seed_controls, state
-from llmviz.ui.chrome import guarded, heading, literal, shown_run, step_timing, translator, with_bold_tail
+from llmviz.ui import latency_sweep, presenter, seed_controls, server, state
+from llmviz.ui.chrome import heading, literal, shown_run, step_timing, translator, with_bold_tail
 from llmviz.ui.decode_controls import (
     PLAYING,
     controls,
@@ -19,6 +20,7 @@ from llmviz.ui.decode_controls import (
     sampling_sliders,
     speed_control,
 )
+from llmviz.ui.errors import guarded
 from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
 
@@ -27,8 +29,8 @@ SHOWN = 10  # bars of the next-token chart (and the drawn token's, when it ranks
 
 def attention_panel(t, run, layer: int, labels: list[str]) -> None:
     step = run.step
-    q = step.hook(f"layers.{layer}.q").array[0, :, -1, :]  # [1, h, n, hd] -> the last query: [h, hd]
-    probs_rec = step.hook(f"layers.{layer}.probs")
+    q = step.hook(hooks.q(layer)).array[0, :, -1, :]  # [1, h, n, hd] -> the last query: [h, hd]
+    probs_rec = step.hook(hooks.probs(layer))
     probs = probs_rec.array[0, :, -1, :]  # [1, h, n, n_k] -> [h, n_k]
     n_k = probs.shape[1]
     start = int(step.positions[0, -1]) + 1 - n_k  # > 0 only for a sliding window
@@ -43,7 +45,7 @@ def attention_panel(t, run, layer: int, labels: list[str]) -> None:
         st.markdown(t("decode.attn_text", n_k=n_k))
         st.plotly_chart(fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title"),
                                           t("decode.weight")), width="stretch", key="attn")
-        if probs_rec.note:
+        if probs_rec.recomputed:
             st.caption(t("decode.recomputed", backend=literal(str(step.timings.get("attn_backend", "?")))))
 
 
@@ -122,7 +124,7 @@ def timing_panel(t, run) -> None:
 
 def memory_panel(t, run) -> None:
     step, card = run.step, run.trace.model_card
-    public = state.policy().public  # a public server keeps its own process's memory to itself
+    public = server.policy().public  # a public server keeps its own process's memory to itself
     cols = st.columns(3 if public else 4)
     weights, used, allocated = in_one_unit([card["weight_bytes"], step.kv["bytes_used"], step.kv["bytes_allocated"]])
     cols[0].metric(t("decode.mem_weights"), weights, help=t("decode.mem_bytes", n=card["weight_bytes"]))
@@ -144,11 +146,11 @@ def layer_and_gaps(t, run, presenting: bool) -> tuple[int, list[str], bool]:
     else:
         layer = st.select_slider(t("decode.layer_pick"), options=list(range(layers)), value=layers - 1,
                                  key="dec_layer")
-    missing = set(missing_tensors(run.step, [f"layers.{layer}.q", f"layers.{layer}.probs"]))
+    missing = set(missing_tensors(run.step, [hooks.q(layer), hooks.probs(layer)]))
     for earlier in run.trace.steps[: run.cursor + 1]:  # the cache grid colours every step's k rows by their norm
-        missing |= set(missing_row_norms(earlier, [f"layers.{layer}.k"]))
+        missing |= set(missing_row_norms(earlier, [hooks.k(layer)]))
     if run.shed and not presenting:  # the session's trace budget dropped the tensors of older steps
-        st.info(t("budget.notice", n=run.shed, mb=state.policy().trace_budget_mb))
+        st.info(t("budget.notice", n=run.shed, mb=server.policy().trace_budget_mb))
     if missing and is_shed(run.step):
         st.warning(t("budget.step_shed", step=run.cursor))
     elif missing:  # a trace recorded at capture meta/off, or filtered: draw what it holds
@@ -213,7 +215,7 @@ def main() -> None:
     playing = st.session_state.get(PLAYING, False)
 
     def fragment() -> None:  # Play reruns only this part; a fragment's rerun is guarded on its own
-        guarded(lambda: body(t))
+        guarded(t, lambda: body(t))
 
     st.fragment(fragment, run_every=play_interval() if playing else None)()
     letter_keys()  # outside the fragment: drawn once per page, not on every step

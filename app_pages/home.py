@@ -3,7 +3,7 @@
 import streamlit as st
 
 from llmviz.trace.config import ATTN_BACKENDS, DTYPES
-from llmviz.ui import demo, state
+from llmviz.ui import demo, server, state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.ui.compare_view import switch_reference
 from llmviz.ui.navigation import KEEP
@@ -31,7 +31,7 @@ def use_example() -> None:
 
 def model_box(t) -> None:
     """Any name or folder in the local tool; on a public server, a choice from its allow-list."""
-    policy = state.policy()
+    policy = server.policy()
     if not policy.public:
         st.text_input(t("home.model"), key="home_model", **KEEP, help=t("home.model_help"))
         return

@@ -1,5 +1,6 @@
-"""KV layouts (C6, C8, C9; claim K3): the contiguous, growing and paged caches of one live run, drawn as they
-stand after each step; then a length sweep of decode ms/token for the three, beside the article's claim."""
+"""KV layouts (C6, C8, C9; claim K3): the contiguous, growing and paged caches of one live run (and any layout an
+extension registered, in the summary), drawn as they stand after each step; then a length sweep of decode
+ms/token for each, beside the article's claim."""
 
 import json
 
@@ -7,18 +8,18 @@ import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.ui import layouts_run as run
-from llmviz.ui import state
+from llmviz.ui import server, state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz import kv_layouts as fig
 
 
 def summary(t, live) -> None:
-    snaps = {layout: live.kv(layout) for layout in run.LAYOUTS}
+    snaps = {layout: live.kv(layout) for layout in live.sessions}
     k = snaps["contiguous"]
     phase = t("layouts.phase_prefill") if live.cursor == 0 else t("layouts.phase_decode")
     st.markdown(t("layouts.step_line", step=live.cursor, phase=phase,
                   lens=", ".join(map(str, k["seq_lens"])), bpt=human(k["bytes_per_token"])))
-    st.table({t("layouts.col.layout"): [t(f"layouts.name.{x}") for x in snaps],
+    st.table({t("layouts.col.layout"): [run.layout_name(t, x) for x in snaps],
               t("layouts.col.slots"): [s["slots_allocated"] for s in snaps.values()],
               t("layouts.col.unused"): [s["wasted_slots"] for s in snaps.values()],
               t("layouts.col.allocated"): [human(s["bytes_allocated"]) for s in snaps.values()],
@@ -99,7 +100,7 @@ def sweep_view(t, s) -> None:
     if result is None:
         return
     chart, claim = st.columns([3, 2])
-    names = {x: t(f"layouts.name.{x}") for x in run.LAYOUTS}
+    names = {x: run.layout_name(t, x) for x in result["layouts"]}
     marks = {512: t("layouts.mark_short"), 1024: t("layouts.mark_long")}
     title = t("layouts.sweep_fig", model=result["model"])
     chart.plotly_chart(fig.sweep_lines(result, names, title, t("layouts.length"), t("layouts.ms_token"), marks),
@@ -130,7 +131,7 @@ def sweep_view(t, s) -> None:
 def main() -> None:
     t = translator()
     heading(t, "layouts")
-    if not state.engine_available():  # a replay-only install without torch
+    if not server.engine_available():  # a replay-only install without torch
         st.info(t("layouts.no_engine"))
         return
     s = state.settings()

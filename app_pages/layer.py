@@ -6,6 +6,7 @@ import streamlit as st
 from llmviz.analysis import layer as ly
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import cache_labels
+from llmviz.trace import hooks
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.viz import layer as fig
@@ -63,7 +64,7 @@ def main() -> None:
     run = shown_run(t)
     if run is not None:
         layer, _ = pick(t, run)
-        inputs = ["embed"] if layer == 0 else [f"layers.{layer - 1}.resid"]
+        inputs = [hooks.layer_input(layer)]
         missing = missing_tensors(run.step, [*ly.needed(layer), *inputs])
         if missing:
             st.warning(t("common.no_tensors", capture=literal(str(run.step.timings.get("capture", "?"))),

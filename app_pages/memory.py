@@ -7,8 +7,9 @@ import streamlit as st
 from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis import memory_calc as mc
 from llmviz.errors import LlmvizError
-from llmviz.ui import state
+from llmviz.ui import server, state
 from llmviz.ui.chrome import heading, translator
+from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
 
 HOME, PASTE = "home", "paste"
@@ -18,7 +19,7 @@ DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "int8": "int8 (weights
 def source(t, s) -> tuple[str, dict] | None:
     """(the config's name, its ModelConfig dict), or None after saying why not."""
     choices = [HOME, *mc.bundled_names(), PASTE]
-    if not state.engine_available():  # a replay-only install: reading a model folder needs the engine
+    if not server.engine_available():  # a replay-only install: reading a model folder needs the engine
         st.caption(t("memory.no_engine"))
         choices.remove(HOME)
     pick = st.selectbox(t("memory.source"), choices, key="mem_source", **KEEP,
@@ -34,7 +35,7 @@ def source(t, s) -> tuple[str, dict] | None:
 
             return t("memory.pasted"), service.config_from_text(text)
         if pick == HOME:
-            state.policy().check_model(s.model)
+            server.policy().check_model(s.model)
             from llmviz import service
 
             return s.model, service.model_config_dict(s.model)
@@ -42,7 +43,7 @@ def source(t, s) -> tuple[str, dict] | None:
 
         return pick, service.config_from_text(mc.bundled_text(pick), pick)
     except (LlmvizError, OSError) as exc:
-        state.explain(t, exc)
+        explain(t, exc)
         return None
 
 
@@ -132,7 +133,7 @@ def main() -> None:
         q = question(t, config)
         results(t, name, config, q)
     except LlmvizError as exc:
-        state.explain(t, exc)
+        explain(t, exc)
 
 
 main()

@@ -6,6 +6,7 @@ from llmviz.analysis import attention as at
 from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
+from llmviz.trace import hooks
 from llmviz.ui import state
 from llmviz.ui.chrome import heading, literal, scroll_to, shown_run, step_timing, translator
 from llmviz.viz.attention import attention_grid, attention_heatmap
@@ -33,10 +34,10 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     st.header(t("prefill.scores_header"), anchor=MAPS_ANCHOR)
     if st.session_state.pop(SCROLL_KEY, False):
         scroll_to(MAPS_ANCHOR)
-    scores = step.hook(f"layers.{layer}.scores")
+    scores = step.hook(hooks.scores(layer))
     s = scores.array[0, head]  # [b, h, n, n_k] -> [n, n_k]
-    q = step.hook(f"layers.{layer}.q").array[0, head]  # [n, hd]
-    k = step.hook(f"layers.{layer}.k").array[0, sh.kv_head(head)]  # [n_k, hd]
+    q = step.hook(hooks.q(layer)).array[0, head]  # [n, hd]
+    k = step.hook(hooks.k(layer)).array[0, sh.kv_head(head)]  # [n_k, hd]
     gap = at.max_abs_gap(s, at.scores_from_qk(q, k, sh.scale))
     future, window = at.mask_counts(s)
     st.markdown(t("prefill.scores_explain", formula=at.matmul_text("Q", (sh.n, sh.head_dim), "Kᵀ",
@@ -44,7 +45,7 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
                   hd=sh.head_dim, scale=f"{sh.scale:.4g}", masked=future, total=s.size))
     if window:
         st.markdown(t("prefill.window_masked", n=window))
-    if "recomputed" in scores.note:  # rebuilt from these same Q and K: the check below would be circular
+    if scores.recomputed:  # rebuilt from these same Q and K: the check below would be circular
         st.info(t("prefill.recomputed", backend=literal(str(step.timings.get("attn_backend", "?"))),
                   note=literal(scores.note)))
     else:
@@ -53,7 +54,7 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     left.plotly_chart(attention_heatmap(s, labels, labels, t("prefill.scores_title", layer=layer, head=head),
                                         t("prefill.axis_key"), t("prefill.axis_query"), t("prefill.score")),
                       width="stretch", key="prefill_scores")
-    probs = step.hook(f"layers.{layer}.probs").array[0, head]  # [n, n_k]
+    probs = step.hook(hooks.probs(layer)).array[0, head]  # [n, n_k]
     right.plotly_chart(attention_heatmap(probs, labels, labels, t("prefill.probs_title", layer=layer, head=head),
                                          t("prefill.axis_key"), t("prefill.axis_query"), t("prefill.prob"),
                                          probabilities=True, hidden=at.masked(s)), width="stretch",
@@ -73,7 +74,7 @@ def pick_from_grid(tile: tuple[int, int], layers: int, heads: int) -> None:
 
 def grid_section(t, step, layers: int, sh: at.HeadShapes, layer: int, head: int) -> None:
     st.header(t("prefill.grid_header"))
-    maps = [step.hook(f"layers.{i}.probs").array[0] for i in range(layers)]  # L views of [h, n, n_k]
+    maps = [step.hook(name).array[0] for name in hooks.every_layer("probs", layers)]  # L views of [h, n, n_k]
     tiled = at.tile_maps(maps, GRID_TILE)
     tile = at.pool_map(maps[0][0], GRID_TILE).shape
     st.plotly_chart(attention_grid(tiled, layers, sh.heads, tile, 1, (layer, head),
@@ -89,8 +90,8 @@ def kv_section(t, run, step, layers: int) -> None:
     st.markdown(t("prefill.kv_explain"))
     kv = step.kv
     eb = int(kv["element_bytes"])
-    rows = kvm.layer_kv([step.hook(f"layers.{i}.k").shape for i in range(layers)],
-                        [step.hook(f"layers.{i}.v").shape for i in range(layers)], eb)
+    rows = kvm.layer_kv([step.hook(name).shape for name in hooks.every_layer("k", layers)],
+                        [step.hook(name).shape for name in hooks.every_layer("v", layers)], eb)
     st.dataframe({t("prefill.col_layer"): [r.layer for r in rows],
                   t("prefill.col_k"): [str(list(r.k_shape)) for r in rows],
                   t("prefill.col_v"): [str(list(r.v_shape)) for r in rows],
@@ -133,7 +134,7 @@ def timing_section(t, step) -> None:
 def tensor_sections(t, run, step, layers: int) -> None:
     a, b = st.columns(2)
     layer = a.selectbox(t("prefill.layer"), list(range(layers)), key="prefill_layer")
-    sh = at.head_shapes(*(step.hook(f"layers.{layer}.{p}").shape for p in ("attn_in", "q", "k", "scores")))
+    sh = at.head_shapes(*(step.hook(hooks.layer_hook_name(layer, p)).shape for p in ("attn_in", "q", "k", "scores")))
     head = b.selectbox(t("prefill.head"), list(range(sh.heads)), key="prefill_head")
     labels = position_labels(trace_token_bytes(run.trace.tokens, run.trace.prompt_ids))
     qkv_section(t, step, layer, head, sh)
@@ -149,7 +150,7 @@ def main() -> None:
     if run is not None:
         step = run.trace.steps[0]  # the prefill: every prompt token at once
         layers = int(run.trace.model_card["config"]["num_layers"])
-        missing = missing_tensors(step, [f"layers.{i}.{p}" for i in range(layers) for p in DRAWN])
+        missing = missing_tensors(step, [hooks.layer_hook_name(i, p) for i in range(layers) for p in DRAWN])
         if missing:
             st.warning(t("common.no_tensors", capture=literal(str(step.timings.get("capture", "?"))),
                          names=literal(", ".join(missing[:6])) + (" …" if len(missing) > 6 else "")))

@@ -8,8 +8,8 @@ import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.serving import STATES, kv_figures, metrics, per_step, spread_text, timeline
+from llmviz.ui import measure, server, state
 from llmviz.ui import serving_run as run
-from llmviz.ui import state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.ui.navigation import KEEP
 from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
@@ -47,7 +47,7 @@ def batching_tab(t, s) -> None:
             return
     wanted = (s.device, model, trace_key, int(slots))
     clicked = st.button(t("serving.run"), type="primary")
-    results = run.batching(t, wanted, requests) if clicked else run.kept(run.BATCHING_KEY, wanted)
+    results = run.batching(t, wanted, requests) if clicked else measure.kept(run.BATCHING_KEY, wanted)
     if results is None:
         return
     m = {name: metrics(r) for name, r in results.items()}  # once; the table, verdict and downloads read it
@@ -83,7 +83,7 @@ def batching_tab(t, s) -> None:
 
 def uploaded(t) -> tuple:
     """The uploaded request trace and a key naming its content, or (None, None) with what to do shown."""
-    policy = state.policy()
+    policy = server.policy()
     file = st.file_uploader(t("serving.upload"), type=["json"], key="serve_upload_w", help=t("serving.upload_help"),
                             max_upload_size=policy.upload_limit_mb if policy.public else None)
     with st.expander(t("serving.format")):
@@ -123,7 +123,7 @@ def sharing_tab(t, s) -> None:
     st.markdown(t("serving.sharing_intro"))
     model = st.selectbox(t("serving.model"), run.SERVE_MODELS, key="share_model_w", **KEEP)
     wanted = (s.device, model, 8)
-    results = run.sharing(t, *wanted) if st.button(t("serving.run_sharing")) else run.kept(run.SHARING_KEY, wanted)
+    results = run.sharing(t, *wanted) if st.button(t("serving.run_sharing")) else measure.kept(run.SHARING_KEY, wanted)
     if results is None:
         return
     kv = {on: kv_figures(results[on]) for on in (False, True)}
@@ -159,7 +159,7 @@ def speculative_tab(t, s) -> None:
     seed = d.number_input(t("serving.seed"), 0, 2**31 - 1, 0, key="spec_seed_w", **KEEP)
     st.caption(t("compare.prompt_note", prompt=literal(s.prompt)))
     wanted = (s.device, s.prompt, int(k), draft, round(float(temperature), 3), int(seed))
-    result = run.speculative(t, wanted) if st.button(t("serving.run_spec")) else run.kept(run.SPEC_KEY, wanted)
+    result = run.speculative(t, wanted) if st.button(t("serving.run_spec")) else measure.kept(run.SPEC_KEY, wanted)
     if result is None:
         return
     cols = st.columns(4)
@@ -186,9 +186,7 @@ def main() -> None:
     t = translator()
     heading(t, "serving")
     s = state.settings()
-    try:
-        from llmviz import service  # noqa: F401 - the engine must be importable to run anything here
-    except ImportError:
+    if not server.engine_available():  # a replay-only install: everything here runs the engine
         st.info(t("compare.no_engine"))
         return
     tabs = st.tabs([t("serving.tab.batching"), t("serving.tab.sharing"), t("serving.tab.spec")])

@@ -5,8 +5,9 @@ import streamlit as st
 from llmviz.errors import NotAllowedError, TraceFormatError
 from llmviz.trace.budget import bound_replay
 from llmviz.trace.records import trace_from_zip, trace_to_zip
-from llmviz.ui import state
+from llmviz.ui import server, state
 from llmviz.ui.chrome import heading, translator
+from llmviz.ui.errors import explain
 from llmviz.ui.trace_file import download_name, markdown_escape, public_copy, summary
 
 UPLOAD_KEY, LOADED_KEY, ZIP_KEY = "trace_upload", "trace_loaded_file", "trace_zip"
@@ -18,13 +19,13 @@ def load_upload(t) -> None:
     if upload is None or upload.file_id == st.session_state.get(LOADED_KEY):
         return
     st.session_state[LOADED_KEY] = upload.file_id
-    policy = state.policy()
+    policy = server.policy()
     try:
         policy.check_upload(upload.size)
         trace = trace_from_zip(upload.getvalue())
         shed = bound_replay(trace, policy.trace_budget_bytes, policy.public)  # before any page holds it
     except (TraceFormatError, NotAllowedError) as exc:
-        state.explain(t, exc)
+        explain(t, exc)
         return
     state.replay(trace)
     state.held_run().shed = shed  # the pages say which steps lost their tensors, and why
@@ -68,7 +69,7 @@ def run_summary(t, run) -> None:
 def download(t, run) -> None:
     st.subheader(t("trace.download"))
     st.caption(t("trace.download_help"))
-    data = zip_bytes(run, state.policy().public)
+    data = zip_bytes(run, server.policy().public)
     st.download_button(t("trace.download_button", size=f"{len(data) / 2**20:,.2f}"), data,
                        file_name=download_name(run.trace), mime="application/zip", on_click="ignore",
                        type="primary", icon=":material/download:", key="trace_download")

@@ -24,11 +24,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests" / "engine"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from common import ASSETS, gpt2_124m_folder, machine  # noqa: E402
 from engine_switches import Models, batch_scaling, engine_run, hf_loop, paged_at_512  # noqa: E402
-from test_parity import teacher_forced  # noqa: E402
+from parity import teacher_forced  # noqa: E402
 
 from llmviz.engine.kv import make_kv_cache  # noqa: E402
 from llmviz.engine.loading.model import load_model  # noqa: E402
@@ -45,7 +45,7 @@ PROMPT = "Return the value of the function and the list of its arguments"
 
 
 def parity(folder, dtype: str, steps: int, **kwargs) -> dict:
-    """The suite's own teacher-forced comparison with transformers (tests/engine/test_parity.py), on CUDA."""
+    """The suite's own teacher-forced comparison with transformers (tests/support/parity.py), on CUDA."""
     diffs, agreement = teacher_forced(folder, kwargs.pop("backend", "sdpa"), prompt=PROMPT, dtype=dtype, device=DEV,
                                       steps=steps, **kwargs)
     return {"max_abs_dlogit": max(diffs), "top1_agreement": agreement, "steps": steps + 1}

@@ -22,6 +22,11 @@ class ConfigError(LlmvizError, ValueError):
     """An impossible or unknown setting (dtype, device, heads that do not divide, ...)."""
 
 
+class UnknownNameError(ConfigError):
+    """A name no table declares (a KV layout, an attention backend, ...), or a KV layout registered without the
+    slot rule that prices it."""
+
+
 class ModelNotFoundError(LlmvizError, FileNotFoundError):
     """A local path that does not exist, or a string that is not a valid hub id."""
 

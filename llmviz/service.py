@@ -1,17 +1,28 @@
-"""The one small door between the UI (app.py, app_pages/, the CLI) and the engine: load, start, run, step.
+"""The one lazy door from the UI (app.py, app_pages/, llmviz/ui/) and the CLI into the engine and the labs: load,
+start, run, step, and each measurement.
 
-Pages import this module and the torch-free engine modules (trace, config, hook_points); they never
-import torch themselves.
+Importing this module imports no torch: at module level it takes only the torch-free contract (llmviz.trace,
+llmviz.errors); every function imports the engine or lab module it needs when it is called, and the engine's
+classes (LoadedModel, Session, CompareConfig) are imported on first access (PEP 562 `__getattr__` below). So a
+replay-only install (no torch) can import it, draw every page from a saved trace, and ask engine_available().
 """
 
 from __future__ import annotations
 
-from llmviz.engine.loading.model import EMBEDDED_MODEL, LoadedModel, load_model
-from llmviz.engine.platform.devices import set_cpu_threads
-from llmviz.engine.session import Session
-from llmviz.labs.compare import CompareConfig
-from llmviz.trace.config import EngineConfig
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING
+
+from llmviz.trace.config import EMBEDDED_MODEL, KV_LAYOUTS, EngineConfig
+from llmviz.trace.progress import Progress
 from llmviz.trace.records import RunTrace, StepTrace
+
+if TYPE_CHECKING:  # annotations only: at run time these come through __getattr__
+    from llmviz.engine.loading.model import LoadedModel
+    from llmviz.engine.serving.continuous import ServeConfig
+    from llmviz.engine.serving.requests import RequestTrace
+    from llmviz.engine.session import Session
+    from llmviz.labs.compare import CompareConfig
 
 __all__ = [
     "EMBEDDED_MODEL",
@@ -23,17 +34,29 @@ __all__ = [
     "StepTrace",
     "batch_sweep",
     "check_serving_work",
+    "claim_ids",
     "claims",
     "compare",
+    "config_from_text",
     "device_limits",
+    "engine_available",
     "generated_text",
     "language_note",
     "layout_sweep",
+    "limit_heap_arenas",
     "load",
     "model_config_dict",
     "prefill_sweep",
+    "preset",
+    "presets",
+    "read_trace",
+    "release_memory",
+    "request_trace",
+    "resolved_device",
     "run",
     "serve",
+    "serve_alone",
+    "serve_config",
     "speculate",
     "speculation_costs",
     "start",
@@ -45,9 +68,33 @@ __all__ = [
     "warm_up_serving",
 ]
 
+# The engine's classes that callers take from here, and the module each lives in (imported on first access)
+ENGINE_CLASSES = {"LoadedModel": "llmviz.engine.loading.model", "Session": "llmviz.engine.session",
+                  "CompareConfig": "llmviz.labs.compare"}
+ENGINE_PACKAGES = ("torch", "transformers")  # what the engine needs installed
+
+
+def __getattr__(name: str):
+    """`service.LoadedModel`, `from llmviz.service import Session`: the class, its module imported now (PEP 562).
+    Without torch that import raises ImportError, as the pages expect of a replay-only install."""
+    if name in ENGINE_CLASSES:
+        return getattr(importlib.import_module(ENGINE_CLASSES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # the type hasattr and getattr expect
+
+
+def engine_available() -> bool:
+    """True when torch and transformers can be imported (found, not imported: this costs nothing): False in a
+    replay-only install, where live runs, sweeps and reading a model folder are not offered."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ENGINE_PACKAGES)
+    except (ImportError, ValueError):  # a finder that refuses the name; a module whose __spec__ is None
+        return False
+
 
 def load(name: str | None, config: EngineConfig) -> LoadedModel:
     """The model named by `name` (default: the embedded one) on the config's device and dtype."""
+    from llmviz.engine.loading.model import load_model
+
     return load_model(name or EMBEDDED_MODEL, device=config.device, dtype=config.dtype, kv_heads=config.kv_heads,
                       fused_qkv=config.fused_qkv, quant=config.quant, quant_group=config.quant_group)
 
@@ -64,11 +111,15 @@ def model_config_dict(name: str | None) -> dict:
 
 def use_cpu_threads(n: int) -> None:
     """Torch's CPU thread count for this whole process (the app sets it once, when it loads a model)."""
+    from llmviz.engine.platform.devices import set_cpu_threads
+
     set_cpu_threads(n)
 
 
 def start(lm: LoadedModel, prompt: str | list[str], config: EngineConfig) -> Session:
     """A new session on a loaded (shared, read-only) model, one row per prompt; nothing runs until step()."""
+    from llmviz.engine.session import Session
+
     return Session(lm, prompt, config)
 
 
@@ -103,12 +154,19 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
     return sweep(lm, prompt, **options)
 
 
-def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress=None) -> dict:
+def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None) -> dict:
     """The article's claims K1-K11 measured on this machine (llmviz/labs/claims.py): `ids` "K1,K4" or None for
     all; load_fn(name, engine_config) lets the app use its shared model cache."""
     from llmviz.labs.claims import ClaimsPlan, parse_ids, run_claims
 
     return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device), load_fn or load, progress)
+
+
+def claim_ids() -> tuple[str, ...]:
+    """The ids of the article's claims, "K1" to "K11" (llmviz/labs/claims.py)."""
+    from llmviz.labs.claims import CLAIM_IDS
+
+    return CLAIM_IDS
 
 
 def device_limits(device: str, layer_bytes: int) -> dict:
@@ -119,14 +177,15 @@ def device_limits(device: str, layer_bytes: int) -> dict:
     return probe(resolve_device(device), layer_bytes)
 
 
-def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", progress=None) -> dict:
+def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa",
+                  progress: Progress | None = None) -> dict:
     """Prefill ms against prompt length, median of repeats (llmviz/labs/claims.py; C18, claim K1)."""
     from llmviz.labs.claims import prefill_sweep as sweep
 
     return sweep(lm, lengths, repeats, backend, str(lm.device), progress)
 
 
-def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:
+def compare(config: CompareConfig, load_fn=None, progress: Progress | None = None) -> dict:
     """An A/B comparison (llmviz/labs/compare.py); load_fn(name, engine_config) -> LoadedModel lets the app
     use its shared model cache."""
     from llmviz.labs.compare import compare as run_compare
@@ -135,9 +194,13 @@ def compare(config: CompareConfig, load_fn=None, progress=None) -> dict:
 
 
 def start_layouts(lm: LoadedModel, prompts: list[str], config: EngineConfig,
-                  layouts: tuple = ("contiguous", "dynamic", "paged")) -> dict[str, Session]:
-    """One session per KV layout on the same prompts and settings, to be stepped in lockstep (C8, C9)."""
-    return {layout: Session(lm, list(prompts), config.with_(kv_layout=layout)) for layout in layouts}
+                  layouts: tuple | None = None) -> dict[str, Session]:
+    """One session per KV layout (default: every one a setting may choose) on the same prompts and settings, to be
+    stepped in lockstep (C8, C9)."""
+    from llmviz.engine.session import Session
+
+    return {layout: Session(lm, list(prompts), config.with_(kv_layout=layout))
+            for layout in (tuple(KV_LAYOUTS) if layouts is None else layouts)}
 
 
 def step_layouts(sessions: dict[str, Session]) -> dict[str, StepTrace]:
@@ -145,24 +208,54 @@ def step_layouts(sessions: dict[str, Session]) -> dict[str, StepTrace]:
     return {layout: session.step() for layout, session in sessions.items()}
 
 
-def layout_sweep(lm: LoadedModel, lengths=None, layouts=("contiguous", "dynamic", "paged"), steps: int = 8,
-                 repeats: int = 2, progress=None, **options) -> dict:
-    """Decode ms/token of each KV layout over cached lengths (llmviz/labs/layout_sweep.py, claim K3)."""
+def layout_sweep(lm: LoadedModel, lengths=None, layouts: tuple | None = None, steps: int = 8,
+                 repeats: int = 2, progress: Progress | None = None, **options) -> dict:
+    """Decode ms/token of each KV layout (default: every choice) over cached lengths (llmviz/labs/layout_sweep.py,
+    claim K3)."""
     from llmviz.labs.layout_sweep import layout_sweep as sweep
 
-    return sweep(lm, lengths, layouts, steps, repeats, progress, **options)
+    return sweep(lm, lengths, tuple(KV_LAYOUTS) if layouts is None else layouts, steps, repeats, progress, **options)
 
 
-
-def serve(lm: LoadedModel, trace, scheduler: str, progress=None, **options) -> dict:
-    """A request trace (built-in name, JSON file or RequestTrace) through static or continuous batching
-    (llmviz/engine/serving/); options are ServeConfig fields."""
-    from llmviz.engine.serving.continuous import ServeConfig
+def request_trace(name_or_path: str) -> RequestTrace:
+    """A request trace: a built-in one by name (mixed, mixed-poisson, shared-prompt) or a JSON file, read bounded
+    (TraceFormatError otherwise; llmviz/engine/serving/requests.py)."""
     from llmviz.engine.serving.requests import load_trace
+
+    return load_trace(name_or_path)
+
+
+def serve_config(**options) -> ServeConfig:
+    """Serving settings (ServeConfig fields: slots, token_budget, block_size, pool_blocks, device, prefix_sharing),
+    checked now: a ConfigError before any model loads."""
+    from llmviz.engine.serving.continuous import ServeConfig
+
+    return ServeConfig(**options)
+
+
+def serve(lm: LoadedModel, trace, scheduler: str, progress: Progress | None = None, config: ServeConfig | None = None,
+          **options) -> dict:
+    """A request trace (built-in name, JSON file or RequestTrace) through static or continuous batching
+    (llmviz/engine/serving/); `config` from serve_config(), or `options` its fields."""
     from llmviz.engine.serving.static import serve as run_serving
 
-    requests = load_trace(trace) if isinstance(trace, str) else trace
-    return run_serving(lm, requests, scheduler, ServeConfig(**options), progress)
+    requests = request_trace(trace) if isinstance(trace, str) else trace
+    return run_serving(lm, requests, scheduler, config or serve_config(**options), progress)
+
+
+def serve_alone(lm: LoadedModel, trace: RequestTrace, device: str) -> dict:
+    """{request id: output ids} of every request run by itself with its seed and sampling: what a scheduler must
+    reproduce, whoever shares its batch (tokens only, no logits kept)."""
+    from llmviz.engine.lean_steps import lean_generate
+    from llmviz.engine.session import Session
+
+    out = {}
+    for r in trace.requests:
+        cfg = EngineConfig(device=device, capture="off", logit_lens_top_k=0, stop_at_eos=False, sampling=r.sampling,
+                           max_seq_len=len(r.prompt_ids) + r.output_len + 1)
+        session = Session(lm, config=cfg, prompt_ids=[list(r.prompt_ids)], seeds=[r.seed])
+        out[r.id] = lean_generate(session, r.output_len).output_ids
+    return out
 
 
 def release_memory() -> bool:
@@ -181,10 +274,9 @@ def read_trace(data: bytes, name: str):
 
 def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
     """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
-    from llmviz.engine.serving.continuous import ServeConfig
     from llmviz.engine.serving.static import warm_up
 
-    warm_up(lm, ServeConfig(slots=slots, device=device))
+    warm_up(lm, serve_config(slots=slots, device=device))
 
 
 def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
@@ -211,9 +303,7 @@ _TRANSFORMERS = ("transformers.models.auto.configuration_auto", "transformers.mo
 def warm_imports() -> None:
     """Import what a first model load imports, now. transformers is a lazy module: each name is imported on first
     access, and two sessions loading their first models at once got "cannot import name 'AutoConfig' from
-    'transformers'" (issue 19). The app calls this once, under a lock (llmviz/ui/state.imported)."""
-    import importlib
-
+    'transformers'" (issue 19). The app calls this once, under a lock (llmviz/ui/server.imported)."""
     import transformers
 
     for name in _TRANSFORMERS:
@@ -236,10 +326,10 @@ def check_serving_work(lm: LoadedModel, trace, public: bool, slots: int | None =
     in tokens (prompt + output, and static batching's padding in `slots`): its longest request must fit a sequence
     (ConfigError), and on a public server the work be at most PUBLIC_MAX_TRACE_TOKENS (NotAllowedError;
     llmviz/engine/serving/requests.py check_work)."""
-    from llmviz.engine.serving.requests import PUBLIC_MAX_TRACE_TOKENS, check_work, load_trace
+    from llmviz.engine.serving.requests import PUBLIC_MAX_TRACE_TOKENS, check_work
     from llmviz.trace.config import default_max_seq
 
-    requests = load_trace(trace) if isinstance(trace, str) else trace
+    requests = request_trace(trace) if isinstance(trace, str) else trace
     return check_work(requests, default_max_seq(lm.cfg.max_position_embeddings),
                       PUBLIC_MAX_TRACE_TOKENS if public else None, slots)
 

@@ -8,13 +8,16 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # tests never touch the network
 # The suite compares the engine with transformers and numpy on the CPU, so "auto" means cpu here, on a GPU
 # machine too; the CUDA paths have their own tests (tests/engine/test_cuda.py, skipped without a GPU).
 os.environ["LLMVIZ_AUTO_DEVICE"] = "cpu"
-# A page shows an unexpected error as a message (chrome.guarded); the tests want to see it as the exception
+# A page shows an unexpected error as a message (ui/errors.guarded); the tests want to see it as the exception
 # it is, except the test of that message itself.
 os.environ["LLMVIZ_RAISE_UNEXPECTED"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+# The helpers every test folder shares (tests/support/: model_factory, ui_helpers, parity, ...) import by their
+# bare names, as a test module's own folder does under pytest's rootdir import mode; no test imports a test module
+# (tests/test_test_tree.py).
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 @pytest.fixture(scope="session")

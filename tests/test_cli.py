@@ -226,3 +226,48 @@ def test_claims_errors_are_one_line():
     out = cli("claims", "--only", "K12")
     assert out.returncode == 2 and out.stderr.strip() == "error: no claim 'K12'; the claims are " + ", ".join(
         f"K{i}" for i in range(1, 12))
+
+
+# What the CLI may import of llmviz: the engine and the labs only through the service (issue 20)
+CLI_MAY_IMPORT = ("llmviz.service", "llmviz.cli", "llmviz.trace", "llmviz.analysis", "llmviz.i18n", "llmviz.files",
+                  "llmviz.errors", "llmviz.paths")
+
+
+def llmviz_imports_outside(source: str, allowed: tuple[str, ...]) -> list[str]:
+    """'line: module' for every llmviz module a source imports (nested imports too) that `allowed` does not name;
+    `from llmviz import x` counts as llmviz.x."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{a.name}" if node.module == "llmviz" else node.module for a in node.names]
+        else:
+            continue
+        found += [f"{node.lineno}: {n}" for n in names if n.split(".")[0] == "llmviz"
+                  and not any(n == a or n.startswith(a + ".") for a in allowed)]
+    return found
+
+
+def test_the_cli_reaches_the_engine_and_labs_only_through_the_service():
+    planted = ("from llmviz import service, labs\nimport llmviz.engine.session\n"
+               "def f():\n    from llmviz.labs.claims import CLAIM_IDS\n    from llmviz.trace.config import X\n")
+    assert llmviz_imports_outside(planted, CLI_MAY_IMPORT) == ["1: llmviz.labs", "2: llmviz.engine.session",
+                                                               "4: llmviz.labs.claims"]
+    files = sorted((ROOT / "llmviz" / "cli").glob("*.py"))
+    assert {p.name for p in files} >= {"main.py", "options.py", "generate.py", "record.py", "compare.py", "serve.py",
+                                       "speculative.py", "claims.py", "app.py"}
+    wrong = {p.name: llmviz_imports_outside(p.read_text(encoding="utf-8"), CLI_MAY_IMPORT) for p in files}
+    assert {name: lines for name, lines in wrong.items() if lines} == {}
+
+
+def test_every_command_module_adds_its_parser_and_runs():
+    """One module per command (add_parser, run), dispatched by name from main.COMMANDS."""
+    from llmviz.cli.main import COMMANDS, parser
+
+    commands = parser()._subparsers._group_actions[0].choices
+    assert list(commands) == list(COMMANDS) == ["generate", "trace", "compare", "serve-sim", "speculative", "claims",
+                                                "app"]
+    assert all(callable(m.add_parser) and callable(m.run) for m in COMMANDS.values())

@@ -43,3 +43,50 @@ def test_each_claim_cites_the_concepts_the_map_gives_it():
     table = dict(re.findall(r"^\|\s*(K\d+)\s*\|\s*((?:C\d+(?:,\s*)?)+)\s*\|", MAP.read_text(encoding="utf-8"), re.M))
     assert len(table) == 11 and table["K9"] == "C22" and table["K10"] == "C14, C21"
     assert {k: ", ".join(c.concepts) for k, c in CLAIMS.items()} == table
+
+
+def test_the_readmes_python_example_runs_and_prints_the_oracles_continuation(tmp_path):
+    """The README's Python block, run as a user would (from another folder, the checkout on the path), prints the
+    greedy continuation transformers itself gives on the embedded weights."""
+    import os
+    import subprocess
+    import sys
+
+    from parity import greedy_oracle
+    from transformers import AutoTokenizer
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 1 and "service.run(" in blocks[0]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    prompt, n = re.search(r'"(.+?)", EngineConfig.*max_new_tokens=(\d+)', blocks[0]).groups()
+    folder = ROOT / "assets" / "llmviz-tiny"
+    _, out = greedy_oracle(folder, prompt, int(n))
+    assert done.stdout.rstrip("\n") == AutoTokenizer.from_pretrained(folder).decode(out, skip_special_tokens=True)
+
+
+def test_the_architecture_page_agrees_with_the_layering_rules_and_the_extension_points():
+    """docs/architecture.md's table of layers is the layering test's rule rows, and the registration calls it names
+    exist where it says."""
+    import importlib
+
+    from import_graph import PACKAGES
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.split("## What each kind")[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith(("base", "`")) and not cells[0].startswith("---"):
+            name = "base" if cells[0].startswith("base") else re.sub(r"[`/]|\.py|llmviz/", "", cells[0].split(",")[0])
+            name = "app_pages" if name == "app" else name
+            rows[name] = set() if cells[2] == "—" else {c.strip() for c in cells[2].split(",")}
+    assert rows == {name: set(row.may_import) for name, row in PACKAGES.items()}
+    assert list(rows) == list(PACKAGES)  # the same order, lowest first
+    for module, name in (("llmviz.engine.kv", "register_kv_layout"),
+                         ("llmviz.engine.models.attention", "register_attention_backend"),
+                         ("llmviz.ui.frame", "PAGES"), ("llmviz.cli.main", "COMMANDS"),
+                         ("llmviz.trace.model_config", "SUPPORTED_MODEL_TYPES"), ("llmviz.engine.models", "FAMILIES"),
+                         ("llmviz.engine.kv.codecs", "KV_CODECS"), ("llmviz.trace.config", "KV_DTYPES")):
+        assert f"`{name}" in text and hasattr(importlib.import_module(module), name), (module, name)

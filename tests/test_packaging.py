@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from parity import greedy_oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -94,23 +95,8 @@ def test_the_installed_wheel_runs_outside_the_checkout(installed, tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    ids, out = _oracle_greedy(ROOT / "assets" / "llmviz-tiny", PROMPT, NEW)
+    ids, out = greedy_oracle(ROOT / "assets" / "llmviz-tiny", PROMPT, NEW)
     assert doc["model"] == "llmviz-tiny" and doc["prompt_ids"] == ids and doc["output_ids"] == out
-
-
-def _oracle_greedy(folder: Path, prompt: str, n: int) -> tuple[list[int], list[int]]:
-    """transformers' own model and tokenizer on the checkout's embedded weights: greedy, n tokens."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    seq = list(ids)
-    with torch.inference_mode():
-        for _ in range(n):
-            seq.append(int(model(torch.tensor([seq])).logits[0, -1].argmax()))
-    return ids, seq[len(ids):]
 
 
 @pytest.mark.slow

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llmviz.trace import hooks
+
 NEEDED = ("attn_in", "attn_out", "mlp_in", "mlp_act", "mlp_out", "resid")
 
 
@@ -35,20 +37,20 @@ class LayerView:
 
 def needed(layer: int) -> list[str]:
     """The hook names a layer view reads, besides its input's."""
-    return [f"layers.{layer}.{p}" for p in NEEDED]
+    return [hooks.layer_hook_name(layer, p) for p in NEEDED]
 
 
 def layer_input(step, layer: int, learned_positions: bool) -> np.ndarray:
     """x_in [b, n, d]: the previous layer's output, or the embeddings (with learned positions added) for layer 0."""
     if layer > 0:
-        return step.hook(f"layers.{layer - 1}.resid").array
+        return step.hook(hooks.resid(layer - 1)).array
     x = step.hook("embed").array
     return x + step.hook("pos").array if learned_positions else x
 
 
 def layer_view(step, layer: int, learned_positions: bool) -> LayerView:
     def row(name: str) -> np.ndarray:
-        return np.asarray(step.hook(f"layers.{layer}.{name}").array[0], dtype=np.float64)  # [n, ...]
+        return np.asarray(step.hook(hooks.layer_hook_name(layer, name)).array[0], dtype=np.float64)  # [n, ...]
 
     x_in = np.asarray(layer_input(step, layer, learned_positions)[0], dtype=np.float64)  # [n, d]
     attn, mlp, out = row("attn_out"), row("mlp_out"), row("resid")

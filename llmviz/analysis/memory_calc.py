@@ -26,10 +26,11 @@ from dataclasses import dataclass, replace
 from llmviz.analysis.predict import ELEMENT_BYTES, Setup, Shape, kv_bytes_per_token, layer_slots, weight_bytes
 from llmviz.errors import ConfigError, ModelConfigError
 from llmviz.paths import CONFIGS
+from llmviz.trace.config import KV_LAYOUTS
 from llmviz.trace.model_config import MAX_SIZES
 
 GIB = 2**30
-LAYOUTS = ("contiguous", "paged", "dynamic")
+LAYOUTS = KV_LAYOUTS  # every layout a setting may choose (trace/config.py), each priced by its own slot rule
 WEIGHT_DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", *ELEMENT_BYTES)
 

@@ -17,8 +17,9 @@ a comparison runs, then beside the measured figures; the claims page reuses it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from llmviz.trace.config import KV_LAYOUTS, stored_layout
 
 ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 SCALE_BYTES = 4  # fp8/int8 KV keep one fp32 scale per token and head, for K and for V
@@ -151,25 +152,25 @@ def kv_read_bytes(setup: Setup, cached: int) -> int:
 
 def layer_slots(layout: str, held: int, max_seq: int, window: int = 0, block: int = 16) -> int:
     """Positions one layer's cache takes for one sequence holding `held` tokens, of which it keeps the last
-    `window` (0: all): contiguous preallocates max_seq slots (the window, if shorter: a ring); paged takes the
-    whole blocks its kept positions touch (a window not aligned to blocks straddles one more); dynamic exactly
-    the positions kept. The one rule the memory calculator and the predictions share (C8, C9, C20)."""
-    if layout == "contiguous":
-        return min(max_seq, window) if window else max_seq
-    first = max(0, held - window) if window else 0
-    if layout == "paged":
-        return (math.ceil(held / block) - first // block) * block
-    return held - first
+    `window` (0: all), by the slot rule registered with the layout (llmviz.trace.config): contiguous and the ring
+    preallocate max_seq slots (the window, if shorter); paged takes the whole blocks its kept positions touch (a
+    window not aligned to blocks straddles one more); dynamic exactly the positions kept. The one rule the memory
+    calculator and the predictions share (C8, C9, C20); UnknownNameError for a layout that has none."""
+    return KV_LAYOUTS.slots(layout)(held, max_seq, window, block)
+
+
+def stored_as(setup: Setup) -> str:
+    """The layout this side's cache is built as (contiguous with the sliding-window switch: the ring)."""
+    return stored_layout(setup.kv_layout, setup.max_seq, setup.sliding_window, setup.kv_rollback)
 
 
 def kv_allocated_bytes(setup: Setup, tokens: int) -> int:
     """What this engine's layout holds for one sequence of `tokens` tokens: contiguous preallocates max_seq slots
     (a ring of window + rollback with the sliding-window switch), paged whole blocks, dynamic exactly the tokens
-    (the engine drops no position of a model's own windowed layers)."""
-    ring = setup.sliding_window + setup.kv_rollback if (
-        setup.kv_layout == "contiguous" and setup.sliding_window
-        and setup.sliding_window + setup.kv_rollback < setup.max_seq) else 0
-    return layer_slots(setup.kv_layout, tokens, setup.max_seq, ring, setup.kv_block_size) * kv_bytes_per_token(setup)
+    (the engine drops no position of a model's own windowed layers, nor of a window a ring does not keep)."""
+    layout = stored_as(setup)
+    kept = setup.sliding_window + setup.kv_rollback if layout == "ring" else 0
+    return layer_slots(layout, tokens, setup.max_seq, kept, setup.kv_block_size) * kv_bytes_per_token(setup)
 
 
 def step_flops(setup: Setup, new: int, cached_before: int, rows: int = 1) -> int:
@@ -218,8 +219,7 @@ def predict(setup: Setup, prompt_tokens: int, decode_steps: int, bandwidth_gb_pe
     kv_read = round(sum(kv_read_bytes(setup, c) for c in cached) / steps)
     flops = round(sum(decode_flops(setup, c) for c in cached) / steps)
     tokens = prompt_tokens + decode_steps  # the last drawn token is never fed back, so not cached
-    cached_now = min(tokens, setup.sliding_window + setup.kv_rollback) if (
-        setup.sliding_window and setup.kv_layout == "contiguous") else tokens
+    cached_now = min(tokens, setup.sliding_window + setup.kv_rollback) if stored_as(setup) == "ring" else tokens
     w_read = weight_read_bytes(setup)
     bound = (w_read + kv_read) / (bandwidth_gb_per_s * 1e9) * 1000 if bandwidth_gb_per_s else None
     return Prediction(weight_bytes(setup), w_read, kv_read, cached_now * kv_bytes_per_token(setup),

@@ -26,8 +26,9 @@ def command(options: list[str]) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(SCRIPT), *DEFAULTS, *options]
 
 
-def run_app(options: list[str]) -> int:
-    """Replace this process with the Streamlit server (its signals and exit status are the server's)."""
+def run(options: list[str]) -> int:
+    """Replace this process with the Streamlit server (its signals and exit status are the server's). `options` are
+    the words after `app`, unparsed: they are streamlit's, so main() hands them here before argparse sees them."""
     if importlib.util.find_spec("streamlit") is None:
         raise ConfigError("the app needs streamlit: pip install -r requirements.txt (or pip install llmviz)")
     if not SCRIPT.is_file():

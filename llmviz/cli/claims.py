@@ -9,6 +9,7 @@ import sys
 from llmviz import service
 from llmviz.analysis.claim_effects import reason_text, report
 from llmviz.analysis.lab import jsonable
+from llmviz.cli.options import add_threads, start
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.i18n.translator import Translator
 
@@ -19,7 +20,7 @@ def add_parser(sub) -> None:
                    help="the embedded model, 3 repeats, short sweeps (all eleven in a few minutes on 2 CPU cores)")
     p.add_argument("--only", default=None, help='some claims: "K1,K4" (default: all eleven)')
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
+    add_threads(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -29,10 +30,9 @@ def run(args) -> int:
             # error stays the one line on stderr that scripts read)
             print(f"[{fraction:4.0%}] {claim}", file=sys.stderr, flush=True)
 
+    start(args)
     if args.only is not None and not args.only.replace(",", "").strip():  # --only "" or ",,,": no claim named
-        from llmviz.labs.claims import CLAIM_IDS
-
-        raise ConfigError(f"--only {args.only!r} names no claim; the claims are {', '.join(CLAIM_IDS)}")
+        raise ConfigError(f"--only {args.only!r} names no claim; the claims are {', '.join(service.claim_ids())}")
     raw = service.claims(args.only, quick=args.quick, device=args.device, progress=progress)
     errors = [c.get("error") for c in raw["claims"].values() if isinstance(c, dict)]
     if errors and all(errors):  # not one claim could be measured: the first reason, as every CLI error

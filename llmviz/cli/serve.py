@@ -8,7 +8,10 @@ import json
 import sys
 from dataclasses import asdict
 
+from llmviz import service
 from llmviz.analysis.serving import kv_figures, metrics, spread_text
+from llmviz.cli.options import add_threads, start
+from llmviz.errors import ConfigError
 
 
 def add_parser(sub) -> None:
@@ -24,46 +27,22 @@ def add_parser(sub) -> None:
     p.add_argument("--prefix-sharing", action="store_true",
                    help="continuous: requests reuse full KV blocks another request filled with the same tokens")
     p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
+    add_threads(p)
     p.add_argument("--no-check", action="store_true", help="skip running every request alone to compare tokens")
     p.add_argument("--json", action="store_true", help="print one JSON object (with every step's record)")
 
 
-def alone_outputs(lm, trace, device: str) -> dict:
-    """Every request run by itself with its seed: what the schedulers must reproduce."""
-    from llmviz.engine.lean_steps import lean_generate
-    from llmviz.engine.session import Session
-    from llmviz.trace.config import EngineConfig
-
-    out = {}
-    for r in trace.requests:
-        cfg = EngineConfig(device=device, capture="off", logit_lens_top_k=0, stop_at_eos=False, sampling=r.sampling,
-                           max_seq_len=len(r.prompt_ids) + r.output_len + 1)
-        session = Session(lm, config=cfg, prompt_ids=[list(r.prompt_ids)], seeds=[r.seed])
-        out[r.id] = lean_generate(session, r.output_len).output_ids  # tokens only: no logits kept
-    return out
-
-
 def run(args) -> int:
-    from llmviz import service
-    from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
-    from llmviz.engine.serving.requests import load_trace
-    from llmviz.engine.serving.static import run_static
-
-    trace = load_trace(args.trace)
-    config = ServeConfig(slots=args.slots, token_budget=args.token_budget, block_size=args.block_size,
-                         pool_blocks=args.pool_blocks, device=args.device, prefix_sharing=args.prefix_sharing)
+    start(args)
+    trace = service.request_trace(args.trace)  # the trace and the settings are checked before the model loads
+    config = service.serve_config(slots=args.slots, token_budget=args.token_budget, block_size=args.block_size,
+                                  pool_blocks=args.pool_blocks, device=args.device, prefix_sharing=args.prefix_sharing)
     if args.prefix_sharing and args.scheduler == "static":
-        from llmviz.errors import ConfigError
-
         raise ConfigError("--prefix-sharing needs --scheduler continuous (static batching has no paged pool)")
     lm = service.load(args.model, service.EngineConfig(device=args.device))
-    if args.scheduler == "static":
-        result = run_static(lm, trace, config)
-    else:
-        result = ContinuousScheduler(lm, trace, config).run()
+    result = service.serve(lm, trace, args.scheduler, config=config)
     m = metrics(result)
-    identical = None if args.no_check else result["outputs"] == alone_outputs(lm, trace, args.device)
+    identical = None if args.no_check else result["outputs"] == service.serve_alone(lm, trace, args.device)
     doc = {"trace": trace.name, "note": trace.note, "scheduler": args.scheduler, "model": lm.name,
            "device": str(lm.device), "slots": args.slots, **m, "identical_outputs": identical,
            "preemptions": sum(len(r.preempted) for r in result["records"]), "prefix_sharing": args.prefix_sharing,
@@ -85,49 +64,4 @@ def run(args) -> int:
         print(f"  KV: at most {doc['peak_blocks']} blocks held ({doc['peak_kv_bytes']:,} B), "
               f"{doc['peak_shared_blocks']} shared; prompt tokens fed {doc['prefill_tokens_fed']:,}")
     print(f"  every request's tokens as alone: {identical}", file=sys.stderr if identical is None else sys.stdout)
-    return 0
-
-
-def add_speculative_parser(sub) -> None:
-    p = sub.add_parser("speculative", help="a draft proposes k tokens, the target verifies them: measured")
-    p.add_argument("--prompt", required=True)
-    p.add_argument("--model", default="llmviz-tiny", help="the target")
-    p.add_argument("--draft", default="llmviz-tiny-draft", help="the draft (the same tokenizer as the target)")
-    p.add_argument("--k", type=int, default=4, help="draft tokens per round")
-    p.add_argument("--max-new-tokens", type=int, default=32)
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (output identical to the target's)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (for the whole process)")
-    p.add_argument("--json", action="store_true")
-
-
-def speculative(args) -> int:
-    from llmviz import service
-    from llmviz.trace.config import SamplingConfig
-
-    config = service.EngineConfig(device=args.device)
-    target, draft = service.load(args.model, config), service.load(args.draft, config)
-    sampling = SamplingConfig(temperature=args.temperature)
-    result = service.speculate(target, draft, args.prompt, args.k, args.max_new_tokens, sampling, args.seed)
-    doc = {"model": target.name, "draft": draft.name, "k": args.k, "device": str(target.device),
-           "temperature": args.temperature, "output_ids": result["output_ids"],
-           "text": target.tokenizer.hf.decode(result["output_ids"], skip_special_tokens=True),
-           "identical_outputs": result["identical_outputs"], "acceptance_rate": result["acceptance_rate"],
-           "rounds": len(result["rounds"]), "speculative_ms_per_token": result["ms_per_token"],
-           **{k: result[k] for k in ("target_alone_ms_per_token", "draft_alone_ms_per_token", "cost_ratio",
-                                     "measured_speedup", "predicted_speedup")},
-           "per_round": [{"proposed": list(r.proposed), "accepted": r.accepted, "token": r.token,
-                          "draft_ms": r.draft_ms, "verify_ms": r.verify_ms} for r in result["rounds"]],
-           "what_was_timed": "speculative: the wall clock of each round (draft steps, then the target's verify "
-                             "pass; device synchronized), after a warm-up run; alone: each model's greedy decode "
-                             "steps (the engine's timed region at capture off)"}
-    if args.json:
-        print(json.dumps(doc))
-        return 0
-    print(f"{args.prompt}{doc['text']}")
-    print(f"k={args.k}: acceptance {doc['acceptance_rate']:.0%} over {doc['rounds']} rounds; "
-          f"{doc['speculative_ms_per_token']:.2f} ms/token against {doc['target_alone_ms_per_token']:.2f} alone: "
-          f"measured {doc['measured_speedup']:.2f}x, predicted {doc['predicted_speedup']:.2f}x from the draft/target "
-          f"cost ratio {doc['cost_ratio']:.2f}; identical to the target alone: {doc['identical_outputs']}")
     return 0

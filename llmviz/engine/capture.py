@@ -32,6 +32,7 @@ class _Pending:
     norm: torch.Tensor | None
     copy: np.ndarray | None  # float32, owned by numpy
     note: str
+    recomputed: bool = False  # rebuilt after the timed region from the recorded q and k (rebuild_attention)
 
 
 @dataclass
@@ -77,7 +78,7 @@ class RunContext:
             self.records[name] = self._pending(tensor, note, masked)
         return tensor
 
-    def _pending(self, tensor: torch.Tensor, note: str, masked: bool) -> _Pending:
+    def _pending(self, tensor: torch.Tensor, note: str, masked: bool, recomputed: bool = False) -> _Pending:
         t = tensor.detach()
         values = torch.nan_to_num(t.float(), neginf=0.0) if masked else t.float()
         copy = None
@@ -85,7 +86,7 @@ class RunContext:
             copy = np.empty(t.shape, np.float32)
             torch.from_numpy(copy).copy_(t)
         return _Pending(tuple(t.shape), sys.intern(str(t.dtype).removeprefix("torch.")), t.numel() * t.element_size(),
-                        values.norm(), copy, note)
+                        values.norm(), copy, note, recomputed)
 
     def mark(self, label: str) -> None:
         if self.timer is not None:
@@ -100,9 +101,10 @@ class RunContext:
                 scores = scores.masked_fill(~item.mask, float("-inf"))
             note = "recomputed after the timed region from the recorded q and k (the backend never built it)"
             if self.wants(item.scores_name):
-                self.records[item.scores_name] = self._pending(scores, f"{note}; {item.mask_note}", masked=True)
+                self.records[item.scores_name] = self._pending(scores, f"{note}; {item.mask_note}", masked=True,
+                                                               recomputed=True)
             if self.wants(item.probs_name):
-                self.records[item.probs_name] = self._pending(scores.softmax(-1), note, masked=False)
+                self.records[item.probs_name] = self._pending(scores.softmax(-1), note, masked=False, recomputed=True)
         self.pending_attention.clear()
 
     def finish(self) -> list[dict]:
@@ -114,7 +116,7 @@ class RunContext:
             out.append({
                 "name": name, "shape": list(p.shape), "dtype": p.dtype, "nbytes": p.nbytes,
                 "norm": float(norm) if math.isfinite(norm) else None, "note": p.note,
-                "array": p.copy,
+                "recomputed": p.recomputed, "array": p.copy,
             })
         self.records = {}
         return out

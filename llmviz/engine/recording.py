@@ -15,6 +15,7 @@ import torch
 from llmviz.engine.capture import RunContext
 from llmviz.engine.platform.memory import process_memory
 from llmviz.engine.step_batch import StepBatch
+from llmviz.trace.check import COMPILE_STATES
 from llmviz.trace.records import HookRecord, StepTrace
 
 FULL_LOGITS_MAX_VOCAB = 65536  # above this a step keeps the top-k logits and the log-sum-exp only
@@ -23,7 +24,7 @@ PAD = -1
 
 
 def record_step(session, index: int, step: StepBatch, logits: torch.Tensor, next_ids: torch.Tensor,
-                ctx: RunContext, spans: dict, run_finished: str) -> StepTrace:
+                ctx: RunContext, spans: dict, run_finished: str, compiled_now: bool = False) -> StepTrace:
     lm, config = session.lm, session.config
     real = step.real.cpu().numpy()
     input_ids = np.where(real, step.ids.cpu().numpy(), PAD).astype(np.int64)
@@ -44,7 +45,8 @@ def record_step(session, index: int, step: StepBatch, logits: torch.Tensor, next
                  "attn_backend": config.attn_backend, "tokens": int(sum(step.n_real)),
                  "padded_slots": int(step.batch * step.width - sum(step.n_real)),
                  **({"logit_lens": "not recorded: a compiled decode step keeps no hook data"}
-                    if step.static and config.logit_lens_top_k else {})},
+                    if step.static and config.logit_lens_top_k else {}),
+                 **({"compile": COMPILE_STATES[0] if compiled_now else COMPILE_STATES[1]} if step.static else {})},
         memory=process_memory(lm.device), sampling={**asdict(session.sampling), "seed": session.sequences[0].seed},
         finished=run_finished, row_finished=[s.finished for s in session.sequences],
     )

@@ -28,6 +28,7 @@ from llmviz.engine.sequence import Sequence
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer
 from llmviz.errors import CaptureTooLargeError, ConfigError, LlmvizError, PromptError, SessionFinishedError
+from llmviz.trace import hooks
 from llmviz.trace.config import EngineConfig, SamplingConfig, default_max_seq
 from llmviz.trace.hooks import matches
 from llmviz.trace.records import RunTrace, StepTrace
@@ -136,8 +137,8 @@ class Session:
         cfg, c = self.config, self.lm.cfg
         if cfg.capture != "full":
             return
-        maps = sum(matches(f"layers.{i}.{p}", cfg.capture_filter) for i in range(c.num_layers)
-                   for p in ("scores", "probs"))
+        maps = sum(matches(name, cfg.capture_filter) for p in ("scores", "probs")
+                   for name in hooks.every_layer(p, c.num_layers))
         if not maps:
             return
         n = max(len(r) for r in rows)
@@ -187,6 +188,7 @@ class Session:
             timer.start()
             rows = [[] if s.finished else s.ids[cache.length(s.seq_id):] for s in seqs]
             compiled = cfg.compile and index > 0  # the prefill runs eager: its length differs run to run
+            first_call = False
             step = plan_step(cache, rows, [s.seq_id for s in seqs], backend=cfg.attn_backend,
                              windows=self.windows, device=lm.device, padding=cfg.padding, static=compiled)
             ctx.mark("mask")
@@ -210,7 +212,7 @@ class Session:
                     seq.finished = self._finished_reason(seq)
             ended = [s.finished for s, was_open in zip(seqs, open_before, strict=True) if was_open and s.finished]
             run_finished = ended[0] if ended and all(s.finished for s in seqs) else ""
-            return record_step(self, index, step, logits, next_ids, ctx, spans, run_finished)
+            return record_step(self, index, step, logits, next_ids, ctx, spans, run_finished, compiled_now=first_call)
 
     def _shape_key(self) -> tuple:
         c = self.config

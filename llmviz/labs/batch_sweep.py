@@ -12,7 +12,6 @@ interleaved; medians.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 
 import torch
 
@@ -22,6 +21,7 @@ from llmviz.engine.session import Session
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.progress import Progress, silent
 
 MAX_BATCH = 8
 
@@ -40,7 +40,7 @@ def _run(lm: LoadedModel, rows: list[list[int]], steps: int, padding: str, devic
 
 def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8), steps: int = 8,
                 repeats: int = 2, padding: str = "right", device: str = "auto",
-                progress: Callable[[float, str, dict], None] | None = None) -> dict:
+                progress: Progress | None = None) -> dict:
     """Batch b runs b copies of `prompt` (token ids). progress(fraction, stage, values): stages "round", "done"."""
     if not prompt or not all(isinstance(i, int) for i in prompt):
         raise ConfigError("batch_sweep needs a prompt of at least one token id")
@@ -48,7 +48,7 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8),
         raise ConfigError(f"batch sizes must be whole numbers in 1..{MAX_BATCH}, got {list(sizes)}")
     if not 1 <= steps <= 128 or not 1 <= repeats <= 10:
         raise ConfigError("steps must be in 1..128 and repeats in 1..10")
-    progress = progress or (lambda fraction, stage, values: None)
+    progress = progress or silent
     batches = {b: [list(prompt)] * b for b in sizes}
     runs: dict[int, list[dict]] = {b: [] for b in sizes}
     order = list(sizes)

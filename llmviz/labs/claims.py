@@ -27,13 +27,13 @@ from llmviz.labs.evaluation import heldout_ids
 from llmviz.labs.layout_sweep import layout_sweep
 from llmviz.labs.presets import preset
 from llmviz.trace.config import EMBEDDED_MODEL, EngineConfig, SamplingConfig
+from llmviz.trace.progress import Progress, silent, within
 from llmviz.trace.switches import load_options
 
 LONG_MODEL = "gpt2-124m-random"
 CLAIM_IDS = tuple(f"K{i}" for i in range(1, 12))
 PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the sea,"
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
-Progress = Callable[[float, str, dict], None]
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Measurer(ServingClaims):
 
     def __init__(self, plan: ClaimsPlan, load: Loader, progress: Progress | None = None):
         self.plan, self.load = plan, load
-        self.progress = progress or (lambda fraction, stage, values: None)
+        self.progress = progress or silent
         self.memo: dict = {}
 
     def model(self, name: str, engine: EngineConfig | None = None) -> LoadedModel:
@@ -100,7 +100,7 @@ class Measurer(ServingClaims):
         # the article's pair is 256 -> 512 tokens; the embedded model's context (512) holds a 510-token prompt
         lengths = (32, 64, 128, 255, 384, 510) if self.plan.quick else (64, 128, 256, 512, 768, 1024, 1536, 2047)
         return prefill_sweep(lm, lengths, self.plan.repeats, device=self.plan.device,
-                             progress=lambda f, values: self.progress(f, "K1", values))
+                             progress=within(self.progress, 0.0, 1.0, "K1"))
 
     def k2(self) -> dict:
         result = self.compare("kv-fp16")
@@ -115,7 +115,7 @@ class Measurer(ServingClaims):
         lm = self.model(LONG_MODEL)
         lengths = (256, 512, 1536) if self.plan.quick else (128, 256, 512, 1024, 1536, 2000)  # K3: past 1024
         sweep = layout_sweep(lm, list(lengths), steps=4 if self.plan.quick else 8, repeats=self.plan.repeats,
-                             progress=lambda f, what: self.progress(f, "K3", {"what": what}))
+                             progress=within(self.progress, 0.0, 1.0, "K3"))
         return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "seconds") if k in sweep} | {
             "model": lm.name, **self.where(lm)}
 
@@ -127,7 +127,7 @@ class Measurer(ServingClaims):
         lm = self.model(EMBEDDED_MODEL)
         sweep = batch_sweep(lm, text_ids(lm, 64), sizes=(1, 2, 4, 8), steps=2, repeats=self.plan.repeats,
                             device=self.plan.device,
-                            progress=lambda f, stage, values: self.progress(f, "K5", values))
+                            progress=within(self.progress, 0.0, 1.0, "K5"))
         return {k: sweep[k] for k in ("sizes", "model", "device", "threads", "prompt_tokens", "what_was_timed")}
 
     def k6(self) -> dict:
@@ -171,12 +171,11 @@ def parse_ids(text: str | None) -> tuple[str, ...]:
 def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | None = None) -> dict:
     """Measure each claim in turn. A claim this machine cannot run (out of memory, a model it cannot load) is
     kept as {"error": one line} and the others go on. progress(fraction, claim id, values)."""
-    progress = progress or (lambda fraction, stage, values: None)
+    progress = progress or silent
     m = Measurer(plan, load)
     out, seconds = {}, {}
     for i, claim in enumerate(ids):
-        m.progress = lambda f, stage, values, i=i, claim=claim: progress((i + min(max(f, 0), 1)) / len(ids), claim,
-                                                                         values)
+        m.progress = within(progress, i / len(ids), (i + 1) / len(ids), claim)
         progress(i / len(ids), claim, {})
         began = time.perf_counter()
         try:
@@ -208,16 +207,16 @@ def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: 
 
 
 def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", device: str = "auto",
-                  progress=None) -> dict:
+                  progress: Progress | None = None) -> dict:
     """Prefill ms against prompt length (C18; claim K1): each length's prompt run `repeats` times after a warm-up;
-    progress(fraction, {"tokens": n})."""
+    progress(fraction, "length", {"tokens": n})."""
     lengths = sorted({int(n) for n in lengths})
     if not lengths or lengths[0] < 1 or lengths[-1] >= lm.cfg.max_position_embeddings:
         raise ConfigError(f"prefill lengths must be 1..{lm.cfg.max_position_embeddings - 1} tokens, got {lengths}")
     ms = []
     for i, n in enumerate(lengths):
         if progress:
-            progress(i / len(lengths), {"tokens": n})
+            progress(i / len(lengths), "length", {"tokens": n})
         ms.append(prefill_ms(lm, text_ids(lm, n), backend, repeats, device))
     return {"model": lm.name, "lengths": lengths, "prefill_ms": ms, "backend": backend, "device": str(lm.device),
             "threads": torch.get_num_threads(),

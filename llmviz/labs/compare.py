@@ -33,13 +33,14 @@ from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 from llmviz.labs.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
 from llmviz.labs.probes import memory_bandwidth
+from llmviz.trace import hooks
+from llmviz.trace.check import COMPILE_STATES
 from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.progress import Progress, silent
 from llmviz.trace.switches import format_spec, lossy_changes, parse_spec
 
 MAX_STEPS, MAX_REPEATS = 256, 20
-RECOMPUTED = "recomputed"  # the start of a hook note of a map a fused backend never built (capture.py)
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
-Progress = Callable[[float, str, dict], None]
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class CompareConfig:
             changes["compile"] = False  # a compiled graph keeps no hook data; maps come from the eager path
         return EngineConfig(device=self.device, max_seq_len=self.max_seq_len, sampling=self.sampling, seed=self.seed,
                             capture=capture, logit_lens_top_k=0, stop_at_eos=False,
-                            capture_filter=(f"layers.{self.layer}.probs",) if capture == "full" else (),
+                            capture_filter=(hooks.probs(self.layer),) if capture == "full" else (),
                             **changes)
 
 
@@ -93,7 +94,7 @@ def _timed_run(lm: LoadedModel, config: CompareConfig, engine: EngineConfig, kee
         torch.cuda.reset_peak_memory_stats(lm.device)
     trace = session.generate(config.steps + 1) if keep_logits else lean_generate(session, config.steps + 1)
     decode = [s.timings["total_ms"] for s in trace.steps[1:]]
-    compiling = [i for i, s in enumerate(trace.steps[1:]) if "compile + forward" in s.timings["spans_ms"]]
+    compiling = [i for i, s in enumerate(trace.steps[1:]) if s.timings.get("compile") == COMPILE_STATES[0]]
     timed = [ms for i, ms in enumerate(decode) if i not in compiling] or decode
     out = {"prefill_ms": trace.steps[0].timings["total_ms"], "decode_ms": statistics.fmean(timed), "trace": trace}
     if lm.device.type == "cuda":
@@ -105,15 +106,15 @@ def _largest_activation(lm: LoadedModel, config: CompareConfig, side: str) -> di
     """The largest tensor a step materialized (hook records at capture meta, maps rebuilt afterwards
     left out): the activation share of a CPU run's own memory."""
     trace = lean_generate(Session(lm, [config.prompt], config.engine_config(side, "meta")), config.steps + 1)
-    records = [(r.nbytes, r.name, s.index) for s in trace.steps for r in s.hooks if not r.note.startswith(RECOMPUTED)]
+    records = [(r.nbytes, r.name, s.index) for s in trace.steps for r in s.hooks if not r.recomputed]
     nbytes, name, step = max(records)
     return {"bytes": nbytes, "hook": name, "step": step}
 
 
 def _attention_map(lm: LoadedModel, config: CompareConfig, side: str) -> dict:
     session = Session(lm, [config.prompt], config.engine_config(side, "full"))
-    record = session.step().hook(f"layers.{config.layer}.probs")
-    return {"probs": record.array[0, config.head], "recomputed": record.note.startswith(RECOMPUTED),
+    record = session.step().hook(hooks.probs(config.layer))
+    return {"probs": record.array[0, config.head], "recomputed": record.recomputed,
             "note": record.note}
 
 
@@ -135,7 +136,7 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
     """Run the comparison; `load(model, engine_config)` gives the loaded model for a side's load switches.
     `progress(fraction, stage, values)` names each stage by a key ("load", "probe", "round", "memory",
     "drift", "perplexity", "done") so a page can say it in its own language."""
-    progress = progress or (lambda fraction, stage, values: None)
+    progress = progress or silent
     engines = {side: config.engine_config(side) for side in "ab"}
     models = {}
     for side in "ab":

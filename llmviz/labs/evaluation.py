@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.phases import feed
+from llmviz.labs.documents import read_documents
 from llmviz.paths import CORPUS
-from llmviz.training.corpus import read_documents
 
 HELDOUT = CORPUS / "heldout.txt"
 EVAL_WINDOW = 512  # non-overlapping windows of this many tokens (the embedded models' context)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
 
 import torch
 
@@ -35,8 +34,8 @@ from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError
 from llmviz.trace.config import KV_LAYOUTS, default_max_seq
+from llmviz.trace.progress import Progress, silent
 
-Progress = Callable[[float, str], None]
 MAX_LENGTHS, MAX_STEPS, MAX_REPEATS = 24, 64, 10
 SHORT, LONG = 512, 1024  # the article's boundaries (K3): contiguous faster up to 512, paged faster past 1024
 SWEEP_POINTS = (64, 256, 512, 1024, 1536)  # below the context; the longest length that fits is added
@@ -133,7 +132,7 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
                  progress: Progress | None = None, *, block_size: int = 16, backend: str = "sdpa",
                  warmup_steps: int = 2, seed: int = 0) -> dict:
     """Decode ms/token at each cached length for each layout (module docstring: what is filled and timed)."""
-    progress = progress or (lambda fraction, what: None)
+    progress = progress or silent
     if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise ConfigError(f"steps must be a whole number in 1..{MAX_STEPS}, got {steps!r}")
     if not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
@@ -159,13 +158,13 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
         with typed_out_of_memory(f"the layout sweep at {n} tokens", "use shorter lengths"):
             if warmup_steps:
                 for layout in layouts:
-                    progress(done / total, f"{n} · {layout}")
+                    progress(done / total, "warm-up", {"what": f"{n} · {layout}", "tokens": n, "layout": layout})
                     _one_run(lm, layout, ids, warmup_steps, **common)
                     done += 1
             for r in range(repeats):
                 shift = r % len(layouts)
                 for layout in layouts[shift:] + layouts[:shift]:  # interleaved, the order rotating
-                    progress(done / total, f"{n} · {layout}")
+                    progress(done / total, "round", {"what": f"{n} · {layout}", "tokens": n, "layout": layout})
                     ms, filled = _one_run(lm, layout, ids, steps, **common)
                     runs[layout][i].append(statistics.fmean(ms))
                     if r == 0:
@@ -175,7 +174,7 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
     for layout in layouts:
         cells = [spread(v) for v in runs[layout]]
         per_layout[layout] = {key: [c[key] for c in cells] for key in ("median", "min", "max", "all")}
-    progress(1.0, "✓")
+    progress(1.0, "done", {"what": "✓"})
     return {
         "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
         "dtype": str(lm.dtype).removeprefix("torch."), "attn_backend": backend, "lengths": lengths,

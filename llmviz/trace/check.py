@@ -22,6 +22,7 @@ import re
 import numpy as np
 
 from llmviz.errors import LlmvizError, TraceFormatError
+from llmviz.trace import hooks
 from llmviz.trace.config import CAPTURE_LEVELS, KV_LAYOUTS, SEED_RANGE, EngineConfig, SamplingConfig
 from llmviz.trace.hooks import declared_point
 from llmviz.trace.model_config import MAX_SIZES, SUPPORTED_MODEL_TYPES, ModelConfig
@@ -89,6 +90,15 @@ def _one_of(allowed: tuple) -> tuple:
     return lambda v: v in allowed, f"one of {', '.join(map(repr, allowed))}"
 
 
+class _LayoutNames:  # the layouts as they stand when a message is written (one registered after import too)
+    def __str__(self) -> str:
+        return f"one of {', '.join(map(repr, KV_LAYOUTS.recorded))}"
+
+
+# Any layout a cache records, the ring ("ring") included; an older trace's ring says "contiguous", also accepted.
+KV_LAYOUT = (lambda v: isinstance(v, str) and v in KV_LAYOUTS.recorded, _LayoutNames())
+
+
 def _at_most(high: int) -> tuple:
     return lambda v: _whole(v) and 1 <= v <= high, f"a whole number from 1 to {high:,}"
 
@@ -120,7 +130,7 @@ HOOK = {"name": TEXT, "shape": (lambda v: isinstance(v, list) and 0 < len(v) <= 
                                 and math.prod(v) <= 2**48, "a list of up to 8 whole numbers >= 0"),
         "dtype": TEXT, "nbytes": COUNT, "norm": (lambda v: v is None or _real(v), "a finite number or null"),
         "note": ANY_TEXT, "has_array": FLAG}
-HOOK_OPTIONAL = {"has_row_norms": FLAG}  # schema 2 has none
+HOOK_OPTIONAL = {"has_row_norms": FLAG, "recomputed": FLAG}  # schema 2 has no norms; older schema 3 no flag
 
 
 def check_document(doc: dict) -> ModelConfig:
@@ -178,19 +188,22 @@ def check_prompts(prompt: str, prompts: list, rows: int) -> None:
 
 
 # --- each step: KV snapshot, timings, memory, sampling -------------------------------------------------------
-KV = {"layout": _one_of(KV_LAYOUTS), "seq_len": COUNT, "max_seq": _at_most(MAX_SIZES["max_position_embeddings"]),
+KV = {"layout": KV_LAYOUT, "seq_len": COUNT, "max_seq": _at_most(MAX_SIZES["max_position_embeddings"]),
       "kv_heads": _at_most(MAX_SIZES["num_kv_heads"]), "head_dim": _at_most(MAX_SIZES["head_dim"]),
       "element_bytes": _at_most(8), "bytes_used": COUNT, "bytes_allocated": POSITIVE, "layers": POSITIVE,
       "batch": COUNT, "dtype": TEXT}
 KV_OPTIONAL = {"kv_dtype": TEXT, "seq_lens": COUNTS, "bytes_per_token": COUNT, "slots_allocated": COUNT,
                "wasted_slots": WHOLE, "rows": COUNTS, "capacity": COUNT, "block_size": POSITIVE, "num_blocks": COUNT,
                "blocks_free": COUNT, "block_tables": TABLES, "bytes_held": COUNT, "bytes_copied_step": COUNT,
-               "bytes_copied_total": COUNT}
+               "bytes_copied_total": COUNT, "window": POSITIVE, "rollback": COUNT, "slots_per_row": POSITIVE}
+# A compiled decode step's timings["compile"]: whether its forward pass included compiling the graph (a timing to
+# leave out of a mean) or reused a graph compiled before. Absent on an eager step.
+COMPILE_STATES = ("compiled now", "reused")
 TIMINGS = {"spans_ms": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and DURATION[0](x) for k, x in
                                                                v.items()), "an object of finite numbers >= 0"),
            "total_ms": DURATION}
 TIMINGS_OPTIONAL = {"device": TEXT, "threads": COUNT, "capture": _one_of(CAPTURE_LEVELS), "attn_backend": TEXT,
-                    "tokens": COUNT, "padded_slots": COUNT, "logit_lens": ANY_TEXT}
+                    "tokens": COUNT, "padded_slots": COUNT, "logit_lens": ANY_TEXT, "compile": _one_of(COMPILE_STATES)}
 # rss_bytes may be left out: a public server's download leaves out its memory (llmviz/ui/trace_file.public_copy)
 MEMORY = {"rss_bytes": COUNT, "cuda_allocated_bytes": COUNT, "cuda_reserved_bytes": COUNT,
           "cuda_peak_allocated_bytes": COUNT}
@@ -226,7 +239,7 @@ def check_layers(steps, layers: int, filtered: bool) -> None:
     if timed != set(range(layers)):
         raise damaged(f"the prefill timed {len(timed)} layers, the model card's config has {layers}")
     for step in steps:
-        held = {int(r.name.split(".")[1]) for r in step.hooks if r.name.startswith("layers.")}
+        held = {hooks.layer_of(r.name) for r in step.hooks} - {None}
         if held and (max(held) >= layers or (not filtered and held != set(range(layers)))):
             raise damaged(f"steps[{step.index}] holds hook records of {len(held)} layers, the model card's config "
                           f"has {layers}")

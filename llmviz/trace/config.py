@@ -1,6 +1,17 @@
-"""EngineConfig: every setting a run depends on, validated on construction (C5).
+"""EngineConfig: every setting a run depends on, validated on construction (C5); and the names each switch accepts,
+declared once.
 
 No torch here, so the UI can build and show one; every trace stores it, so two runs can be compared.
+
+The KV layouts and the attention backends are tables (`Names`) rather than tuples, because an extension adds one:
+its registration call (llmviz.engine.kv.register_kv_layout, llmviz.engine.models.attention.
+register_attention_backend) declares the name here, so EngineConfig, switch specs, the CLI, the trace checker and
+the pages' choices all take it. A KV layout comes with its slot rule, so the arithmetic of llmviz/analysis prices it.
+
+The ring buffer is a layout of its own ("ring": its class, its slot rule, what a snapshot records), but not a
+choice: it is what contiguous becomes with a sliding window (plus rollback) shorter than max_seq, by the one rule
+`stored_layout`. kv_layout="ring" is a ConfigError that says so: a second spelling of the same cache, and one
+that would mean nothing without a window.
 """
 
 from __future__ import annotations
@@ -8,16 +19,138 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Callable, Iterable, KeysView, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from llmviz.errors import ConfigError
+from llmviz.errors import ConfigError, UnknownNameError
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")  # fits a switch spec ("kv-layout=NAME,attn=NAME") and a URL
+
+
+class Names(KeysView):
+    """The names one setting accepts, in the order the pages list them (iteration and `in` give these), and the
+    names a run records without choosing them: `derived`, each with a phrase saying how it is chosen instead.
+
+    One table per setting, read by EngineConfig's validation, switch-spec parsing, the CLI's choices, the trace
+    checker and the pages. It is extended at import or registration time only (an engine Registry's `declare`),
+    and `remove` undoes a test's registration; never per session: Streamlit sessions are threads of one process
+    and share it. The names it is built with are stock and cannot be removed. A live view of the names (a
+    KeysView), so widgets and argparse take it as they take a tuple, and see a name registered later."""
+
+    __eq__ = object.__eq__  # one table per setting: equal only to itself (a KeysView would compare as a set)
+    __hash__ = object.__hash__
+
+    def __init__(self, kind: str, names: Iterable[str] = (), derived: Mapping[str, str] | None = None):
+        super().__init__({})  # self._mapping: the choices, in order
+        self.kind = kind
+        self._derived: dict[str, str] = {}
+        for name in names:
+            self.add(name)
+        for name, how in (derived or {}).items():
+            self.add(name, derived=how)
+        self._stock = frozenset(self.recorded)
+
+    def __contains__(self, name) -> bool:
+        return isinstance(name, str) and name in self._mapping
+
+    def __repr__(self) -> str:
+        return f"Names({self.kind!r}, {list(self)!r})"
+
+    @property
+    def recorded(self) -> tuple[str, ...]:
+        """Every name a trace or an engine registry may hold: the choices, then the derived ones."""
+        return (*self._mapping, *self._derived)
+
+    def add(self, name: str, derived: str | None = None) -> None:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ConfigError(f"a {self.kind} name is 1-40 of a-z, 0-9, '_', '.', '-' (it is written in switch "
+                              f"specs and links), got {name!r}")
+        if name in self.recorded:
+            raise ConfigError(f"{self.kind} {name!r} is declared twice")
+        if derived is None:
+            self._mapping[name] = None
+        else:
+            self._derived[name] = derived
+
+    def remove(self, name: str) -> None:
+        """Undo an `add` (a test's registration); a stock name stays."""
+        if name in self._stock:
+            raise ConfigError(f"{self.kind} {name!r} is declared in llmviz/trace/config.py: it cannot be removed")
+        if name not in self.recorded:
+            raise UnknownNameError(f"{self.kind} {name!r} is not declared")
+        if name in self:
+            del self._mapping[name]
+        else:
+            del self._derived[name]
+
+    def check(self, value, field: str | None = None) -> str:
+        """`value` if a setting may take it; else an UnknownNameError listing the choices (and, for a derived
+        name, how it is chosen)."""
+        if value in self:
+            return value
+        how = f" ({value} is {self._derived[value]})" if isinstance(value, str) and value in self._derived else ""
+        raise UnknownNameError(f"{field or self.kind}={value!r} is not one of {', '.join(self)}{how}")
+
+
+# (held, max_seq, window, block) -> the token slots one layer's cache takes for one sequence holding `held` tokens,
+# of which it keeps the last `window` (0: all); `block` is the paged layout's block size (C8, C9, C20).
+SlotRule = Callable[[int, int, int, int], int]
+
+
+def row_slots(held: int, max_seq: int, window: int, block: int) -> int:
+    """A preallocated row: max_seq slots, or the window's when it is shorter (a ring)."""
+    return min(max_seq, window) if window else max_seq
+
+
+def kept_slots(held: int, max_seq: int, window: int, block: int) -> int:
+    """Exactly the positions kept (the growing layout)."""
+    return min(held, window) if window else held
+
+
+def block_slots(held: int, max_seq: int, window: int, block: int) -> int:
+    """The whole blocks the kept positions touch (a window not aligned to blocks straddles one more)."""
+    first = max(0, held - window) if window else 0
+    return (math.ceil(held / block) - first // block) * block
+
+
+class LayoutNames(Names):
+    """The KV layouts, each with the slot rule that prices it (llmviz/analysis/predict.layer_slots reads it), so a
+    registered layout is priced, or refused with an UnknownNameError when it was registered without one."""
+
+    def __init__(self, kind: str, rules: Mapping[str, SlotRule], derived: Mapping[str, tuple[str, SlotRule]]):
+        super().__init__(kind)
+        self._slots: dict[str, SlotRule | None] = {}
+        for name, rule in rules.items():
+            self.add(name, rule)
+        for name, (how, rule) in derived.items():
+            self.add(name, rule, derived=how)
+        self._stock = frozenset(self.recorded)
+
+    def add(self, name: str, slots: SlotRule | None = None, derived: str | None = None) -> None:
+        super().add(name, derived)
+        self._slots[name] = slots
+
+    def remove(self, name: str) -> None:
+        super().remove(name)
+        del self._slots[name]
+
+    def slots(self, name: str) -> SlotRule:
+        rule = self._slots.get(name) if isinstance(name, str) else None
+        if rule is None:
+            what = "was registered without a slot rule" if name in self.recorded else "is not a KV layout"
+            priced = ", ".join(n for n in self.recorded if self._slots[n] is not None)
+            raise UnknownNameError(f"kv_layout {name!r} {what}: the layouts priced are {priced}")
+        return rule
+
 
 # The names every switch accepts, declared once (no torch here); each engine registry
 # (llmviz/engine/registry.py users) implements exactly these and a test checks that they agree.
 DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")  # auto: the model's dtype; fp8/int8 keep scales
-ATTN_BACKENDS = ("eager", "sdpa", "flash")
-KV_LAYOUTS = ("contiguous", "dynamic", "paged")
+ATTN_BACKENDS = Names("attn_backend", ("eager", "sdpa", "flash"))
+KV_LAYOUTS = LayoutNames("kv_layout", {"contiguous": row_slots, "dynamic": kept_slots, "paged": block_slots},
+                         {"ring": ("what contiguous becomes with a sliding_window shorter than max_seq_len: choose "
+                                   "kv_layout contiguous and a window", row_slots)})
 FUSED_CHOICES = ("auto", "on", "off")  # fused projections: as the checkpoint stores them, or forced (C10)
 QUANT_MODES = ("none", "int8", "int4")  # weight-only quantization of the blocks' projections (C21)
 PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)
@@ -30,6 +163,15 @@ DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model do
 SEED_RANGE = (-(2**63), 2**64)  # the seeds torch.Generator.manual_seed takes (beyond: OverflowError)
 MAX_SLIDING_WINDOW = 2**63 - 1  # a window is compared with int64 positions (beyond: OverflowError); a window at
 # least max_seq long is allowed and is the same as none (every cached key is inside it), so 10**12 runs
+
+
+def stored_layout(kv_layout: str, max_seq: int, window: int | None, rollback: int = 0) -> str:
+    """The layout a cache of this setting is built and recorded as: contiguous with a sliding window (plus the
+    rollback a speculative step may take back) shorter than max_seq keeps window + rollback slots per row, the
+    ring, so its memory stays flat (C20); any other choice is itself (its mask alone applies a window). The one
+    rule make_kv_cache and the predictions share; UnknownNameError for a layout no run may choose."""
+    KV_LAYOUTS.check(kv_layout, "kv_layout")
+    return "ring" if kv_layout == "contiguous" and window and window + rollback < max_seq else kv_layout
 
 
 def check_seed(seed, what: str = "seed") -> None:
@@ -111,8 +253,9 @@ class EngineConfig:
     def __post_init__(self):
         if not isinstance(self.device, str) or not _DEVICE.match(self.device):
             raise ConfigError(f"device={self.device!r} is not one of auto, cpu, cuda, cuda:N, mps")
-        checks = (("dtype", DTYPES), ("kv_dtype", KV_DTYPES), ("attn_backend", ATTN_BACKENDS),
-                  ("kv_layout", KV_LAYOUTS), ("capture", CAPTURE_LEVELS), ("padding", PADDINGS),
+        KV_LAYOUTS.check(self.kv_layout, "kv_layout")
+        ATTN_BACKENDS.check(self.attn_backend, "attn_backend")
+        checks = (("dtype", DTYPES), ("kv_dtype", KV_DTYPES), ("capture", CAPTURE_LEVELS), ("padding", PADDINGS),
                   ("fused_qkv", FUSED_CHOICES), ("quant", QUANT_MODES))
         for name, allowed in checks:
             if getattr(self, name) not in allowed:

@@ -83,7 +83,71 @@ class LayerHookNames:
 
 
 def layer_hook_name(layer: int, point: str) -> str:
+    """The concrete name of a layer point: layer_hook_name(3, "q") == "layers.3.q". The one place it is spelled."""
     return f"layers.{layer}.{point}"
+
+
+# The names helper every layer uses: hooks.q(3) == "layers.3.q", never a hand-built f-string.
+def attn_in(layer: int) -> str:
+    return layer_hook_name(layer, "attn_in")
+
+
+def q(layer: int) -> str:
+    return layer_hook_name(layer, "q")
+
+
+def k(layer: int) -> str:
+    return layer_hook_name(layer, "k")
+
+
+def v(layer: int) -> str:
+    return layer_hook_name(layer, "v")
+
+
+def scores(layer: int) -> str:
+    return layer_hook_name(layer, "scores")
+
+
+def probs(layer: int) -> str:
+    return layer_hook_name(layer, "probs")
+
+
+def attn_out(layer: int) -> str:
+    return layer_hook_name(layer, "attn_out")
+
+
+def mlp_in(layer: int) -> str:
+    return layer_hook_name(layer, "mlp_in")
+
+
+def mlp_act(layer: int) -> str:
+    return layer_hook_name(layer, "mlp_act")
+
+
+def mlp_out(layer: int) -> str:
+    return layer_hook_name(layer, "mlp_out")
+
+
+def resid(layer: int) -> str:
+    return layer_hook_name(layer, "resid")
+
+
+def layer_input(layer: int) -> str:
+    """The name of what enters layer `layer`: the embeddings for layer 0, else the residual leaving the one before."""
+    return "embed" if layer == 0 else resid(layer - 1)
+
+
+def layer_of(name: str) -> int | None:
+    """The layer a concrete hook name belongs to (`layers.3.q` -> 3); None for a global point (`embed`)."""
+    parts = name.split(".")
+    return int(parts[1]) if len(parts) == 3 and parts[0] == "layers" and parts[1].isdigit() else None
+
+
+def every_layer(point: str, num_layers: int) -> list[str]:
+    """One layer point's names in every layer: every_layer("probs", 2) == ["layers.0.probs", "layers.1.probs"]."""
+    if point not in {p.name for p in LAYER_POINTS}:
+        raise ConfigError(f"{point!r} is not a layer hook point (see llmviz/trace/hooks.py)")
+    return [layer_hook_name(i, point) for i in range(num_layers)]
 
 
 def all_hook_names(num_layers: int) -> list[str]:

@@ -46,6 +46,7 @@ from llmviz.trace.check import (
 )
 
 SCHEMA_VERSION = 3
+RECOMPUTED_NOTE = "recomputed"  # how the note of a rebuilt map begins (engine/capture.py); read for older traces
 READABLE_VERSIONS = (1, 2, 3)
 _RECORD_ARRAYS = {"array": "hook", "row_norms": "norms"}  # a hook record's arrays -> their key in arrays.npz
 _STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
@@ -67,6 +68,9 @@ class HookRecord:
     norm: float | None
     note: str = ""
     array: np.ndarray | None = None  # float32 copy, only at capture level "full"
+    # True for an attention map (scores, probs) that the timed backend never built: rebuilt after the timed region
+    # from the recorded q and k (engine/capture.py). A check of the map against q and k is then circular.
+    recomputed: bool = False
     # The L2 norm of each vector along the array's last axis ([..., hd] -> [...]), kept when the array itself is
     # dropped to bound a long run's memory (llmviz/trace/budget.py): the cache grid colours every K row by it.
     row_norms: np.ndarray | None = None
@@ -333,6 +337,8 @@ def _load_step(entry: dict, npz) -> StepTrace:
     for meta in entry["hooks"]:
         meta = dict(meta)
         held = {"array": meta.pop("has_array"), "row_norms": meta.pop("has_row_norms", False)}  # schema 2: no norms
+        # traces written before the field existed said so in the note alone (which the engine still writes)
+        meta.setdefault("recomputed", meta["note"].startswith(RECOMPUTED_NOTE))
         hooks.append(HookRecord(**meta, **{key: npz[f"s{index}.{prefix}.{meta['name']}"] if held[key] else None
                                            for key, prefix in _RECORD_ARRAYS.items()}))
     scalars = {k: v for k, v in entry.items() if k not in ("arrays", "hooks")}

@@ -4,10 +4,12 @@ is exact (the same arithmetic, up to float rounding) or lossy (C8-C11, C13, C14,
 
 The CLI, the compare spec ("kv-dtype=fp16,attn=eager"), the Compare page and the Home page all read this
 table; the pages' one-line explanations live in the message catalogs under `switch.<name>`. No torch here.
+The KV layouts and attention backends are config.Names tables, so one an extension registers is a choice here too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 
 from llmviz.errors import ConfigError
@@ -20,6 +22,7 @@ from llmviz.trace.config import (
     PADDINGS,
     QUANT_MODES,
     EngineConfig,
+    Names,
 )
 
 LOAD_FIELDS = ("dtype", "kv_heads", "fused_qkv", "quant", "quant_group")  # each rewrites the weights at load
@@ -30,7 +33,7 @@ class Switch:
     name: str  # as written on the command line and in a compare spec: "kv-dtype"
     field: str  # the EngineConfig field: "kv_dtype"
     kind: type  # str, int or bool
-    choices: tuple = ()  # for str switches
+    choices: Collection[str] = ()  # for str switches: a tuple, or a table an extension extends (config.Names)
     exact: bool = True  # False: the outputs may change (a lossy approximation)
     concept: str = ""  # the concept id of shared/concepts.md it shows
 
@@ -59,6 +62,8 @@ class Switch:
                 return int(text)
             except ValueError:
                 raise ConfigError(f"{self.name}={raw!r} is not a whole number") from None
+        if isinstance(self.choices, Names):  # a registered layout or backend is a choice; "ring" says how to get it
+            return self.choices.check(text, self.name)
         if text not in self.choices:
             raise ConfigError(f"{self.name}={raw!r} is not one of {', '.join(self.choices)}")
         return text

@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-EOS = "<|endoftext|>"
-SEPARATOR = f"\n{EOS}\n"  # how documents are joined in heldout.txt (and hashed for corpus_sha256)
+from llmviz.labs.documents import EOS, SEPARATOR, write_documents
+
 HELDOUT_PER_MILLE = 20  # ~2% of documents, chosen by a hash of their text
 MIN_CHARS, MIN_WORDS = 80, 12  # shorter docstrings are mostly "Return self==value."
 MAX_NON_ASCII = 0.01  # keep ASCII-ish English: drop a document with more than 1% other characters
@@ -152,18 +152,6 @@ def build(sources: tuple[str, ...] = ("topics", "docstrings"), limit: int | None
     heldout = [d for d in docs if is_heldout(d)]
     train = [d for d in docs if not is_heldout(d)]
     return Corpus(train, heldout, sha, sys.version.split()[0])
-
-
-def write_documents(path: Path, docs: list[str]) -> str:
-    """Documents joined by SEPARATOR (a line holding only <|endoftext|>); returns the file's sha256."""
-    text = SEPARATOR.join(docs) + "\n"
-    path.write_text(text, encoding="utf-8")
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def read_documents(path: Path) -> list[str]:
-    """The inverse of write_documents."""
-    return path.read_text(encoding="utf-8").removesuffix("\n").split(SEPARATOR)
 
 
 def notice(license_file: Path) -> str:

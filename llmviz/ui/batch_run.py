@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from llmviz.errors import LlmvizError, PromptError
-from llmviz.ui import state
+from llmviz.trace.config import EngineConfig
+from llmviz.ui import measure, server
+from llmviz.ui.errors import explain
 from llmviz.ui.settings import Settings
 
 BATCH_KEY, SWEEP_KEY = "llmviz_batch", "llmviz_batch_sweep"
@@ -50,11 +52,10 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
     """Prefill the batch (capture off: the grid needs only the ids, the snapshot and the timings)."""
     try:
         from llmviz import service
-        from llmviz.trace.config import EngineConfig
 
         prompts = prompts_of(s)
         check(prompts)
-        lm = state.model(s.model, s.device, s.dtype)
+        lm = server.model(s.model, s.device, s.dtype)
         longest = max(len(lm.tokenizer.encode(p)) for p in prompts)
         config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=s.padding,
                               sampling=s.sampling(), seed=s.seed, capture="off", logit_lens_top_k=0,
@@ -62,7 +63,7 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
         session = service.start(lm, prompts, config)
         service.step(session)
     except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
+        explain(t, exc)
         return None
     run = BatchRun(key_of(s, max_new), session)
     st.session_state[BATCH_KEY] = run
@@ -78,26 +79,24 @@ def advance(t, run: BatchRun, max_new: int, to_end: bool = False) -> None:
             if not to_end:
                 break
     except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
+        explain(t, exc)
 
 
 def sweep(t, s: Settings, model: str) -> dict | None:
-    """Batch 1, 2, 4, 8 copies of the page's first prompt on `model`, with a progress bar."""
+    """Batch 1, 2, 4, 8 copies of the page's first prompt on `model`, with a progress bar; kept for `model`."""
     from llmviz import service
 
-    bar = st.progress(0.0)
-    try:
+    def work(queued):
         prompts = prompts_of(s)
         check(prompts)
-        lm = state.model(model, s.device, s.dtype)
-        with state.heavy(t) as deadline:
-            result = service.batch_sweep(lm, lm.tokenizer.encode(prompts[0]), device=s.device,
-                                         progress=deadline.watch(lambda f, stage, values: bar.progress(
-                                             min(1.0, f), text=t(f"progress.batch.{stage}", **values))))
-    except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
-        return None
-    finally:
-        bar.empty()
-    st.session_state[SWEEP_KEY] = (model, result)
-    return result
+        lm = server.model(model, s.device, s.dtype)
+        with queued() as progress:
+            return service.batch_sweep(lm, lm.tokenizer.encode(prompts[0]), device=s.device,
+                                       progress=lambda f, stage, values: progress(
+                                           f, t(f"progress.batch.{stage}", **values)))
+
+    return measure.run(t, SWEEP_KEY, model, work)
+
+
+def kept_sweep(model: str) -> dict | None:
+    return measure.kept(SWEEP_KEY, model)

@@ -1,22 +1,18 @@
-"""What every page shares: the sidebar (language switch, notes) and the URL kept in step."""
+"""What every page shares: the sidebar (language switch, notes), the heading, the run shown, and the small views
+(text shown as typed, CSV for downloads, a step's timing)."""
 
 from __future__ import annotations
 
 import csv
 import io
-import logging
-import os
-from collections.abc import Callable
+import json
 
 import streamlit as st
 
-from llmviz.errors import LlmvizError
 from llmviz.i18n.translator import LANGUAGES, Translator
-from llmviz.ui import presenter, state
+from llmviz.ui import demo, presenter, server, state
 from llmviz.ui.markdown import escape
 from llmviz.viz.timing import span_bars
-
-_log = logging.getLogger("llmviz")
 
 
 def sidebar() -> Translator:
@@ -29,7 +25,7 @@ def sidebar() -> Translator:
         state.update(lang=lang)
     t = Translator(lang)
     presenter.toggle(t)
-    policy = state.policy()
+    policy = server.policy()
     if policy.public:
         st.sidebar.caption(t("public.banner"))
     for problem in policy.problems:  # for whoever runs the server
@@ -38,32 +34,6 @@ def sidebar() -> Translator:
     if problems:
         st.warning(t("error.url", items=escape(", ".join(problems))))  # the link's own values: any text
     return t
-
-
-def guarded(draw: Callable[[], None]) -> None:
-    """Run a page (or a fragment of one) so that nothing it raises reaches the browser as a traceback: a typed
-    error is explained, anything else becomes one message and a line in the server's log (issue 9). Tests set
-    LLMVIZ_RAISE_UNEXPECTED=1 to see such an error as the exception it is."""
-    try:
-        draw()
-    except Exception as exc:
-        report(translator(), exc)
-
-
-def report(t: Translator, exc: Exception) -> None:
-    """Show any error as a message: a typed one explained in the session's language, anything else in one
-    line (and logged with its traceback), or re-raised where LLMVIZ_RAISE_UNEXPECTED is set (the tests)."""
-    if isinstance(exc, LlmvizError | MemoryError):
-        state.explain(t, exc)
-        return
-    if os.environ.get("LLMVIZ_RAISE_UNEXPECTED"):
-        raise exc
-    _log.error("unexpected error on a page", exc_info=exc)
-    first = escape(str(exc).splitlines()[0][:200]) if str(exc) else ""
-    if "out of memory" in first.lower():  # torch's allocator errors are RuntimeErrors
-        st.error(t("error.oom", detail=first))
-    else:
-        st.error(t("error.unexpected", kind=type(exc).__name__, detail=first))
 
 
 def translator() -> Translator:
@@ -82,8 +52,6 @@ def heading(t: Translator, page: str) -> None:
 def shown_run(t: Translator, link_home: bool = True) -> state.Run | None:
     """The run this session shows (live or replayed), saying so when it is a replay; None after an error
     (then, on pages other than Home, a link back to where the model and prompt are chosen)."""
-    from llmviz.ui import demo
-
     run = state.current_run(t)
     if run is None:
         if link_home:
@@ -139,7 +107,5 @@ def step_timing(t: Translator, step, title: str, key: str) -> None:
 def scroll_to(anchor: str) -> None:
     """Scroll the page to the element with id `anchor` (a header's anchor), once, from a zero-height frame:
     Streamlit has no scroll call, and the frame shares the page's origin."""
-    import json
-
     st.iframe(f"<script>const target = window.parent.document.getElementById({json.dumps(anchor)});"
               "if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});</script>", height=1)

@@ -6,13 +6,11 @@ from __future__ import annotations
 import html
 import json
 
-import streamlit as st
-
 from llmviz.analysis.claim_effects import reason_text, report, table_rows
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
-from llmviz.ui import state
+from llmviz.ui import measure
 from llmviz.ui.chrome import table_csv
 from llmviz.ui.compare_run import load
 from llmviz.viz.claims import prefill_fit_figure
@@ -21,28 +19,23 @@ REPORT_KEY = "llmviz_claims_report"
 
 
 def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
-    """Measure `ids`; the judged report (also kept in the session), or None after a message."""
+    """Measure `ids`; the judged report (also kept in the session), or None after a message. The report is kept
+    whatever is chosen afterwards: it names the claims it measured, in what mode, on which device."""
     from llmviz import service
 
-    bar = st.progress(0.0, text=t("claims.progress", claim=ids[0]))
-    try:
-        with state.heavy(t) as deadline:
+    def work(queued):
+        with queued() as progress:
             raw = service.claims(",".join(ids), quick=quick, device=device, load_fn=load,
-                                 progress=deadline.watch(lambda f, claim, values: bar.progress(
-                                     min(1.0, f), text=t("claims.progress", claim=claim))))
+                                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
         rep = report(raw)
-    except (LlmvizError, MemoryError) as exc:
-        bar.empty()
-        state.explain(t, exc)
-        return None
-    bar.empty()
-    rep["raw_k1"] = raw["claims"].get("K1")  # the sweep the K1 figure and fit are drawn from
-    st.session_state[REPORT_KEY] = rep
-    return rep
+        rep["raw_k1"] = raw["claims"].get("K1")  # the sweep the K1 figure and fit are drawn from
+        return rep
+
+    return measure.run(t, REPORT_KEY, None, work, text=t("claims.progress", claim=ids[0]))
 
 
 def kept() -> dict | None:
-    return st.session_state.get(REPORT_KEY)
+    return measure.kept(REPORT_KEY)
 
 
 def fit_view(t, lengths: list[int], spreads: list[dict], title: str):

@@ -8,10 +8,9 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.predict import Prediction, Setup, Shape, predict
-from llmviz.errors import LlmvizError
-from llmviz.trace.config import default_max_seq
+from llmviz.trace.config import SamplingConfig, default_max_seq
 from llmviz.trace.switches import parse_spec
-from llmviz.ui import state
+from llmviz.ui import measure, server
 from llmviz.ui.settings import Settings
 
 RESULT_KEY, BANDWIDTH_KEY = "llmviz_compare", "llmviz_bandwidth"
@@ -28,13 +27,13 @@ def key_of(s: Settings) -> tuple:
 
 def load(name, engine):
     """A side's model from the shared cache, by its load-time switches."""
-    return state.model(name, engine.device, engine.dtype, engine.kv_heads, engine.fused_qkv, engine.quant,
+    return server.model(name, engine.device, engine.dtype, engine.kv_heads, engine.fused_qkv, engine.quant,
                        engine.quant_group)
 
 
 def base_model(s: Settings):
     """The model as stored (fp32, no load-time switch): its shape and tokenizer feed the prediction."""
-    return state.model(model_of(s), s.device, "fp32")
+    return server.model(model_of(s), s.device, "fp32")
 
 
 def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
@@ -50,29 +49,24 @@ def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
 
 
 def shown_result(s: Settings) -> dict | None:
-    kept = st.session_state.get(RESULT_KEY)
-    return kept[1] if kept and kept[0] == key_of(s) else None
+    return measure.kept(RESULT_KEY, key_of(s))
 
 
 def run(t, s: Settings) -> dict | None:
     """Run the comparison the settings name, with a progress bar; None (and a message) when it cannot run."""
     from llmviz import service
-    from llmviz.trace.config import SamplingConfig
 
-    bar = st.progress(0.0, text=t("progress.compare.load", side="A"))
-    try:
+    def work(queued):
         config = service.CompareConfig(prompt=s.prompt, a=s.cmp_a, b=s.cmp_b, model=model_of(s), steps=s.cmp_steps,
                                        repeats=s.cmp_repeats, seed=s.seed, device=s.device,
                                        sampling=SamplingConfig(temperature=0), perplexity=bool(s.cmp_ppl))
-        with state.heavy(t) as deadline:
-            result = service.compare(config, load, deadline.watch(lambda f, stage, values: bar.progress(
-                min(1.0, f), text=t(f"progress.compare.{stage}", **values))))
-    except (LlmvizError, MemoryError) as exc:
-        bar.empty()
-        state.explain(t, exc)
+        with queued() as progress:
+            return service.compare(config, load, lambda f, stage, values: progress(
+                f, t(f"progress.compare.{stage}", **values)))
+
+    result = measure.run(t, RESULT_KEY, key_of(s), work, text=t("progress.compare.load", side="A"))
+    if result is None:
         return None
-    bar.empty()
     st.session_state[BANDWIDTH_KEY] = {**st.session_state.get(BANDWIDTH_KEY, {}),
                                        result["device"]: result["bandwidth"]["gb_per_s"]}
-    st.session_state[RESULT_KEY] = (key_of(s), result)
     return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.ui import state
-from llmviz.ui.chrome import report
+from llmviz.ui.errors import report
 from llmviz.ui.settings import SLIDERS, Settings
 
 SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}

@@ -9,6 +9,7 @@ import streamlit as st
 from llmviz.paths import DEMO
 from llmviz.trace.records import trace_from_zip
 from llmviz.ui import state
+from llmviz.ui.errors import report
 from llmviz.ui.markdown import escape
 
 DEMO_PATH = DEMO / "default-run.zip"
@@ -31,8 +32,6 @@ def offer(t, key: str) -> None:
         st.button(t("demo.open"), on_click=_open, key=key, help=t("demo.open_help", steps=DEMO_STEPS))
     error = st.session_state.pop("llmviz_demo_error", None)
     if error is not None:
-        from llmviz.ui.chrome import report
-
         report(t, error)
 
 

@@ -11,9 +11,10 @@ import streamlit as st
 
 from llmviz.paths import APP_PAGES, ICON
 from llmviz.ui import navigation, presenter
-from llmviz.ui.chrome import guarded, sidebar
+from llmviz.ui.chrome import sidebar
 from llmviz.ui.decode_controls import PLAYING
-from llmviz.ui.state import apply_upload_limit, imported
+from llmviz.ui.errors import guarded
+from llmviz.ui.server import apply_upload_limit, imported
 
 # (file in app_pages/, title key, icon, url path; "" is the default page)
 PAGES = (
@@ -44,6 +45,6 @@ def run() -> None:
     if page.url_path != "decode":  # the Decode page's url_path
         st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it
     presenter.frame()  # the presenter view's styles, when on
-    guarded(page.run)  # no traceback reaches the browser
+    guarded(t, page.run)  # no traceback reaches the browser
     presenter.footer(t)
     navigation.finished(page)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.errors import LlmvizError
 from llmviz.trace.config import default_max_seq
-from llmviz.ui import claims_run, latency_sweep, state
+from llmviz.ui import claims_run, latency_sweep, measure, server, state
 from llmviz.ui.markdown import escape
 from llmviz.ui.settings import Settings
 
@@ -22,37 +21,30 @@ def prefill_lengths(context: int, points: int = POINTS) -> list[int]:
     return sorted({round(SHORTEST + i * (longest - SHORTEST) / (points - 1)) for i in range(points)})
 
 
-def measure(t, s: Settings) -> dict | None:
+def run_prefill(t, s: Settings) -> dict | None:
     from llmviz import service
 
-    bar = st.progress(0.0, text=t("curves.progress", tokens="…"))
-    try:
-        lm = state.model(s.model, s.device, s.dtype, **s.load_options())
-        with state.heavy(t) as deadline:
-            result = service.prefill_sweep(lm, prefill_lengths(lm.cfg.max_position_embeddings), REPEATS, s.attn,
-                                           deadline.watch(lambda f, values: bar.progress(
-                                               min(1.0, f), text=t("curves.progress", **values))))
-    except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
-        return None
-    finally:
-        bar.empty()
-    st.session_state[PREFILL_KEY] = (latency_sweep.key_of(s), result)
-    return result
+    def work(queued):
+        lm = server.model(s.model, s.device, s.dtype, **s.load_options())
+        with queued() as progress:
+            return service.prefill_sweep(lm, prefill_lengths(lm.cfg.max_position_embeddings), REPEATS, s.attn,
+                                         lambda f, stage, values: progress(f, t("curves.progress", **values)))
+
+    # the Decode page's sweep's inputs: the same settings time both curves
+    return measure.run(t, PREFILL_KEY, latency_sweep.key_of(s), work, text=t("curves.progress", tokens="…"))
 
 
 def section(t) -> None:
     st.header(t("curves.title"))
     st.markdown(t("curves.intro"))
     s = state.settings()
-    if not state.engine_available():
+    if not server.engine_available():
         return
     latency_sweep.section(t, s)
     st.subheader(t("curves.prefill_title"))
-    kept = st.session_state.get(PREFILL_KEY)
-    result = kept[1] if kept and kept[0] == latency_sweep.key_of(s) else None
+    result = measure.kept(PREFILL_KEY, latency_sweep.key_of(s))
     if st.button(t("curves.prefill_run"), key="curves_prefill_run"):
-        result = measure(t, s) or result
+        result = run_prefill(t, s) or result
     if result is None:
         st.caption(t("curves.prefill_intro", repeats=REPEATS, model=escape(s.model)))
         return

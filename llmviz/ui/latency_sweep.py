@@ -11,9 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.decode_series import MIN_FIT_POINTS, fit_latency
-from llmviz.errors import LlmvizError
 from llmviz.trace.config import default_max_seq
-from llmviz.ui import state
+from llmviz.ui import measure, server
 from llmviz.ui.settings import Settings
 from llmviz.viz import decode as fig
 
@@ -37,35 +36,29 @@ def key_of(s: Settings) -> tuple:
     return s.model, s.device, s.dtype, s.attn, s.engine
 
 
-def measure(t, s: Settings) -> dict | None:
+def run_sweep(t, s: Settings) -> dict | None:
     """Run the sweep with a progress bar (queued in public mode); None and a message when it cannot run."""
     from llmviz import service
 
-    bar = st.progress(0.0, text=t("decode.sweep_progress", what="…"))
-    try:
-        lm = state.model(s.model, s.device, s.dtype, **s.load_options())
+    def work(queued):
+        lm = server.model(s.model, s.device, s.dtype, **s.load_options())
         lengths = lengths_for(default_max_seq(lm.cfg.max_position_embeddings))  # what the sweep's caches hold
-        with state.heavy(t) as deadline:
-            result = service.layout_sweep(
-                lm, lengths, (layout_of(s),), STEPS, REPEATS,
-                deadline.watch(lambda f, what: bar.progress(min(1.0, f), text=t("decode.sweep_progress", what=what))),
-                backend=s.attn, seed=s.seed)
-    except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
-        return None
-    finally:
-        bar.empty()
-    st.session_state[SWEEP_KEY] = (key_of(s), result)
-    return result
+        with queued() as progress:
+            def report(f, stage, values):
+                progress(f, t("decode.sweep_progress", what=values["what"]))
+
+            return service.layout_sweep(lm, lengths, (layout_of(s),), STEPS, REPEATS, report,
+                                        backend=s.attn, seed=s.seed)
+
+    return measure.run(t, SWEEP_KEY, key_of(s), work, text=t("decode.sweep_progress", what="…"))
 
 
 def section(t, s: Settings) -> None:
     """The button, and the kept result for these settings: medians with their range, and the fit."""
     st.subheader(t("decode.sweep_title"))
-    kept = st.session_state.get(SWEEP_KEY)
-    result = kept[1] if kept and kept[0] == key_of(s) else None
+    result = measure.kept(SWEEP_KEY, key_of(s))
     if st.button(t("decode.sweep_run"), key="dec_sweep_run"):
-        result = measure(t, s) or result
+        result = run_sweep(t, s) or result
     if result is None:
         st.caption(t("decode.sweep_intro", steps=STEPS, repeats=REPEATS))
         return

@@ -1,6 +1,7 @@
-"""The KV layouts page's state (C6, C8, C9; claim K3): its own URL settings (kv_*), three live sessions (one
-per layout, same prompts, stepped in lockstep), the controls that step them, and the length sweep's result,
-all kept in this browser session.
+"""The KV layouts page's state (C6, C8, C9; claim K3): its own URL settings (kv_*), live sessions (one per
+layout a run may choose, same prompts, stepped in lockstep), the controls that step them, and the length sweep's
+result, all kept in this browser session. The layouts are read from the table of llmviz/trace/config.py each run,
+so one an extension registers is run and listed too.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from dataclasses import dataclass, fields
 import streamlit as st
 
 from llmviz.errors import LlmvizError
-from llmviz.trace.config import RANDOM_MODELS, EngineConfig, SamplingConfig
-from llmviz.ui import state
-from llmviz.ui.chrome import report
+from llmviz.trace.config import KV_LAYOUTS, RANDOM_MODELS, EngineConfig, SamplingConfig
+from llmviz.ui import measure, server, state
+from llmviz.ui.errors import explain, report
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import (
@@ -31,7 +32,6 @@ from llmviz.ui.settings import (
 )
 
 OPTIONS_KEY, LIVE_KEY, SWEEP_KEY, ERROR_KEY = "llmviz_kv_options", "llmviz_kv_live", "llmviz_kv_sweep", "kv_error"
-LAYOUTS = ("contiguous", "dynamic", "paged")
 RANDOM_GPT2 = RANDOM_MODELS[0]  # the GPT-2-124M shape
 SWEEP_STEPS, SWEEP_BLOCK = 8, 16  # decode steps timed per run; the paged layout's block size in the sweep
 NOISE = 0.05  # a measured ratio within 5% of 1 is no difference
@@ -73,6 +73,17 @@ def sync_url() -> None:
     state.sync_url()
 
 
+def layouts() -> tuple[str, ...]:
+    """The layouts the page runs and sweeps: every one a run may choose, stock or registered, in the table's order."""
+    return tuple(KV_LAYOUTS)
+
+
+def layout_name(t, layout: str) -> str:
+    """A layout's name on the page: the catalog's, or its own for one an extension registered (no message)."""
+    key = f"layouts.name.{layout}"
+    return t(key) if key in t else layout
+
+
 # --- the live runs -------------------------------------------------------------------------------------
 @dataclass
 class Live:
@@ -105,7 +116,7 @@ def prompts_of(s: Settings, o: Options) -> list[str]:
 
 
 def live_key(s: Settings, o: Options) -> tuple:
-    return s.model, s.device, s.dtype, s.attn, s.engine, s.seed, tuple(prompts_of(s, o)), o.bs, o.max
+    return s.model, s.device, s.dtype, s.attn, s.engine, s.seed, tuple(prompts_of(s, o)), layouts(), o.bs, o.max
 
 
 def kept_switches(s: Settings) -> tuple[dict, list[str]]:
@@ -116,14 +127,14 @@ def kept_switches(s: Settings) -> tuple[dict, list[str]]:
 
 
 def engine_config(s: Settings, o: Options, context: int) -> EngineConfig:
-    """Greedy (the three layouts then draw the same tokens), nothing captured: the page reads KV snapshots."""
+    """Greedy (the layouts then draw the same tokens), nothing captured: the page reads KV snapshots."""
     return EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, sampling=SamplingConfig(temperature=0),
                         seed=s.seed, capture="off", logit_lens_top_k=0, max_seq_len=min(context, o.max),
                         kv_block_size=o.bs, **kept_switches(s)[0])
 
 
 def current_live(t, s: Settings, o: Options) -> Live | None:
-    """The three sessions for these settings: reused, or started (prefill, then up to the URL's step).
+    """The sessions for these settings, one per layout: reused, or started (prefill, then up to the URL's step).
     ImportError (no torch) is left to the page."""
     live = st.session_state.get(LIVE_KEY)
     if live is not None and live.key == live_key(s, o):
@@ -133,24 +144,25 @@ def current_live(t, s: Settings, o: Options) -> Live | None:
     try:
         kept, _ = kept_switches(s)
         with st.spinner(t("common.loading", model=escape(s.model))):
-            lm = state.model(s.model, s.device, s.dtype,
-                             **{k: v for k, v in kept.items() if k in s.load_options()})
+            lm = server.model(s.model, s.device, s.dtype,
+                              **{k: v for k, v in kept.items() if k in s.load_options()})
         prompts = prompts_of(s, o)
-        sessions = service.start_layouts(lm, prompts, engine_config(s, o, lm.cfg.max_position_embeddings), LAYOUTS)
+        sessions = service.start_layouts(lm, prompts, engine_config(s, o, lm.cfg.max_position_embeddings),
+                                         layouts())
         service.step_layouts(sessions)  # the prefill
         live = Live(live_key(s, o), sessions, prompts)
         while live.cursor < state.link_steps(t, o.step) and live.can_next:
             advance(live)
     except (LlmvizError, MemoryError) as exc:
         st.session_state.pop(LIVE_KEY, None)
-        state.explain(t, exc)
+        explain(t, exc)
         return None
     st.session_state[LIVE_KEY] = live
     return live
 
 
 def advance(live: Live) -> None:
-    """Show the recorded next step, or compute it on all three sessions."""
+    """Show the recorded next step, or compute it on every session."""
     if live.cursor + 1 >= live.recorded:
         from llmviz import service
 
@@ -223,12 +235,11 @@ def sweep_model(s: Settings, o: Options) -> str:
 
 
 def sweep_key(s: Settings, o: Options) -> tuple:
-    return sweep_model(s, o), s.device, s.dtype, s.attn, o.lengths, o.repeats
+    return sweep_model(s, o), s.device, s.dtype, s.attn, o.lengths, o.repeats, layouts()
 
 
 def shown_sweep(s: Settings, o: Options) -> dict | None:
-    kept = st.session_state.get(SWEEP_KEY)
-    return kept[1] if kept and kept[0] == sweep_key(s, o) else None
+    return measure.kept(SWEEP_KEY, sweep_key(s, o))
 
 
 def _apply_sweep_widgets() -> None:
@@ -254,22 +265,17 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
     """The sweep the settings name, with a progress bar; None (and a message) when it cannot run."""
     from llmviz import service
 
-    bar = st.progress(0.0, text=t("layouts.progress", what="…"))
-    try:
+    def work(queued):
         lengths = parse_lengths(o.lengths)
-        lm = state.model(sweep_model(s, o), s.device, s.dtype)
-        with state.heavy(t) as deadline:
-            result = service.layout_sweep(
-                lm, lengths, LAYOUTS, SWEEP_STEPS, o.repeats,
-                deadline.watch(lambda f, what: bar.progress(min(1.0, f), text=t("layouts.progress", what=what))),
-                block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
-    except (LlmvizError, MemoryError) as exc:
-        bar.empty()
-        state.explain(t, exc)
-        return None
-    bar.empty()
-    st.session_state[SWEEP_KEY] = (sweep_key(s, o), result)
-    return result
+        lm = server.model(sweep_model(s, o), s.device, s.dtype)
+        with queued() as progress:
+            def report(f, stage, values):
+                progress(f, t("layouts.progress", what=values["what"]))
+
+            return service.layout_sweep(lm, lengths, layouts(), SWEEP_STEPS, o.repeats, report,
+                                        block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
+
+    return measure.run(t, SWEEP_KEY, sweep_key(s, o), work, text=t("layouts.progress", what="…"))
 
 
 def verdict(t, result: dict) -> list[str]:

@@ -9,8 +9,7 @@ import streamlit as st
 
 from llmviz.analysis.predict import ELEMENT_BYTES, Shape, block_matrices
 from llmviz.analysis.roofline import DeviceLimits, run_points
-from llmviz.errors import LlmvizError
-from llmviz.ui import state
+from llmviz.ui import measure, server, state
 from llmviz.viz.claims import roofline_figure
 
 LIMITS_KEY = "llmviz_device_limits"
@@ -25,17 +24,15 @@ def layer_bytes(config: dict, dtype: str) -> int:
     return (matrices + small) * ELEMENT_BYTES.get(dtype, 4)
 
 
-def measure(t, device: str, config: dict | None, dtype: str) -> dict | None:
+def run_probes(t, device: str, config: dict | None, dtype: str) -> dict | None:
+    """The device's ceilings, kept whatever run is shown later (the result names its device and probe sizes)."""
     from llmviz import service
 
-    try:
-        with state.heavy(t), st.spinner(t("roofline.measuring")):
-            raw = service.device_limits(device, layer_bytes(config, dtype) if config else 4 * 2**20)
-    except (LlmvizError, MemoryError) as exc:
-        state.explain(t, exc)
-        return None
-    st.session_state[LIMITS_KEY] = raw
-    return raw
+    def work(queued):
+        with queued():  # the probes report no progress: a spinner shows
+            return service.device_limits(device, layer_bytes(config, dtype) if config else 4 * 2**20)
+
+    return measure.run(t, LIMITS_KEY, None, work, spinner=t("roofline.measuring"))
 
 
 def limits_of(raw: dict) -> DeviceLimits:
@@ -49,9 +46,9 @@ def section(t) -> None:
     run = state.held_run()
     card = run.trace.model_card if run is not None else None
     engine = run.trace.engine_config if run is not None else {}
-    if st.button(t("roofline.measure"), disabled=not state.engine_available(), key="roofline_go"):
-        measure(t, state.settings().device, card["config"] if card else None, engine.get("dtype", "fp32"))
-    raw = st.session_state.get(LIMITS_KEY)
+    if st.button(t("roofline.measure"), disabled=not server.engine_available(), key="roofline_go"):
+        run_probes(t, state.settings().device, card["config"] if card else None, engine.get("dtype", "fp32"))
+    raw = measure.kept(LIMITS_KEY)
     if raw is None:
         st.info(t("roofline.none_yet"))
         return

@@ -1,5 +1,5 @@
 """The prediction arithmetic against published parameter counts and hand-computed bytes and FLOPs (C4, C7,
-C19, C21). The engine's own bytes are checked against it in tests/engine/test_lab.py."""
+C19, C21). The engine's own bytes are checked against it in tests/labs/test_lab.py."""
 
 import pytest
 

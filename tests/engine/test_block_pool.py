@@ -5,6 +5,7 @@ import random
 
 import pytest
 import torch
+from kv_invariants import check_block_pool
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.kv.block_pool import BlockPool
@@ -32,6 +33,18 @@ def test_pool_counts_and_reuse():
     assert {pool.allocate() for _ in range(3)} == {0, 1, 2}  # freed blocks come back
     with pytest.raises(KVCacheFullError):
         pool.allocate()
+
+
+def test_the_invariants_catch_a_pool_that_disagrees_with_its_tables():
+    """check_block_pool (tests/support) can fail: a count off by one, a block neither held nor free."""
+    pool = BlockPool(4)
+    a, b = pool.allocate(), pool.allocate()
+    check_block_pool(pool, [[a], [b]])
+    with pytest.raises(AssertionError, match=f"block {a}: count 1, held 2"):
+        check_block_pool(pool, [[a], [a, b]])  # a table shares a block the pool counts once
+    pool.refs[b] = 0  # a count dropped without the block going back
+    with pytest.raises(AssertionError, match=f"block {b}"):
+        check_block_pool(pool, [[a]])
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -64,13 +77,13 @@ def test_random_paged_cache_operations_keep_the_invariants(seed):
         elif live:
             seq = live.pop(rng.randrange(len(live)))
             cache.free(seq)
-        cache.pool.check(cache.tables.values())
+        check_block_pool(cache.pool, cache.tables.values())
         for seq in live:
             assert len(cache.tables[seq]) == -(-cache.length(seq) // 4)  # exactly the blocks its length needs
     for seq in live:
         cache.free(seq)
     assert cache.pool.free_count == cache.num_blocks  # no leak
-    cache.pool.check([])
+    check_block_pool(cache.pool, [])
 
 
 def test_prefix_blocks_are_shared_and_copied_on_write(model_dirs):
@@ -93,13 +106,13 @@ def test_prefix_blocks_are_shared_and_copied_on_write(model_dirs):
         cache.add(1)
         assert cache.share_prefix(1, ids_b) == 8 and cache.tables[1] == cache.tables[0][:2]
         feed(lm.model, cache, [ids_b[8:]], [1])
-    cache.pool.check(cache.tables.values())
+    check_block_pool(cache.pool, cache.tables.values())
     assert cache.shared_blocks == 2
     before = cache.storage[0][:, :, :, cache.tables[0][1]].clone()
     cache.truncate(1, 6)  # into the second shared block
     assert cache.tables[1][0] == cache.tables[0][0] and cache.tables[1][1] != cache.tables[0][1]
     assert torch.equal(cache.storage[0][:, :, :, cache.tables[1][1]], before)  # the copy
-    cache.pool.check(cache.tables.values())
+    check_block_pool(cache.pool, cache.tables.values())
     assert cache.shared_blocks == 1
     with torch.inference_mode():
         feed(lm.model, cache, [[77, 78]], [1])  # writes into the copy only

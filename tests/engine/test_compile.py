@@ -30,6 +30,8 @@ def test_compiled_decode_equals_eager():
         assert np.abs(a.logits - b.logits).max() <= 1e-4
     spans = [list(s.timings["spans_ms"]) for s in compiled.steps]
     assert "compile + forward" in spans[1] and all("forward (compiled)" in s for s in spans[2:])
+    states = [s.timings.get("compile") for s in compiled.steps]  # the field the lab reads, not the span labels
+    assert states[0] is None and states[1] == "compiled now" and set(states[2:]) == {"reused"}
     first = compiled.steps[1].timings["total_ms"]
     steady = sorted(s.timings["total_ms"] for s in compiled.steps[2:])[7]
     assert first > 20 * steady  # the compile time shows in the first call only

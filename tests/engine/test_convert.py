@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from parity import TOL, run_parity
 from safetensors.numpy import load_file, save_file
-from test_parity import TOL, run_parity
 
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session

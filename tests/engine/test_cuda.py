@@ -3,7 +3,7 @@ GPU, the flash kernel, padded batches, and KV bytes against the CUDA allocator (
 
 import pytest
 import torch
-from test_parity import HALF_TOL, TOL, teacher_forced
+from parity import HALF_TOL, TOL, teacher_forced
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import ASSETS, EMBEDDED_MODEL, load_model

@@ -5,13 +5,14 @@ import math
 
 import pytest
 import torch
+from kv_invariants import check_block_pool
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import feed
 from llmviz.engine.session import Session
 from llmviz.engine.step_batch import build_step
-from llmviz.errors import KVCacheFullError, KVOverflowError
+from llmviz.errors import KVCacheFullError, KVOverflowError, TraceFormatError
 from llmviz.trace.config import KV_DTYPES, KV_LAYOUTS, EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
@@ -165,4 +166,35 @@ def test_a_full_block_pool_is_a_typed_error_and_leaves_nothing_behind(tiny):
     with pytest.raises(KVCacheFullError, match="pool is full"):
         cache.reserve(step)  # 2 + 2 blocks needed, 3 in the pool
     assert cache.pool.free_count == 3 and cache.length(0) == cache.length(1) == 0
-    cache.pool.check(cache.tables.values())
+    check_block_pool(cache.pool, cache.tables.values())
+
+
+def test_the_ring_records_its_own_name_and_an_old_trace_of_one_still_loads(tiny, tmp_path):
+    """Contiguous with a window shorter than max_seq is built as the ring, and its snapshots say "ring"; a trace
+    of schema 2 or 3 recorded before, whose ring said "contiguous" (with "ring": true), still loads."""
+    import json
+
+    from llmviz.trace.records import load_trace
+
+    cfg = EngineConfig(sampling=GREEDY, sliding_window=4, max_seq_len=32, stop_at_eos=False)
+    session = Session(tiny, PROMPTS[1], cfg)
+    trace = session.generate(3)
+    assert type(session.cache).layout == "ring" and session.cache.slots == 4
+    assert {s.kv["layout"] for s in trace.steps} == {"ring"} and trace.steps[-1].kv["slots_per_row"] == 4
+    assert trace.steps[-1].kv["bytes_allocated"] == 4 * per_token_bytes(tiny.cfg, 4)  # 4 slots, not 32
+    assert [s.kv for s in load_trace(trace.save(tmp_path / "new")).steps] == [s.kv for s in trace.steps]
+    doc = json.loads((tmp_path / "new" / "trace.json").read_text())
+    for schema in (2, 3):
+        doc["schema_version"] = schema
+        for entry in doc["steps"]:
+            entry["kv"] = {**entry["kv"], "layout": "contiguous", "ring": True}
+        old = tmp_path / f"schema{schema}"
+        old.mkdir()
+        (old / "trace.json").write_text(json.dumps(doc))
+        (old / "arrays.npz").write_bytes((tmp_path / "new" / "arrays.npz").read_bytes())
+        back = load_trace(old)
+        assert [s.kv["layout"] for s in back.steps] == ["contiguous"] * 3 and back.output_ids == trace.output_ids
+    doc["steps"][1]["kv"]["layout"] = "circular"
+    (old / "trace.json").write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match=r"steps\[1\]\.kv\.layout must be one of .*'paged', 'ring'"):
+        load_trace(old)

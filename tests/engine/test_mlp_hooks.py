@@ -5,7 +5,7 @@ prefill; and the residual bookkeeping the Layer view draws holds: resid = input 
 import numpy as np
 import pytest
 import torch
-from test_parity import oracle
+from parity import oracle
 
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session

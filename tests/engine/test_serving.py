@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+from kv_invariants import check_block_pool
 
 from llmviz.analysis.serving import metrics
 from llmviz.engine.loading.model import load_model
@@ -61,7 +62,7 @@ def test_block_pool_stays_consistent_at_every_step(lm, seed):
     scheduler = ContinuousScheduler(lm, trace, config)
     while not scheduler.finished:
         record = scheduler.step()
-        scheduler.cache.pool.check(scheduler.cache.tables.values())
+        check_block_pool(scheduler.cache.pool, scheduler.cache.tables.values())
         assert record.blocks_used == sum(len(t) for t in scheduler.cache.tables.values())
         assert len({row[1] for row in record.rows}) == len(record.rows)  # one request per slot
         assert sum(row[2] for row in record.rows) <= config.token_budget
@@ -218,7 +219,7 @@ def test_pool_stays_consistent_with_sharing_and_preemption(lm, seed):
                                                            prefix_sharing=True))
     while not scheduler.finished:
         scheduler.step()
-        scheduler.cache.pool.check(scheduler.cache.tables.values())  # ref counts equal the tables holding a block
+        check_block_pool(scheduler.cache.pool, scheduler.cache.tables.values())  # refs = tables holding a block
     assert scheduler.cache.pool.free_count == scheduler.cache.pool.num_blocks
     assert any(rec.preempted for rec in scheduler.records)
     assert scheduler.result()["outputs"] == ContinuousScheduler(lm, trace, ServeConfig(slots=4, token_budget=12,

@@ -3,7 +3,7 @@ slots that keeps memory flat, against transformers' Mistral (which keeps only th
 
 import pytest
 import torch
-from test_parity import TOL, run_parity
+from parity import TOL, run_parity
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import load_model

@@ -8,6 +8,7 @@ import re
 import string
 
 import pytest
+from catalog_scan import english_fragments, leaks
 from streamlit.testing.v1 import AppTest
 from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, declared_pages, page_file, rendered_text
 
@@ -62,35 +63,6 @@ def test_chinese_messages_are_chinese():
     untranslated = [key for key in en if zh[key] != en[key] and not CJK.search(zh[key])
                     and re.search(r"[A-Za-z]{4,}", literal(zh[key]))]
     assert untranslated == []
-
-
-def english_fragments() -> dict[str, str]:
-    """{fragment: key}: the literal English pieces (between placeholders) that must not show in Chinese.
-
-    Pieces of 3 characters or less, pieces without letters, and pieces that the Chinese catalog itself uses
-    (shared terms such as "RoPE", "top-k", "head_dim") are left out.
-    """
-    en, zh = catalog("en"), catalog("zh")
-    zh_text = "\n".join(zh.values())
-    out = {}
-    for key, value in en.items():
-        if value == zh[key]:
-            continue
-        for literal, *_ in string.Formatter().parse(value):
-            for piece in re.split(r"\*\*|`|\n", literal):
-                piece = piece.strip(" \t.,:;()[]!?*-–—=×/")
-                if len(piece) > 3 and re.search(r"[A-Za-z]{2,}", piece) and piece not in zh_text:
-                    out.setdefault(piece, key)
-    return out
-
-
-def leaks(texts: list[str], fragments: dict[str, str]) -> dict[str, str]:
-    joined = "\n".join(texts)
-    found = {}
-    for piece, key in fragments.items():
-        if re.search(r"(?<![A-Za-z0-9_])" + re.escape(piece) + r"(?![A-Za-z0-9_])", joined):
-            found[piece] = key
-    return found
 
 
 def test_the_leak_check_catches_english():

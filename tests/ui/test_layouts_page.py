@@ -163,7 +163,7 @@ def test_homes_storage_switches_apply_and_the_layout_switch_is_left_out(app_mode
 
 
 def test_the_page_in_chinese_shows_no_english(app_model):
-    from test_catalogs import english_fragments, leaks
+    from catalog_scan import english_fragments, leaks
 
     at = open_layouts(app_model, lang="zh", kv_model="home", kv_lengths="8, 16", kv_repeats=1)
     click(at, "下一步 ▶")

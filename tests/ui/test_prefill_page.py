@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_tokens_page import charts, engine_prefill, metrics, open_page, plotly_array
+from page_probes import charts, engine_prefill, metrics, open_page, open_replay
+from plotly_data import array
 from ui_helpers import EMBEDDED_WEIGHTS, shown
 
 from llmviz.ui.markdown import escape
@@ -52,7 +53,7 @@ def test_kv_bytes_are_the_engines(model_dirs):
     assert article.loc["tokens", here] == str(n)
     assert article.loc["per layer", here].startswith(f"{per_layer:,} B")
     bars = charts(at)["KV cache bytes after prefill"]["data"][0]
-    assert list(plotly_array(bars["x"])) == [kv["bytes_used"]] * 3 + [kv["bytes_allocated"]]
+    assert list(array(bars["x"])) == [kv["bytes_used"]] * 3 + [kv["bytes_allocated"]]
 
 
 def test_chosen_head_shows_its_recorded_scores_and_probs(model_dirs):
@@ -64,10 +65,10 @@ def test_chosen_head_shows_its_recorded_scores_and_probs(model_dirs):
     assert not at.exception
     figs = charts(at)
     recorded = step.hook("layers.1.scores").array[0, 3]  # [n, n]
-    shown = plotly_array(figs["Scores QKᵀ/√d_k, layer 1, head 3"]["data"][0]["z"]).astype(float)
+    shown = array(figs["Scores QKᵀ/√d_k, layer 1, head 3"]["data"][0]["z"]).astype(float)
     assert np.array_equal(np.isnan(shown), np.isneginf(recorded))  # masked entries drawn as masked
     assert np.allclose(shown[~np.isnan(shown)], recorded[np.isfinite(recorded)], atol=1e-5)
-    probs = plotly_array(figs["Softmax probabilities, layer 1, head 3"]["data"][0]["z"])
+    probs = array(figs["Softmax probabilities, layer 1, head 3"]["data"][0]["z"])
     want = step.hook("layers.1.probs").array[0, 3]
     hidden = np.isneginf(recorded)  # masked in the scores: 0 after softmax, drawn grey (issue 10), not white
     assert np.array_equal(np.isnan(probs), hidden) and np.all(want[hidden] == 0)
@@ -75,7 +76,7 @@ def test_chosen_head_shows_its_recorded_scores_and_probs(model_dirs):
     assert np.allclose(np.nan_to_num(probs).sum(axis=1), 1.0, atol=1e-5)
     grid = figs[f"Attention maps: {lm.cfg.num_layers} layers × {lm.cfg.num_heads} heads"]
     s = min(step.input_ids.shape[1], 24)  # each map is pooled to at most 24 x 24
-    assert plotly_array(grid["data"][0]["z"]).shape == (2 * (s + 1) - 1, 4 * (s + 1) - 1)
+    assert array(grid["data"][0]["z"]).shape == (2 * (s + 1) - 1, 4 * (s + 1) - 1)
     box = grid["layout"]["shapes"][0]  # the outline sits on layer 1 (rows s+1..), head 3 (columns 3(s+1)..)
     assert box["y0"] < s + 1 < box["y1"] and box["x0"] < 3 * (s + 1) < box["x1"]
     # qwen2 here is GQA 4 heads / 2 KV heads: query head 3 reads K/V head 1
@@ -103,7 +104,7 @@ def test_prefill_time_per_layer_with_the_capture_caveat(model_dirs):
     bars = charts(at)[title]["data"][0]
     assert bars["x"] == ["positions, masks, cache slots", "embedding", "layer 0", "layer 1", "KV write",
                          "output head", "sampling"]
-    assert np.allclose(plotly_array(bars["y"]), list(spans.values()))
+    assert np.allclose(array(bars["y"]), list(spans.values()))
     assert any("capture level full" in c.value for c in at.caption)
 
 
@@ -126,8 +127,6 @@ def test_the_embedded_model(model_dirs):
 
 
 def test_a_trace_without_tensors_says_so_and_keeps_its_timings(model_dirs):
-    from test_tokens_page import open_replay
-
     from llmviz.engine.loading.model import load_model
     from llmviz.engine.session import Session
     from llmviz.trace.config import EngineConfig

@@ -2,53 +2,16 @@
 
 from __future__ import annotations
 
-import base64
-import json
-
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
-from ui_helpers import APP, EMBEDDED_WEIGHTS, open_app
+from page_probes import charts, engine_prefill, metrics, open_page, open_replay
+from plotly_data import array
+from ui_helpers import EMBEDDED_WEIGHTS
 
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
-from llmviz.ui.settings import Settings
 
 JINAN = "济南的冬天"
-
-
-def open_page(model, prompt: str, page: str = "app_pages/tokens.py", **params) -> AppTest:
-    at = open_app(page, model=model, prompt=prompt, **params)
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
-def plotly_array(node) -> np.ndarray:
-    """A plotly JSON array: a list, or {"dtype", "bdata" (base64), "shape"} as plotly sends numpy arrays."""
-    if isinstance(node, dict) and "bdata" in node:
-        flat = np.frombuffer(base64.b64decode(node["bdata"]), dtype=np.dtype(node["dtype"]))
-        shape = node.get("shape")
-        if isinstance(shape, str):
-            shape = [int(s) for s in shape.split(",")]
-        return flat.reshape(shape) if shape else flat
-    return np.asarray(node, dtype=float)
-
-
-def charts(at) -> dict[str, dict]:
-    """{title: spec} of every plotly chart on the page."""
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return {s["layout"]["title"]["text"]: s for s in specs}
-
-
-def engine_prefill(model, prompt: str):
-    """The same run the page made, made here with the engine itself."""
-    settings = Settings(model=str(model), prompt=prompt)
-    lm = load_model(str(model), device=settings.device, dtype=settings.dtype)
-    return lm, Session(lm, prompt, settings.engine_config(lm.cfg.max_position_embeddings)).step()
-
-
-def metrics(at) -> dict:
-    return {m.label: m.value for m in at.metric}
 
 
 @pytest.mark.parametrize("prompt", ["The list", "The quick brown fox jumps over the lazy dog. Return the list"])
@@ -87,20 +50,20 @@ def test_embedding_and_position_figures_hold_the_recorded_tensors(model_dirs, ki
     at = open_page(model_dirs[kind], prompt)
     n, d = step.input_ids.shape[1], lm.cfg.hidden_size
     figs = charts(at)
-    z = plotly_array(figs[f"Embedding matrix of the prompt [{n}, {d}]"]["data"][0]["z"])
+    z = array(figs[f"Embedding matrix of the prompt [{n}, {d}]"]["data"][0]["z"])
     assert z.shape == (n, d) and np.allclose(z, step.hook("embed").array[0], atol=1e-6)
     pca = figs["Token vectors projected onto 2 dimensions (PCA)"]["data"][0]
-    assert len(plotly_array(pca["x"])) == n
+    assert len(array(pca["x"])) == n
     pos = step.hook("pos").array[0]
     if kind == "gpt2":  # learned absolute positions: the table rows [n, d]
-        z = plotly_array(figs[f"Learned position vectors of the prompt [{n}, {d}]"]["data"][0]["z"])
+        z = array(figs[f"Learned position vectors of the prompt [{n}, {d}]"]["data"][0]["z"])
         assert z.shape == (n, d) and np.allclose(z, pos, atol=1e-6)
         assert any("learned absolute positions" in m.value for m in at.markdown)
     else:  # RoPE: the rotation angle of each position and dimension pair [n, hd/2]
         pairs = lm.cfg.head_dim // 2
         heat = figs[f"RoPE rotation angles [{n} positions, {pairs} dimension pairs]"]["data"][0]
-        assert np.allclose(plotly_array(heat["customdata"]), pos, atol=1e-6)
-        assert plotly_array(heat["z"]).shape == (n, pairs)
+        assert np.allclose(array(heat["customdata"]), pos, atol=1e-6)
+        assert array(heat["z"]).shape == (n, pairs)
         rates = next(c.value for c in at.caption if c.value.startswith("Read from the recorded angles"))
         assert "pair 0 turns 1 radian per token" in rates  # θ^0 = 1 radian: said in the singular
 
@@ -117,18 +80,6 @@ def test_the_embedded_model_spells_jinan_in_bytes():
     _, step = engine_prefill("llmviz-tiny", JINAN)
     assert metrics(at)["Tokens"] == str(step.input_ids.shape[1])
     assert list(at.dataframe[1].value["characters"]) == list(JINAN)
-
-
-def open_replay(trace, page: str) -> AppTest:
-    """A page showing a replayed trace (no model: the run is put in the session as the Trace page does)."""
-    from llmviz.ui.state import Run
-
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state["llmviz_run"] = Run(None, trace, None, 0)
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
 
 
 def test_a_trace_without_tensors_still_shows_its_tokens(model_dirs):

@@ -1,7 +1,14 @@
-"""KV caches: one interface (base.py), three layouts, five storage dtypes (C4, C6, C8, C9, C11).
+"""KV caches: one interface (base.py), four layouts, five storage dtypes (C4, C6, C8, C9, C11, C20).
 
-`make_kv_cache` is the one way in: the layout and dtype names are looked up in their registries, so an
-unknown name is a ConfigError listing the choices.
+`make_kv_cache` is the one way in. The layout a run chooses (contiguous, dynamic, paged) is checked against
+the torch-free table of llmviz/trace/config.py, `stored_layout` there says what it is built as (contiguous with
+a sliding window shorter than max_seq is the ring, never chosen by name), and that name's class is looked up
+here: an unknown name is an UnknownNameError listing the choices.
+
+A new layout is one call, `register_kv_layout(name, cls, slots=rule)`: a KVCache subclass whose `layout` is
+`name`, and the slot rule that prices it (llmviz/analysis/predict.layer_slots; without one, pricing it is an
+UnknownNameError). Its name is then a choice everywhere (EngineConfig, switch specs, the CLI, the trace checker,
+the KV-layouts page). Registration happens at import, or in a test whose fixture calls `unregister_kv_layout`.
 """
 
 from __future__ import annotations
@@ -15,14 +22,30 @@ from llmviz.engine.kv.dynamic import DynamicKVCache
 from llmviz.engine.kv.paged import PagedKVCache
 from llmviz.engine.kv.ring import RingKVCache
 from llmviz.engine.registry import Registry
-from llmviz.trace.config import KV_LAYOUTS
+from llmviz.errors import ConfigError
+from llmviz.trace.config import KV_LAYOUTS, SlotRule, stored_layout
 from llmviz.trace.model_config import ModelConfig
 
-KV_LAYOUT_CLASSES: Registry = Registry("kv_layout", KV_LAYOUTS)
-for _cls in (ContiguousKVCache, DynamicKVCache, PagedKVCache):
+KV_LAYOUT_CLASSES: Registry[type[KVCache]] = Registry("kv_layout", KV_LAYOUTS)
+for _cls in (ContiguousKVCache, DynamicKVCache, PagedKVCache, RingKVCache):
     KV_LAYOUT_CLASSES.add(_cls.layout, _cls)
 
-__all__ = ["KV_CODECS", "KV_LAYOUT_CLASSES", "KVCache", "make_kv_cache"]
+__all__ = ["KV_CODECS", "KV_LAYOUT_CLASSES", "KVCache", "make_kv_cache", "register_kv_layout",
+           "unregister_kv_layout"]
+
+
+def register_kv_layout(name: str, cls: type[KVCache], *, slots: SlotRule | None = None) -> type[KVCache]:
+    """Make `cls` the layout `name` (a choice of kv_layout from now on); `slots(held, max_seq, window, block)`
+    prices it (llmviz.trace.config.SlotRule)."""
+    if not (isinstance(cls, type) and issubclass(cls, KVCache)) or cls.layout != name:
+        raise ConfigError(f"a KV layout is a KVCache subclass whose `layout` is its name {name!r} (its snapshots "
+                          f"record that name), got {cls!r}")
+    return KV_LAYOUT_CLASSES.declare(name, cls, slots=slots)
+
+
+def unregister_kv_layout(name: str) -> None:
+    """Undo register_kv_layout (a test's fixture); the stock layouts stay."""
+    KV_LAYOUT_CLASSES.remove(name)
 
 
 def make_kv_cache(layout: str, cfg: ModelConfig, max_seq: int, *, capacity: int = 1, kv_dtype: str = "auto",
@@ -31,12 +54,11 @@ def make_kv_cache(layout: str, cfg: ModelConfig, max_seq: int, *, capacity: int 
                   rollback: int = 0) -> KVCache:
     """A cache for up to `capacity` sequences of up to `max_seq` tokens each.
 
-    With a sliding `window`, the contiguous layout becomes a ring buffer of window + rollback slots per
-    sequence (memory stays flat however long it runs); the other layouts keep every token (the mask alone
-    applies the window) and say so in their snapshot.
-    """
-    cls = KV_LAYOUT_CLASSES.get(layout)
+    With a sliding `window`, contiguous is built as the ring of window + rollback slots per sequence (memory
+    stays flat however long it runs; llmviz.trace.config.stored_layout); the other layouts keep every token
+    (the mask alone applies the window) and say so in their snapshot. Every class takes every option and uses
+    those it needs."""
+    cls = KV_LAYOUT_CLASSES.get(stored_layout(layout, max_seq, window, rollback))
     codec = codec_for(kv_dtype, model_dtype)
-    if window and layout == "contiguous" and window + rollback < max_seq:
-        return RingKVCache(cfg, max_seq, capacity, codec, torch.device(device), window=window, rollback=rollback)
-    return cls(cfg, max_seq, capacity, codec, torch.device(device), block_size=block_size, pool_blocks=pool_blocks)
+    return cls(cfg, max_seq, capacity, codec, torch.device(device), block_size=block_size, pool_blocks=pool_blocks,
+               window=window, rollback=rollback)

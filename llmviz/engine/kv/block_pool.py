@@ -25,6 +25,11 @@ class BlockPool:
         return len(self._free)
 
     @property
+    def free_blocks(self) -> tuple[int, ...]:
+        """The free list, in the order it hands blocks out."""
+        return tuple(self._free)
+
+    @property
     def used_count(self) -> int:
         return self.num_blocks - len(self._free)
 
@@ -49,17 +54,3 @@ class BlockPool:
         self.refs[block] -= 1
         if self.refs[block] == 0:
             self._free.append(block)
-
-    def check(self, tables) -> None:
-        """Invariants, for tests: every count equals the number of tables holding the block, and a block
-        is free exactly when its count is 0 (listed once)."""
-        held = [0] * self.num_blocks
-        for table in tables:
-            for block in table:
-                held[block] += 1
-        free = list(self._free)
-        assert len(free) == len(set(free)), "a block is on the free list twice"
-        for block in range(self.num_blocks):
-            assert self.refs[block] >= 0, f"block {block} has a negative count"
-            assert self.refs[block] == held[block], f"block {block}: count {self.refs[block]}, held {held[block]}"
-            assert (block in self._free) == (self.refs[block] == 0), f"block {block}: free list and count disagree"

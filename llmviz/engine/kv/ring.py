@@ -1,6 +1,7 @@
-"""Ring-buffer layout: the contiguous layout for a sliding window, with window + rollback slots per row
+"""Ring-buffer layout ("ring"): the contiguous layout for a sliding window, with window + rollback slots per row
 (C20). Position p lives in slot p % slots; the oldest positions are overwritten, so memory stays flat
-however long a sequence runs.
+however long a sequence runs. A run never names it: kv_layout contiguous with a window shorter than max_seq is
+built as a ring (llmviz.trace.config.stored_layout), and its snapshots say "ring" (older traces: "contiguous").
 
 A step attends over the positions the ring still holds before it ([start - slots, start)), gathered in
 position order, followed by the step's own new keys, so a long prefill never reads a slot that a later
@@ -32,9 +33,11 @@ class RingAddress:
 
 
 class RingKVCache(ContiguousKVCache):
-    layout = "contiguous"
+    layout = "ring"
 
-    def __init__(self, cfg, max_seq, capacity, codec, device, window: int, rollback: int = 0, **_):
+    def __init__(self, cfg, max_seq, capacity, codec, device, window: int | None = None, rollback: int = 0, **_):
+        if not window:
+            raise ConfigError("the ring buffer keeps a sliding window's keys: it needs a window of at least 1 token")
         self.window, self.rollback = window, rollback
         self._slot_pos: dict[int, list[int]] = {}  # per sequence: the position each slot holds (-1: none)
         super().__init__(cfg, max_seq, capacity, codec, device, slots=min(max_seq, window + rollback))
@@ -119,5 +122,5 @@ class RingKVCache(ContiguousKVCache):
                    for s, n in self._lengths.items())
 
     def _snapshot_extra(self) -> dict:
-        return {**super()._snapshot_extra(), "ring": True, "window": self.window, "rollback": self.rollback,
+        return {**super()._snapshot_extra(), "window": self.window, "rollback": self.rollback,
                 "slots_per_row": self.slots}

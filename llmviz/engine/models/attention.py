@@ -6,7 +6,9 @@ sdpa:  torch's scaled_dot_product_attention, which picks flash / memory-efficien
 flash: pinned to PyTorch's flash-attention kernel (CPU: any float dtype, masks allowed; CUDA: fp16/bf16,
        causal or no mask). It calls the kernel's own op rather than `sdpa_kernel(...)`, because that
        context manager flips process-wide flags, and Streamlit sessions are threads of one process.
-Backends are looked up by name in ATTENTION_BACKENDS; each is one function of the same signature.
+Backends are looked up by name in ATTENTION_BACKENDS; each is one function of the same signature. A new one is
+one call, `register_attention_backend(name, fn)`: its name is then a choice everywhere (EngineConfig, switch
+specs, the CLI, Home's choices); `unregister_attention_backend` undoes a test's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,20 @@ from llmviz.trace.hooks import LayerHookNames
 from llmviz.trace.model_config import ModelConfig
 
 ATTENTION_BACKENDS: Registry = Registry("attn_backend", ATTN_BACKENDS)
+
+
+def register_attention_backend(name: str, fn):
+    """`fn(q, keys, values, mask, scale, names, ctx)` -> [b, h, n, hd] becomes the backend `name` (as eager below:
+    q [b, h, n, hd], keys/values [b, kv, n_k, hd], mask a StepMask whose bool mask is None when every key is
+    visible); at import or in a test's fixture, never per session."""
+    if not callable(fn):
+        raise ConfigError(f"an attention backend is a function, got {fn!r}")
+    return ATTENTION_BACKENDS.declare(name, fn)
+
+
+def unregister_attention_backend(name: str) -> None:
+    """Undo register_attention_backend; the stock backends stay."""
+    ATTENTION_BACKENDS.remove(name)
 
 
 @ATTENTION_BACKENDS.register("eager")

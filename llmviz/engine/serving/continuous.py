@@ -34,6 +34,7 @@ from llmviz.engine.sequence import Sequence
 from llmviz.engine.serving.requests import Request, RequestTrace
 from llmviz.errors import ConfigError
 from llmviz.trace.config import default_max_seq
+from llmviz.trace.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,7 @@ class ContinuousScheduler:
         self.records.append(record)
         return record
 
-    def run(self, progress=None, max_steps: int = 100_000) -> dict:
+    def run(self, progress: Progress | None = None, max_steps: int = 100_000) -> dict:
         """Steps until every request is done; returns the outputs and the per-step records."""
         total = sum(r.output_len for r in self.trace.requests)
         while not self.finished:

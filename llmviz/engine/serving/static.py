@@ -18,9 +18,11 @@ from llmviz.engine.serving.requests import RequestTrace
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 from llmviz.trace.config import EngineConfig
+from llmviz.trace.progress import Progress
 
 
-def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None, progress=None) -> dict:
+def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None,
+               progress: Progress | None = None) -> dict:
     config = config or ServeConfig()
     trace.check_vocab(lm.cfg.vocab_size)
     for r in trace.requests:
@@ -72,7 +74,8 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
             "arrival_steps": {r.id: r.arrival_step for r in trace.requests}}
 
 
-def serve(lm: LoadedModel, requests: RequestTrace, scheduler: str, config: ServeConfig, progress=None) -> dict:
+def serve(lm: LoadedModel, requests: RequestTrace, scheduler: str, config: ServeConfig,
+          progress: Progress | None = None) -> dict:
     """A request trace through static or continuous batching: the one entry the app, the CLI and the claims use."""
     from llmviz.engine.serving.continuous import ContinuousScheduler
 

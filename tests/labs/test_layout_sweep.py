@@ -96,10 +96,14 @@ def test_a_filled_cache_reads_the_same_in_every_layout(gqa):
 
 def test_a_small_sweep(gqa):
     seen = []
-    r = layout_sweep(gqa, [5, 40], steps=2, repeats=2, warmup_steps=1, progress=lambda f, what: seen.append(f))
+    r = layout_sweep(gqa, [5, 40], steps=2, repeats=2, warmup_steps=1,
+                     progress=lambda f, stage, values: seen.append((f, stage, values)))
     assert r["lengths"] == [5, 40] and r["layouts"] == ["contiguous", "dynamic", "paged"]
     assert r["max_seq"] == 1024 and r["context"] == 1024 and r["steps"] == 2 and r["repeats"] == 2
-    assert seen[-1] == 1.0 and seen == sorted(seen)
+    fractions = [f for f, _, _ in seen]  # the one report shape (trace/progress.py): fraction, stage, values
+    assert fractions[-1] == 1.0 and fractions == sorted(fractions) and seen[-1][1] == "done"
+    rounds = [(v["tokens"], v["layout"]) for _, stage, v in seen if stage == "round"]
+    assert len(rounds) == 2 * 2 * 3 and set(rounds) == {(n, x) for n in (5, 40) for x in r["layouts"]}
     for layout in r["layouts"]:
         v = r["ms_per_token"][layout]
         assert all(len(a) == 2 for a in v["all"])

@@ -1,0 +1,121 @@
+"""The one way a page runs a measurement and keeps its result (issue 20): a comparison, a sweep, a serving
+simulation, the claims, the device's ceilings.
+
+    def work(queued):
+        lm = server.model(...)                      # before the queue: loading is not measuring
+        with queued() as progress:                  # the queue slot; progress(fraction, text) moves the bar
+            return service.layout_sweep(..., lambda f, stage, values: progress(f, t("...", **values)))
+
+    result = measure.run(t, SWEEP_KEY, key_of(s), work, text=t("decode.sweep_progress", what="…"))
+    ...
+    result = measure.kept(SWEEP_KEY, key_of(s))     # on the next draw: the result these inputs produced
+
+`run` shows a progress bar (or a spinner), catches a typed error, running out of memory and a public server's
+refusals (ServerBusyError, TimeLimitError) into a message in the session's language (errors.explain), and keeps
+the result in the session under `store` beside the inputs that produced it. A measurement that fails keeps
+nothing and leaves the result kept before it. The queue slot is always freed, whatever the measurement raised.
+
+Every measurement reports progress in one shape, `progress(fraction, stage, values)` (llmviz/trace/progress.py);
+the bar takes `(fraction, text)`: each caller turns a report into the bar's text in the session's language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, TypeVar
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from llmviz.errors import LlmvizError
+from llmviz.i18n.translator import Translator
+from llmviz.ui import server
+from llmviz.ui.errors import explain
+from llmviz.ui.public import Deadline
+
+T = TypeVar("T")
+Progress = Callable[[float, str | None], None]  # (fraction done, 0..1; the bar's text now, or None to keep it)
+Queued = Callable[[], AbstractContextManager[Progress]]
+
+
+def session_id() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-session"
+
+
+@contextmanager
+def slot(t: Translator) -> Iterator[Deadline]:
+    """A heavy measurement's turn: in public mode it waits in the server's queue (the place shown) or raises
+    ServerBusyError; in the local tool it runs at once. It yields the measurement's Deadline: pass its progress
+    callback through `deadline.watch(...)`, so that on a public server a measurement past LLMVIZ_HEAVY_LIMIT_S
+    stops (TimeLimitError) at its next report and frees the slot."""
+    p = server.policy()
+    if not p.heavy_slots:
+        yield Deadline.after(p.heavy_limit_s)
+        return
+    note = st.empty()
+    try:
+        with server.heavy_gate(p.heavy_slots).slot(session_id(), p.heavy_wait_s,
+                                                   lambda ahead: note.info(t("public.waiting", ahead=ahead))):
+            note.empty()
+            yield Deadline.after(p.heavy_limit_s)  # counted from the slot granted: waiting is not running
+    finally:
+        note.empty()
+
+
+class _Bar:
+    """The progress bar of one measurement (or nothing, behind a spinner): fractions clamped to 0..1."""
+
+    def __init__(self, text: str | None, shown: bool):
+        self.text = text
+        self.element = st.progress(0.0, text=text) if shown else None
+
+    def report(self, fraction: float, text: str | None = None) -> None:
+        self.text = self.text if text is None else text
+        if self.element is not None:
+            self.element.progress(min(1.0, max(0.0, float(fraction))), text=self.text)
+
+    def close(self) -> None:
+        if self.element is not None:
+            self.element.empty()
+
+
+def run(t: Translator, store: str, inputs: Hashable | None, work: Callable[[Queued], T], *, text: str | None = None,
+        spinner: str | None = None) -> T | None:
+    """Run `work` (see the module's docstring) with a progress bar starting at `text`, or with `spinner`'s text
+    and no bar (a measurement that reports no progress). The result, kept under `store` for `inputs`; None
+    after a message."""
+    bar = _Bar(text, shown=spinner is None)
+
+    @contextmanager
+    def queued() -> Iterator[Progress]:
+        with slot(t) as deadline:
+            yield deadline.watch(bar.report)
+
+    try:
+        with st.spinner(spinner) if spinner is not None else nullcontext():
+            result = work(queued)
+        bar.report(1.0)  # done: the bar full, whatever the last report said
+    except (LlmvizError, MemoryError) as exc:
+        explain(t, exc)
+        return None
+    finally:
+        bar.close()
+    keep(store, inputs, result)
+    return result
+
+
+def keep(store: str, inputs: Hashable | None, result: Any) -> None:
+    """Keep `result` under `store` as (inputs, result). Inputs None: a result shown whatever the settings are
+    now (the claims report, the device's ceilings: each says itself what it measured), kept alone."""
+    st.session_state[store] = result if inputs is None else (inputs, result)
+
+
+def kept(store: str, inputs: Hashable | None = None) -> Any | None:
+    """The result kept under `store` when these inputs produced it (inputs None: whatever is kept there); None
+    when none is, or when other inputs produced it."""
+    value = st.session_state.get(store)
+    if inputs is None:
+        return value
+    return value[1] if isinstance(value, tuple) and len(value) == 2 and value[0] == inputs else None

@@ -1,0 +1,13 @@
+"""The model types a trace may name are declared once in the contract (trace/model_config.py, torch-free) and
+implemented by exactly the engine's families (engine/models/): the two lists cannot drift apart."""
+
+from llmviz.engine.models import FAMILIES, gpt2, llama
+from llmviz.trace.check import CARD
+from llmviz.trace.model_config import SUPPORTED_MODEL_TYPES
+
+
+def test_the_declared_model_types_are_the_families_the_engine_implements():
+    assert tuple(FAMILIES) == SUPPORTED_MODEL_TYPES
+    assert set(llama.MODEL_TYPES) | set(gpt2.MODEL_TYPES) == set(SUPPORTED_MODEL_TYPES)
+    ok, _ = CARD["family"]  # a replayed trace's card is checked against the same names
+    assert all(ok(t) for t in SUPPORTED_MODEL_TYPES) and not ok("bert")

@@ -157,7 +157,7 @@ PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)
 CAPTURE_LEVELS = ("off", "meta", "full")
 EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything work offline
 EMBEDDED_DRAFT = "llmviz-tiny-draft"  # its 2-layer draft for speculative decoding (C16), also in assets/
-# Built-in models whose weights are drawn at load (engine/random_weights.py): shapes to measure on, no download
+# Built-in models whose weights are drawn at load (engine/loading/random_weights.py): shapes to measure on, no download
 RANDOM_MODELS = ("gpt2-124m-random",)
 DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model does not preallocate 128k
 SEED_RANGE = (-(2**63), 2**64)  # the seeds torch.Generator.manual_seed takes (beyond: OverflowError)

@@ -1,5 +1,5 @@
-"""What every page shares: the sidebar (language switch, notes), the heading, the run shown, and the small views
-(text shown as typed, CSV for downloads, a step's timing)."""
+"""What every page draws itself: its heading, the run it shows, and the small views (text shown as typed, CSV for
+downloads, a step's timing). The frame around the pages (sidebar, navigation, presenter) is llmviz/ui/frame.py."""
 
 from __future__ import annotations
 
@@ -9,31 +9,10 @@ import json
 
 import streamlit as st
 
-from llmviz.i18n.translator import LANGUAGES, Translator
-from llmviz.ui import demo, presenter, server, state
+from llmviz.i18n.translator import Translator
+from llmviz.ui import demo, presenter, state
 from llmviz.ui.markdown import escape
 from llmviz.viz.timing import span_bars
-
-
-def sidebar() -> Translator:
-    """Draw the language switch; return the translator of this browser session."""
-    current = state.settings()
-    with st.sidebar:
-        lang = st.radio("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.get,
-                        index=list(LANGUAGES).index(current.lang), horizontal=True, key="lang_switch")
-    if lang != current.lang:
-        state.update(lang=lang)
-    t = Translator(lang)
-    presenter.toggle(t)
-    policy = server.policy()
-    if policy.public:
-        st.sidebar.caption(t("public.banner"))
-    for problem in policy.problems:  # for whoever runs the server
-        st.sidebar.warning(problem)
-    problems = st.session_state.pop("llmviz_url_problems", None)
-    if problems:
-        st.warning(t("error.url", items=escape(", ".join(problems))))  # the link's own values: any text
-    return t
 
 
 def translator() -> Translator:

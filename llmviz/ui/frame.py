@@ -1,4 +1,5 @@
-"""The app's frame: the page setup, the language switch and the pages, nothing else (issue 20).
+"""The app's frame: the page setup, the sidebar (the language switch, public mode's notes), the navigation and the
+presenter view around the pages, nothing else (issue 20).
 
 Streamlit runs a script; two scripts call `run()`: `app.py` at the root of a checkout (`streamlit run app.py`)
 and `llmviz/webapp/app.py` in an installed package (`llmviz app`). The pages are found through llmviz.paths,
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.i18n.translator import LANGUAGES, Translator
 from llmviz.paths import APP_PAGES, ICON
-from llmviz.ui import navigation, presenter
-from llmviz.ui.chrome import sidebar
+from llmviz.ui import navigation, presenter, server, state
 from llmviz.ui.decode_controls import PLAYING
 from llmviz.ui.errors import guarded
+from llmviz.ui.markdown import escape
 from llmviz.ui.server import apply_upload_limit, imported
 
 # (file in app_pages/, title key, icon, url path; "" is the default page)
@@ -31,6 +33,27 @@ PAGES = (
     ("claims.py", "nav.claims", ":material/fact_check:", "claims"),
     ("trace.py", "nav.trace", ":material/save:", "trace"),
 )
+
+
+def sidebar() -> Translator:
+    """Draw the language switch; return the translator of this browser session."""
+    current = state.settings()
+    with st.sidebar:
+        lang = st.radio("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.get,
+                        index=list(LANGUAGES).index(current.lang), horizontal=True, key="lang_switch")
+    if lang != current.lang:
+        state.update(lang=lang)
+    t = Translator(lang)
+    presenter.toggle(t)
+    policy = server.policy()
+    if policy.public:
+        st.sidebar.caption(t("public.banner"))
+    for problem in policy.problems:  # for whoever runs the server
+        st.sidebar.warning(problem)
+    problems = st.session_state.pop("llmviz_url_problems", None)
+    if problems:
+        st.warning(t("error.url", items=escape(", ".join(problems))))  # the link's own values: any text
+    return t
 
 
 def run() -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 
 from llmviz.engine.models import gpt2, llama
+from llmviz.engine.models.family import Family
 from llmviz.errors import LlmvizError, ModelConfigError, UnsupportedArchitectureError
 from llmviz.trace.model_config import MAX_SIZES, SUPPORTED_MODEL_TYPES, ModelConfig
 
-FAMILIES = {t: llama for t in llama.MODEL_TYPES} | {t: gpt2 for t in gpt2.MODEL_TYPES}
+FAMILIES: dict[str, Family] = {t: llama for t in llama.MODEL_TYPES} | {t: gpt2 for t in gpt2.MODEL_TYPES}
 # The model types are declared in the torch-free contract (trace/model_config.py); tests/engine/test_families.py
 # checks that these families implement exactly those.
 MAX_CONFIG_CHARS = 200_000  # a config.json is a few kB; a pasted text beyond this is not one

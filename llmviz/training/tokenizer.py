@@ -4,6 +4,14 @@ Byte-level means the base vocabulary is the 256 bytes (shown as printable stand-
 so any text encodes: a character no merge covers, such as 济, becomes its 3 UTF-8 byte tokens.
 Id 0 is the only special token, <|endoftext|>: it ends every document and doubles as bos/unk/pad.
 
+With `cjk_min` (issue 21), each CJK character is split off before merging (like the article's BERT example, a
+character is a token): a character seen at least `cjk_min` times in the corpus is one token, any other stays its
+UTF-8 bytes. The merges are learned on the text with the CJK characters taken out, and a merge of two pieces made
+only of UTF-8 continuation bytes (0x80-0xBF, the middle and end of a character: the 88 9E that ends ∞ ends 舞 too)
+is dropped, so no merge joins the bytes of an ideograph; the frequent characters are vocabulary entries of their
+own, used whole (BPE's `ignore_merges`).
+No token is forced: which characters are tokens follows from the counts alone.
+
 tokenizer_config.json names `PreTrainedTokenizerFast` on purpose: transformers 5 would write
 `TokenizersBackend`, which transformers 4.x cannot load.
 """
@@ -11,25 +19,82 @@ tokenizer_config.json names `PreTrainedTokenizerFast` on purpose: transformers 5
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from llmviz.training.corpus import EOS
 
 MODEL_MAX_LENGTH = 512
 
 
-def train(documents: list[str], vocab_size: int = 4096) -> Tokenizer:
-    """BPE merges learned from `documents` until the vocabulary holds `vocab_size` tokens."""
+CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"  # the ideographs corpus_zh.CJK counts
+_CJK = re.compile(CJK_CLASS)
+
+
+def train(documents: list[str], vocab_size: int = 4096, cjk_min: int | None = None) -> Tokenizer:
+    """BPE merges learned from `documents` until the vocabulary holds `vocab_size` tokens; with `cjk_min`, the
+    CJK characters seen at least that often are tokens of their own, within the same `vocab_size`."""
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2 regex split, then bytes
+    common = [] if cjk_min is None else cjk_tokens(documents, cjk_min)
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2 regex split, then bytes
+    tok.pre_tokenizer = byte_level if cjk_min is None else pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(CJK_CLASS), behavior="isolated"), byte_level])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=2, special_tokens=[EOS], show_progress=False,
+        vocab_size=vocab_size - len(common), min_frequency=2, special_tokens=[EOS], show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # all 256 bytes, seen or not
-    tok.train_from_iterator(documents, trainer=trainer, length=len(documents))
-    return tok
+    text = documents if cjk_min is None else [_CJK.sub("", d) for d in documents]
+    tok.train_from_iterator(text, trainer=trainer, length=len(text))
+    return tok if cjk_min is None else with_whole_characters(without_continuation_merges(tok), common)
+
+
+def byte_stand_ins() -> dict[str, int]:
+    """The printable stand-in of each byte in a byte-level vocabulary -> the byte (GPT-2's table: printable
+    Latin-1 bytes stand for themselves, the others are shifted past 255 in order)."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = [b for b in range(256) if b not in kept]
+    return {chr(b): b for b in kept} | {chr(256 + i): b for i, b in enumerate(shifted)}
+
+
+def without_continuation_merges(tok: Tokenizer) -> Tokenizer:
+    """`tok` without the merges whose result is only continuation bytes, nor the merges built on those (in rank
+    order), nor their tokens; the ids renumbered in their order."""
+    spec = json.loads(tok.to_str())
+    byte = byte_stand_ins()
+    vocab, merges = spec["model"]["vocab"], spec["model"]["merges"]
+    kept_merges, dropped = [], set()
+    for merge in merges:
+        left, right = merge if isinstance(merge, list) else merge.split(" ")
+        joined = left + right
+        if left in dropped or right in dropped or all(0x80 <= byte.get(c, 0) <= 0xBF for c in joined):
+            dropped.add(joined)
+        else:
+            kept_merges.append(merge)
+    order = sorted((i, piece) for piece, i in vocab.items() if piece not in dropped)
+    spec["model"]["vocab"] = {piece: new for new, (_, piece) in enumerate(order)}
+    spec["model"]["merges"] = kept_merges
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def cjk_tokens(documents: list[str], cjk_min: int) -> list[str]:
+    """The CJK characters seen at least `cjk_min` times, most frequent first (ties by code point)."""
+    counts = Counter(ch for d in documents for ch in _CJK.findall(d))
+    return sorted((ch for ch, n in counts.items() if n >= cjk_min), key=lambda ch: (-counts[ch], ch))
+
+
+def with_whole_characters(tok: Tokenizer, chars: list[str]) -> Tokenizer:
+    """`tok` with each of `chars` a vocabulary entry of its own (its byte-level spelling, as the pre-tokenizer
+    writes it), looked up whole before any merge (ignore_merges)."""
+    spec = json.loads(tok.to_str())
+    vocab = spec["model"]["vocab"]
+    for ch in chars:
+        (piece, _), = tok.pre_tokenizer.pre_tokenize_str(ch)  # e.g. 南 -> the stand-ins of its 3 bytes
+        vocab.setdefault(piece, len(vocab))
+    spec["model"]["ignore_merges"] = True
+    return Tokenizer.from_str(json.dumps(spec))
 
 
 def tokenizer_config() -> dict:

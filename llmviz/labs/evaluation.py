@@ -32,33 +32,69 @@ def heldout_ids(tokenizer, path: Path = HELDOUT) -> list[int]:
 
 
 @torch.no_grad()
-def perplexity(logits_fn, ids: list[int], window: int = EVAL_WINDOW) -> float:
-    """exp(mean NLL) over every predicted token of non-overlapping `window`-token chunks of `ids`;
+def predicted_nll(logits_fn, ids: list[int], window: int = EVAL_WINDOW) -> tuple[float, list[int]]:
+    """The summed NLL (nats) of every predicted token of non-overlapping `window`-token chunks of `ids`, and the
+    positions of those tokens (each chunk's first token has no context and is not predicted);
     logits_fn: ids [1, n] -> logits [1, n, V]."""
     data = torch.tensor(ids)
-    nll, count = 0.0, 0
+    nll, predicted = 0.0, []
     for i in range(0, len(data) - 1, window):
         chunk = data[i:i + window][None]  # [1, n]
         if chunk.shape[1] < 2:
             break
         logits = logits_fn(chunk).float().cpu()  # [1, n, V]
         nll += F.cross_entropy(logits[0, :-1], chunk[0, 1:], reduction="sum").item()
-        count += chunk.shape[1] - 1
-    return math.exp(nll / count)
+        predicted += range(i + 1, i + chunk.shape[1])
+    return nll, predicted
 
 
-def engine_perplexity(lm, ids: list[int], kv_dtype: str = "auto", layout: str = "contiguous",
-                      backend: str = "sdpa", window: int | None = None) -> float:
-    """Perplexity of a loaded model (its load-time switches included) with a KV cache of this kind, every
-    layer attending to its last `window` tokens when one is given."""
-    def through_cache(chunk: torch.Tensor) -> torch.Tensor:
+def perplexity(logits_fn, ids: list[int], window: int = EVAL_WINDOW) -> float:
+    """exp(mean NLL) over the predicted tokens (predicted_nll): comparable within one tokenizer only."""
+    nll, predicted = predicted_nll(logits_fn, ids, window)
+    return math.exp(nll / len(predicted))
+
+
+def characters(token_bytes: bytes) -> int:
+    """The characters a token's bytes spell: UTF-8 gives each character exactly one byte outside 0x80-0xBF, so a
+    character split over several byte tokens is counted once, in the token that holds its first byte."""
+    return sum(1 for b in token_bytes if not 0x80 <= b <= 0xBF)
+
+
+def bits_per_char(logits_fn, ids: list[int], chars_of, window: int = EVAL_WINDOW) -> float:
+    """Bits per character over the predicted tokens: their summed NLL in bits over the characters they spell
+    (chars_of(id)); comparable across tokenizers, unlike perplexity (issue 21)."""
+    nll, predicted = predicted_nll(logits_fn, ids, window)
+    return nll / math.log(2) / sum(chars_of(ids[i]) for i in predicted)
+
+
+def chars_counter(tokenizer):
+    """chars_of for a loaded model's tokenizer: a special token (the end of a document) counts as one character."""
+    special = set(tokenizer.special_ids)
+    return lambda token_id: 1 if token_id in special else characters(tokenizer.token_bytes(token_id))
+
+
+def _through_cache(lm, kv_dtype: str, layout: str, backend: str, window: int | None):
+    def logits_of(chunk: torch.Tensor) -> torch.Tensor:
         cache = make_kv_cache(layout, lm.cfg, chunk.shape[1], kv_dtype=kv_dtype, model_dtype=lm.dtype,
                               device=lm.device)
         cache.add(0)
         with torch.inference_mode():
             return feed(lm.model, cache, [chunk[0].tolist()], [0], backend=backend, last_only=False, window=window)
 
-    return perplexity(through_cache, ids)
+    return logits_of
+
+
+def engine_perplexity(lm, ids: list[int], kv_dtype: str = "auto", layout: str = "contiguous",
+                      backend: str = "sdpa", window: int | None = None) -> float:
+    """Perplexity of a loaded model (its load-time switches included) with a KV cache of this kind, every
+    layer attending to its last `window` tokens when one is given."""
+    return perplexity(_through_cache(lm, kv_dtype, layout, backend, window), ids)
+
+
+def engine_bits_per_char(lm, ids: list[int], kv_dtype: str = "auto", layout: str = "contiguous",
+                         backend: str = "sdpa") -> float:
+    """Bits per character of a loaded model through the KV cache (the figure that compares two tokenizers)."""
+    return bits_per_char(_through_cache(lm, kv_dtype, layout, backend, None), ids, chars_counter(lm.tokenizer))
 
 
 def teacher_forced_drift(reference, session) -> dict:

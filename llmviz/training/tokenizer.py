@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from llmviz.engine.loading.tokens import byte_decoder
 from llmviz.training.corpus import EOS
 
 MODEL_MAX_LENGTH = 512
@@ -51,19 +52,11 @@ def train(documents: list[str], vocab_size: int = 4096, cjk_min: int | None = No
     return tok if cjk_min is None else with_whole_characters(without_continuation_merges(tok), common)
 
 
-def byte_stand_ins() -> dict[str, int]:
-    """The printable stand-in of each byte in a byte-level vocabulary -> the byte (GPT-2's table: printable
-    Latin-1 bytes stand for themselves, the others are shifted past 255 in order)."""
-    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    shifted = [b for b in range(256) if b not in kept]
-    return {chr(b): b for b in kept} | {chr(256 + i): b for i, b in enumerate(shifted)}
-
-
 def without_continuation_merges(tok: Tokenizer) -> Tokenizer:
     """`tok` without the merges whose result is only continuation bytes, nor the merges built on those (in rank
     order), nor their tokens; the ids renumbered in their order."""
     spec = json.loads(tok.to_str())
-    byte = byte_stand_ins()
+    byte = byte_decoder()  # the stand-in of each byte -> the byte (the engine's one table)
     vocab, merges = spec["model"]["vocab"], spec["model"]["merges"]
     kept_merges, dropped = [], set()
     for merge in merges:

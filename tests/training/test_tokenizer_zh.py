@@ -41,16 +41,6 @@ def test_transformers_loads_it_and_encodes_the_same(tmp_path):
         assert hf.decode(hf.encode(text, add_special_tokens=False)) == text
 
 
-def test_the_byte_table_is_the_byte_levels_own_alphabet():
-    from tokenizers import pre_tokenizers
-
-    table = tok_mod.byte_stand_ins()
-    assert sorted(table.values()) == list(range(256))
-    assert set(table) == set(pre_tokenizers.ByteLevel.alphabet())
-    (piece, _), = pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str("舞")
-    assert [table[c] for c in piece] == list("舞".encode())  # E8 88 9E, as the library writes it
-
-
 def test_a_rare_character_that_ends_like_a_common_symbol_stays_three_bytes():
     # 舞 (E8 88 9E) ends like ሞ ∞ ㈞ ꈞ 숞 (E1/E2/E3/EA/EC 88 9E): in this corpus 88 9E is the most frequent pair,
     # and a merge of it would split 舞 into 2 pieces
@@ -59,3 +49,14 @@ def test_a_rare_character_that_ends_like_a_common_symbol_stays_three_bytes():
     assert len(ids(plain, "舞")) < 3
     tok = tok_mod.train(docs, vocab_size=400, cjk_min=CJK_MIN)
     assert len(ids(tok, "舞")) == 3 and tok.decode(ids(tok, "∞舞ሞ")) == "∞舞ሞ"
+
+
+def test_the_byte_table_the_rule_reads_is_the_byte_levels_own():
+    from tokenizers import pre_tokenizers
+
+    from llmviz.engine.loading.tokens import byte_decoder
+
+    table = byte_decoder()
+    assert sorted(table.values()) == list(range(256)) and set(table) == set(pre_tokenizers.ByteLevel.alphabet())
+    (piece, _), = pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str("舞")
+    assert [table[c] for c in piece] == list("舞".encode())  # E8 88 9E, as the library writes it

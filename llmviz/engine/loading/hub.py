@@ -1,7 +1,7 @@
 """Hub ids -> local snapshot folders, without ever waiting on a network that is not there.
 
 Order: the local cache first (`local_files_only=True`); then, only when HF_HUB_OFFLINE is unset and
-the hub's host accepts a TCP connection within a few seconds, a download of the config, tokenizer
+the hub (HF_ENDPOINT, or huggingface.co) answers HTTP within a few seconds, a download of the config, tokenizer
 and safetensors files (never pickles, never code).
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -26,14 +25,29 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def endpoint() -> str:
+    """The hub this process reads: HF_ENDPOINT (a mirror, e.g. https://hf-mirror.com) when set, as huggingface_hub
+    does."""
+    return os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+
+
 def hub_reachable(timeout: float = CONNECT_TIMEOUT_S) -> bool:
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    parsed = urlparse(endpoint)
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    """Whether the hub answers HTTP within `timeout` seconds per step (connect, then the first bytes). A TCP
+    connect alone is not enough: a network that accepts the connection and then never answers (seen behind a
+    firewall, and with a silent server on 127.0.0.1) kept a download waiting for minutes. Any HTTP answer counts,
+    an error status too: the hub is there."""
+    import urllib.error
+    import urllib.request
+
+    url = endpoint().rstrip("/") + "/api/models?limit=1"
+    if urlparse(url).scheme not in ("http", "https"):
+        return False
     try:
-        with socket.create_connection((parsed.hostname or "huggingface.co", port), timeout=timeout):
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
             return True
-    except OSError:
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):  # refused, timed out, no route, a malformed endpoint
         return False
 
 
@@ -55,10 +69,17 @@ def snapshot(repo_id: str, files: list[str] = FILES) -> Path:
     except LocalEntryNotFoundError:
         pass
     if offline() or not hub_reachable():
-        why = "HF_HUB_OFFLINE is set" if offline() else "the hub cannot be reached"
-        raise ModelNotCachedError(f"{repo_id} is not in the local Hugging Face cache and {why}: "
-                                  "connect once to download it, or pass a local folder", code="model_not_cached",
-                                  name=repo_id)
+        if offline():
+            raise ModelNotCachedError(f"{repo_id} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set: "
+                                      "connect once to download it, or pass a local folder", code="model_not_cached",
+                                      name=repo_id)
+        raise ModelNotCachedError(
+            f"{repo_id} is not in the local Hugging Face cache and {endpoint()} did not answer within "
+            f"{CONNECT_TIMEOUT_S:g} s. Two other ways: set HF_ENDPOINT to a mirror of the hub you can reach (e.g. "
+            f"HF_ENDPOINT=https://hf-mirror.com), or download the model with ModelScope's command-line tool "
+            f"(modelscope download --model {repo_id} --local_dir ./{repo_id.split('/')[-1]}) and open that folder",
+            code="model_hub_unreachable", name=repo_id, endpoint=endpoint(), seconds=f"{CONNECT_TIMEOUT_S:g}",
+            folder=repo_id.split("/")[-1])
     try:
         return Path(snapshot_download(repo_id, allow_patterns=files, etag_timeout=CONNECT_TIMEOUT_S))
     except (RepositoryNotFoundError, RevisionNotFoundError, GatedRepoError) as exc:

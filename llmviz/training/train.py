@@ -27,6 +27,7 @@ from llmviz.engine.models.transformer import DecoderModel
 from llmviz.labs.evaluation import EVAL_WINDOW, perplexity
 from llmviz.paths import ASSETS
 from llmviz.trace.model_config import ModelConfig
+from llmviz.training import bilingual
 from llmviz.training import corpus as corpus_mod
 from llmviz.training import tokenizer as tok_mod
 from llmviz.training.export import check_with_transformers, generate, load_ours, save_model, write_card
@@ -57,6 +58,14 @@ class Preset:
     # mean-pooled down to `kv_heads`, and train briefly at a lower learning rate.
     init_from: str | None = None
     kv_heads: int | None = None
+    # Bilingual (issue 21): the Chinese documentation beside the English corpus (training/bilingual.py), each CJK
+    # character seen cjk_min times a token, English repeated so a run sees at least `english_tokens` of it (the
+    # English-only model's 2,797,568, from its card). `tokens_per_s` plans that before the run is timed (this
+    # machine's 4,340 with the 4,096-token vocabulary, a little less with a larger one).
+    zh: bool = False
+    cjk_min: int | None = None
+    english_tokens: int = 2_797_568
+    tokens_per_s: float = 4000.0
 
 
 PRESETS = {
@@ -67,6 +76,8 @@ PRESETS = {
                    out="llmviz-tiny-gqa4", init_from="llmviz-tiny", kv_heads=4),
     "gqa2": Preset(hidden=256, layers=4, heads=8, intermediate=768, lr=6e-4, minutes=2.5, warmup=20,
                    out="llmviz-tiny-gqa2", init_from="llmviz-tiny", kv_heads=2),
+    "bilingual": Preset(hidden=256, layers=4, heads=8, intermediate=768, vocab=9216, minutes=50.0,
+                        out="llmviz-tiny-zh", zh=True, cjk_min=5),
     "smoke": Preset(hidden=64, layers=2, heads=4, intermediate=128, vocab=512, seq_len=64, batch=4, lr=3e-3,
                     minutes=0.1, out="llmviz-smoke", sources=("topics",), limit=40, warmup=4),
 }
@@ -186,7 +197,7 @@ def train_loop(model: DecoderModel, stream: torch.Tensor, p: Preset, budget_s: f
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m llmviz.training", description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", choices=("main", "draft", "gqa4", "gqa2"), default="main",
+    ap.add_argument("--preset", choices=("main", "bilingual", "draft", "gqa4", "gqa2"), default="main",
                     help="gqa4/gqa2: the main model's K/V heads mean-pooled to 4 or 2, then uptrained")
     ap.add_argument("--smoke", action="store_true", help="seconds-long run: topics subset, tiny model, no compile")
     ap.add_argument("--minutes", type=float, help="training time budget (default: the preset's)")
@@ -194,6 +205,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, help="output folder (default: assets/<preset folder>)")
     ap.add_argument("--tokenizer", type=Path, help="reuse this folder's tokenizer (draft default: the main model's)")
     ap.add_argument("--heldout-dir", type=Path, help="write heldout.txt + README.md here (main default: assets/corpus)")
+    ap.add_argument("--zh-po", type=Path, help="bilingual: the folder `git archive 3.11` of python-docs-zh-cn was "
+                    "extracted into (with --smoke: a few of its documents)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (slower here)")
@@ -213,6 +226,8 @@ def main(argv: list[str] | None = None) -> dict:
     p = PRESETS[name]
     if args.compile:
         p = replace(p, compile=True)
+    if args.smoke and args.zh_po:  # the bilingual smoke run: a few Chinese documents, English exposure small
+        p = replace(p, zh=True, cjk_min=2, english_tokens=1024)
     out = args.out or ASSETS / p.out
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
@@ -221,18 +236,27 @@ def main(argv: list[str] | None = None) -> dict:
     corpus = corpus_mod.build(p.sources, p.limit)
     log(f"corpus: {len(corpus.train)} train + {len(corpus.heldout)} held-out docs, {corpus.chars} chars, "
         f"sha256 {corpus.sha256}")
+    zh = bilingual.chinese_corpus(args.zh_po, p.limit) if p.zh else None
     tok_src = args.tokenizer or (ASSETS / PRESETS["main"].out if name in ("draft", "gqa4", "gqa2") else None)
     if tok_src is not None and (tok_src / "tokenizer.json").exists():
         tok = tok_mod.Tokenizer.from_file(str(tok_src / "tokenizer.json"))
         log(f"tokenizer: reused from {tok_src}")
     else:
-        tok = tok_mod.train(corpus.train, p.vocab)
+        tok = tok_mod.train(corpus.train + (zh.train if zh else []), p.vocab, cjk_min=p.cjk_min)
     tok_mod.save(tok, out)
     tok_mod.verify(out, corpus.heldout[0] if corpus.heldout else corpus.train[0])
     eos = tok.token_to_id(corpus_mod.EOS)
     train_ids = tok_mod.encode_documents(tok, corpus.train)
     heldout_ids = tok_mod.encode_documents(tok, corpus.heldout or corpus.train[-1:])
     log(f"tokens: {len(train_ids)} train, {len(heldout_ids)} held-out, vocab {tok.get_vocab_size()}")
+    budget = 60 * (args.minutes if args.minutes is not None else p.minutes)
+    steps = 20 if args.smoke else args.steps
+    mixed = None
+    if p.zh:
+        planned = steps * p.batch * p.seq_len if steps else int(p.tokens_per_s * budget)
+        mixed = bilingual.mix(tok, tok_mod.encode_documents, train_ids, zh, p.english_tokens, planned)
+        log(f"bilingual: English x{mixed.copies} ({mixed.share:.1%} of the stream), {len(mixed.stream)} tokens, "
+            f"{len(mixed.heldout_zh_ids)} held-out Chinese tokens")
 
     cfg = model_config(p, tok.get_vocab_size(), eos)
     conversion = {}
@@ -245,9 +269,8 @@ def main(argv: list[str] | None = None) -> dict:
         init_weights(model)
     params = parameter_count(model)
     log(f"model: {params} parameters, compile={p.compile}, threads={args.threads}")
-    budget = 60 * (args.minutes if args.minutes is not None else p.minutes)
-    stats = train_loop(model, torch.tensor(train_ids), p, budget, 20 if args.smoke else args.steps, args.seed,
-                       heldout_ids)
+    stream = mixed.stream if mixed else train_ids
+    stats = train_loop(model, torch.tensor(stream), p, budget, steps, args.seed, heldout_ids)
     log(f"trained: {stats}")
 
     save_model(model, out)
@@ -258,7 +281,15 @@ def main(argv: list[str] | None = None) -> dict:
     for i, (prompt, mode) in enumerate(PROMPTS):
         ids = generate(ours, tok.encode(prompt).ids, 48, eos, mode == "sampled", args.seed + i)
         samples.append({"prompt": prompt, "mode": mode, "text": tok.decode(ids)})
-    heldout_dir = args.heldout_dir or (ASSETS / "corpus" if name == "main" else None)
+    extra = {}
+    if mixed:
+        with torch.no_grad():
+            extra = bilingual.figures(ours, tok, heldout_ids, mixed)
+        log(f"bilingual: {extra['bits_per_char']} bits/char; Chinese baselines {extra['zh_baselines_bits_per_char']}")
+        for i, prompt in enumerate(bilingual.prompts(mixed.zh)):
+            ids = generate(ours, tok.encode(prompt).ids, 48, eos, False, args.seed + i)
+            samples.append({"prompt": prompt, "mode": "greedy", "text": tok.decode(ids)})
+    heldout_dir = args.heldout_dir or (ASSETS / "corpus" if name == "main" else None)  # bilingual: never rewritten
     heldout_sha = None
     if heldout_dir is not None:
         heldout_sha = corpus_mod.write_heldout(heldout_dir, corpus, f"tokenizer.json of {out.name}")
@@ -266,14 +297,14 @@ def main(argv: list[str] | None = None) -> dict:
     (out / "NOTICE").write_text(corpus_mod.notice(license_file), encoding="utf-8")
     info = {
         "name": out.name, "preset": name, "parameters": params, "architecture": cfg.to_dict(),
-        "heldout_perplexity": round(ppl, 4), **conversion, "eval_window": EVAL_WINDOW,
+        "heldout_perplexity": round(ppl, 4), **conversion, **extra, "eval_window": EVAL_WINDOW,
         "heldout_tokens": len(heldout_ids),
         "heldout_documents": len(corpus.heldout), "heldout_sha256": heldout_sha,
         "corpus_sha256": corpus.sha256, "corpus_documents": len(corpus.train) + len(corpus.heldout),
         "corpus_chars": corpus.chars, "train_tokens": len(train_ids), "python": corpus.python,
         "train_command": "python -m llmviz.training " + shlex.join(argv),
         "training": {**stats, "batch": p.batch, "seq_len": p.seq_len, "peak_lr": p.lr, "threads": args.threads,
-                     "epochs": round(stats["tokens_seen"] / len(train_ids), 2), "max_epochs": p.max_epochs,
+                     "epochs": round(stats["tokens_seen"] / len(stream), 2), "max_epochs": p.max_epochs,
                      "seed": args.seed, "torch": torch.__version__, "total_wall_s": round(time.perf_counter() - t0)},
     }
     write_card(out, info, samples)

@@ -285,6 +285,7 @@ def main(argv: list[str] | None = None) -> dict:
     if mixed:
         with torch.no_grad():
             extra = bilingual.figures(ours, tok, heldout_ids, mixed)
+        extra["english_tokens_seen"] = round(stats["tokens_seen"] * mixed.share)  # drawn uniformly from the stream
         log(f"bilingual: {extra['bits_per_char']} bits/char; Chinese baselines {extra['zh_baselines_bits_per_char']}")
         for i, prompt in enumerate(bilingual.prompts(mixed.zh)):
             ids = generate(ours, tok.encode(prompt).ids, 48, eos, False, args.seed + i)

@@ -9,7 +9,7 @@ import pytest
 
 from llmviz.trace.records import load_trace, trace_from_zip
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _has_cuda() -> bool:

@@ -22,6 +22,7 @@ from llmviz.engine.timing import StepTimer
 from llmviz.errors import ConfigError
 from llmviz.trace.config import CAPTURE_LEVELS
 from llmviz.trace.hooks import matches
+from llmviz.trace.records import RECOMPUTED_NOTE
 
 
 @dataclass
@@ -99,7 +100,7 @@ class RunContext:
             scores = (item.q.float() @ k.float().transpose(-2, -1)) * item.scale  # [b, h, n, n_k]
             if item.mask is not None:
                 scores = scores.masked_fill(~item.mask, float("-inf"))
-            note = "recomputed after the timed region from the recorded q and k (the backend never built it)"
+            note = f"{RECOMPUTED_NOTE} after the timed region from the recorded q and k (the backend never built it)"
             if self.wants(item.scores_name):
                 self.records[item.scores_name] = self._pending(scores, f"{note}; {item.mask_note}", masked=True,
                                                                recomputed=True)

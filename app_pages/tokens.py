@@ -34,6 +34,7 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
                   t("tokens.col_piece"): [run.trace.tokens[i]["piece"] for i in ids],
                   t("tokens.col_bytes"): hexes, t("tokens.col_text"): [tk.visible(s) for s in texts]},
                  hide_index=True, key="tokens_table", height=min(400, 38 + 35 * len(ids)))
+    character_section(t, groups)
     st.subheader(t("tokens.bytes_title"))
     if not split:
         st.caption(t("tokens.no_split"))
@@ -48,6 +49,23 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
                  hide_index=True, key="tokens_groups")
     if any(not c.isascii() for c in run.trace.prompt):
         st.caption(t("tokens.article_note"))
+
+
+def character_section(t, groups) -> None:
+    """Which characters the vocabulary holds whole and which it spells in bytes (issue 21)."""
+    chars = tk.non_ascii_characters(groups)
+    if not chars:
+        return
+    st.subheader(t("tokens.chars_title"))
+    as_bytes = [c.char for c in chars if not c.whole]
+    st.markdown(t("tokens.chars_explain", n=len(chars), whole=len(chars) - len(as_bytes), bytes=len(as_bytes),
+                  listed=literal("".join(as_bytes)) if as_bytes else "—"))
+    st.dataframe({t("tokens.col_char"): [c.char for c in chars], t("tokens.col_first"): [c.first for c in chars],
+                  t("tokens.col_utf8"): [len(c.char.encode("utf-8")) for c in chars],
+                  t("tokens.col_count"): [c.tokens for c in chars],
+                  t("tokens.col_kind"): [t("tokens.kind_whole") if c.whole else t("tokens.kind_bytes", n=c.tokens)
+                                         for c in chars]},
+                 hide_index=True, key="tokens_chars")
 
 
 def embedding_section(t, step, labels: list[str]) -> None:

@@ -4,7 +4,9 @@ A claim's effect is one signed number: a speed-up as ratio - 1 (1.8x faster: 0.8
 (memory halved: 0.5), a utilization gain in points (30% -> 70%: 0.4). The measurement gives the same number with
 its range over the repeats. The verdict (issue 11):
 
-    holds            the effect has the article's sign, at least half its size, and its range excludes zero
+    holds            the effect has the article's sign, at least half its size, and its range excludes zero; for a
+                     claim about a growth law (K1, "linear"), also at most one and a half times its size: a
+                     prefill that quadruples when the prompt doubles is not linear
     does not hold    it was measured, and one of those fails (the reason says which)
     cannot measure   this device cannot run it (the reason says why)
 
@@ -17,6 +19,10 @@ from dataclasses import dataclass
 
 HOLDS, DOES_NOT_HOLD, CANNOT = "holds", "does_not_hold", "cannot_measure"
 MIN_SHARE_OF_ARTICLE = 0.5
+MAX_SHARE_OF_ARTICLE = 1.5  # for BOUNDED effects only: a bigger effect contradicts the claim
+# Effects whose claim is a law (K1: time ~ linear in length), not "at least this much": bounded on both sides.
+# The article's 35 -> 68 ms is x1.94; the band x1.47-x2.41 holds "linear" (x2) and rejects quadratic (x4).
+BOUNDED = frozenset({"doubling_256_to_512"})
 
 
 @dataclass(frozen=True)
@@ -89,14 +95,16 @@ def saving(before: dict, after: dict) -> Effect:
                   1 - after["min"] / before["max"])
 
 
-def judge(article: float, effect: Effect | None, why_not: str = "") -> tuple[str, str]:
-    """(verdict, reason code) for one effect against the article's."""
+def judge(article: float, effect: Effect | None, why_not: str = "", bounded: bool = False) -> tuple[str, str]:
+    """(verdict, reason code) for one effect against the article's; `bounded`: also at most 1.5 times its size."""
     if effect is None:
         return CANNOT, why_not or "not_measured"
     if effect.value * article <= 0:
         return DOES_NOT_HOLD, "opposite_sign" if effect.value else "no_effect"
     if abs(effect.value) < MIN_SHARE_OF_ARTICLE * abs(article):
         return DOES_NOT_HOLD, "too_small"
+    if bounded and abs(effect.value) > MAX_SHARE_OF_ARTICLE * abs(article):
+        return DOES_NOT_HOLD, "too_large"
     if effect.low <= 0 <= effect.high:
         return DOES_NOT_HOLD, "within_spread"
     return HOLDS, "holds"
@@ -105,7 +113,7 @@ def judge(article: float, effect: Effect | None, why_not: str = "") -> tuple[str
 def claim_verdict(claim: Claim, effects: dict, why_not: str = "") -> tuple[str, list]:
     """A claim's verdict from its effects ({name: Effect or None}) and each effect's own (name, verdict, reason):
     it holds when every effect holds; it cannot be measured when none could be."""
-    parts = [(name, *judge(article, effects.get(name), why_not)) for name, article in claim.effects]
+    parts = [(name, *judge(article, effects.get(name), why_not, name in BOUNDED)) for name, article in claim.effects]
     verdicts = [v for _, v, _ in parts]
     if all(v == HOLDS for v in verdicts):
         return HOLDS, parts

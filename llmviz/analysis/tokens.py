@@ -73,6 +73,25 @@ def split_groups(groups: list[TokenGroup]) -> list[TokenGroup]:
     return [g for g in groups if g.split]
 
 
+@dataclass(frozen=True)
+class CharacterTokens:
+    """One non-ASCII character of a text and how the vocabulary holds it (issue 21: which of 济南的冬天's
+    characters are tokens and which stay bytes)."""
+
+    char: str
+    first: int  # the position of the (first) token it is in
+    tokens: int  # how many tokens spell it: 1 when the vocabulary has it whole (alone or inside a longer token)
+
+    @property
+    def whole(self) -> bool:
+        return self.tokens == 1
+
+
+def non_ascii_characters(groups: list[TokenGroup]) -> list[CharacterTokens]:
+    """Each non-ASCII character of the grouped tokens, in order, with the tokens that spell it."""
+    return [CharacterTokens(c, g.start, g.size) for g in groups for c in g.text if not c.isascii()]
+
+
 def hex_spaced(data: bytes) -> str:
     """b'\\xe6\\xb5\\x8e' -> 'e6 b5 8e'."""
     return data.hex(" ")

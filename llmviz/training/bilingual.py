@@ -51,10 +51,13 @@ def chinese_corpus(folder: Path | None, limit: int | None) -> corpus_zh.ZhCorpus
     return zh
 
 
-def mix(tok, encode, english_ids: list[int], zh: corpus_zh.ZhCorpus, wanted_english: int, planned: int) -> Mix:
-    """The stream a planned run of `planned` tokens draws from, seeing at least `wanted_english` English tokens."""
+def mix(tok, encode, english_ids: list[int], zh: corpus_zh.ZhCorpus, wanted_english: int, planned: int,
+        copies: int | None = None) -> Mix:
+    """The stream a planned run of `planned` tokens draws from, seeing at least `wanted_english` English tokens
+    (or with English repeated `copies` times, as a derived model repeats it like the model it derives from)."""
     chinese_ids = encode(tok, zh.train)
-    copies = english_copies(wanted_english, planned, len(english_ids), len(chinese_ids))
+    if copies is None:
+        copies = english_copies(wanted_english, planned, len(english_ids), len(chinese_ids))
     return Mix(zh, mixed_stream(english_ids, chinese_ids, copies), copies,
                english_share(copies, len(english_ids), len(chinese_ids)), encode(tok, zh.heldout))
 

@@ -21,7 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmviz.labs.documents import EOS, SEPARATOR, write_documents
+from llmviz.errors import ConfigError
+from llmviz.labs.documents import EOS, SEPARATOR, read_documents, write_documents
+from llmviz.paths import CORPUS
 
 HELDOUT_PER_MILLE = 20  # ~2% of documents, chosen by a hash of their text
 MIN_CHARS, MIN_WORDS = 80, 12  # shorter docstrings are mostly "Return self==value."
@@ -163,6 +165,16 @@ def notice(license_file: Path) -> str:
     if license_file.exists():
         return head + license_file.read_text(encoding="utf-8")
     return head + "The full licence text: https://docs.python.org/3/license.html\n"
+
+
+def committed_heldout_sha256(corpus: Corpus) -> str:
+    """sha256 of the committed assets/corpus/heldout.txt, after checking that this corpus holds out exactly it (a
+    run on another CPython would hold out other documents: it must say so, not measure on another text)."""
+    path = CORPUS / "heldout.txt"
+    if read_documents(path) != corpus.heldout:
+        raise ConfigError(f"this CPython's corpus ({corpus.python}) does not hold out the committed {path}: the "
+                          "held-out figures would not be comparable")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def write_heldout(folder: Path, corpus: Corpus, tokenizer_note: str) -> str:

@@ -1,5 +1,6 @@
 """What the trainer writes and checks once training is done: the Hugging Face folder (fp16 safetensors +
-config), the check that transformers reads it back with our logits, a few samples, and the model card.
+config), the check that transformers reads it back with our logits, and the sampler of the card's samples (the
+card itself: llmviz/training/card.py).
 """
 
 from __future__ import annotations
@@ -73,79 +74,3 @@ def generate(model: DecoderModel, ids: list[int], new: int, eos: int, sample: bo
             break
         out.append(nxt)
     return out
-
-
-def write_card(out: Path, info: dict, samples: list[dict]) -> None:
-    """card.json (machine-readable) and README.md (the same numbers for people)."""
-    info = {**info, "samples": samples}
-    (out / "card.json").write_text(json.dumps(info, indent=2) + "\n")
-    a, t = info["architecture"], info["training"]
-    gqa = ""
-    if info.get("init_from"):
-        gqa = f"""
-## Grouped-query attention by uptraining (C19)
-
-Made from `{info["init_from"]}` (every one of its {a["num_heads"]} K/V heads) by mean-pooling each run of \
-{a["num_heads"] // a["num_kv_heads"]} consecutive K/V heads into one (llmviz's `--kv-heads` conversion), then \
-training on the same corpus at a lower learning rate (the GQA paper's uptraining). Held-out perplexity, same \
-text and windows:
-
-| | perplexity |
-|---|---|
-| before conversion ({a["num_heads"]} KV heads) | {info["perplexity_before"]:.2f} |
-| after mean-pooling to {a["num_kv_heads"]} KV heads | {info["perplexity_mean_pooled"]:.2f} |
-| after uptraining | **{info["heldout_perplexity"]:.2f}** |
-
-The uptraining is also extra training on the corpus, so part of what it recovers is not specific to GQA.
-"""
-    sample_md = "\n\n".join(f"**{s['mode']}**, prompt `{s['prompt']}`:\n\n```text\n{s['text']}\n```" for s in samples)
-    (out / "README.md").write_text(f"""---
-license: other
-license_name: psf-2.0
-library_name: transformers
-pipeline_tag: text-generation
----
-
-# {info["name"]}
-
-A tiny Llama-architecture language model that ships inside llmviz, trained from scratch on English text that
-ships with CPython. It writes docstring-flavoured English; it knows no facts worth trusting.
-
-| | |
-|---|---|
-| architecture | LlamaForCausalLM: {a["num_layers"]} layers, hidden {a["hidden_size"]}, {a["num_heads"]} heads \
-({a["num_kv_heads"]} KV heads), head_dim {a["head_dim"]}, SwiGLU {a["intermediate_size"]}, RoPE theta \
-{a["rope_theta"]:g}, RMSNorm, tied embeddings |
-| parameters | {info["parameters"]:,} |
-| vocabulary | {a["vocab_size"]} byte-level BPE tokens; id 0 `<|endoftext|>` = bos = eos = pad |
-| context | {a["max_position_embeddings"]} tokens |
-| weights | fp16 safetensors |
-| held-out perplexity | **{info["heldout_perplexity"]:.2f}** (transformers LlamaForCausalLM, fp32, non-overlapping \
-{info["eval_window"]}-token windows, {info["heldout_tokens"]} tokens) |
-
-## Corpus
-
-pydoc topics plus standard-library module/class/function docstrings of CPython {info["python"]}, cleaned and
-de-duplicated: {info["corpus_documents"]} documents, {info["corpus_chars"]:,} characters, sha256
-`{info["corpus_sha256"]}`. About 2% of the documents (chosen by a hash of their text) are held out:
-`assets/corpus/heldout.txt` (see `assets/corpus/README.md`). Text under the PSF License: see `NOTICE`.
-
-## Training
-
-```
-{info["train_command"]}
-```
-
-AdamW (betas 0.9/0.95, weight decay 0.1), peak learning rate {t["peak_lr"]}, warmup then cosine to 10%, batch \
-{t["batch"]} x {t["seq_len"]} tokens, bf16 autocast on CPU, torch.compile: {t["compiled"]}, seed {t["seed"]}, \
-{t["threads"]} CPU thread(s). {t["steps"]} steps, {t["tokens_seen"]:,} tokens seen in {t["train_wall_s"]:.0f} s \
-({t["tokens_per_s"]} tokens/s), {t["epochs"]} epochs (capped at {t["max_epochs"]:g}: more overfits this small \
-corpus); final training loss {t["final_train_loss"]}.
-{gqa}
-## Samples
-
-Verbatim, from the saved weights in fp32, no BOS token before the prompt, 48 new tokens at most; sampled =
-temperature 0.8, top-k 40, seed {t["seed"]} + prompt index.
-
-{sample_md}
-""")

@@ -13,9 +13,9 @@ and the learning-rate schedule follows that count.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shlex
-import sysconfig
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,15 +24,14 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.engine.models.transformer import DecoderModel
+from llmviz.errors import ConfigError
 from llmviz.labs.evaluation import EVAL_WINDOW, perplexity
 from llmviz.paths import ASSETS
 from llmviz.trace.model_config import ModelConfig
-from llmviz.training import bilingual
+from llmviz.training import bilingual, card
 from llmviz.training import corpus as corpus_mod
 from llmviz.training import tokenizer as tok_mod
-from llmviz.training.export import check_with_transformers, generate, load_ours, save_model, write_card
-
-PROMPTS = (("The list", "greedy"), ("Return the", "greedy"), ("This module", "sampled"), ("Raise", "sampled"))
+from llmviz.training.export import check_with_transformers, load_ours, save_model
 
 
 @dataclass(frozen=True)
@@ -68,19 +67,30 @@ class Preset:
     tokens_per_s: float = 2500.0
 
 
+BILINGUAL = dict(vocab=9216, zh=True, cjk_min=5)  # issue 21: the embedded family speaks English and Chinese
 PRESETS = {
-    "main": Preset(hidden=256, layers=4, heads=8, intermediate=768),
+    "main": Preset(hidden=256, layers=4, heads=8, intermediate=768, minutes=60.0, **BILINGUAL),
+    # The derived models reuse the main model's tokenizer and draw from its stream (its English copies)
     "draft": Preset(hidden=128, layers=2, heads=4, intermediate=384, lr=3e-3, minutes=6.0, out="llmviz-tiny-draft",
-                    max_epochs=10.0),
+                    max_epochs=10.0, **BILINGUAL),
     "gqa4": Preset(hidden=256, layers=4, heads=8, intermediate=768, lr=6e-4, minutes=2.5, warmup=20,
-                   out="llmviz-tiny-gqa4", init_from="llmviz-tiny", kv_heads=4),
+                   out="llmviz-tiny-gqa4", init_from="llmviz-tiny", kv_heads=4, **BILINGUAL),
     "gqa2": Preset(hidden=256, layers=4, heads=8, intermediate=768, lr=6e-4, minutes=2.5, warmup=20,
-                   out="llmviz-tiny-gqa2", init_from="llmviz-tiny", kv_heads=2),
-    "bilingual": Preset(hidden=256, layers=4, heads=8, intermediate=768, vocab=9216, minutes=60.0,
-                        out="llmviz-tiny-zh", zh=True, cjk_min=5),
+                   out="llmviz-tiny-gqa2", init_from="llmviz-tiny", kv_heads=2, **BILINGUAL),
+    # The English-only model the bilingual one replaced (retired in issue 21; kept to reproduce its figures)
+    "english": Preset(hidden=256, layers=4, heads=8, intermediate=768, out="llmviz-tiny-en"),
     "smoke": Preset(hidden=64, layers=2, heads=4, intermediate=128, vocab=512, seq_len=64, batch=4, lr=3e-3,
                     minutes=0.1, out="llmviz-smoke", sources=("topics",), limit=40, warmup=4),
 }
+DERIVED = ("draft", "gqa4", "gqa2")
+
+
+def main_copies(folder: Path) -> int:
+    """How many times the main model's stream repeats English (its card): a derived model draws from the same mix."""
+    info = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    if "english_copies" not in info:
+        raise ConfigError(f"{folder} is not a bilingual model (its card has no english_copies)")
+    return info["english_copies"]
 
 
 def model_config(p: Preset, vocab: int, eos: int) -> ModelConfig:
@@ -197,7 +207,7 @@ def train_loop(model: DecoderModel, stream: torch.Tensor, p: Preset, budget_s: f
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m llmviz.training", description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", choices=("main", "bilingual", "draft", "gqa4", "gqa2"), default="main",
+    ap.add_argument("--preset", choices=tuple(p for p in PRESETS if p != "smoke"), default="main",
                     help="gqa4/gqa2: the main model's K/V heads mean-pooled to 4 or 2, then uptrained")
     ap.add_argument("--smoke", action="store_true", help="seconds-long run: topics subset, tiny model, no compile")
     ap.add_argument("--minutes", type=float, help="training time budget (default: the preset's)")
@@ -237,7 +247,7 @@ def main(argv: list[str] | None = None) -> dict:
     log(f"corpus: {len(corpus.train)} train + {len(corpus.heldout)} held-out docs, {corpus.chars} chars, "
         f"sha256 {corpus.sha256}")
     zh = bilingual.chinese_corpus(args.zh_po, p.limit) if p.zh else None
-    tok_src = args.tokenizer or (ASSETS / PRESETS["main"].out if name in ("draft", "gqa4", "gqa2") else None)
+    tok_src = args.tokenizer or (ASSETS / PRESETS["main"].out if name in DERIVED else None)
     if tok_src is not None and (tok_src / "tokenizer.json").exists():
         tok = tok_mod.Tokenizer.from_file(str(tok_src / "tokenizer.json"))
         log(f"tokenizer: reused from {tok_src}")
@@ -254,7 +264,8 @@ def main(argv: list[str] | None = None) -> dict:
     mixed = None
     if p.zh:
         planned = steps * p.batch * p.seq_len if steps else int(p.tokens_per_s * budget)
-        mixed = bilingual.mix(tok, tok_mod.encode_documents, train_ids, zh, p.english_tokens, planned)
+        copies = main_copies(tok_src) if name in DERIVED else None
+        mixed = bilingual.mix(tok, tok_mod.encode_documents, train_ids, zh, p.english_tokens, planned, copies)
         log(f"bilingual: English x{mixed.copies} ({mixed.share:.1%} of the stream), {len(mixed.stream)} tokens, "
             f"{len(mixed.heldout_zh_ids)} held-out Chinese tokens")
 
@@ -277,25 +288,19 @@ def main(argv: list[str] | None = None) -> dict:
     ours = load_ours(out, cfg)
     ppl = check_with_transformers(out, ours, heldout_ids)
     log(f"held-out perplexity {ppl:.3f} (transformers fp32), {perplexity(ours, heldout_ids):.3f} (DecoderModel)")
-    samples = []
-    for i, (prompt, mode) in enumerate(PROMPTS):
-        ids = generate(ours, tok.encode(prompt).ids, 48, eos, mode == "sampled", args.seed + i)
-        samples.append({"prompt": prompt, "mode": mode, "text": tok.decode(ids)})
+    samples = card.samples(ours, tok, eos, args.seed, bilingual.prompts(mixed.zh) if mixed else [])
     extra = {}
     if mixed:
         with torch.no_grad():
             extra = bilingual.figures(ours, tok, heldout_ids, mixed)
         extra["english_tokens_seen"] = round(stats["tokens_seen"] * mixed.share)  # drawn uniformly from the stream
+        extra["tokenizer"] = {"vocab": p.vocab, "cjk_min": p.cjk_min}
         log(f"bilingual: {extra['bits_per_char']} bits/char; Chinese baselines {extra['zh_baselines_bits_per_char']}")
-        for i, prompt in enumerate(bilingual.prompts(mixed.zh)):
-            ids = generate(ours, tok.encode(prompt).ids, 48, eos, False, args.seed + i)
-            samples.append({"prompt": prompt, "mode": "greedy", "text": tok.decode(ids)})
-    heldout_dir = args.heldout_dir or (ASSETS / "corpus" if name == "main" else None)  # bilingual: never rewritten
-    heldout_sha = None
-    if heldout_dir is not None:
-        heldout_sha = corpus_mod.write_heldout(heldout_dir, corpus, f"tokenizer.json of {out.name}")
-    license_file = Path(sysconfig.get_paths()["stdlib"]) / "LICENSE.txt"
-    (out / "NOTICE").write_text(corpus_mod.notice(license_file), encoding="utf-8")
+    if args.heldout_dir is not None:  # the committed assets/corpus/heldout.txt is never rewritten by a run
+        heldout_sha = corpus_mod.write_heldout(args.heldout_dir, corpus, f"tokenizer.json of {out.name}")
+    else:
+        heldout_sha = corpus_mod.committed_heldout_sha256(corpus) if not p.limit else None
+    card.write_notice(out, args.zh_po if mixed else None)
     info = {
         "name": out.name, "preset": name, "parameters": params, "architecture": cfg.to_dict(),
         "heldout_perplexity": round(ppl, 4), **conversion, **extra, "eval_window": EVAL_WINDOW,
@@ -306,8 +311,9 @@ def main(argv: list[str] | None = None) -> dict:
         "train_command": "python -m llmviz.training " + shlex.join(argv),
         "training": {**stats, "batch": p.batch, "seq_len": p.seq_len, "peak_lr": p.lr, "threads": args.threads,
                      "epochs": round(stats["tokens_seen"] / len(stream), 2), "max_epochs": p.max_epochs,
-                     "seed": args.seed, "torch": torch.__version__, "total_wall_s": round(time.perf_counter() - t0)},
+                     "seed": args.seed, "torch": torch.__version__, "machine": card.machine(),
+                     "total_wall_s": round(time.perf_counter() - t0)},
     }
-    write_card(out, info, samples)
+    card.write_card(out, info, samples)
     log(f"wrote {out} ({(out / 'model.safetensors').stat().st_size / 1e6:.2f} MB safetensors)")
     return info

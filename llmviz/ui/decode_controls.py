@@ -39,8 +39,8 @@ DEMO_FIELDS = ("model", "device", "dtype", "attn", "engine", "prompt", "seed", "
 
 
 def reset_demo() -> None:
-    """The default prompt, model, seed and sampling, from the prefill (a callback)."""
-    default = Settings()
+    """The default prompt (the interface language's), model, seed and sampling, from the prefill (a callback)."""
+    default = Settings.fresh(state.settings().lang)
     state.update(**{f: getattr(default, f) for f in DEMO_FIELDS}, step=0, history="", reseed="")
     st.session_state[PLAYING] = False
     state.forget_run()

@@ -41,8 +41,8 @@ def sidebar() -> Translator:
     with st.sidebar:
         lang = st.radio("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.get,
                         index=list(LANGUAGES).index(current.lang), horizontal=True, key="lang_switch")
-    if lang != current.lang:
-        state.update(lang=lang)
+    if lang != current.lang:  # the prompt follows only while it is the other language's default (issue 21)
+        st.session_state[state.SETTINGS_KEY] = current.with_language(lang)
     t = Translator(lang)
     presenter.toggle(t)
     policy = server.policy()

@@ -22,7 +22,10 @@ from llmviz.trace.config import (
 from llmviz.trace.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
 
 DEFAULT_MODEL = EMBEDDED_MODEL
-DEFAULT_PROMPT = "The list of"
+# The prompt a session starts from in each interface language (issue 21): the article's own example in Chinese
+DEFAULT_PROMPTS = {"en": "The list of", "zh": "济南的冬天"}
+DEFAULT_PROMPT = DEFAULT_PROMPTS["en"]
+LANGS = tuple(DEFAULT_PROMPTS)
 EXAMPLE_PROMPTS = ("The list of", "Return the", "This module provides", "济南的冬天")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 # The UI captures every tensor, attention maps included ([heads, n, n] per layer): runs stay short enough
@@ -144,8 +147,18 @@ class Settings:
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
 
+    def with_language(self, lang: str) -> Settings:
+        """The interface in `lang`; the prompt follows only while it is still the other language's default."""
+        follows = self.prompt == DEFAULT_PROMPTS[self.lang]
+        return replace(self, lang=lang, prompt=DEFAULT_PROMPTS[lang] if follows else self.prompt)
+
+    @classmethod
+    def fresh(cls, lang: str = "en") -> Settings:
+        """What a session opens with in `lang` (and what Reset demo puts back)."""
+        return cls(lang=lang, prompt=DEFAULT_PROMPTS[lang])
+
     def to_query(self) -> dict[str, str]:
-        default = Settings()
+        default = Settings(prompt=DEFAULT_PROMPTS[self.lang])  # a link leaves out the prompt its language starts with
         return {k: str(v) for k, v in asdict(self).items() if v != getattr(default, k)}
 
     @classmethod
@@ -161,7 +174,7 @@ class Settings:
                 values[f.name] = kind(raw)
             except (TypeError, ValueError):
                 problems.append(f"{f.name}={raw!r}")
-        checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": ("en", "zh"), "padding": PADDINGS,
+        checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": LANGS, "padding": PADDINGS,
                   "kv_bs": KV_BLOCK_SIZES, "kv_max": KV_MAX_SEQS, "kv_model": (*RANDOM_MODELS, "home")}
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
@@ -194,6 +207,7 @@ class Settings:
         for name, (low, high) in RANGES.items():  # the sliders' ranges, and what the engine accepts
             if name in values and not low <= values[name] <= high:
                 problems.append(f"{name}={values.pop(name)!r}")
+        values.setdefault("prompt", DEFAULT_PROMPTS[values.get("lang", "en")])
         return cls(**values), problems
 
 

@@ -27,6 +27,30 @@ def test_the_verdict_rule_either_side_of_each_threshold(effect, verdict, reason)
     assert judge(0.8, effect) == (verdict, reason)
 
 
+K1 = 68 / 35 - 1  # the article's doubling: x1.94
+
+
+@pytest.mark.parametrize("ratio, verdict, reason", [
+    (1.46, DOES_NOT_HOLD, "too_small"),  # under half the article's effect (x1.47)
+    (1.48, HOLDS, "holds"),
+    (2.0, HOLDS, "holds"),  # exactly linear
+    (2.40, HOLDS, "holds"),  # under one and a half times it (x2.41)
+    (2.42, DOES_NOT_HOLD, "too_large"),
+    (4.0, DOES_NOT_HOLD, "too_large"),  # quadratic: the time quadruples when the prompt doubles
+])
+def test_k1_is_bounded_on_both_sides(ratio, verdict, reason):
+    """Issue 22: "linear" has an upper bound too; by hand: 1 + 0.5 * 0.943 = 1.471, 1 + 1.5 * 0.943 = 2.414."""
+    effect = Effect(ratio - 1, ratio - 1.01, ratio - 0.99)
+    got, parts = claim_verdict(CLAIMS["K1"], {"doubling_256_to_512": effect})
+    assert (got, parts[0][2]) == (verdict, reason)
+
+
+def test_a_gain_is_not_bounded_above():
+    """K4's 1.8x: a 3x speed-up still holds (more than the article claims is no contradiction)."""
+    effects = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": Effect(2.0, 1.9, 2.1)}
+    assert claim_verdict(CLAIMS["K4"], effects)[0] == HOLDS
+
+
 def test_a_negative_article_effect_needs_a_negative_measurement():
     assert judge(-0.3, Effect(-0.2, -0.25, -0.1)) == (HOLDS, "holds")
     assert judge(-0.3, Effect(0.2, 0.1, 0.25)) == (DOES_NOT_HOLD, "opposite_sign")

@@ -9,6 +9,7 @@ from llmviz.analysis.tokens import (
     alone,
     group_by_character,
     hex_spaced,
+    non_ascii_characters,
     position_labels,
     split_groups,
     trace_token_bytes,
@@ -87,3 +88,13 @@ def test_broken_bytes_are_replaced_not_raised():
 def test_labels_make_spaces_visible_and_stay_unique():
     assert visible(" the\n") == "␣the↵" and visible("") == "∅"
     assert position_labels([b"a", b"a", b" b", b"\xe6"]) == ["0:a", "1:a", "2:␣b", "3:<e6>"]
+
+
+def test_which_characters_are_whole_and_which_are_bytes_by_hand():
+    """南 and 天 whole tokens, 济 three byte tokens, 的 inside a longer token, ASCII left out (issue 21)."""
+    pieces = ["济".encode()[:1], "济".encode()[1:2], "济".encode()[2:], "南".encode(), " 的".encode(), b"x",
+              "天".encode()]
+    chars = non_ascii_characters(group_by_character(pieces))
+    assert [(c.char, c.first, c.tokens, c.whole) for c in chars] == [
+        ("济", 0, 3, False), ("南", 3, 1, True), ("的", 4, 1, True), ("天", 6, 1, True)]
+    assert non_ascii_characters(group_by_character([b"The", b" list"])) == []

@@ -22,9 +22,12 @@ def trained(tmp_path_factory):
     po = tmp_path_factory.mktemp("po")
     for name, lines in LINES.items():
         (po / name).parent.mkdir(parents=True, exist_ok=True)
-        body = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        body = '# Translators:\n# Wang Wu <wu@example.org>, 2024\n# \nmsgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n'
+        body += '"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
         body += "".join(f'msgid "Line {i}."\nmsgstr "{zh}"\n\n' for i, zh in enumerate(lines * 6))
         (po / name).write_text(body, encoding="utf-8")
+    (po / "TRANSLATORS").write_text("# The latest translators list is in each po file.\n\nLi Si\nZhang San\n",
+                                    encoding="utf-8")
     out = tmp_path_factory.mktemp("train") / "tiny-zh"
     done = subprocess.run([sys.executable, "-m", "llmviz.training", "--smoke", "--zh-po", str(po), "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -49,3 +52,17 @@ def test_transformers_reads_the_chinese_characters_as_the_card_says(trained):
     hf = AutoTokenizer.from_pretrained(str(out), local_files_only=True)
     assert len(hf.encode("济南的冬天", add_special_tokens=False)) == card["example"]["tokens"]
     assert hf.decode(hf.encode("南方的冬天", add_special_tokens=False)) == "南方的冬天"
+
+
+def test_the_notice_and_readme_credit_the_translators_and_give_the_figures(trained):
+    out, card = trained
+    notice = (out / "NOTICE").read_text(encoding="utf-8")
+    assert "Documentation Contribution Agreement" in notice and "CC0" in notice
+    assert "Translators of the zh_CN Python documentation (3 names" in notice
+    assert all(f"  {name}\n" in notice for name in ("Li Si", "Wang Wu", "Zhang San"))  # file + .po header, no email
+    assert "wu@example.org" not in notice and "PYTHON SOFTWARE FOUNDATION LICENSE" in notice
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert f"| this model | **{card['bits_per_char']['en']:.3f}** | **{card['bits_per_char']['zh']:.3f}** |" in readme
+    assert "UTF-8 bytes, one token each: 济 (0)" in readme and "at least 2 times" in readme
+    zh = [s for s in card["samples"] if "valid_utf8" in s]
+    assert zh[0]["prompt"] == "济南的冬天" and all(s["text"].startswith(s["prompt"]) for s in zh)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from llmviz.analysis.claim_effects import reason_text, table_rows
 from llmviz.analysis.claims import CLAIMS
-from llmviz.ui import claims_run, latency_curves, roofline_view, server, state
+from llmviz.ui import article_view, claims_run, latency_curves, roofline_view, server, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.navigation import KEEP
 
@@ -13,7 +13,7 @@ from llmviz.ui.navigation import KEEP
 def controls(t) -> tuple[list[str], bool, bool]:
     left, right = st.columns([3, 1])
     ids = left.multiselect(t("claims.only"), list(CLAIMS), default=list(CLAIMS), key="claims_ids", **KEEP,
-                           format_func=lambda k: f"{k} · {CLAIMS[k].article}")
+                           format_func=lambda k: f"{k} · {t(f'claims.article.{k}')}")
     quick = right.toggle(t("claims.quick"), value=True, key="claims_quick", **KEEP, help=t("claims.quick_help"))
     go = right.button(t("claims.run"), type="primary", disabled=not ids or not server.engine_available(),
                       width="stretch")
@@ -40,7 +40,7 @@ def results(t, rep: dict) -> None:
         if c.get("where") and c.get("what_was_timed"):
             where = c["where"]
             st.caption(t("claims.where", claim=c["id"], model=where.get("model", "?"), device=where.get("device", "?"),
-                         threads=where.get("threads", "?"), seconds=c["seconds"] or 0, what=c["what_was_timed"]))
+                         threads=where.get("threads", "?"), seconds=c["seconds"] or 0, what=t.timed(c)))
     k1_details(t, rep)
     a, b, c = st.columns(3)
     a.download_button(t("claims.download_json"), claims_run.as_json(t, rep), "claims.json", "application/json",
@@ -62,6 +62,7 @@ def main() -> None:
         results(t, rep)
     roofline_view.section(t)
     latency_curves.section(t)
+    article_view.section(t)
 
 
 main()

@@ -46,8 +46,7 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     if window:
         st.markdown(t("prefill.window_masked", n=window))
     if scores.recomputed:  # rebuilt from these same Q and K: the check below would be circular
-        st.info(t("prefill.recomputed", backend=literal(str(step.timings.get("attn_backend", "?"))),
-                  note=literal(scores.note)))
+        st.info(t("prefill.recomputed", backend=literal(str(step.timings.get("attn_backend", "?")))))
     else:
         st.caption(t("prefill.recheck", gap=f"{gap:.1e}"))
     left, right = st.columns(2)

@@ -148,6 +148,7 @@ def report(run: dict) -> dict:
         entry["seconds"] = run["seconds"].get(claim_id)
         entry["where"] = {k: figures.get(k) for k in ("model", "device", "threads") if not error}
         entry["what_was_timed"] = None if error else figures.get("what_was_timed", figures.get("what_was_measured"))
+        entry["timed"] = None if error else figures.get("timed")  # its catalogue key: pages show it translated
         claims.append(entry)
     return {"quick": run["quick"], "threads": run["threads"], "claims": claims,
             "seconds": round(sum(v for v in run["seconds"].values()), 1)}
@@ -174,7 +175,7 @@ def table_rows(t, rep: dict) -> list[dict]:
     rows = []
     for c in rep["claims"]:
         for e in c["effects"]:
-            rows.append({t("claims.col_claim"): c["id"], t("claims.col_article"): c["article"],
+            rows.append({t("claims.col_claim"): c["id"], t("claims.col_article"): t(f"claims.article.{c['id']}"),
                          t("claims.col_effect"): t(f"claims.effect.{e['name']}"),
                          t("claims.col_article_effect"): shown(e["name"], e["article"]),
                          t("claims.col_measured"): shown(e["name"], e["measured"]) if "measured" in e else "—",

@@ -44,6 +44,12 @@ def translate(lang: str, key: str, **values) -> str:
     return _ONE.sub(r"1 \1", text) if lang == "en" else text
 
 
+def timed(key: str, **values) -> dict:
+    """What a measurement timed, for its result: the English sentence (JSON, the CLI) and the catalogue key with
+    its values, so that a page shows it in its own language (issue 22)."""
+    return {"what_was_timed": translate("en", key, **values), "timed": {"key": key, "values": values}}
+
+
 class Translator:
     """`t("home.title")` in the language of one browser session."""
 
@@ -55,3 +61,10 @@ class Translator:
 
     def __contains__(self, key: str) -> bool:
         return key in catalog(self.lang)
+
+    def timed(self, result: dict) -> str:
+        """A result's "what was timed" in this language (results from before the key: their English sentence)."""
+        described = result.get("timed")
+        if described:
+            return self(described["key"], **described["values"])
+        return result.get("what_was_timed") or result.get("what_was_measured") or ""

@@ -20,6 +20,7 @@ from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.session import Session
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
+from llmviz.i18n.translator import timed
 from llmviz.trace.config import EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent
 
@@ -71,6 +72,4 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8),
     return {"sizes": out, "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
             "steps": steps, "repeats": repeats, "padding": padding,
             "prompt_tokens": len(prompt),
-            "what_was_timed": "the engine's timed region of each step (planning it, the forward pass, sampling; "
-                              "device synchronized) at capture off, greedy, EOS ignored, b copies of one prompt; "
-                              f"one warm-up round, then {repeats} rounds with the sizes interleaved; medians"}
+            **timed("timed.batch_sweep", repeats=repeats)}

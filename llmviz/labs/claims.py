@@ -20,6 +20,7 @@ from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.session import Session
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError, LlmvizError
+from llmviz.i18n.translator import timed
 from llmviz.labs.batch_sweep import batch_sweep
 from llmviz.labs.claims_serving import ServingClaims
 from llmviz.labs.compare import CompareConfig, compare
@@ -109,14 +110,15 @@ class Measurer(ServingClaims):
                 "decode_ms_per_token": a["decode_ms_per_token"], "bandwidth": result["bandwidth"],
                 "side": {k: a[k] for k in ("engine_config", "model_config", "kv")},
                 "prompt_tokens": result["prompt_tokens"], "steps": result["steps"],
-                "what_was_timed": result["what_was_timed"]}
+                **{k: result[k] for k in ("what_was_timed", "timed")}}
 
     def k3(self) -> dict:
         lm = self.model(LONG_MODEL)
         lengths = (256, 512, 1536) if self.plan.quick else (128, 256, 512, 1024, 1536, 2000)  # K3: past 1024
         sweep = layout_sweep(lm, list(lengths), steps=4 if self.plan.quick else 8, repeats=self.plan.repeats,
                              progress=within(self.progress, 0.0, 1.0, "K3"))
-        return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "seconds") if k in sweep} | {
+        return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "timed", "seconds")
+                if k in sweep} | {
             "model": lm.name, **self.where(lm)}
 
     def k4(self) -> dict:
@@ -128,7 +130,8 @@ class Measurer(ServingClaims):
         sweep = batch_sweep(lm, text_ids(lm, 64), sizes=(1, 2, 4, 8), steps=2, repeats=self.plan.repeats,
                             device=self.plan.device,
                             progress=within(self.progress, 0.0, 1.0, "K5"))
-        return {k: sweep[k] for k in ("sizes", "model", "device", "threads", "prompt_tokens", "what_was_timed")}
+        return {k: sweep[k] for k in ("sizes", "model", "device", "threads", "prompt_tokens", "what_was_timed",
+                                      "timed")}
 
     def k6(self) -> dict:
         lm = self.model(LONG_MODEL)
@@ -138,10 +141,7 @@ class Measurer(ServingClaims):
             self.progress(i / 2, "K6", {"what": backend})
             out[backend] = prefill_ms(lm, ids, backend, 2 if self.plan.quick else 3, self.plan.device)
         return {"model": lm.name, "tokens": len(ids), "prefill_ms": out, **self.where(lm),
-                "what_was_timed": "a prefill of the whole context (the engine's timed region) with eager attention "
-                                  "and with torch's scaled_dot_product_attention (SDPA: on a CPU a fused kernel that "
-                                  "never stores the [n, n] scores, on CUDA flash attention where it applies), after "
-                                  "one untimed warm-up run each; medians, with min and max"}
+                **timed("timed.k6")}
 
     def where(self, lm: LoadedModel) -> dict:
         return {"device": str(lm.device), "threads": torch.get_num_threads()}
@@ -151,7 +151,8 @@ class Measurer(ServingClaims):
         return {"model": result["model"], "device": result["device"], "threads": result["threads"],
                 "specs": [result[s]["spec"] for s in "ab"],
                 "decode_ms_per_token": [result[s]["decode_ms_per_token"] for s in "ab"],
-                "prefill_ms": [result[s]["prefill_ms"] for s in "ab"], "what_was_timed": result["what_was_timed"]}
+                "prefill_ms": [result[s]["prefill_ms"] for s in "ab"],
+                **{k: result[k] for k in ("what_was_timed", "timed")}}
 
 
 def parse_ids(text: str | None) -> tuple[str, ...]:
@@ -220,5 +221,4 @@ def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sd
         ms.append(prefill_ms(lm, text_ids(lm, n), backend, repeats, device))
     return {"model": lm.name, "lengths": lengths, "prefill_ms": ms, "backend": backend, "device": str(lm.device),
             "threads": torch.get_num_threads(),
-            "what_was_timed": "one prompt's prefill of held-out text (the engine's timed region, capture off) after "
-                              f"one warm-up run at each length; {repeats} runs per length; medians, with min and max"}
+            **timed("timed.prefill_sweep", repeats=repeats)}

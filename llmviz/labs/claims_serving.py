@@ -11,6 +11,7 @@ from llmviz.engine.serving.requests import load_trace
 from llmviz.engine.serving.speculative import speculate
 from llmviz.engine.serving.static import serve, warm_up
 from llmviz.engine.timing import spread
+from llmviz.i18n.translator import timed
 from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 
 SLOTS = 8
@@ -39,9 +40,7 @@ class ServingClaims:
         continuous = self.served("mixed", "continuous")
         return {"trace": "mixed", "slots": SLOTS, "static": static, "continuous": continuous,
                 **self.where(self.model(EMBEDDED_MODEL)), "model": EMBEDDED_MODEL,
-                "what_was_timed": "the built-in 'mixed' request trace through static batching and through "
-                                  f"continuous batching, {SLOTS} slots each; utilization counts the slots a "
-                                  "request used at each engine step, so it does not depend on the clock"}
+                **timed("timed.k7", slots=SLOTS)}
 
     def k8(self) -> dict:
         target, draft = self.model(EMBEDDED_MODEL), self.model(EMBEDDED_DRAFT)
@@ -54,9 +53,7 @@ class ServingClaims:
                 "target_alone_ms_per_token": spread([x["target_alone_ms_per_token"] for x in runs]),
                 "acceptance_rate": runs[-1]["acceptance_rate"],
                 "identical_outputs": all(x["identical_outputs"] for x in runs), **self.where(target),
-                "what_was_timed": "greedy decoding of one prompt, draft and verify rounds on the wall clock, and the "
-                                  "target alone timed the same way, after one warm-up run; "
-                                  f"{self.plan.repeats} runs; medians, with min and max"}
+                **timed("timed.k8", repeats=self.plan.repeats)}
 
     def k9(self) -> dict:
         runs = {}
@@ -66,8 +63,7 @@ class ServingClaims:
                                                                  prefix_sharing=sharing)
         return {"trace": "shared-prompt", "slots": SLOTS, **runs, "model": EMBEDDED_MODEL,
                 **self.where(self.model(EMBEDDED_MODEL)),
-                "what_was_measured": "the peak KV blocks the paged pool held at any step, with and without sharing "
-                                     "the prompts' common prefix blocks (counted, not timed)"}
+                **timed("timed.k9")}
 
     def k10(self) -> dict:
         return self.sides(self.compare("sdpa-fp8"))

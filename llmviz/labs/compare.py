@@ -31,6 +31,7 @@ from llmviz.engine.platform.memory import typed_out_of_memory
 from llmviz.engine.session import Session
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
+from llmviz.i18n.translator import timed
 from llmviz.labs.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
 from llmviz.labs.probes import memory_bandwidth
 from llmviz.trace import hooks
@@ -182,10 +183,7 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
         "a": sides["a"], "b": sides["b"], "bandwidth": bandwidth,
         "drift": _drift(models["b"], config, reference), "outputs": outputs,
         "prompt_tokens": len(reference.prompt_ids),
-        "what_was_timed": "the engine's timed region of each step (planning the step: positions, masks and cache "
-                          "slots; the forward pass; sampling; device synchronized) at capture off; "
-                          f"{config.warmup} warm-up round(s), then {config.repeats} rounds of A and B interleaved; "
-                          "medians, with min and max",
+        **timed("timed.compare", warmup=config.warmup, repeats=config.repeats),
     }
     result["within_noise"] = within_noise(sides["a"], sides["b"])
     if config.perplexity:

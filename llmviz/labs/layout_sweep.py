@@ -33,6 +33,7 @@ from llmviz.engine.platform.memory import typed_out_of_memory
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError
+from llmviz.i18n.translator import timed
 from llmviz.trace.config import KV_LAYOUTS, default_max_seq
 from llmviz.trace.progress import Progress, silent
 
@@ -184,9 +185,5 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
         "ms_per_token": per_layout, "kv": kv, "seconds": time.perf_counter() - began,
         "k3": {"short": _ratio_over(lengths, per_layout, lambda n: n <= SHORT),
                "long": _ratio_over(lengths, per_layout, lambda n: n > LONG)},
-        "what_was_timed": f"per layout and cached length: a fresh one-sequence cache filled with that many tokens "
-                          f"of seeded random K/V (no prefill), then {steps} greedy decode steps, each the engine's "
-                          f"timed region of a step (plan, forward pass, pick; device synchronized) at capture off; "
-                          f"one warm-up run of {warmup_steps} steps per layout, then {repeats} rounds with the "
-                          f"layouts interleaved; medians of the rounds' ms/token, with min and max",
+        **timed("timed.layout_sweep", steps=steps, warmup_steps=warmup_steps, repeats=repeats),
     }

@@ -55,4 +55,4 @@ def section(t) -> None:
         return
     st.plotly_chart(view[0], width="stretch", key="curves_prefill_chart")
     st.markdown(view[1])
-    st.caption(t("curves.timed", device=result["device"], threads=result["threads"], what=result["what_was_timed"]))
+    st.caption(t("curves.timed", device=result["device"], threads=result["threads"], what=t.timed(result)))

@@ -8,6 +8,14 @@ from llmviz.analysis.claims import CANNOT, CLAIMS, DOES_NOT_HOLD, HOLDS, Effect,
 from llmviz.analysis.prefill_fit import fit_prefill
 
 
+def test_the_pages_show_each_claims_statement_as_the_json_gives_it():
+    """The page shows the catalogue's claims.article.K* (so in Chinese too); in English it is the report's text."""
+    from llmviz.i18n.translator import catalog, translate
+
+    assert all(translate("en", f"claims.article.{k}") == c.article for k, c in CLAIMS.items())
+    assert all(f"claims.article.{k}" in catalog("zh") for k in CLAIMS)
+
+
 def test_every_claim_of_the_concept_map_is_there():
     assert list(CLAIMS) == [f"K{i}" for i in range(1, 12)]
     assert dict(CLAIMS["K4"].effects) == {"kv_memory_saved": 0.5, "decode_speedup": 0.8}  # "halved", "1.8x"

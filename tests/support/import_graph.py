@@ -25,11 +25,12 @@ FRONT = ("torch", "transformers")  # what the Streamlit side never imports: it r
 PACKAGES = {  # package -> its rule; keep in the order of docs/architecture.md, lowest first
     "base": Row((), ("torch", "transformers", "streamlit", "plotly")),  # llmviz/__init__, errors, paths, files
     "trace": Row(("base",), ("torch", "transformers", "streamlit", "plotly")),
-    "engine": Row(("trace", "base"), ("streamlit", "plotly", "transformers.models")),
-    "labs": Row(("engine", "trace", "base"), ("streamlit", "plotly", "transformers.models")),
-    "training": Row(("labs", "engine", "trace", "base"), ("streamlit", "plotly")),
-    "service": Row(("labs", "engine", "trace", "base"), ("torch", "streamlit", "plotly", "transformers.models")),
     "i18n": Row(("base",), ("torch", "transformers", "streamlit", "plotly")),
+    "engine": Row(("trace", "base"), ("streamlit", "plotly", "transformers.models")),
+    "labs": Row(("engine", "trace", "i18n", "base"), ("streamlit", "plotly", "transformers.models")),
+    "training": Row(("labs", "engine", "trace", "i18n", "base"), ("streamlit", "plotly")),
+    "service": Row(("labs", "engine", "trace", "i18n", "base"),
+                   ("torch", "streamlit", "plotly", "transformers.models")),
     "analysis": Row(("trace", "base"), ("torch", "transformers", "streamlit", "plotly")),
     "viz": Row(("analysis", "i18n", "trace", "base"), ("torch", "transformers", "streamlit")),
     "cli": Row(("service", "analysis", "i18n", "trace", "base"), ("torch", "transformers", "streamlit", "plotly")),

@@ -72,7 +72,12 @@ def rendered_text(at) -> list[str]:
                  "button_group", "pills", "segmented_control"):
         for widget in getattr(at, kind):
             texts += [str(widget.proto.label), str(getattr(widget.proto, "help", ""))]
+            texts += [str(o) for o in getattr(widget.proto, "options", [])]  # what a choice shows
     texts += [str(e.label) for e in at.expander] + [str(e.label) for e in at.tabs]
+    for table in at.dataframe:  # headers and text cells
+        frame = table.value
+        texts += [str(c) for c in frame.columns]
+        texts += [v for col in frame.columns for v in frame[col].tolist() if isinstance(v, str)]
     for chart in at.get("plotly_chart"):
         texts += _figure_text(json.loads(chart.proto.spec))
     for chart in at.get("graphviz_chart"):  # the labels of a DOT diagram, not its node ids

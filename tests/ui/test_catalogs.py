@@ -3,6 +3,7 @@ rendered in Chinese shows no English catalog string (every page that app.py decl
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -13,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, declared_pages, page_file, rendered_text
 
 from llmviz.i18n.translator import LANGUAGES, LOCALES, catalog
+from llmviz.ui.state import RUN_KEY
 
 FILES = sorted({p.name for lang in LANGUAGES for p in (LOCALES / lang).glob("*.json")})
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -84,6 +86,9 @@ def chinese_pages(app_model):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         pages[page] = (rendered_text(at), [e.value for e in at.title], [r.label for r in at.radio])
+    run = at.session_state[RUN_KEY]
+    pages["generated"] = b"".join(bytes.fromhex(run.trace.tokens[i]["bytes"]) for i in run.trace.row_output_ids(0)
+                                  ).decode("utf-8", errors="replace")
     return pages
 
 
@@ -117,3 +122,48 @@ def test_the_same_pages_in_english_do_show_catalog_strings(app_model):
     found = set(leaks(rendered_text(at), english_fragments()).values())
     assert {"trace.title", "trace.png_help", "trace.steps", "trace.upload_label", "trace.engine_line",
             "trace.config_json", "trace.download_button", "trace.steps_help"} <= found
+
+
+# Latin words a Chinese page may show (issue 22): code, switch values, model, unit and method names. Anything
+# else in a run of three or more Latin words is English prose that bypassed the catalogues.
+LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z0-9_.+/-]*(?:[ \t,;:()'-]+[A-Za-z][A-Za-z0-9_.+/-]*){2,}")
+ALLOWED_WORDS = {
+    "q", "k", "v", "kv", "qkv", "gqa", "mha", "mlp", "rope", "rms", "rmsnorm", "swiglu", "silu", "gelu", "bos", "eos",
+    "pad", "eager", "sdpa", "flash", "attention", "fp32", "fp16", "bf16", "fp8", "int8", "int4", "auto", "cpu", "cuda",
+    "mps", "gpu", "a100", "h100", "prefill", "decode", "paged", "contiguous", "dynamic", "ring", "llmviz-tiny",
+    "llama", "gpt-2", "gpt2", "qwen2", "mistral", "bert", "ms", "µs", "tok/s", "mib", "gib", "kb", "mb", "gb", "tokens",
+    "token", "softmax", "id", "ids", "top-k", "top-p", "off", "on", "meta", "full", "json", "csv", "html", "png", "npz",
+    "zip", "url", "utf-8", "cls", "sep", "transformers", "torch", "pytorch", "streamlit", "plotly", "vllm",
+    "pagedattention", "llm.int8", "gptq", "keras", "x86", "prefetch", "mm_prefetch", "flash_attn", "import", "from",
+    "config", "model", "num_key_value_heads", "kv_cache_dtype", "float16", "pad_sequences", "maxlen", "head_dim",
+    "hidden_size", "max_seq_len", "left", "right", "fused-qkv", "kv-dtype", "kv-layout", "attn", "the", "list", "of",
+    "return", "this", "module", "provides", "static", "continuous", "mixed", "poisson", "shared-prompt", "random",
+    "gpt2-124m-random", "tinyllama", "qwen", "x", "b", "n", "d", "a", "c", "ln", "norm", "layers", "heads",
+    "llmviz-tiny-draft", "llmviz-tiny-gqa4", "llmviz-tiny-gqa2", "min", "max", "p", "w", "f", "down", "act", "gate",
+    "up",
+}
+
+
+def latin_runs(texts: list[str]) -> list[str]:
+    """Runs of three or more Latin words with a word outside ALLOWED_WORDS; text in backticks is code."""
+    found = []
+    for text in texts:
+        for run in LATIN_RUN.findall(re.sub(r"`[^`]*`", " ", text)):
+            words = [w.lower().strip(".,;:()'-") for w in re.split(r"[ \t,;:()]+", run) if w.strip(".,;:()'-")]
+            if any(w not in ALLOWED_WORDS and not re.fullmatch(r"[a-z]?\d[\w.]*", w) for w in words):
+                found.append(run)
+    return found
+
+
+@pytest.mark.parametrize("page", declared_pages())
+def test_a_page_in_chinese_shows_no_english_prose(chinese_pages, page):
+    """Issue 22: English that never was in a catalogue (a lab's sentence, a table cell) shows up here too."""
+    texts, _, _ = chinese_pages[page]
+    own = (PROMPT, chinese_pages["generated"].strip())  # the prompt and what the model wrote are no catalogue's
+    texts = [functools.reduce(lambda text, x: text.replace(x, " "), own, text) for text in texts]
+    assert latin_runs(texts) == [], f"English prose on {page} in Chinese"
+
+
+def test_the_latin_check_catches_a_planted_english_sentence():
+    assert latin_runs(["每 token 约 25 ms", "`from flash_attn import flash_attention`", "llmviz-tiny on cpu"]) == []
+    assert latin_runs(["结果：the engine's timed region of each step"]) == ["the engine's timed region of each step"]

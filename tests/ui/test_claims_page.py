@@ -90,3 +90,21 @@ def test_the_prefill_curve_for_the_current_settings(model_dirs):
     assert all(m["min"] <= m["median"] <= m["max"] and len(m["all"]) == 3 for m in result["prefill_ms"])
     assert "curves_prefill_chart" in [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
     assert any(m.value.startswith("Prefill ms ≈") for m in at.markdown)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_articles_slips_and_terms_are_listed_with_their_evidence(lang):
+    """Issue 22: every slip of analysis/article.py, its section and its evidence filled with computed figures."""
+    from llmviz.analysis.article import SLIPS, TERMS
+
+    at = open_app(page_file("claims"), lang=lang)
+    assert translate(lang, "article.slips_title") in [h.value for h in at.header]
+    slips = next(d.value for d in at.dataframe if translate(lang, "article.col_evidence") in d.value.columns)
+    assert len(slips) == len(SLIPS)
+    assert list(slips[translate(lang, "article.col_section")]) == [f"§{s.section}" for s in SLIPS]
+    evidence = dict(zip([s.id for s in SLIPS], slips[translate(lang, "article.col_evidence")], strict=True))
+    assert "16 MiB" in evidence["oom_budget"] and "64 MiB" in evidence["oom_budget"]
+    assert "24,576 B" in evidence["per_layer"] and "72 MiB" in evidence["per_layer"]
+    assert not any("{" in e for e in evidence.values())
+    terms = next(d.value for d in at.dataframe if translate(lang, "article.col_article_term") in d.value.columns)
+    assert list(terms[translate(lang, "article.col_article_term")]) == [zh for _, zh, _ in TERMS]

@@ -1,0 +1,145 @@
+"""The article's own numbers redone, its slips with their evidence, and its terms beside the app's (issue 22).
+
+One place for all three: the pages and the lesson read them from here, the sentences from the catalogues
+(`slip.<id>` and `term.<id>` in llmviz/i18n/locales/*/article.json), each filled with the values computed
+below from the article's shapes and the bundled configs, never typed in. Pure arithmetic; the byte formula is
+kv_memory.kv_bytes, the FLOP count predict.step_flops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmviz.analysis.kv_memory import KVExample, kv_bytes
+from llmviz.analysis.predict import Setup, Shape, step_flops
+
+MIB = 2**20
+# The article's BERT-base shapes (§1.1-§1.2): 768 wide, 12 heads x 64, 12 layers, fp32
+ARTICLE_PREFILL = KVExample(tokens=4, kv_heads=12, head_dim=64, element_bytes=4, layers=12)  # "24 KB"
+ARTICLE_DECODE = KVExample(tokens=1024, kv_heads=12, head_dim=64, element_bytes=4, layers=12)  # "6 MB at 1024"
+# §4.1's budget: max_seq_len x hidden_size x 2 x 4 bytes, for a 4096-wide model at 2048 tokens
+OOM_TOKENS, OOM_HIDDEN, OOM_BYTES = 2048, 4096, 4
+# BERT's view of 济南的冬天 (§1.1): facts about bert-base-chinese, no BERT weights
+BERT_VOCAB = 21128
+BERT_SPECIALS = ("[CLS]", "[SEP]")
+
+
+def oom_article_bytes() -> int:
+    """The article's 2048 x 4096 x 2 x 4 = 64 MiB (per layer, though it does not say so)."""
+    return OOM_TOKENS * OOM_HIDDEN * 2 * OOM_BYTES
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The right KV budget of one model at the article's 2048 tokens in fp32: per layer and for the whole model."""
+
+    name: str
+    kv_heads: int
+    head_dim: int
+    layers: int
+    hidden: int
+
+    @property
+    def per_layer(self) -> int:
+        return kv_bytes(OOM_TOKENS, self.kv_heads, self.head_dim, OOM_BYTES)
+
+    def total(self, batch: int = 1) -> int:
+        return kv_bytes(OOM_TOKENS, self.kv_heads, self.head_dim, OOM_BYTES, self.layers, batch)
+
+    @property
+    def article_right(self) -> bool:
+        """Whether hidden_size stands in for kv_heads x head_dim here (only without GQA)."""
+        return self.kv_heads * self.head_dim == self.hidden
+
+    @classmethod
+    def of(cls, name: str, config: dict) -> Budget:
+        return cls(name, config["num_kv_heads"], config["head_dim"], config["num_layers"], config["hidden_size"])
+
+
+def bert_view(text: str) -> dict:
+    """The article's example as bert-base-chinese sees it: one token per character between [CLS] and [SEP],
+    positions 0..n+1, every segment id 0."""
+    tokens = [BERT_SPECIALS[0], *text, BERT_SPECIALS[1]]
+    return {"tokens": tokens, "positions": list(range(len(tokens))), "segments": [0] * len(tokens),
+            "vocab": BERT_VOCAB, "chars": len(text), "article_listed": 4}
+
+
+def quadratic_share(config: dict, tokens: int) -> float:
+    """The share of a prefill's FLOPs that is the n² term (attention's scores and their mix of V). step_flops is
+    exactly a + b·n + c·n² in n without a window, so c·n² = (f(2n) - 2·f(n) + f(0)) / 2."""
+    setup = Setup(Shape.from_config(config))
+    f = [step_flops(setup, n, 0) for n in (0, tokens, 2 * tokens)]
+    return (f[2] - 2 * f[1] + f[0]) / 2 / f[1]
+
+
+def weight_share(weight_bytes: int, kv_read_bytes: int) -> float:
+    """The share of a decode step's bytes that are weights (every weight is read once per step)."""
+    return weight_bytes / (weight_bytes + kv_read_bytes)
+
+
+@dataclass(frozen=True)
+class Slip:
+    """One of the article's slips: where it is (its section), what it concerns, the evidence's values."""
+
+    id: str
+    section: str
+    concepts: tuple
+
+
+SLIPS = (
+    Slip("prefill_linear", "1.1", ("C3", "K1")),
+    Slip("four_tokens", "1.1", ("C1", "C2")),
+    Slip("bert_decodes", "1.1", ("C2", "C4")),
+    Slip("fifth_token", "1.2", ("C5",)),
+    Slip("only_q", "1.2", ("C5",)),
+    Slip("per_layer", "1.1", ("C4",)),
+    Slip("oom_budget", "4.1", ("C17", "C19")),
+    Slip("slowdown", "4.2", ("C18",)),
+    Slip("kv_cache_dtype", "4.2", ("C11",)),
+    Slip("gqa_config", "4.2", ("C19",)),
+    Slip("flash_import", "3.1", ("C14",)),
+    Slip("block_tables", "2.1", ("C9",)),
+    Slip("prefetch", "2.2", ("C12",)),
+    Slip("a100_fp8", "5", ("C21", "K10")),
+    Slip("quant_names", "5", ("C21",)),
+    Slip("pad_sequences", "3.1", ("C13",)),
+)
+SLIP_IDS = tuple(s.id for s in SLIPS)
+
+
+def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -> dict[str, dict]:
+    """The numbers each slip's sentence cites, from the bundled configs (ModelConfig dicts) and a GQA model's
+    card (its perplexity with every K/V head, mean-pooled, uptrained; None where it is not there)."""
+    two, three = Budget.of("Llama-2-7B", llama2), Budget.of("Llama-3-8B", llama3)
+    bert = bert_view("济南的冬天")
+    values = {
+        "prefill_linear": {"share_256": quadratic_share(gpt2, 256), "share_512": quadratic_share(gpt2, 512)},
+        "four_tokens": {"chars": bert["chars"], "listed": bert["article_listed"], "bert": len(bert["tokens"]),
+                        "bert_last": bert["positions"][-1]},
+        "per_layer": {"small": ARTICLE_PREFILL.per_layer, "small_total": ARTICLE_PREFILL.total,
+                      "big_mib": ARTICLE_DECODE.per_layer / MIB, "big_total_mib": ARTICLE_DECODE.total / MIB,
+                      "layers": ARTICLE_PREFILL.layers},
+        "oom_budget": {"article_mib": oom_article_bytes() / MIB, "llama2_mib": two.per_layer / MIB,
+                       "llama3_mib": three.per_layer / MIB, "llama3_total_mib": three.total() / MIB,
+                       "llama3_kv": three.kv_heads, "llama3_hd": three.head_dim, "layers": three.layers},
+        "slowdown": {"per_token": kv_bytes(1, gpt2["num_kv_heads"], gpt2["head_dim"], 4, gpt2["num_layers"])},
+    }
+    if gqa_card and "perplexity_mean_pooled" in gqa_card:
+        values["gqa_config"] = {"before": gqa_card["perplexity_before"], "pooled": gqa_card["perplexity_mean_pooled"],
+                                "after": gqa_card["heldout_perplexity"],
+                                "heads": gqa_card["architecture"]["num_heads"],
+                                "kv_heads": gqa_card["architecture"]["num_kv_heads"]}
+    return {s.id: values.get(s.id, {}) for s in SLIPS}
+
+
+# The article's Chinese terms and the app's own names for the same thing (issue 22): one table, en and zh
+# (term.<id>.en / term.<id>.zh in the catalogues); the lesson reuses it.
+TERMS = (
+    ("continuous_batching", "持续批处理", "C15"),
+    ("speculative_decoding", "推测解码", "C16"),
+    ("operator_fusion", "算子融合", "C10"),
+    ("sparse_attention", "稀疏注意力", "C20"),
+    ("local_attention", "局部注意力", "C20"),
+    ("memory_compression", "内存压缩", "C11"),
+    ("paged_attention", "PagedAttention", "C9"),
+)

@@ -1,0 +1,56 @@
+"""The article's slips with their evidence, and its terms beside the app's (issue 22): drawn from the one place
+that keeps them (llmviz/analysis/article.py and the `slip.*` / `term.*` catalogue entries), for the pages and the
+lesson."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from llmviz import service
+from llmviz.analysis import article
+from llmviz.analysis.memory_calc import bundled_text
+from llmviz.paths import ASSETS
+
+GQA_CARD = ASSETS / "llmviz-tiny-gqa4" / "card.json"
+
+
+@st.cache_data(show_spinner=False)
+def values() -> dict[str, dict]:
+    """Each slip's numbers, from the bundled configs and the GQA model's card (the same for every session)."""
+    gpt2, llama2, llama3 = (service.config_from_text(bundled_text(n)) for n in ("gpt2", "llama-2-7b", "llama-3-8b"))
+    card = json.loads(GQA_CARD.read_text(encoding="utf-8")) if GQA_CARD.is_file() else None
+    return article.slip_values(gpt2, llama2, llama3, card)
+
+
+def evidence(t, slip_id: str) -> str:
+    """One slip's evidence sentence, filled with its numbers (a slip whose numbers are missing says so)."""
+    filled = values().get(slip_id, {})
+    try:
+        return t(f"slip.{slip_id}.evidence", **filled)
+    except (KeyError, IndexError):  # e.g. the GQA card is not there: the sentence needs its figures
+        return t("article.no_figures")
+
+
+def slips_table(t, ids: tuple[str, ...] | None = None, key: str = "article_slips") -> None:
+    chosen = [s for s in article.SLIPS if ids is None or s.id in ids]
+    st.dataframe({t("article.col_section"): [f"§{s.section}" for s in chosen],
+                  t("article.col_says"): [t(f"slip.{s.id}.says") for s in chosen],
+                  t("article.col_evidence"): [evidence(t, s.id) for s in chosen]},
+                 hide_index=True, key=key, column_config={t("article.col_evidence"): st.column_config.TextColumn(
+                     width="large")})
+
+
+def terms_table(t, key: str = "article_terms") -> None:
+    st.dataframe({t("article.col_article_term"): [zh for _, zh, _ in article.TERMS],
+                  t("article.col_app_term"): [t(f"term.{term}") for term, _, _ in article.TERMS],
+                  t("article.col_concept"): [c for _, _, c in article.TERMS]}, hide_index=True, key=key)
+
+
+def section(t) -> None:
+    st.header(t("article.slips_title"))
+    st.markdown(t("article.slips_intro"))
+    slips_table(t)
+    st.subheader(t("article.terms_title"))
+    terms_table(t)

@@ -1,0 +1,71 @@
+"""The article's numbers redone and its slips' evidence (issue 22), against hand arithmetic from the configs."""
+
+import pytest
+
+from llmviz import service
+from llmviz.analysis import article
+from llmviz.analysis.memory_calc import bundled_text
+from llmviz.i18n.translator import LANGUAGES, translate
+
+MIB = 2**20
+
+
+def config(name: str) -> dict:
+    return service.config_from_text(bundled_text(name))
+
+
+@pytest.fixture(scope="module")
+def values():
+    card = {"perplexity_before": 60.0, "perplexity_mean_pooled": 130.0, "heldout_perplexity": 61.0,
+            "architecture": {"num_heads": 8, "num_kv_heads": 4}}
+    return article.slip_values(config("gpt2"), config("llama-2-7b"), config("llama-3-8b"), card)
+
+
+def test_the_article_cache_examples_are_per_layer(values):
+    v = values["per_layer"]
+    assert v["small"] == 4 * 12 * 64 * 2 * 4 == 24_576  # "24 KB": one layer of BERT-base, fp32
+    assert v["small_total"] == 12 * 24_576
+    assert v["big_mib"] == 1024 * 12 * 64 * 2 * 4 / MIB == 6.0 and v["big_total_mib"] == 72.0
+
+
+def test_the_oom_budget_and_the_right_formula(values):
+    v = values["oom_budget"]
+    assert v["article_mib"] == 2048 * 4096 * 2 * 4 / MIB == 64.0
+    assert v["llama2_mib"] == 2048 * 32 * 128 * 2 * 4 / MIB == 64.0  # MHA: hidden_size = kv_heads x head_dim
+    assert v["llama3_mib"] == 2048 * 8 * 128 * 2 * 4 / MIB == 16.0  # GQA: 8 of 32 heads
+    assert v["llama3_total_mib"] == 32 * 16.0
+    budgets = [article.Budget.of(n, config(n)) for n in ("llama-2-7b", "llama-3-8b")]
+    assert [b.article_right for b in budgets] == [True, False]
+    assert budgets[1].total(batch=4) == 4 * 32 * 16 * MIB
+
+
+def test_bert_reads_seven_positions_for_five_characters():
+    view = article.bert_view("济南的冬天")
+    assert view["tokens"] == ["[CLS]", "济", "南", "的", "冬", "天", "[SEP]"]
+    assert view["positions"] == list(range(7)) and view["segments"] == [0] * 7 and view["vocab"] == 21128
+
+
+def test_the_quadratic_share_of_a_prefill_by_hand():
+    """GPT-2 shapes: per layer and token, 2 x 12·768² FLOPs through the weights; the n² term 2·768·n per
+    token and layer (QKᵀ and PV, 4·d per attended pair, half the pairs); the head adds 2·50257·768 once."""
+    for n in (256, 1024):
+        weights = 12 * (2 * n * 12 * 768**2)
+        quad = 12 * 2 * 768 * n * n
+        linear_attention = 12 * 2 * 768 * n  # the +1 of each token attending to itself
+        head = 2 * 50257 * 768
+        expected = quad / (weights + quad + linear_attention + head)
+        assert article.quadratic_share(config("gpt2"), n) == pytest.approx(expected, rel=1e-9)
+    assert article.quadratic_share(config("gpt2"), 256) < 0.03
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_slip_and_term_has_its_sentences(values, lang):
+    for slip in article.SLIPS:
+        assert translate(lang, f"slip.{slip.id}.says")
+        text = translate(lang, f"slip.{slip.id}.evidence", **values[slip.id])
+        assert "{" not in text
+    assert "16 MiB" in translate(lang, "slip.oom_budget.evidence", **values["oom_budget"])
+    assert "61.00" in translate(lang, "slip.gqa_config.evidence", **values["gqa_config"])
+    assert all(translate(lang, f"term.{term}") for term, _, _ in article.TERMS)
+    assert {zh for _, zh, _ in article.TERMS} >= {"持续批处理", "推测解码", "算子融合", "稀疏注意力", "局部注意力",
+                                                  "内存压缩", "PagedAttention"}

@@ -59,9 +59,12 @@ def cache_panel(t, run, layer: int, labels: list[str], detail: bool = True) -> N
                     key="kvgrid")
     if not detail:
         return
+    layout = str(kv.get("layout", "contiguous"))
+    note = f"decode.kv_layout.{layout}"
     st.caption(t("decode.kv_caption", before=kv["seq_len"] - new, after=kv["seq_len"], kv=kv["kv_heads"],
                  hd=kv["head_dim"], used=kv["bytes_used"], alloc=kv["bytes_allocated"],
-                 share=100 * kv["bytes_used"] / kv["bytes_allocated"]))
+                 share=100 * kv["bytes_used"] / kv["bytes_allocated"],
+                 layout_note=t(note) if note in t else t("decode.kv_layout.other", layout=literal(layout))))
 
 
 def next_token_panel(t, run, settings, detail: bool = True) -> None:

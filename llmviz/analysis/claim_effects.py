@@ -117,7 +117,7 @@ def k11(f: dict):
     predicted_decode = 1 - qkv_traffic_bytes(setup, 1, True) / qkv_traffic_bytes(setup, 1, False)
     a, b = f["decode_ms_per_token"]
     return {"time_saved": saving(a, b)}, head | {
-        "predicted_prefill_bytes_unfused": unfused, "predicted_prefill_bytes_fused": fused,
+        "dtype": f["dtype"], "predicted_prefill_bytes_unfused": unfused, "predicted_prefill_bytes_fused": fused,
         "predicted_prefill_traffic_saved": 1 - fused / unfused, "predicted_decode_traffic_saved": predicted_decode}
 
 

@@ -3,6 +3,7 @@ counts KV blocks), its table and verdicts in both languages, the exports; the wh
 behind the slow marker."""
 
 import json
+from pathlib import Path
 
 import pytest
 from ui_helpers import open_app, page_file
@@ -32,6 +33,9 @@ def test_a_quick_run_shows_each_claims_verdict_and_exports(lang):
     assert translate(lang, "claims.verdict.holds") in k9
     downloads = {d.proto.label: d for d in at.get("download_button")}
     assert set(downloads) == {translate(lang, f"claims.download_{k}") for k in ("json", "csv", "html")}
+    assert next(iter(table[translate(lang, "claims.col_article")])) == translate(lang, "claims.article.K2")
+    timed = next(c.value for c in at.caption if c.value.startswith("K9"))
+    assert translate(lang, "timed.k9") in timed  # what was counted, in the page's language
     kept = at.session_state["llmviz_claims_report"]
     assert [c["id"] for c in kept["claims"]] == ["K2", "K4", "K9"]
     k4 = kept["claims"][1]
@@ -108,3 +112,20 @@ def test_the_articles_slips_and_terms_are_listed_with_their_evidence(lang):
     assert not any("{" in e for e in evidence.values())
     terms = next(d.value for d in at.dataframe if translate(lang, "article.col_article_term") in d.value.columns)
     assert list(terms[translate(lang, "article.col_article_term")]) == [zh for _, zh, _ in TERMS]
+
+
+def test_k11_shows_the_traffic_it_is_about_beside_the_time():
+    """Issue 22: K11's predicted traffic saving, by hand from the model's shapes: per layer unfused reads the
+    input three times (3·n·d), fused once, both read the weights (d·o) and write the outputs (n·o)."""
+    at = open_app(page_file("claims"), lang="zh", device="cpu")
+    at.lang = "zh"
+    run_claims(at, ["K11"])
+    c = at.session_state["llmviz_claims_report"]["claims"][0]
+    f = c["figures"]
+    card = json.loads((Path(__file__).resolve().parents[2] / "assets" / "llmviz-tiny" / "config.json").read_text())
+    d, heads, kv = card["hidden_size"], card["num_attention_heads"], card["num_key_value_heads"]
+    o = (heads + 2 * kv) * (d // heads)
+    decode = 1 - (d + d * o + o) / (3 * d + d * o + o)
+    assert f["predicted_decode_traffic_saved"] == pytest.approx(decode)
+    caption = next(x.value for x in at.caption if x.value.startswith("K11 说的是内存读写量"))
+    assert f"{100 * decode:.1f}%" in caption and f"{f['predicted_prefill_bytes_unfused']:,}" in caption

@@ -191,3 +191,22 @@ def test_the_seed_box_falls_back_to_the_runs_seed_not_to_zero(model_dirs):
     assert box.value == 46 and box.proto.default == 46  # a browser falling back to the default sends 46: no change
     box.set_value(7).run()
     assert at.session_state["llmviz_settings"].seed == 7 and not at.exception
+
+
+@pytest.mark.parametrize("layout, says", [
+    ("contiguous", "reserves max_seq_len slots per sequence up front"),
+    ("paged", "only the last block has unused slots"),
+    ("dynamic", "nothing is reserved"),
+])
+def test_the_cache_caption_says_what_its_own_layout_reserves(model_dirs, layout, says):
+    """Issue 22: the caption no longer says every layout preallocates; its bytes are the run's own snapshot."""
+    at = open_decode(model_dirs["llama_gqa_rope3"], engine=f"kv-layout={layout}")
+    click(at, "Next ▶")
+    caption = next(c.value for c in at.caption if c.value.startswith("This step grew every layer's cache"))
+    assert says in caption
+    kv = at.session_state["llmviz_run"].step.kv
+    assert kv["layout"] == layout and f"Bytes used {kv['bytes_used']:,} of {kv['bytes_allocated']:,}" in caption
+    if layout == "dynamic":
+        assert kv["bytes_used"] == kv["bytes_allocated"]  # exactly the tokens held
+    elif layout == "contiguous":
+        assert kv["bytes_allocated"] > kv["bytes_used"]  # the reserved rows

@@ -7,7 +7,7 @@ import streamlit as st
 from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis import memory_calc as mc
 from llmviz.errors import LlmvizError
-from llmviz.ui import server, state
+from llmviz.ui import article_view, server, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
@@ -106,6 +106,7 @@ def results(t, name: str, config: dict, q: mc.MemoryQuestion) -> None:
                   t("memory.col_saved_share"): [f"{-m.saved / a.total:+.1%}" for m in moves]},
                  hide_index=True, key="mem_savings")
     article(t, name, config)
+    article_view.redone_tables(t, name, config, q.dtype)
 
 
 def article(t, name: str, config: dict) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmviz.analysis.kv_memory import KVExample, kv_bytes
-from llmviz.analysis.predict import Setup, Shape, step_flops
+from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, step_flops, weight_read_bytes
 
 MIB = 2**20
 # The article's BERT-base shapes (§1.1-§1.2): 768 wide, 12 heads x 64, 12 layers, fp32
@@ -75,6 +75,48 @@ def quadratic_share(config: dict, tokens: int) -> float:
 def weight_share(weight_bytes: int, kv_read_bytes: int) -> float:
     """The share of a decode step's bytes that are weights (every weight is read once per step)."""
     return weight_bytes / (weight_bytes + kv_read_bytes)
+
+
+@dataclass(frozen=True)
+class Redone:
+    """One of the article's numbers beside the same arithmetic for a config: bytes, or a share (0-1). `article`
+    is the figure at the article's own shapes (None where it has none)."""
+
+    key: str  # a message-key suffix: article.redo.<key>
+    article: float | None
+    here: float
+    share: bool = False
+
+
+WEIGHT_SHARE_AT = (16, 512, 2048)  # cached tokens of a decode step at which the weights' share is given
+# BERT-base as the article's shapes, for the bytes a decode step would read at them
+ARTICLE_SHAPE = Shape(vocab_size=BERT_VOCAB, hidden_size=768, num_layers=12, num_heads=12, num_kv_heads=12,
+                      head_dim=64, intermediate_size=3072, max_position_embeddings=512, mlp="plain", norm="layer",
+                      position="learned")
+
+
+def cache_rows(config: dict, dtype: str = "fp16") -> list[Redone]:
+    """The article's 24 KB (4 tokens) and 6 MB (1,024 tokens), fp32 as it computes them, per layer and for the
+    whole model, at its shapes and at `config`'s; then the share of a decode step's bytes that are weights
+    (weights and cache in `dtype`) at a few cache lengths: a short context is weight-bound, not cache-bound."""
+    kv, hd, layers = config["num_kv_heads"], config["head_dim"], config["num_layers"]
+    rows = []
+    for key, ex in (("t4", ARTICLE_PREFILL), ("t1024", ARTICLE_DECODE)):
+        here = kv_bytes(ex.tokens, kv, hd, ex.element_bytes)
+        rows += [Redone(f"{key}_layer", ex.per_layer, here), Redone(f"{key}_model", ex.total, here * layers)]
+    ours, theirs = Setup(Shape.from_config(config), dtype=dtype), Setup(ARTICLE_SHAPE, dtype=dtype)
+    for n in WEIGHT_SHARE_AT:
+        rows.append(Redone(f"weights_{n}", *(weight_share(weight_read_bytes(x), kv_read_bytes(x, n))
+                                             for x in (theirs, ours)), share=True))
+    return rows
+
+
+def oom_rows(config: dict) -> list[Redone]:
+    """§4.1's budget at 2048 tokens in fp32: the article's formula (its 64 MiB is a 4096-wide model), the same
+    formula for `config`, and the right one (layers x 2 x kv_heads x head_dim x bytes x tokens, batch 1)."""
+    right = kv_bytes(OOM_TOKENS, config["num_kv_heads"], config["head_dim"], OOM_BYTES)
+    return [Redone("oom_article", oom_article_bytes(), OOM_TOKENS * config["hidden_size"] * 2 * OOM_BYTES),
+            Redone("oom_right_layer", None, right), Redone("oom_right_model", None, right * config["num_layers"])]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from llmviz import service
 from llmviz.analysis import article
+from llmviz.analysis.kv_memory import human
 from llmviz.analysis.memory_calc import bundled_text
 from llmviz.paths import ASSETS
 
@@ -54,3 +55,28 @@ def section(t) -> None:
     slips_table(t)
     st.subheader(t("article.terms_title"))
     terms_table(t)
+
+
+def shown(row: article.Redone, value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.1%}" if row.share else f"{int(value):,} B ({human(value)})"
+
+
+def redone_tables(t, name: str, config: dict, dtype: str) -> None:
+    """The article's cache figures and its OOM budget redone for a config (Memory page; issue 22)."""
+    st.subheader(t("memory.redo_title"))
+    rows = article.cache_rows(config, dtype)
+    st.dataframe({"": [t(f"article.redo.{r.key}") for r in rows],
+                  t("memory.redo_col_article"): [shown(r, r.article) for r in rows],
+                  t("memory.redo_col_here", name=name): [shown(r, r.here) for r in rows]},
+                 hide_index=True, key="mem_redo")
+    st.caption(t("memory.redo_note", dtype=dtype))
+    st.subheader(t("memory.oom_title"))
+    rows = article.oom_rows(config)
+    st.dataframe({"": [t(f"article.redo.{r.key}") for r in rows],
+                  t("memory.oom_col_article"): [shown(r, r.article) for r in rows],
+                  t("memory.redo_col_here", name=name): [shown(r, r.here) for r in rows]},
+                 hide_index=True, key="mem_oom")
+    kv, hd = config["num_kv_heads"], config["head_dim"]
+    st.caption(t("memory.oom_note", name=name, kv=kv, hd=hd, kvhd=kv * hd, hidden=config["hidden_size"]))

@@ -63,3 +63,27 @@ def test_a_pasted_config_that_is_not_one_gets_a_message(lang):
     kv_token = translate(lang, "memory.kv_token")
     per_token = next(m.value for m in at.metric if m.label == kv_token)
     assert per_token == "256 B"  # 2 layers x 2 (K, V) x 2 KV heads x head_dim 16 x 2 B (fp16)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_articles_numbers_redone_for_llama3_8b(lang):
+    """Issue 22, by hand: Llama-3-8B keeps 8 KV heads x 128 in 32 layers; in fp32 4 tokens are
+    4 x 8 x 128 x 2 x 4 = 32,768 B per layer, 1,024 tokens 8 MiB per layer and 256 MiB in all; §4.1's budget
+    at 2048 tokens: the article's formula gives 2048 x 4096 x 2 x 4 = 64 MiB, the right one 16 MiB per layer."""
+    at = open_app(page_file("memory"), lang=lang)
+    pick(at, "llama-3-8b")
+    here = translate(lang, "memory.redo_col_here", name="llama-3-8b")
+    redo = next(d.value for d in at.dataframe if translate(lang, "memory.redo_col_article") in d.value.columns)
+    rows = dict(zip(redo[""], redo[here], strict=True))
+    assert rows[translate(lang, "article.redo.t4_layer")] == "32,768 B (32.0 KiB)"
+    assert rows[translate(lang, "article.redo.t1024_layer")] == f"{8 * 2**20:,} B (8.0 MiB)"
+    assert rows[translate(lang, "article.redo.t1024_model")] == f"{256 * 2**20:,} B (256.0 MiB)"
+    article = dict(zip(redo[""], redo[translate(lang, "memory.redo_col_article")], strict=True))
+    assert article[translate(lang, "article.redo.t4_layer")] == "24,576 B (24.0 KiB)"  # the article's 24 KB
+    weights = [float(rows[translate(lang, f"article.redo.weights_{n}")].rstrip("%")) for n in (16, 512, 2048)]
+    assert weights == sorted(weights, reverse=True) and weights[0] > 99  # weights dominate a short context
+    oom = next(d.value for d in at.dataframe if translate(lang, "memory.oom_col_article") in d.value.columns)
+    rows = dict(zip(oom[""], oom[here], strict=True))
+    assert oom[translate(lang, "memory.oom_col_article")][0] == f"{64 * 2**20:,} B (64.0 MiB)"
+    assert rows[translate(lang, "article.redo.oom_right_layer")] == f"{16 * 2**20:,} B (16.0 MiB)"
+    assert rows[translate(lang, "article.redo.oom_right_model")] == f"{512 * 2**20:,} B (512.0 MiB)"

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from llmviz.analysis import positions, projection
+from llmviz.analysis import article, positions, projection
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.ui import state
@@ -68,6 +68,26 @@ def character_section(t, groups) -> None:
                  hide_index=True, key="tokens_chars")
 
 
+def bert_section(t, run, ids: list[int], texts: list[str]) -> None:
+    """The article's 济南的冬天 as BERT reads it (facts, no weights) beside what the loaded model reads (issue 22)."""
+    st.header(t("tokens.bert_header"))
+    bert = article.bert_view("济南的冬天")
+    st.markdown(t("tokens.bert_explain", vocab=bert["vocab"], n=len(bert["tokens"]), last=bert["positions"][-1]))
+    card = run.trace.model_card
+    left, right = st.columns(2)
+    left.dataframe({t("tokens.bert_col_position"): bert["positions"], t("tokens.bert_col_token"): bert["tokens"],
+                    t("tokens.bert_col_segment"): bert["segments"]}, hide_index=True, key="tokens_bert")
+    right.dataframe({t("tokens.bert_col_position"): list(range(len(ids))), t("tokens.col_id"): ids,
+                     t("tokens.col_text"): [tk.visible(x) for x in texts]}, hide_index=True, key="tokens_bert_here")
+    scheme = "rope" if card["config"]["position"] == "rope" else "learned"
+    bos = card["config"].get("bos_token_id")
+    st.markdown(t("tokens.bert_here", model=literal(str(card["name"])), n=len(ids),
+                  vocab=card["config"]["vocab_size"], scheme=t(f"tokens.bert_scheme_{scheme}"),
+                  bos="" if bos is not None and ids and ids[0] == bos else t("tokens.bert_bos")))
+    if run.trace.prompt != "济南的冬天":
+        st.caption(t("tokens.bert_other_prompt"))
+
+
 def embedding_section(t, step, labels: list[str]) -> None:
     st.header(t("tokens.embed_header"))
     embed = step.hook("embed").array[0]  # [b, n, d] -> [n, d]
@@ -123,6 +143,7 @@ def main() -> None:
         pieces = tk.trace_token_bytes(run.trace.tokens, ids)
         texts = [tk.alone(p) for p in pieces]
         token_section(t, run, ids, texts, pieces)
+        bert_section(t, run, ids, texts)
         missing = missing_tensors(step, ["embed", "pos"])
         if missing:
             st.warning(t("common.no_tensors", capture=literal(str(step.timings.get("capture", "?"))),

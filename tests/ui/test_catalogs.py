@@ -140,7 +140,7 @@ ALLOWED_WORDS = {
     "return", "this", "module", "provides", "static", "continuous", "mixed", "poisson", "shared-prompt", "random",
     "gpt2-124m-random", "tinyllama", "qwen", "x", "b", "n", "d", "a", "c", "ln", "norm", "layers", "heads",
     "llmviz-tiny-draft", "llmviz-tiny-gqa4", "llmviz-tiny-gqa2", "min", "max", "p", "w", "f", "down", "act", "gate",
-    "up",
+    "up", "bert-base-chinese",
 }
 
 

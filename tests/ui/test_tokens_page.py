@@ -26,7 +26,8 @@ def test_token_count_and_vocab_are_the_engines(model_dirs, prompt):
     table = at.dataframe[0].value
     assert list(table["id"]) == [int(i) for i in step.input_ids[0]] and len(table) == n
     assert any(c.value.startswith("Every token here ends on a character boundary") for c in at.caption)
-    assert len(at.dataframe) == 1  # no table of regrouped characters for plain English
+    columns = [set(d.value.columns) for d in at.dataframe]
+    assert not any({"character", "characters"} & c for c in columns)  # no table of characters for plain English
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama_gqa_rope3"])
@@ -106,3 +107,20 @@ def test_a_trace_without_tensors_still_shows_its_tokens(model_dirs):
     assert metrics(at)["Tokens"] == "15" and list(at.dataframe[2].value["characters"]) == list(JINAN)
     assert [w.value for w in at.warning if "capture level meta" in w.value and "embed, pos" in w.value]
     assert not any(title.startswith("Embedding matrix") for title in charts(at))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_bert_reads_jinan_as_seven_positions_beside_this_model(model_dirs, lang):
+    """Issue 22 (C2): [CLS] 济 南 的 冬 天 [SEP] at positions 0-6, segment 0, a 21,128-entry vocabulary, beside
+    the loaded model's own tokens (here 15 byte tokens, RoPE, no segments)."""
+    from llmviz.i18n.translator import translate
+
+    at = open_page(model_dirs["llama_gqa_rope3"], JINAN, lang=lang)
+    bert = next(d.value for d in at.dataframe if translate(lang, "tokens.bert_col_segment") in d.value.columns)
+    assert list(bert[translate(lang, "tokens.bert_col_token")]) == ["[CLS]", *JINAN, "[SEP]"]
+    assert list(bert[translate(lang, "tokens.bert_col_position")]) == list(range(7))
+    assert set(bert[translate(lang, "tokens.bert_col_segment")]) == {0}
+    assert any("21,128" in m.value for m in at.markdown)
+    here = next(m.value for m in at.markdown if m.value.startswith(translate(lang, "tokens.bert_here", model="x",
+                                                                             n=0, vocab=0, scheme="", bos="")[:4]))
+    assert "15" in here and translate(lang, "tokens.bert_scheme_rope") in here

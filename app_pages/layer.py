@@ -8,7 +8,7 @@ from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, literal, shown_run, translator
+from llmviz.ui.chrome import article_shapes, heading, literal, shown_run, translator
 from llmviz.viz import layer as fig
 
 
@@ -63,6 +63,7 @@ def main() -> None:
     heading(t, "layer")
     run = shown_run(t)
     if run is not None:
+        article_shapes(t, run, key="shapes_layer")
         layer, _ = pick(t, run)
         inputs = [hooks.layer_input(layer)]
         missing = missing_tensors(run.step, [*ly.needed(layer), *inputs])

@@ -8,7 +8,7 @@ from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
 from llmviz.trace import hooks
 from llmviz.ui import state
-from llmviz.ui.chrome import heading, literal, scroll_to, shown_run, step_timing, translator
+from llmviz.ui.chrome import article_shapes, heading, literal, scroll_to, shown_run, step_timing, translator
 from llmviz.viz.attention import attention_grid, attention_heatmap
 from llmviz.viz.kv_cache import kv_bytes_bars
 
@@ -147,6 +147,7 @@ def main() -> None:
     heading(t, "prefill")
     run = shown_run(t)
     if run is not None:
+        article_shapes(t, run, key="shapes_prefill")
         step = run.trace.steps[0]  # the prefill: every prompt token at once
         layers = int(run.trace.model_card["config"]["num_layers"])
         missing = missing_tensors(step, [hooks.layer_hook_name(i, p) for i in range(layers) for p in DRAWN])

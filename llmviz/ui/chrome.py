@@ -10,7 +10,8 @@ import json
 import streamlit as st
 
 from llmviz.i18n.translator import Translator
-from llmviz.ui import demo, presenter, state
+from llmviz.trace.config import RANDOM_MODELS
+from llmviz.ui import demo, presenter, server, state
 from llmviz.ui.markdown import escape
 from llmviz.viz.timing import span_bars
 
@@ -88,3 +89,24 @@ def scroll_to(anchor: str) -> None:
     Streamlit has no scroll call, and the frame shares the page's origin."""
     st.iframe(f"<script>const target = window.parent.document.getElementById({json.dumps(anchor)});"
               "if (target) target.scrollIntoView({behavior: 'smooth', block: 'start'});</script>", height=1)
+
+
+ARTICLE_SHAPES = RANDOM_MODELS[0]  # gpt2-124m-random: the article's 768 x 12 x 64 x 12 shapes, random weights
+
+
+def _use_article_shapes() -> None:
+    state.update(model=ARTICLE_SHAPES, step=0, history="", reseed="")
+    state.forget_run()
+
+
+def article_shapes(t: Translator, run, key: str) -> None:
+    """On a page that shows shapes: the model with the article's own shapes, offered (or named, when it runs)."""
+    if run.trace.model_card.get("name") == ARTICLE_SHAPES:
+        st.caption(t("shapes.using"))
+        return
+    policy = server.policy()
+    if policy.public and ARTICLE_SHAPES not in policy.models:  # a public server offers only its allow-list
+        return
+    left, right = st.columns([4, 1])
+    left.caption(t("shapes.offer"))
+    right.button(t("shapes.use"), key=key, on_click=_use_article_shapes)

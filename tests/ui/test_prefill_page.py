@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from page_probes import charts, engine_prefill, metrics, open_page, open_replay
 from plotly_data import array
-from ui_helpers import EMBEDDED_WEIGHTS, shown
+from ui_helpers import EMBEDDED_WEIGHTS, open_app, shown
 
 from llmviz.ui.markdown import escape
 
@@ -139,3 +139,20 @@ def test_a_trace_without_tensors_says_so_and_keeps_its_timings(model_dirs):
     assert [w.value for w in at.warning if "capture level meta" in w.value and "layers.0.attn_in" in shown(w.value)]
     assert [t for t in charts(at) if t.startswith("Where the prefill's")]
     assert not at.selectbox and not at.metric  # nothing drawn from tensors that are not there
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_articles_shapes_are_offered_and_run(lang):
+    """Issue 22: a page that shows shapes offers gpt2-124m-random, the article's 768 x 12 x 64 x 12, saying its
+    weights are random; after the click its Q is [n, 64] per head of 12."""
+    from llmviz.i18n.translator import translate
+
+    at = open_app(PAGE, prompt="The list of", lang=lang)
+    assert any(translate(lang, "shapes.offer") == c.value for c in at.caption)
+    at.button(key="shapes_prefill").click().run()
+    assert not at.exception
+    run = at.session_state["llmviz_run"]
+    config = run.trace.model_card["config"]
+    assert (config["hidden_size"], config["num_heads"], config["head_dim"], config["num_layers"]) == (768, 12, 64, 12)
+    assert tuple(run.trace.steps[0].hook("layers.0.q").shape[1:]) == (12, len(run.trace.prompt_ids), 64)
+    assert any(translate(lang, "shapes.using") == c.value for c in at.caption)

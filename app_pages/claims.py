@@ -37,13 +37,9 @@ def results(t, rep: dict) -> None:
     for c in rep["claims"]:
         box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
         box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**: {reason_text(t, c)}")
-        traffic = c.get("figures", {})
-        if c["id"] == "K11" and "predicted_decode_traffic_saved" in traffic:  # beside the time: the bytes it is about
-            st.caption(t("claims.k11_traffic", dtype=traffic.get("dtype", "?"),
-                         prefill=traffic["predicted_prefill_traffic_saved"],
-                         unfused=traffic["predicted_prefill_bytes_unfused"],
-                         fused=traffic["predicted_prefill_bytes_fused"],
-                         decode=traffic["predicted_decode_traffic_saved"]))
+        beside = claims_run.beside(t, c)
+        if beside:
+            st.caption(beside)
         if c.get("where") and c.get("what_was_timed"):
             where = c["where"]
             st.caption(t("claims.where", claim=c["id"], model=where.get("model", "?"), device=where.get("device", "?"),

@@ -90,3 +90,21 @@ def as_html(t, rep: dict) -> str:
             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
             f"<h1>{html.escape(t('claims.title'))}</h1><p>{html.escape(total)}</p><table><tr>{head}</tr>{body}"
             f"</table><ul>{reasons}</ul>{plot}</body></html>")
+
+
+def beside(t, c: dict) -> str | None:
+    """The article's own figure beside this machine's where the verdict is a ratio (K2, K10), and the traffic K11 is
+    about beside its time (issue 22); None for the other claims or a claim not measured."""
+    f, where = c.get("figures") or {}, c.get("where") or {}
+    place = {"model": where.get("model", "?"), "device": where.get("device", "?"), "threads": where.get("threads", "?")}
+    if c["id"] == "K2" and "decode_ms_per_token" in f:
+        return t("claims.k2_beside", ms=f["decode_ms_per_token"], bound=f["bound_ms"], bw=f["bandwidth_gb_per_s"],
+                 **place)
+    if c["id"] == "K10" and "decode_ms_b" in f:
+        return t("claims.k10_beside", a=1000 / f["decode_ms_a"], b=1000 / f["decode_ms_b"], spec_a=f["spec_a"],
+                 spec_b=f["spec_b"], **place)
+    if c["id"] == "K11" and "predicted_decode_traffic_saved" in f:
+        return t("claims.k11_traffic", dtype=f.get("dtype", "?"), prefill=f["predicted_prefill_traffic_saved"],
+                 unfused=f["predicted_prefill_bytes_unfused"], fused=f["predicted_prefill_bytes_fused"],
+                 decode=f["predicted_decode_traffic_saved"])
+    return None

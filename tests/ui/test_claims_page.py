@@ -129,3 +129,16 @@ def test_k11_shows_the_traffic_it_is_about_beside_the_time():
     assert f["predicted_decode_traffic_saved"] == pytest.approx(decode)
     caption = next(x.value for x in at.caption if x.value.startswith("K11 说的是内存读写量"))
     assert f"{100 * decode:.1f}%" in caption and f"{f['predicted_prefill_bytes_unfused']:,}" in caption
+
+
+def test_k2_and_k10_set_the_articles_figures_beside_this_machines():
+    """Issue 22: 25 ms/token and 120 tok/s beside the measured decode times of the same run (1000 / ms)."""
+    at = open_app(page_file("claims"), device="cpu")
+    at.lang = "en"
+    run_claims(at, ["K2", "K10"])
+    k2, k10 = at.session_state["llmviz_claims_report"]["claims"]
+    captions = [c.value for c in at.caption]
+    text = next(x for x in captions if x.startswith("The article: about 25 ms per token"))
+    assert f"**{k2['figures']['decode_ms_per_token']:.2f} ms**" in text
+    text = next(x for x in captions if x.startswith("The article: 120 tok/s"))
+    assert f"**{1000 / k10['figures']['decode_ms_b']:,.0f} tok/s**" in text and "kv-dtype=fp8" in text

@@ -43,8 +43,9 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
     st.markdown(t("prefill.scores_explain", formula=at.matmul_text("Q", (sh.n, sh.head_dim), "Kᵀ",
                                                                    (sh.head_dim, sh.n_k), "S"),
                   hd=sh.head_dim, scale=f"{sh.scale:.4g}", masked=future, total=s.size))
-    if window:
-        st.markdown(t("prefill.window_masked", n=window))
+    if window:  # masked keys before the query: a sliding window's, or a block-sparse pattern's (C20)
+        sparse = "block-sparse" in scores.note
+        st.markdown(t("prefill.sparse_masked" if sparse else "prefill.window_masked", n=window))
     if scores.recomputed:  # rebuilt from these same Q and K: the check below would be circular
         st.info(t("prefill.recomputed", backend=literal(str(step.timings.get("attn_backend", "?")))))
     else:

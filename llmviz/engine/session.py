@@ -74,7 +74,7 @@ class Session:
         row_seeds = seeds if seeds is not None else [config.seed + i for i in range(len(rows))]
         self.sequences = [Sequence.start(i, ids, config.sampling, row_seeds[i], device, text)
                           for i, (text, ids) in enumerate(zip(texts, rows, strict=True))]
-        self.windows = layer_windows(lm.cfg, config.sliding_window)
+        self.windows = layer_windows(lm.cfg, config.attention_mask)
         with typed_out_of_memory("allocating the KV cache", SHORTER):
             self.cache = make_kv_cache(config.kv_layout, lm.cfg, self.max_seq, capacity=len(rows),
                                        kv_dtype=config.kv_dtype, model_dtype=lm.dtype, device=device,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from llmviz.errors import ConfigError
+from llmviz.trace.sparsity import BlockSparse
 
 PAD_ID = 0  # the id fed in a pad slot; its output is never read and its K/V never stored
 
@@ -42,11 +43,14 @@ class StepMask:
     key_start: int
     window: int = 0
     padded: bool = False
+    sparse: BlockSparse | None = None
 
     @property
     def note(self) -> str:
         """What the mask did, in words (recorded with the scores)."""
         window = f" within a {self.window}-token sliding window" if self.window else ""
+        if self.sparse is not None:
+            window = f", {self.sparse.describe()}"
         if self.mask is None:
             return f"no mask needed: the one new query may see every cached key{window}"
         pad = "; padding and other rows' unused cache slots are masked too" if self.padded else ""
@@ -123,8 +127,9 @@ class StepBatch:
         return out.transpose(1, 2)
 
 
-def layer_windows(cfg, window: int | None = None) -> tuple:
-    """Each layer's window: the model's own (Mistral's), or `window` on every layer (the switch, C20)."""
+def layer_windows(cfg, window: int | BlockSparse | None = None) -> tuple:
+    """Each layer's mask beyond causal: the model's own window (Mistral's), or `window` on every layer (the
+    sliding-window switch, or a block-sparse pattern: C20)."""
     return (window,) * cfg.num_layers if window else tuple(cfg.window(i) for i in range(cfg.num_layers))
 
 
@@ -193,11 +198,14 @@ def whole_sequence(ids: torch.Tensor, backend: str, windows: tuple) -> StepBatch
     return step
 
 
-def step_mask(step: StepBatch, window: int, key_positions: torch.Tensor | None = None) -> StepMask:
+def step_mask(step: StepBatch, window: int | BlockSparse, key_positions: torch.Tensor | None = None) -> StepMask:
     """The mask over each row's key slots: slot s holds position s, or key_positions[row, s] when given
-    (a slot that holds nothing has a position beyond every query's, so it is masked)."""
+    (a slot that holds nothing has a position beyond every query's, so it is masked). `window` is a layer's
+    sliding window (0: none) or a block-sparse pattern."""
+    sparse = window if isinstance(window, BlockSparse) else None
+    window = 0 if sparse is not None else window
     n, total = step.width, step.key_len
-    if key_positions is None and step.uniform and n == 1 and not step.static:
+    if key_positions is None and step.uniform and n == 1 and not step.static and sparse is None:
         start = max(0, total - window) if window else 0
         return StepMask(None, False, start, window)  # one query per row sees every key from `start` on
     if key_positions is None:
@@ -208,10 +216,13 @@ def step_mask(step: StepBatch, window: int, key_positions: torch.Tensor | None =
     allowed = diff >= 0  # causal; also hides slots past the row's own length
     if window:
         allowed &= diff < window
+    if sparse is not None:  # the rule of trace/sparsity.py, on the positions of queries and keys
+        allowed &= sparse.allows(step.positions[:, :, None], k_pos)
     if not step.uniform:
         # a pad query sees slot 0 only, so its softmax stays finite; its output is never read
         slot0 = torch.zeros(allowed.shape[-1], dtype=torch.bool, device=allowed.device)
         slot0[0] = True
         allowed = torch.where(step.real[:, :, None], allowed, slot0)
-    square = key_positions is None and step.uniform and step.start == 0 and not window and not step.static
-    return StepMask(allowed[:, None], square, 0, window, padded=not step.uniform or step.static)
+    square = (key_positions is None and step.uniform and step.start == 0 and not window and not step.static
+              and sparse is None)
+    return StepMask(allowed[:, None], square, 0, window, padded=not step.uniform or step.static, sparse=sparse)

@@ -191,7 +191,7 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
         for side in "ab":
             lm, e = models[side], engines[side]
             sides[side]["perplexity"] = engine_perplexity(lm, heldout_ids(lm.tokenizer), e.kv_dtype, e.kv_layout,
-                                                          e.attn_backend, e.sliding_window)
+                                                          e.attn_backend, e.attention_mask)
     progress(1.0, "done", {})
     return result
 

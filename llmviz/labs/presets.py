@@ -45,6 +45,8 @@ def presets(config: dict, device: str = "cpu") -> dict[str, Preset]:
         Preset("int8", ("C21",), "quant=none", "quant=int8"),
         Preset("int4", ("C21",), "quant=none", "quant=int4"),
         Preset("window", ("C20",), "", f"sliding-window={window}"),
+        # blocks of 4, the 2 nearest and the first: a pattern a short classroom prompt already feels
+        Preset("block-sparse", ("C20",), "", "sparse-block=4,sparse-local=2,sparse-global=1"),
     ]
     return {p.name: p for p in items}
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, KeysView, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from llmviz.errors import ConfigError, UnknownNameError
+from llmviz.trace.sparsity import BlockSparse
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")  # fits a switch spec ("kv-layout=NAME,attn=NAME") and a URL
 
@@ -237,6 +238,11 @@ class EngineConfig:
     kv_block_size: int = 16  # tokens per block of the paged layout (C9)
     kv_pool_blocks: int | None = None  # blocks in the paged pool; None: enough for every sequence to reach max_seq
     sliding_window: int | None = None  # every layer attends to the last W tokens only; the cache evicts (C20)
+    # Block-sparse attention (C20, trace/sparsity.py): blocks of sparse_block positions, each query seeing its
+    # sparse_local nearest blocks and the first sparse_global; None: off. A mask only: the cache keeps every token.
+    sparse_block: int | None = None
+    sparse_local: int = 2
+    sparse_global: int = 1
     quant: str = "none"  # weight-only: int8 per output channel, int4 per group of quant_group columns (C21)
     quant_group: int = 32
     compile: bool = False  # torch.compile the decode step (static shapes: contiguous cache, capture off) (C10)
@@ -269,6 +275,10 @@ class EngineConfig:
                                    or not 1 <= window <= MAX_SLIDING_WINDOW):
             raise ConfigError(f"sliding_window must be a whole number of tokens in 1..2**63-1 (one at least max_seq "
                               f"long is the same as none), got {window!r}")
+        BlockSparse(1 if self.sparse_block is None else self.sparse_block, self.sparse_local, self.sparse_global)
+        if self.sparse_block is not None and window is not None:
+            raise ConfigError("choose one of sliding_window and block-sparse attention: both are masks over "
+                              "the keys, and the engine applies one")
         if self.kv_pool_blocks is not None and (not isinstance(self.kv_pool_blocks, int) or self.kv_pool_blocks < 1):
             raise ConfigError(f"kv_pool_blocks must be a positive integer, got {self.kv_pool_blocks!r}")
         if not isinstance(self.quant_group, int) or self.quant_group < 1:
@@ -285,6 +295,17 @@ class EngineConfig:
 
     def with_(self, **changes) -> EngineConfig:
         return replace(self, **changes)
+
+    @property
+    def block_sparse(self) -> BlockSparse | None:
+        if self.sparse_block is None:
+            return None
+        return BlockSparse(self.sparse_block, self.sparse_local, self.sparse_global)
+
+    @property
+    def attention_mask(self) -> int | BlockSparse | None:
+        """What every layer's mask is asked to be beyond causal: a window, a block-sparse pattern, or None."""
+        return self.block_sparse or self.sliding_window
 
     def to_dict(self) -> dict:
         data = asdict(self)

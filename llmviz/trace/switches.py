@@ -85,6 +85,9 @@ SWITCHES = {s.name: s for s in (
     Switch("fused-qkv", "fused_qkv", str, FUSED_CHOICES, concept="C10"),
     Switch("sliding-window", "sliding_window", int, exact=False, concept="C20"),
     Switch("kv-rollback", "kv_rollback", int, concept="C20"),
+    Switch("sparse-block", "sparse_block", int, exact=False, concept="C20"),
+    Switch("sparse-local", "sparse_local", int, concept="C20"),  # alone they change nothing: sparse-block is lossy
+    Switch("sparse-global", "sparse_global", int, concept="C20"),
     Switch("quant", "quant", str, QUANT_MODES, exact=False, concept="C21"),
     Switch("quant-group", "quant_group", int, exact=False, concept="C21"),
     Switch("compile", "compile", bool, concept="C10"),
@@ -92,6 +95,7 @@ SWITCHES = {s.name: s for s in (
 )}
 # Which values of a lossy switch still compute the same thing as the default (e.g. kv-dtype=auto).
 _EXACT_VALUES = {"dtype": ("fp32",), "kv-dtype": ("auto", "fp32"), "kv-heads": (None,), "sliding-window": (None,),
+                 "sparse-block": (None,),
                  "quant": ("none",)}
 
 

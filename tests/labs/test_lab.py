@@ -198,3 +198,17 @@ def test_perplexity_counts_the_sliding_window(model_dirs):
     ids = list(range(1, 200))
     full, windowed = engine_perplexity(lm, ids), engine_perplexity(lm, ids, window=4)
     assert abs(full - windowed) > 1e-3 * full
+
+
+def test_the_block_sparse_preset_costs_perplexity_measured_on_held_out_text():
+    """Issue 22 (C20): side A's held-out perplexity is the card's (transformers computed it); the block-sparse
+    side's, the same text through the same cache with the pattern applied, is higher."""
+    import json
+
+    from llmviz.paths import ASSETS
+
+    p = presets({"num_heads": 8, "num_kv_heads": 8, "max_position_embeddings": 512})["block-sparse"]
+    result = run("llmviz-tiny", p.a, p.b, steps=2, perplexity=True)
+    card = json.loads((ASSETS / "llmviz-tiny" / "card.json").read_text(encoding="utf-8"))
+    assert result["a"]["perplexity"] == pytest.approx(card["heldout_perplexity"], rel=1e-3)
+    assert result["b"]["perplexity"] > 1.05 * result["a"]["perplexity"]

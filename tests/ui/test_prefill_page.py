@@ -156,3 +156,21 @@ def test_the_articles_shapes_are_offered_and_run(lang):
     assert (config["hidden_size"], config["num_heads"], config["head_dim"], config["num_layers"]) == (768, 12, 64, 12)
     assert tuple(run.trace.steps[0].hook("layers.0.q").shape[1:]) == (12, len(run.trace.prompt_ids), 64)
     assert any(translate(lang, "shapes.using") == c.value for c in at.caption)
+
+
+def test_a_block_sparse_run_draws_its_pattern_on_the_maps(model_dirs):
+    """Issue 22 (C20): the scores map of a block-sparse run is masked by trace/sparsity.py's rule, and the page
+    counts what the pattern hides beyond the causal mask."""
+    import numpy as np
+
+    from llmviz.trace.sparsity import BlockSparse
+
+    at = open_page(model_dirs["llama_gqa_rope3"], "The quick brown fox jumps over the lazy dog", PAGE, attn="eager",
+                   engine="sparse-block=2,sparse-local=1,sparse-global=1")
+    figure = charts(at)["Scores QKᵀ/√d_k, layer 0, head 0"]
+    z = array(figure["data"][0]["z"])
+    n = z.shape[0]
+    rule = BlockSparse(2, 1, 1).allows(np.arange(n)[:, None], np.arange(n)[None, :])
+    assert np.array_equal(~np.isnan(z) if np.isnan(z).any() else np.isfinite(z), rule)
+    hidden = int(np.tril(~rule).sum())  # below the diagonal: what the pattern adds to the causal mask
+    assert any(f"The block-sparse pattern masks {hidden} more entries" in m.value for m in at.markdown)

@@ -100,8 +100,9 @@ def _flash_kernel(q, keys, values, mask: StepMask, scale: float):
             q, keys, values, 0.0, causal, attn_mask=bias, scale=scale)[0]
     if q.device.type == "cuda" and q.dtype in (torch.float16, torch.bfloat16):
         if mask.mask is not None and not causal:
-            raise ConfigError("the CUDA flash kernel takes no attention mask: a padded batch or a sliding window "
-                              "in prefill needs attn_backend sdpa (or rows of equal length)")
+            raise ConfigError("the CUDA flash kernel takes no attention mask: a padded batch, a sliding window in "
+                              "prefill or a block-sparse mask needs attn_backend sdpa or eager (or rows of equal "
+                              "length)")
         return torch.ops.aten._scaled_dot_product_flash_attention(q, keys, values, 0.0, causal, False,
                                                                    scale=scale)[0]
     raise ConfigError(f"no flash kernel for {q.device.type} in {str(q.dtype).removeprefix('torch.')}: "
@@ -123,7 +124,7 @@ def packed_attention(q, keys, values, mask: StepMask, scale: float, names: Layer
         whole = len(rows) == step.batch
         k_g, v_g = (keys, values) if whole else (keys[rows], values[rows])  # [g, kv, n_k, hd]
         m_g = mask.mask[rows][:, :, g.first_col:g.first_col + n]  # [g, 1, n, n_k]
-        sub = StepMask(m_g, False, 0, mask.window, padded=True)
+        sub = StepMask(m_g, False, 0, mask.window, padded=True, sparse=mask.sparse)
         o_g = backend(q_g, k_g, v_g, sub, scale, names, ctx)  # [g, h, n, hd]
         out[:, g.tokens] = o_g.transpose(0, 1).reshape(h, len(rows) * n, hd)
     return out[None]

@@ -8,7 +8,7 @@ import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.ui import layouts_run as run
-from llmviz.ui import server, state
+from llmviz.ui import locality_view, server, state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz import kv_layouts as fig
 
@@ -142,6 +142,7 @@ def main() -> None:
     else:
         live_view(t, s, live)
     sweep_view(t, s)
+    locality_view.section(t, s)
     run.sync_url()
 
 

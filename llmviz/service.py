@@ -208,6 +208,14 @@ def step_layouts(sessions: dict[str, Session]) -> dict[str, StepTrace]:
     return {layout: session.step() for layout, session in sessions.items()}
 
 
+def locality_sweep(lm: LoadedModel, lengths=None, steps: int = 8, repeats: int = 3, progress: Progress | None = None,
+                   **options) -> dict:
+    """Decode ms/token from paged blocks in order against the same blocks scattered (llmviz/labs/locality.py, C12)."""
+    from llmviz.labs.locality import locality_sweep as sweep
+
+    return sweep(lm, lengths, steps, repeats, progress, **options)
+
+
 def layout_sweep(lm: LoadedModel, lengths=None, layouts: tuple | None = None, steps: int = 8,
                  repeats: int = 2, progress: Progress | None = None, **options) -> dict:
     """Decode ms/token of each KV layout (default: every choice) over cached lengths (llmviz/labs/layout_sweep.py,

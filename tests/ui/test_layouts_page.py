@@ -173,3 +173,19 @@ def test_the_page_in_chinese_shows_no_english(app_model):
     assert any("**第 1 步**（解码）" in x for x in texts)
     assert any(x.startswith("- **≤ 512 token**（8, 16）") for x in texts)
     assert leaks(texts, english_fragments()) == {}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_locality_section_measures_blocks_in_order_and_scattered(app_model, lang):
+    """Issue 22 (C12): the table holds the sweep's own medians for each length, and says what was timed."""
+    from llmviz.i18n.translator import translate
+
+    at = open_layouts(app_model, lang=lang, kv_model="home", kv_repeats=1)
+    at.button(key="kv_locality_run").click().run(timeout=300)
+    assert not at.exception
+    result = at.session_state["llmviz_locality"][1]
+    frame = next(d.value for d in at.dataframe if translate(lang, "locality.col_scattered") in d.value.columns)
+    assert list(frame[translate(lang, "locality.col_tokens")]) == result["lengths"]
+    first = result["ms_per_token"]["scattered"]
+    assert frame[translate(lang, "locality.col_scattered")][0].startswith(f"{first['median'][0]:.3f} (")
+    assert any(translate(lang, "timed.locality", steps=8, repeats=1, factor=4) in c.value for c in at.caption)

@@ -7,6 +7,7 @@ free list only when its count reaches zero. The pool holds ids only; the tensors
 
 from __future__ import annotations
 
+import random
 from collections import deque
 
 from llmviz.errors import ConfigError, KVCacheFullError
@@ -32,6 +33,13 @@ class BlockPool:
     @property
     def used_count(self) -> int:
         return self.num_blocks - len(self._free)
+
+    def scatter(self, seed: int) -> None:
+        """Hand the free blocks out in a seeded random order instead of 0, 1, 2, ...: the same blocks, scattered
+        through the pool, as a long-running server's pool ends up (the locality sweep, C12)."""
+        order = list(self._free)
+        random.Random(seed).shuffle(order)
+        self._free = deque(order)
 
     def allocate(self) -> int:
         if not self._free:

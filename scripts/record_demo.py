@@ -1,8 +1,9 @@
-"""Record the default demo as a trace shipped in assets/ (issue 10, part 4): the stepper can show it before any
-model is loaded, labelled as a recording. The run is the app's default one (Settings(): the embedded model,
-"The list of", seed 0, the default sampling, capture full) on the CPU, DEMO_STEPS decode steps.
+"""Record the default demos as traces shipped in assets/ (issue 10, part 4; issue 21): the stepper can show them
+before any model is loaded, labelled as recordings. Each is the app's default run in one interface language
+(Settings.fresh(lang): the embedded model, "The list of" or 济南的冬天, seed 0, the default sampling, capture
+full) on the CPU, DEMO_STEPS decode steps.
 
-    python scripts/record_demo.py          # rewrites assets/demo/default-run.zip
+    python scripts/record_demo.py          # rewrites assets/demo/default-run.zip and default-run-zh.zip
 
 tests/ui/test_demo_recording.py checks that the file is what the engine computes now.
 """
@@ -18,17 +19,18 @@ sys.path.insert(0, str(ROOT))
 from llmviz import service  # noqa: E402
 from llmviz.trace.config import EngineConfig  # noqa: E402
 from llmviz.trace.records import save_zip  # noqa: E402
-from llmviz.ui.demo import DEMO_PATH, DEMO_STEPS  # noqa: E402
+from llmviz.ui.demo import DEMO_PATHS, DEMO_STEPS  # noqa: E402
 from llmviz.ui.settings import UI_THREADS, Settings  # noqa: E402
 
 
-def record():
-    s = Settings(device="cpu")
+def record(lang: str = "en"):
+    s = Settings.fresh(lang).with_(device="cpu")
     service.use_cpu_threads(UI_THREADS)
     lm = service.load(s.model, EngineConfig(device="cpu"))
     return service.run(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings), DEMO_STEPS + 1)
 
 
 if __name__ == "__main__":
-    path = save_zip(record(), DEMO_PATH)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    for lang, target in DEMO_PATHS.items():
+        path = save_zip(record(lang), target)
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")

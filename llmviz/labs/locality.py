@@ -81,7 +81,8 @@ def locality_sweep(lm: LoadedModel, lengths=None, steps: int = 8, repeats: int =
     ratio = [s / o for s, o in zip(per_order["scattered"]["median"], per_order["in_order"]["median"], strict=True)]
     progress(1.0, "done", {"what": "✓"})
     return {"model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
-            "lengths": lengths, "max_seq": max_seq, "block_size": block_size, "pool_factor": POOL_FACTOR, "steps": steps, "repeats": repeats, "seed": seed,
+            "lengths": lengths, "max_seq": max_seq, "block_size": block_size, "pool_factor": POOL_FACTOR,
+            "steps": steps, "repeats": repeats, "seed": seed,
             "ms_per_token": per_order, "scattered_over_in_order": ratio, "tables": tables,
             "seconds": time.perf_counter() - began,
             **timed("timed.locality", steps=steps, repeats=repeats, factor=POOL_FACTOR)}

@@ -1,8 +1,11 @@
 """The recorded default demo (issue 10, part 4): a trace of the app's default run shipped in assets/, so the
 stepper works before any model is loaded (or where none can load: no torch, a broken install), always labelled
-as a recording. scripts/record_demo.py makes it; a test checks it against the engine."""
+as a recording. One recording per interface language, of the prompt that language starts with (issue 21: the
+Chinese one is 济南的冬天). scripts/record_demo.py makes them; a test checks them against the engine."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
@@ -12,15 +15,20 @@ from llmviz.ui import state
 from llmviz.ui.errors import report
 from llmviz.ui.markdown import escape
 
-DEMO_PATH = DEMO / "default-run.zip"
+DEMO_PATHS = {"en": DEMO / "default-run.zip", "zh": DEMO / "default-run-zh.zip"}  # keys: settings.LANGS
 DEMO_STEPS = 24  # decode steps after the prefill
 DEMO_KEY = "llmviz_demo_shown"
+
+
+def recording() -> Path:
+    """The recording of this session's interface language."""
+    return DEMO_PATHS[state.settings().lang]
 
 
 def _open() -> None:
     """A callback: replay the recording, marked as the demo."""
     try:
-        state.replay(trace_from_zip(DEMO_PATH.read_bytes()))
+        state.replay(trace_from_zip(recording().read_bytes()))
         st.session_state[DEMO_KEY] = True
     except Exception as exc:  # a callback runs outside the page's guard: shown on the next draw
         st.session_state["llmviz_demo_error"] = exc
@@ -28,7 +36,7 @@ def _open() -> None:
 
 def offer(t, key: str) -> None:
     """A button that opens the recording (when the file is there)."""
-    if DEMO_PATH.is_file():
+    if recording().is_file():
         st.button(t("demo.open"), on_click=_open, key=key, help=t("demo.open_help", steps=DEMO_STEPS))
     error = st.session_state.pop("llmviz_demo_error", None)
     if error is not None:

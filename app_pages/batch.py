@@ -7,7 +7,7 @@ import streamlit as st
 
 from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
 from llmviz.trace.config import PADDINGS, RANDOM_MODELS
-from llmviz.ui import batch_run, state
+from llmviz.ui import article_view, batch_run, state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.trace_file import generated_text
@@ -78,6 +78,7 @@ def throughput(t, s) -> None:
 def main() -> None:
     t = translator()
     heading(t, "batch")
+    article_view.slips_here(t, "batch")
     s = state.settings()
     max_new, action = controls(t, s)
     s = state.settings()

@@ -6,7 +6,7 @@ import streamlit as st
 from llmviz import service
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import RANDOM_MODELS
-from llmviz.ui import compare_run, compare_view, server, state
+from llmviz.ui import article_view, compare_run, compare_view, server, state
 from llmviz.ui.chrome import heading, literal, translator
 from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
@@ -59,6 +59,7 @@ def controls(t, s, config: dict, device: str) -> bool:
 def main() -> None:
     t = translator()
     heading(t, "compare")
+    article_view.slips_here(t, "compare")
     s = state.settings()
     try:
         base = compare_run.base_model(s)

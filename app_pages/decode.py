@@ -9,7 +9,7 @@ from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.trace import hooks
 from llmviz.trace.budget import is_shed
-from llmviz.ui import latency_sweep, presenter, seed_controls, server, state
+from llmviz.ui import article_view, latency_sweep, presenter, seed_controls, server, state
 from llmviz.ui.chrome import heading, literal, shown_run, step_timing, translator, with_bold_tail
 from llmviz.ui.decode_controls import (
     PLAYING,
@@ -215,6 +215,8 @@ def body(t) -> None:
 def main() -> None:
     t = translator()
     heading(t, "decode")
+    if not presenter.active():
+        article_view.slips_here(t, "decode")
     playing = st.session_state.get(PLAYING, False)
 
     def fragment() -> None:  # Play reruns only this part; a fragment's rerun is guarded on its own

@@ -46,7 +46,7 @@ def picker(t) -> None:
     with left:
         st.text_area(t("home.prompt"), key="home_prompt", **KEEP, height=90)
         st.pills(t("home.examples"), EXAMPLE_PROMPTS, key="home_example", on_change=use_example)
-        st.caption(t("home.english_only"))
+        st.caption(t("home.languages"))
     with right:
         model_box(t)
         a, b, c = st.columns(3)

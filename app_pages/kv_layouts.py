@@ -7,8 +7,8 @@ import json
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
+from llmviz.ui import article_view, locality_view, server, state
 from llmviz.ui import layouts_run as run
-from llmviz.ui import locality_view, server, state
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz import kv_layouts as fig
 
@@ -131,6 +131,7 @@ def sweep_view(t, s) -> None:
 def main() -> None:
     t = translator()
     heading(t, "layouts")
+    article_view.slips_here(t, "kv_layouts")
     if not server.engine_available():  # a replay-only install without torch
         st.info(t("layouts.no_engine"))
         return

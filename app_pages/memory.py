@@ -124,6 +124,7 @@ def article(t, name: str, config: dict) -> None:
 def main() -> None:
     t = translator()
     heading(t, "memory")
+    article_view.slips_here(t, "memory")
     s = state.settings()
     picked = source(t, s)
     if picked is None:

@@ -7,7 +7,7 @@ from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
 from llmviz.trace import hooks
-from llmviz.ui import state
+from llmviz.ui import article_view, state
 from llmviz.ui.chrome import article_shapes, heading, literal, scroll_to, shown_run, step_timing, translator
 from llmviz.viz.attention import attention_grid, attention_heatmap
 from llmviz.viz.kv_cache import kv_bytes_bars
@@ -146,6 +146,7 @@ def tensor_sections(t, run, step, layers: int) -> None:
 def main() -> None:
     t = translator()
     heading(t, "prefill")
+    article_view.slips_here(t, "prefill")
     run = shown_run(t)
     if run is not None:
         article_shapes(t, run, key="shapes_prefill")

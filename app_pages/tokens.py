@@ -5,7 +5,7 @@ import streamlit as st
 from llmviz.analysis import article, positions, projection
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.recorded import missing_tensors
-from llmviz.ui import state
+from llmviz.ui import article_view, state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.viz import embeddings
 from llmviz.viz.tokens import token_strip
@@ -136,6 +136,7 @@ def position_section(t, run, step, labels: list[str]) -> None:
 def main() -> None:
     t = translator()
     heading(t, "tokens")
+    article_view.slips_here(t, "tokens")
     run = shown_run(t)
     if run is not None:
         step = run.trace.steps[0]  # the prefill holds the whole prompt

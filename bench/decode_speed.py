@@ -92,13 +92,15 @@ def main() -> None:
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--skip-gpt2", action="store_true")
+    p.add_argument("--model", type=Path, default=ASSETS / EMBEDDED_MODEL,
+                   help="the first model's folder (default: the embedded one; e.g. an older copy, to compare)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     out = {"bench": "decode_speed", "threads": args.threads, "torch": torch.__version__,
            "machine": cpu_name(), "cpus": os.cpu_count(), "prompt_tokens": args.prompt_tokens,
            "new_tokens": args.new_tokens, "targets": {"speed_ratio": ">= 1.0", "meta_over_off": "<= 1.10",
                                                       "full_over_off": "<= 2.0"}, "models": []}
-    out["models"].append(bench_model(ASSETS / EMBEDDED_MODEL, args))
+    out["models"].append(bench_model(args.model, args))
     if not args.skip_gpt2:
         with tempfile.TemporaryDirectory() as tmp:
             out["models"].append(bench_model(gpt2_124m_folder(Path(tmp)), args))

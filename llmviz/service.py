@@ -133,13 +133,17 @@ def generated_text(lm: LoadedModel, trace: RunTrace, row: int = 0) -> str:
 
 
 def language_note(lm: LoadedModel, prompt: str) -> str | None:
-    """A note for prompts the embedded (English-only) model was not trained on, e.g. Chinese."""
-    if lm.name != EMBEDDED_MODEL or prompt.isascii():
+    """A note for a non-ASCII prompt: which of its characters have no token of their own in the model's
+    vocabulary and are spelled in UTF-8 bytes (issue 21: 济南的冬天's 济 and 冬 on the embedded model)."""
+    if prompt.isascii() or not prompt.strip():
         return None
-    ids = lm.tokenizer.encode(prompt) if prompt.strip() else []
-    return (f"The embedded model was trained on English text only. This prompt has {len(prompt)} characters "
-            f"and becomes {len(ids)} tokens: characters with no learned merge are split into their UTF-8 "
-            "bytes (3 per Chinese character), and its output will not be meaningful Chinese.")
+    as_bytes = "".join(dict.fromkeys(c for c in prompt if not c.isascii() and len(lm.tokenizer.encode(c)) > 1))
+    if not as_bytes:
+        return None
+    ids = lm.tokenizer.encode(prompt)
+    return (f"This prompt has {len(prompt)} characters and becomes {len(ids)} tokens: {as_bytes} "
+            f"{'has' if len(as_bytes) == 1 else 'have'} no token of their own in {lm.name}'s vocabulary and "
+            "are spelled in their UTF-8 bytes, one token per byte.")
 
 
 def run(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, max_new_tokens: int) -> RunTrace:

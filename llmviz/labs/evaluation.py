@@ -18,6 +18,7 @@ from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.phases import feed
 from llmviz.labs.documents import read_documents
 from llmviz.paths import CORPUS
+from llmviz.trace.sparsity import BlockSparse
 
 HELDOUT = CORPUS / "heldout.txt"
 EVAL_WINDOW = 512  # non-overlapping windows of this many tokens (the embedded models' context)
@@ -73,7 +74,9 @@ def chars_counter(tokenizer):
     return lambda token_id: 1 if token_id in special else characters(tokenizer.token_bytes(token_id))
 
 
-def _through_cache(lm, kv_dtype: str, layout: str, backend: str, window: int | None):
+def through_cache(lm, kv_dtype: str, layout: str, backend: str, window: int | BlockSparse | None):
+    """logits_fn of a loaded model: each window of ids one prefill through a fresh cache of this kind, every layer
+    masked by `window` (a sliding window, a block-sparse pattern, or None)."""
     def logits_of(chunk: torch.Tensor) -> torch.Tensor:
         cache = make_kv_cache(layout, lm.cfg, chunk.shape[1], kv_dtype=kv_dtype, model_dtype=lm.dtype,
                               device=lm.device)
@@ -88,13 +91,13 @@ def engine_perplexity(lm, ids: list[int], kv_dtype: str = "auto", layout: str = 
                       backend: str = "sdpa", window: int | None = None) -> float:
     """Perplexity of a loaded model (its load-time switches included) with a KV cache of this kind, every
     layer attending to its last `window` tokens when one is given."""
-    return perplexity(_through_cache(lm, kv_dtype, layout, backend, window), ids)
+    return perplexity(through_cache(lm, kv_dtype, layout, backend, window), ids)
 
 
 def engine_bits_per_char(lm, ids: list[int], kv_dtype: str = "auto", layout: str = "contiguous",
                          backend: str = "sdpa") -> float:
     """Bits per character of a loaded model through the KV cache (the figure that compares two tokenizers)."""
-    return bits_per_char(_through_cache(lm, kv_dtype, layout, backend, None), ids, chars_counter(lm.tokenizer))
+    return bits_per_char(through_cache(lm, kv_dtype, layout, backend, None), ids, chars_counter(lm.tokenizer))
 
 
 def teacher_forced_drift(reference, session) -> dict:

@@ -26,6 +26,7 @@ from llmviz.training.export import generate
 
 PROMPTS = (("The list", "greedy"), ("Return the", "greedy"), ("This module", "sampled"), ("Raise", "sampled"))
 NEW_TOKENS = 48
+RENAMED = {"bilingual": "main"}  # presets renamed since a shipped model was trained (issue 21)
 CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x3000, 0x303F), (0xFF00, 0xFFEF))
 
 
@@ -114,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     info = json.loads((args.folder / "card.json").read_text(encoding="utf-8"))
     info.pop("samples", None)
+    info["name"] = args.folder.name  # a trained folder may be moved into assets/ under its shipped name
+    if info.get("preset") in RENAMED:
+        info["preset_now"] = RENAMED[info["preset"]]
     info["training"].setdefault("machine", machine() | {"recorded": "when the card was written again"})
     torch.set_num_threads(info["training"].get("threads", 1))
     tok = Tokenizer.from_file(str(args.folder / "tokenizer.json"))

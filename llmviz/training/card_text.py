@@ -107,6 +107,10 @@ def readme(info: dict) -> str:
     where = f" on {machine['cpu']} ({machine['cores']} cores)" if machine else ""
     samples = "\n\n".join(sample_block(s) for s in info["samples"])
     corpus_heading = "English corpus" if bilingual else "Corpus"
+    renamed = (f"\n(The preset `{info['preset']}` is named `{info['preset_now']}` now.)\n"
+               if info.get("preset_now") else "")
+    renamed += ("\nA run is time-budgeted: it fixes its step count from the speed it measures after a few steps, so "
+                "the same command on another machine trains for another number of steps; `--steps N` fixes it.\n")
     return f"""{FRONT}
 # {info["name"]}
 
@@ -136,7 +140,7 @@ de-duplicated: {info["corpus_documents"]} documents, {info["corpus_chars"]:,} ch
 ```
 {info["train_command"]}
 ```
-
+{renamed}
 AdamW (betas 0.9/0.95, weight decay 0.1), peak learning rate {t["peak_lr"]}, warmup then cosine to 10%, batch \
 {t["batch"]} x {t["seq_len"]} tokens, bf16 autocast on CPU, torch.compile: {t["compiled"]}, seed {t["seed"]}, \
 {t["threads"]} CPU thread(s){where}, torch {t.get("torch", "?")}. {t["steps"]} steps, {t["tokens_seen"]:,} tokens \

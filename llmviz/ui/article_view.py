@@ -80,3 +80,20 @@ def redone_tables(t, name: str, config: dict, dtype: str) -> None:
                  hide_index=True, key="mem_oom")
     kv, hd = config["num_kv_heads"], config["head_dim"]
     st.caption(t("memory.oom_note", name=name, kv=kv, hd=hd, kvhd=kv * hd, hidden=config["hidden_size"]))
+
+
+PAGE_SLIPS = {  # which of the article's slips each page shows (by the concept it draws)
+    "tokens": ("four_tokens", "bert_decodes"),
+    "prefill": ("prefill_linear", "per_layer"),
+    "decode": ("fifth_token", "only_q", "slowdown"),
+    "kv_layouts": ("block_tables", "prefetch"),
+    "batch": ("pad_sequences",),
+    "compare": ("kv_cache_dtype", "gqa_config", "quant_names", "a100_fp8", "flash_import"),
+    "memory": ("oom_budget", "per_layer"),
+}
+
+
+def slips_here(t, page: str) -> None:
+    """The slips of the article this page's figures bear on, in an expander (the full list: the Claims page)."""
+    with st.expander(t("article.slips_here", n=len(PAGE_SLIPS[page]))):
+        slips_table(t, PAGE_SLIPS[page], key=f"article_slips_{page}")

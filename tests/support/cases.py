@@ -116,6 +116,9 @@ CONTROLS = (
     Control("kv_heads", "engine", "--kv-heads"),
     Control("sliding_window", "engine", "--sliding-window", ok=("huge",)),  # wider than the context: no effect
     Control("kv_rollback", "engine", "--kv-rollback", ok=("zero", "huge")),
+    Control("sparse_block", "engine", "--sparse-block"),  # block-sparse attention (issue 22): 1..4096 positions
+    Control("sparse_local", "engine", "--sparse-local", setup={"sparse_block": 4}),
+    Control("sparse_global", "engine", "--sparse-global", ok=("zero",), setup={"sparse_block": 4}),
     Control("kv_block_size", "engine", "--kv-block-size", setup={"kv_layout": "paged"}),
     Control("kv_pool_blocks", "engine", "--kv-pool-blocks", setup={"kv_layout": "paged"}, huge="KVCacheTooLargeError"),
     Control("quant_group", "engine", "--quant-group", setup={"quant": "int4"}),

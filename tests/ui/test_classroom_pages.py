@@ -299,7 +299,7 @@ def test_presenter_view_in_both_languages():
         assert translate(lang, "decode.mem_rss") not in labels and translate(lang, "decode.step") in labels
         assert translate(lang, "decode.sweep_run") not in [b.label for b in at.button]
         next(b for b in at.button if b.label == translate(lang, "present.reset_demo")).click().run()
-        s, default = at.session_state[SETTINGS_KEY], Settings()
+        s, default = at.session_state[SETTINGS_KEY], Settings.fresh(lang)  # the language's own prompt (issue 21)
         assert (s.prompt, s.model, s.seed, s.present) == (default.prompt, default.model, default.seed, 1)
         assert shown_prompt(at) == default.prompt and at.session_state[RUN_KEY].cursor == 0
         next(b for b in at.button if b.label == translate(lang, "present.leave")).click().run()

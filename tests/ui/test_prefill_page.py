@@ -44,10 +44,10 @@ def test_kv_bytes_are_the_engines(model_dirs):
     assert shown["By the formula"] == shown["From the recorded K/V tensors"] == f"{kv['bytes_used']:,} B"
     n = step.input_ids.shape[1]
     per_layer = n * c.num_kv_heads * c.head_dim * 2 * 4
-    layers = at.dataframe[0].value
+    layers = at.dataframe[1].value
     assert list(layers["K [tokens, KV heads, head_dim]"]) == [str([n, c.num_kv_heads, c.head_dim])] * c.num_layers
     assert list(layers["bytes (K + V)"]) == [f"{per_layer:,}"] * c.num_layers
-    article = at.dataframe[1].value.set_index("")
+    article = at.dataframe[2].value.set_index("")
     assert article.loc["per layer", "Article (BERT-base, fp32)"] == "24,576 B (24.0 KiB)"
     here = f"{escape(folder)}, this prompt"  # a table's headers render as markdown: the name is escaped
     assert article.loc["tokens", here] == str(n)

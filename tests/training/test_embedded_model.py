@@ -61,7 +61,7 @@ def perplexity(model, ids: list[int]) -> float:
 def char_counter(tok):
     """Characters per token id, from transformers' own GPT-2 byte table (not the project's): a UTF-8 character
     has exactly one byte outside 0x80-0xBF; the end-of-document token counts as one character."""
-    from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
 
     table = {c: b for b, c in bytes_to_unicode().items()}
     special = set(tok.all_special_ids)
@@ -176,7 +176,7 @@ def test_the_card_continues_the_articles_example_in_chinese(card):
     """Greedy 济南的冬天 with transformers' own generate: the card's continuation, valid UTF-8 once an incomplete
     last character is trimmed, and mostly Chinese."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
 
     tok = AutoTokenizer.from_pretrained(str(MODEL))
     model = AutoModelForCausalLM.from_pretrained(str(MODEL), torch_dtype="float32").eval()

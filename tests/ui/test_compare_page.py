@@ -94,5 +94,11 @@ def test_perplexity_when_asked(app_model):
     r = result(at)
     values = shown(at)["Held-out perplexity"]
     assert values == [f"{r['a']['perplexity']:.2f}", f"{r['b']['perplexity']:.2f}"]
-    if app_model == "llmviz-tiny":  # the README's figures: 60.14 in fp32, 60.15 with an int8 cache
-        assert abs(r["a"]["perplexity"] - 60.14) < 0.05 and abs(r["b"]["perplexity"] - 60.15) < 0.05
+    if app_model == "llmviz-tiny":  # side A is the card's figure, which transformers computed; int8 costs a little
+        import json
+
+        from llmviz.paths import ASSETS
+
+        card = json.loads((ASSETS / "llmviz-tiny" / "card.json").read_text(encoding="utf-8"))
+        assert abs(r["a"]["perplexity"] - card["heldout_perplexity"]) < 0.01 * card["heldout_perplexity"]
+        assert r["a"]["perplexity"] < r["b"]["perplexity"] < 1.01 * r["a"]["perplexity"]

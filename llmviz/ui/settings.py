@@ -20,6 +20,7 @@ from llmviz.trace.config import (
     SamplingConfig,
 )
 from llmviz.trace.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
+from llmviz.ui.lesson_steps import POSITIONS, STEP_IDS
 
 DEFAULT_MODEL = EMBEDDED_MODEL
 # The prompt a session starts from in each interface language (issue 21): the article's own example in Chinese
@@ -89,6 +90,8 @@ class Settings:
     # The Batch page (C13): its prompts, one per line ("" = examples of different lengths), and the pad side.
     batch: str = ""
     padding: str = "right"
+    # The lesson (issue 23): the step shown, as "1.2.3" (section 1.2, its third step) or "end"
+    lesson: str = STEP_IDS[0]
 
     def sampling_for(self, step: int) -> SamplingConfig:
         """The settings step `step` is drawn with: its recorded ones from the link, else the sliders'."""
@@ -175,7 +178,8 @@ class Settings:
             except (TypeError, ValueError):
                 problems.append(f"{f.name}={raw!r}")
         checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": LANGS, "padding": PADDINGS,
-                  "kv_bs": KV_BLOCK_SIZES, "kv_max": KV_MAX_SEQS, "kv_model": (*RANDOM_MODELS, "home")}
+                  "kv_bs": KV_BLOCK_SIZES, "kv_max": KV_MAX_SEQS, "kv_model": (*RANDOM_MODELS, "home"),
+                  "lesson": POSITIONS}
         for name, allowed in checks.items():
             if name in values and values[name] not in allowed:
                 problems.append(f"{name}={values.pop(name)!r}")

@@ -1,0 +1,34 @@
+"""The lesson's registry of steps (issue 23): in the article's order, every item of the article's sections there,
+every slip and claim one the app keeps, and the URL position that reopens a step (a hostile one falls back)."""
+
+import pytest
+
+from llmviz.analysis.article import SLIP_IDS
+from llmviz.analysis.claims import CLAIMS
+from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEP_IDS, STEPS, position_of
+from llmviz.ui.settings import Settings
+
+
+def test_the_steps_follow_the_articles_sections_in_order():
+    assert len(set(STEP_IDS)) == len(STEP_IDS)
+    order = [CHAPTERS.index(s.section) for s in STEPS]
+    assert order == sorted(order) and set(order) == set(range(len(CHAPTERS)))  # every chapter has a step
+    for chapter in CHAPTERS:  # within a chapter: 1, 2, 3, ...
+        numbers = [int(s.id.rsplit(".", 1)[1]) for s in STEPS if s.section == chapter]
+        assert numbers == list(range(1, len(numbers) + 1)), chapter
+
+
+def test_every_claim_is_revealed_once_and_every_slip_is_known():
+    assert sorted((s.claim for s in STEPS if s.claim), key=lambda k: int(k[1:])) == list(CLAIMS)
+    assert {slip for s in STEPS for slip in s.slips} == set(SLIP_IDS)  # every slip, and only known ones
+
+
+@pytest.mark.parametrize("text, shown, problems", [
+    ("1.2.3", "1.2.3", []), ("5.2", "5.2", []), ("end", END, []),
+    ("9.9", "1.1.1", ["lesson='9.9'"]), ("1.1.1<script>", "1.1.1", ["lesson='1.1.1<script>'"]),
+])
+def test_a_link_opens_its_step_and_a_hostile_one_the_first(text, shown, problems):
+    s, found = Settings.from_query({"lesson": text})
+    assert s.lesson == shown and found == problems
+    assert position_of(s.lesson) == POSITIONS.index(shown)
+    assert Settings.from_query(s.to_query())[0].lesson == shown

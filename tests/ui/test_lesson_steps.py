@@ -32,3 +32,12 @@ def test_a_link_opens_its_step_and_a_hostile_one_the_first(text, shown, problems
     assert s.lesson == shown and found == problems
     assert position_of(s.lesson) == POSITIONS.index(shown)
     assert Settings.from_query(s.to_query())[0].lesson == shown
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_step_has_its_words_citing_its_section(lang):
+    from llmviz.i18n.translator import translate
+
+    for step in STEPS:
+        title, says = translate(lang, f"lesson.{step.id}.title"), translate(lang, f"lesson.{step.id}.says")
+        assert title and says.startswith(f"§{step.section}"), step.id

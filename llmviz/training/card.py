@@ -79,14 +79,16 @@ def machine() -> dict:
     return {"cpu": name, "cores": os.cpu_count(), "os": platform.platform()}
 
 
-def write_notice(out: Path, zh_folder: Path | None) -> None:
+def write_notice(out: Path, zh_folder: Path | None) -> list[str]:
     """NOTICE: the PSF License of the English text and, for a bilingual model, the Chinese text's terms and its
-    translators."""
-    text = corpus_mod.notice(Path(sysconfig.get_paths()["stdlib"]) / "LICENSE.txt")
+    translators. Returns the translators' names (for the card)."""
+    text, names = corpus_mod.notice(Path(sysconfig.get_paths()["stdlib"]) / "LICENSE.txt"), []
     if zh_folder is not None:
+        names, source = credits_zh.translators(zh_folder)
         head, _, licence = text.partition("\n\n")
-        text = head + "\n" + credits_zh.notice(*credits_zh.translators(zh_folder)) + "\n" + licence
+        text = head + "\n" + credits_zh.notice(names, source) + "\n" + licence
     (out / "NOTICE").write_text(text, encoding="utf-8")
+    return names
 
 
 def write_card(out: Path, info: dict, sample_list: list[dict]) -> None:
@@ -118,12 +120,23 @@ def main(argv: list[str] | None = None) -> None:
     info["name"] = args.folder.name  # a trained folder may be moved into assets/ under its shipped name
     if info.get("preset") in RENAMED:
         info["preset_now"] = RENAMED[info["preset"]]
+    if info.get("heldout_sha256") is None and info.get("preset") != "smoke":  # a card from before the check
+        english = corpus_mod.build(("topics", "docstrings"), None)
+        if english.sha256 == info["corpus_sha256"]:  # the corpus it was trained on, so the split it measured
+            info["heldout_sha256"] = corpus_mod.committed_heldout_sha256(english)
+    if "bits_per_char" in info and "tokenizer" not in info:  # a card from before the field: its preset's rule
+        from llmviz.training.train import PRESETS
+
+        p = PRESETS[info.get("preset_now", info["preset"])]
+        info["tokenizer"] = {"vocab": p.vocab, "cjk_min": p.cjk_min}
     info["training"].setdefault("machine", machine() | {"recorded": "when the card was written again"})
     torch.set_num_threads(info["training"].get("threads", 1))
     tok = Tokenizer.from_file(str(args.folder / "tokenizer.json"))
     model = load_ours(args.folder, ModelConfig.from_dict(info["architecture"]))
     bilingual_run = "bits_per_char" in info
-    write_notice(args.folder, args.zh_po if bilingual_run else None)
+    names = write_notice(args.folder, args.zh_po if bilingual_run else None)
+    if names:
+        info["zh_corpus"]["translators"] = names
     write_card(args.folder, info, samples(model, tok, tok.token_to_id(corpus_mod.EOS), info["training"]["seed"],
                                          zh_prompts() if bilingual_run else []))
     print(f"wrote {args.folder / 'README.md'}, card.json and NOTICE")

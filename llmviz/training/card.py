@@ -23,6 +23,7 @@ from llmviz.training import bilingual, credits_zh
 from llmviz.training import corpus as corpus_mod
 from llmviz.training.card_text import readme
 from llmviz.training.export import generate
+from llmviz.training.presets import PRESETS
 
 PROMPTS = (("The list", "greedy"), ("Return the", "greedy"), ("This module", "sampled"), ("Raise", "sampled"))
 NEW_TOKENS = 48
@@ -125,8 +126,6 @@ def main(argv: list[str] | None = None) -> None:
         if english.sha256 == info["corpus_sha256"]:  # the corpus it was trained on, so the split it measured
             info["heldout_sha256"] = corpus_mod.committed_heldout_sha256(english)
     if "bits_per_char" in info and "tokenizer" not in info:  # a card from before the field: its preset's rule
-        from llmviz.training.train import PRESETS
-
         p = PRESETS[info.get("preset_now", info["preset"])]
         info["tokenizer"] = {"vocab": p.vocab, "cjk_min": p.cjk_min}
     info["training"].setdefault("machine", machine() | {"recorded": "when the card was written again"})

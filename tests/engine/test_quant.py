@@ -11,7 +11,7 @@ from llmviz.engine.loading.model import load_model
 from llmviz.engine.models.quant import QuantLinear
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
-from llmviz.labs.evaluation import engine_perplexity, heldout_ids
+from llmviz.labs.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
 from llmviz.paths import ASSETS
 from llmviz.trace.config import EngineConfig, SamplingConfig
 
@@ -53,19 +53,22 @@ def heldout_perplexity(lm) -> float:
     return engine_perplexity(lm, heldout_ids(lm.tokenizer))
 
 
-@pytest.mark.parametrize("mode,max_ppl_ratio", [("int8", 1.01), ("int4", 1.10)])
-def test_quality_cost_on_the_embedded_model(mode, max_ppl_ratio):
-    """Drift against fp32: logits, greedy agreement over 16 steps, held-out perplexity (fp32: the card's, which
-    transformers computed)."""
+@pytest.mark.parametrize("mode, min_agreement, max_change", [("int8", 0.95, 0.01), ("int4", 0.8, 0.03)])
+def test_quality_cost_on_the_embedded_model(mode, min_agreement, max_change):
+    """Drift against fp32, each step fed the same tokens (a free-running run parts at the first near-tie and
+    says nothing after it): logits move, the greedy pick mostly stays; held-out perplexity within a few percent of
+    fp32's, which is the card's (transformers computed it). On this model int4 lands within noise of fp32 (76.68
+    against 76.74 when this was written): round-to-nearest costs little here, not nothing in the logits."""
     full, quant = load_model("llmviz-tiny"), load_model("llmviz-tiny", quant=mode)
     cfg = EngineConfig(sampling=GREEDY, stop_at_eos=False)
-    a = Session(full, "Return the value of the function", cfg).generate(16)
-    b = Session(quant, "Return the value of the function", cfg.with_(quant=mode)).generate(16)
-    assert sum(x == y for x, y in zip(a.output_ids, b.output_ids, strict=True)) >= 14
+    for prompt in ("Return the value of the function", "济南的冬天"):
+        reference = Session(full, prompt, cfg).generate(16)
+        report = teacher_forced_drift(reference, Session(quant, prompt, cfg.with_(quant=mode)))
+        assert max(report["max_abs_dlogit"]) > 0 and report["greedy_agreement"] >= min_agreement, (prompt, report)
     base, ppl = heldout_perplexity(full), heldout_perplexity(quant)
     card = json.loads((ASSETS / "llmviz-tiny" / "card.json").read_text(encoding="utf-8"))
     assert abs(base - card["heldout_perplexity"]) < 0.005 * base
-    assert base < ppl <= max_ppl_ratio * base, (base, ppl)
+    assert ppl != base and abs(ppl - base) <= max_change * base, (base, ppl)
 
 
 def test_int4_groups_must_divide_the_widths():

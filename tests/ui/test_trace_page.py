@@ -95,7 +95,7 @@ def test_summary_shows_the_runs_numbers(downloaded):
     assert shown["Steps recorded"] == "4" and shown["Tokens generated"] == "4"
     text = "\n".join(m.value for m in at.markdown)
     assert f"**Prompt:** {PROMPT}" in text
-    assert f"**Generated text:** {markdown_escape(generated_text(trace))}" in text
+    assert f"**Generated text:** {markdown_escape(generated_text(trace))}".rstrip() in text  # a line ends unpadded
     assert "attention sdpa" in text and "seed 0" in text and "temperature 0.7" in text
 
 
@@ -215,7 +215,8 @@ def test_download_name_and_summary(downloaded):
 
 
 def test_generated_text_regroups_a_character_split_into_byte_tokens(downloaded):
-    """济南 is six byte tokens in the embedded vocabulary; each alone decodes to U+FFFD."""
+    """济 is three byte tokens in the embedded vocabulary (it occurs twice in its Chinese text), each decoding
+    alone to U+FFFD; 南 is one token (issue 21): the page's text joins the bytes before decoding."""
     import copy
 
     import numpy as np
@@ -229,7 +230,7 @@ def test_generated_text_regroups_a_character_split_into_byte_tokens(downloaded):
     for step, token in zip(trace.steps, ids, strict=True):
         step.sampled = np.array([token])
     trace.tokens.update(tok.describe(ids))
-    assert len(ids) == 7 and "".join(trace.tokens[i]["text"] for i in ids[:-1]) == "\ufffd" * 6
+    assert len(ids) == 5 and "".join(trace.tokens[i]["text"] for i in ids[:-1]) == "\ufffd" * 3 + "南"
     assert generated_text(trace) == "济南" == tok.hf.decode(ids, skip_special_tokens=True)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from llmviz.training.presets import DERIVED
+
 FRONT = """---
 license: other
 license_name: psf-2.0
@@ -56,6 +58,8 @@ def bilingual_sections(info: dict) -> str:
     whole = ", ".join(f"{c} ({counts[c]:,})" for c in ex["whole_characters"]) or "none"
     as_bytes = ", ".join(f"{c} ({counts[c]:,})" for c in ex["as_bytes"]) or "none"
     held = ", ".join(f"`{f}`" for f in zh["heldout_files"])
+    why_copies = ("as in the main model's stream, which this one draws from" if info["preset"] in DERIVED
+                  else "so that it keeps the exposure the English-only model had")
     return f"""
 ## Bits per character (held-out text only)
 
@@ -84,8 +88,8 @@ The zh_CN translation of the Python documentation, `{zh["source"]}`: {zh["files"
 each, {zh["chars"]:,} characters of translated `msgstr` text (fuzzy, untranslated and non-Chinese entries \
 dropped, reST roles reduced to their text), sha256 `{zh["sha256"]}`. Held out by a hash of the path: {held} \
 (`assets/corpus/heldout_zh.txt`, see `assets/corpus/README_zh.md`). English is repeated \
-{info["english_copies"]} times in the training stream ({info["english_share"]:.1%} of it) so that it keeps the \
-exposure the English-only model had: {info.get("english_tokens_seen", 0):,} English tokens seen.
+{info["english_copies"]} times in the training stream ({info["english_share"]:.1%} of it) {why_copies}: \
+{info.get("english_tokens_seen", 0):,} English tokens seen.
 
 The translators contribute under the Documentation Contribution Agreement of that repository's README (CC0 to \
 the PSF); the documentation is under the PSF License (see `NOTICE`). Its translators, whose work this model learnt \

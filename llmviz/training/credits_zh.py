@@ -33,7 +33,7 @@ def translators(folder: Path) -> tuple[list[str], str]:
         found |= {line.strip() for line in listed.read_text(encoding="utf-8").splitlines()
                   if line.strip() and not line.startswith("#")}
         source = "the TRANSLATORS file of the master branch and " + source
-    return sorted(found, key=str.casefold), source
+    return sorted(found, key=lambda name: (name.casefold(), name)), source  # a stable order: names differ by case
 
 
 def notice(names: list[str], source: str) -> str:

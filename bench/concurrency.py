@@ -256,6 +256,7 @@ Action = Callable[[Client, str], Awaitable[None]]
 # The harness: (page file stem, action), in tour order. A new page plugs in with one line (`visit` at least).
 ENTRIES: list[tuple[str, Action]] = [
     ("home", home_prompt_tokens),
+    ("lesson", visit),  # issue 23: its Next walk gets an action of its own with the live panels
     ("tokens", token_count),
     ("prefill", visit),
     ("decode", step_decode),

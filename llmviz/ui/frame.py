@@ -21,6 +21,7 @@ from llmviz.ui.server import apply_upload_limit, imported
 # (file in app_pages/, title key, icon, url path; "" is the default page)
 PAGES = (
     ("home.py", "nav.home", ":material/home:", ""),
+    ("lesson.py", "nav.lesson", ":material/school:", "lesson"),
     ("tokens.py", "nav.tokens", ":material/abc:", "tokens"),
     ("prefill.py", "nav.prefill", ":material/grid_on:", "prefill"),
     ("decode.py", "nav.decode", ":material/skip_next:", "decode"),
@@ -63,7 +64,7 @@ def run() -> None:
     t = sidebar()
     pages = [st.Page(APP_PAGES / file, title=t(title), icon=icon, url_path=path or None, default=not path)
              for file, title, icon, path in PAGES]
-    page = st.navigation(pages)
+    page = st.navigation(pages, expanded=True)  # all thirteen pages listed (past ten Streamlit folds the rest)
     navigation.follow(page, pages)  # a page change that a late-arriving typed value took back goes on
     if page.url_path != "decode":  # the Decode page's url_path
         st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it

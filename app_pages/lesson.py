@@ -1,0 +1,89 @@
+"""The lesson (issue 23), first increment: the article section by section on the student's own run. Each step says
+what the article says there, draws the model map with the step's real shapes and its parts highlighted, shows the
+article's slips on it, and opens the full page; Back / Next and a chapter list move through the steps, and the
+URL carries the position (lesson=1.2.3). The live panels and predict-then-reveal come next."""
+
+import streamlit as st
+
+from llmviz.analysis.model_map import PARTS, step_parts
+from llmviz.ui import article_view, state
+from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.ui.frame import PAGES
+from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
+from llmviz.viz.model_map import model_map_dot
+
+HIGHLIGHTS = {  # the parts of the map a panel is about
+    "tokens": ("embed",), "bert": ("embed",), "embedding": ("embed",), "qkv": ("q", "k", "v"), "scores": ("scores",),
+    "kv_shape": ("cache",), "kv_bytes": ("cache",), "decode_input": ("embed",), "decode_qkv": ("q", "k", "v"),
+    "cache_growth": ("cache",), "kv_bytes_1024": ("cache",), "contiguous": ("cache",), "paged": ("cache",),
+    "locality": ("cache",), "oom_budget": ("cache",), "max_seq": ("cache",), "slowdown": ("scores", "cache"),
+    "kv_dtype": ("cache",), "gqa": ("k", "v", "cache"), "sparse": ("scores",), "quant": ("q", "k", "v", "mlp"),
+    "continuation": ("head",),
+}
+PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in PAGES}
+
+
+def move(to: int) -> None:
+    """Back / Next / a chapter (a callback): the position is a setting, so the URL follows."""
+    state.update(lesson=POSITIONS[max(0, min(len(POSITIONS) - 1, to))])
+
+
+def navigation(t, at: int) -> None:
+    st.progress(at / (len(POSITIONS) - 1), text=t("lesson.progress", n=min(at + 1, len(STEPS)), total=len(STEPS)))
+    left, middle, right = st.columns([1, 3, 1])
+    left.button(t("lesson.back"), key="lesson_back", on_click=move, args=(at - 1,), disabled=at == 0,
+                width="stretch")
+    right.button(t("lesson.next"), key="lesson_next", on_click=move, args=(at + 1,),
+                 disabled=at == len(POSITIONS) - 1, type="primary", width="stretch")
+    st.session_state["lesson_chapter"] = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]  # follows Next
+    middle.selectbox(t("lesson.chapters"), CHAPTERS, key="lesson_chapter", on_change=jump, label_visibility="collapsed",
+                     format_func=lambda c: f"§{c} {t(f'lesson.chapter.{c}')}")
+
+
+def jump() -> None:
+    """A chapter picked (a callback): its first step."""
+    chapter = st.session_state["lesson_chapter"]
+    move(next(i for i, s in enumerate(STEPS) if s.section == chapter))
+
+
+def step_shapes(run, step):
+    """The step's shapes on the student's run: a prefill step its prompt, a decode step one token after it."""
+    config = run.trace.model_card["config"]
+    n = len(run.trace.prompt_ids)
+    decoding = step.section not in ("1.1",)
+    return step_parts(config, 1, n) if decoding else step_parts(config, n)
+
+
+def panel(t, run, step) -> None:
+    with st.container(key="lesson-panel", border=True):
+        parts = step_shapes(run, step)
+        names = {name: t(f"lesson.part.{name}") for name in PARTS}
+        layers = run.trace.model_card["config"]["num_layers"]
+        st.graphviz_chart(model_map_dot(parts, names, layers, t("lesson.layers"), HIGHLIGHTS.get(step.panel, ())))
+        st.caption(t("lesson.map_caption", model=run.trace.model_card["name"], n=len(run.trace.prompt_ids)))
+
+
+def show(t, run, step) -> None:
+    st.subheader(f"§{step.section} · {t(f'lesson.{step.id}.title')}")
+    st.markdown(t(f"lesson.{step.id}.says"))
+    panel(t, run, step)
+    if step.slips:
+        st.markdown(t("lesson.slips"))
+        article_view.slips_table(t, step.slips, key=f"lesson_slips_{step.id}")
+    st.page_link(PAGE_FILES[step.page], label=t("lesson.open_page"), icon=":material/open_in_new:")
+
+
+def main() -> None:
+    t = translator()
+    heading(t, "lesson")
+    at = POSITIONS.index(state.settings().lesson)
+    navigation(t, at)
+    run = shown_run(t)
+    if POSITIONS[at] == END:
+        st.info(t("lesson.end"))
+    elif run is not None:
+        show(t, run, STEPS[at])
+    state.sync_url()
+
+
+main()

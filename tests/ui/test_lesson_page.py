@@ -1,0 +1,57 @@
+"""The lesson page (issue 23, first increment): Next walks every step in the article's order in both languages
+with no exception; the URL follows; each step's map holds the run's own shapes (from the config and the
+prompt's token count); a link opens its step, a hostile one the first."""
+
+import json
+
+import pytest
+from ui_helpers import open_app, page_file
+
+from llmviz.i18n.translator import translate
+from llmviz.ui.lesson_steps import END, POSITIONS, STEPS
+from llmviz.ui.state import RUN_KEY
+
+PAGE = page_file("lesson")
+
+
+def dot(at) -> str:
+    return at.get("graphviz_chart")[-1].proto.spec
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_next_walks_every_step_with_the_runs_shapes(app_model, lang):
+    at = open_app(PAGE, model=app_model, lang=lang)
+    run = at.session_state[RUN_KEY]
+    config, n = run.trace.model_card["config"], len(run.trace.prompt_ids)
+    d, heads, hd = config["hidden_size"], config["num_heads"], config["head_dim"]
+    for i, step in enumerate(STEPS):
+        assert at.query_params.get("lesson", [POSITIONS[0]]) in (step.id, [step.id]) or i == 0
+        title = f"§{step.section} · {translate(lang, f'lesson.{step.id}.title')}"
+        assert next(s.value for s in at.subheader) == title
+        spec = dot(at)
+        if step.section == "1.1":  # a prefill: every prompt token at once
+            assert f"[{n}, {d}]" in spec and f"[{heads}, {n}, {n}]" in spec
+        else:  # a decode step after the prompt: one token, n + 1 keys
+            assert f"[1, {d}]" in spec and f"[1, {heads}, {hd}]" in spec and f"[{heads}, 1, {n + 1}]" in spec
+        at.button(key="lesson_next").click().run()
+        assert not at.exception, (step.id, [e.value for e in at.exception])
+    assert at.session_state["llmviz_settings"].lesson == END
+    assert any(translate(lang, "lesson.end") in i.value for i in at.info)
+    assert at.button(key="lesson_next").disabled
+
+
+@pytest.mark.parametrize("given, shown", [("1.2.3", "1.2.3"), ("5.2", "5.2"), ("9.9", "1.1.1")])
+def test_a_link_opens_its_step(app_model, given, shown):
+    at = open_app(PAGE, model=app_model, lesson=given)
+    step = next(s for s in STEPS if s.id == shown)
+    assert next(s.value for s in at.subheader).startswith(f"§{step.section} · ")
+    assert at.session_state["llmviz_settings"].lesson == shown
+
+
+def test_back_and_the_chapter_list_move_the_position(app_model):
+    at = open_app(PAGE, model=app_model, lesson="2.1.2")
+    at.button(key="lesson_back").click().run()
+    assert at.session_state["llmviz_settings"].lesson == "2.1.1"
+    at.selectbox(key="lesson_chapter").set_value("4.2").run()
+    assert at.session_state["llmviz_settings"].lesson == "4.2.1"
+    assert json.dumps(at.query_params.get("lesson")).count("4.2.1") == 1

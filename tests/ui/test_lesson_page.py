@@ -55,3 +55,10 @@ def test_back_and_the_chapter_list_move_the_position(app_model):
     at.selectbox(key="lesson_chapter").set_value("4.2").run()
     assert at.session_state["llmviz_settings"].lesson == "4.2.1"
     assert json.dumps(at.query_params.get("lesson")).count("4.2.1") == 1
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_home_offers_the_lesson_first(app_model, lang):
+    at = open_app(None, model=app_model, lang=lang)
+    links = at.get("page_link")
+    assert links and links[0].proto.page == "lesson" and links[0].proto.label == translate(lang, "home.lesson")

@@ -80,16 +80,17 @@ def machine() -> dict:
     return {"cpu": name, "cores": os.cpu_count(), "os": platform.platform()}
 
 
-def write_notice(out: Path, zh_folder: Path | None) -> list[str]:
+def write_notice(out: Path, zh_folder: Path | None, info: dict) -> None:
     """NOTICE: the PSF License of the English text and, for a bilingual model, the Chinese text's terms and its
-    translators. Returns the translators' names (for the card)."""
+    translators, whose names also go into the card's info (info["zh_corpus"]["translators"])."""
     text, names = corpus_mod.notice(Path(sysconfig.get_paths()["stdlib"]) / "LICENSE.txt"), []
     if zh_folder is not None:
         names, source = credits_zh.translators(zh_folder)
         head, _, licence = text.partition("\n\n")
         text = head + "\n" + credits_zh.notice(names, source) + "\n" + licence
     (out / "NOTICE").write_text(text, encoding="utf-8")
-    return names
+    if names:
+        info["zh_corpus"]["translators"] = names
 
 
 def write_card(out: Path, info: dict, sample_list: list[dict]) -> None:
@@ -133,9 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     tok = Tokenizer.from_file(str(args.folder / "tokenizer.json"))
     model = load_ours(args.folder, ModelConfig.from_dict(info["architecture"]))
     bilingual_run = "bits_per_char" in info
-    names = write_notice(args.folder, args.zh_po if bilingual_run else None)
-    if names:
-        info["zh_corpus"]["translators"] = names
+    write_notice(args.folder, args.zh_po if bilingual_run else None, info)
     write_card(args.folder, info, samples(model, tok, tok.token_to_id(corpus_mod.EOS), info["training"]["seed"],
                                          zh_prompts() if bilingual_run else []))
     print(f"wrote {args.folder / 'README.md'}, card.json and NOTICE")

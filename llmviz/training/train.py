@@ -250,9 +250,7 @@ def main(argv: list[str] | None = None) -> dict:
         heldout_sha = corpus_mod.write_heldout(args.heldout_dir, corpus, f"tokenizer.json of {out.name}")
     else:
         heldout_sha = corpus_mod.committed_heldout_sha256(corpus) if not p.limit else None
-    names = card.write_notice(out, args.zh_po if mixed else None)
-    if names:
-        extra["zh_corpus"]["translators"] = names
+    card.write_notice(out, args.zh_po if mixed else None, extra)
     info = {
         "name": out.name, "preset": name, "parameters": params, "architecture": cfg.to_dict(),
         "heldout_perplexity": round(ppl, 4), **conversion, **extra, "eval_window": EVAL_WINDOW,

@@ -14,8 +14,10 @@ from llmviz.trace.records import trace_from_zip
 from llmviz.ui import state
 from llmviz.ui.errors import report
 from llmviz.ui.markdown import escape
+from llmviz.ui.settings import LANGS
 
-DEMO_PATHS = {"en": DEMO / "default-run.zip", "zh": DEMO / "default-run-zh.zip"}  # keys: settings.LANGS
+# One recording per interface language: default-run.zip (English), default-run-zh.zip, ...
+DEMO_PATHS = {lang: DEMO / ("default-run.zip" if lang == "en" else f"default-run-{lang}.zip") for lang in LANGS}
 DEMO_STEPS = 24  # decode steps after the prefill
 DEMO_KEY = "llmviz_demo_shown"
 

@@ -25,7 +25,6 @@ from llmviz.ui.lesson_steps import POSITIONS, STEP_IDS
 DEFAULT_MODEL = EMBEDDED_MODEL
 # The prompt a session starts from in each interface language (issue 21): the article's own example in Chinese
 DEFAULT_PROMPTS = {"en": "The list of", "zh": "济南的冬天"}
-DEFAULT_PROMPT = DEFAULT_PROMPTS["en"]
 LANGS = tuple(DEFAULT_PROMPTS)
 EXAMPLE_PROMPTS = ("The list of", "Return the", "This module provides", "济南的冬天")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -50,7 +49,7 @@ class Settings:
     device: str = "auto"
     dtype: str = "fp32"
     attn: str = "sdpa"
-    prompt: str = DEFAULT_PROMPT
+    prompt: str = DEFAULT_PROMPTS["en"]  # Settings.fresh(lang) starts a session in another language
     temperature: float = SamplingConfig.temperature  # the engine's defaults
     top_k: int = SamplingConfig.top_k
     top_p: float = SamplingConfig.top_p

@@ -6,7 +6,7 @@ URL carries the position (lesson=1.2.3). The live panels and predict-then-reveal
 import streamlit as st
 
 from llmviz.analysis.model_map import PARTS, step_parts
-from llmviz.ui import article_view, state
+from llmviz.ui import article_view, keys, state
 from llmviz.ui.chrome import heading, shown_run, translator
 from llmviz.ui.frame import PAGES
 from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
@@ -20,6 +20,7 @@ HIGHLIGHTS = {  # the parts of the map a panel is about
     "kv_dtype": ("cache",), "gqa": ("k", "v", "cache"), "sparse": ("scores",), "quant": ("q", "k", "v", "mlp"),
     "continuation": ("head",),
 }
+SPACE = {" ": "lesson_next"}  # Space goes forward too (→ and ← are the buttons' own shortcuts)
 PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in PAGES}
 
 
@@ -32,9 +33,9 @@ def navigation(t, at: int) -> None:
     st.progress(at / (len(POSITIONS) - 1), text=t("lesson.progress", n=min(at + 1, len(STEPS)), total=len(STEPS)))
     left, middle, right = st.columns([1, 3, 1])
     left.button(t("lesson.back"), key="lesson_back", on_click=move, args=(at - 1,), disabled=at == 0,
-                width="stretch")
+                width="stretch", shortcut="Left")
     right.button(t("lesson.next"), key="lesson_next", on_click=move, args=(at + 1,),
-                 disabled=at == len(POSITIONS) - 1, type="primary", width="stretch")
+                 disabled=at == len(POSITIONS) - 1, type="primary", width="stretch", shortcut="Right")
     st.session_state["lesson_chapter"] = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]  # follows Next
     middle.selectbox(t("lesson.chapters"), CHAPTERS, key="lesson_chapter", on_change=jump, label_visibility="collapsed",
                      format_func=lambda c: f"§{c} {t(f'lesson.chapter.{c}')}")
@@ -83,6 +84,7 @@ def main() -> None:
         st.info(t("lesson.end"))
     elif run is not None:
         show(t, run, STEPS[at])
+    keys.press(SPACE)
     state.sync_url()
 
 

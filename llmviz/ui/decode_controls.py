@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.ui import state
+from llmviz.ui import keys, state
 from llmviz.ui.errors import report
 from llmviz.ui.settings import SLIDERS, Settings
 
@@ -16,22 +16,8 @@ SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}
 PLAYING, STEP_ERROR = "dec_playing", "dec_step_error"
 PREV_KEY, NEXT_KEY, SPEED_KEY = "dec_prev", "dec_next", "dec_speed"
 SPEEDS = {"slow": 1.6, "normal": 0.8, "fast": 0.4}  # seconds between Play's steps
-# n and p press Next and Previous (the arrows are the buttons' own shortcuts; a button takes one). Keys typed
-# into a text box are left alone. The listener is installed once per browser tab.
-_LETTERS = """<script>
-const doc = window.parent.document;
-if (!doc.llmvizLetters) {
-  doc.llmvizLetters = true;
-  doc.addEventListener("keydown", (e) => {
-    const tag = (e.target.tagName || "").toLowerCase();
-    if (e.ctrlKey || e.metaKey || e.altKey || e.target.isContentEditable) return;
-    if (tag === "input" || tag === "textarea") return;
-    const key = {n: "NEXT_KEY", p: "PREV_KEY"}[e.key.toLowerCase()];
-    const button = key && doc.querySelector(".st-key-" + key + " button");
-    if (button && !button.disabled) { e.preventDefault(); button.click(); }
-  });
-}
-</script>""".replace("NEXT_KEY", NEXT_KEY).replace("PREV_KEY", PREV_KEY)
+# n and p press Next and Previous (the arrows are the buttons' own shortcuts; a button takes one)
+LETTERS = {"n": NEXT_KEY, "p": PREV_KEY}
 
 
 # What "Reset demo" puts back: the run a class starts from.
@@ -47,7 +33,7 @@ def reset_demo() -> None:
 
 
 def letter_keys() -> None:
-    st.iframe(_LETTERS, height=1)  # our own fixed script (never user input), in a frame of the page's origin
+    keys.press(LETTERS)
 
 
 def play_interval() -> float:

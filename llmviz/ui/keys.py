@@ -1,0 +1,39 @@
+"""Keys that press a page's buttons, beyond the one shortcut Streamlit gives a button (issue 23): the Decode page's
+n / p, the lesson's Space. One listener per browser tab reads a table the pages add to, {key: button key}; a key
+whose button is not on the page now (another page's) does nothing, and keys typed into a text box are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+_SCRIPT = """<script>
+const doc = window.parent.document;
+doc.llmvizKeys = Object.assign(doc.llmvizKeys || {}, TABLE);
+if (!doc.llmvizKeyListener) {
+  doc.llmvizKeyListener = true;
+  doc.addEventListener("keydown", (e) => {
+    const tag = (e.target.tagName || "").toLowerCase();
+    if (e.ctrlKey || e.metaKey || e.altKey || e.target.isContentEditable) return;
+    if (tag === "input" || tag === "textarea" || tag === "select") return;
+    const key = doc.llmvizKeys[e.key.length === 1 ? e.key.toLowerCase() : e.key];
+    const button = key && doc.querySelector(".st-key-" + key + " button");
+    if (button && !button.disabled) { e.preventDefault(); e.stopPropagation(); button.click(); }
+  }, true);
+}
+</script>"""
+
+
+def script(table: dict[str, str]) -> str:
+    """The listener's script for {key as the browser names it (a letter, " " for Space): button key}."""
+    for key, button in table.items():
+        if not key or not button.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(f"a key and a plain button key, got {key!r}: {button!r}")
+    return _SCRIPT.replace("TABLE", json.dumps(table))
+
+
+def press(table: dict[str, str]) -> None:
+    """Install the keys on this page (our own fixed script, never user input, in a frame of the page's origin)."""
+    st.iframe(script(table), height=1)

@@ -1,13 +1,26 @@
-"""The lesson (issue 23), first increment: the article section by section on the student's own run. Each step says
-what the article says there, draws the model map with the step's real shapes and its parts highlighted, shows the
-article's slips on it, and opens the full page; Back / Next and a chapter list move through the steps, and the
-URL carries the position (lesson=1.2.3). The live panels and predict-then-reveal come next."""
+"""The lesson (issue 23): the article section by section on the student's own run. Each step says what the article
+says there, draws its live panel from the run (one control each; a claim's step predicts, then reveals a
+measurement) beside the model map with the step's real shapes and parts highlighted, shows the article's slips on
+it, and opens the full page; Back / Next (→, Space, ←) and a chapter list move through the steps, the URL carries
+the position (lesson=1.2.3), and the end sums up what was revealed."""
 
 import streamlit as st
 
 from llmviz.analysis.model_map import PARTS, step_parts
-from llmviz.ui import article_view, keys, state
-from llmviz.ui.chrome import heading, shown_run, translator
+from llmviz.analysis.recorded import missing_tensors
+from llmviz.ui import (
+    article_view,
+    keys,
+    lesson_decode,
+    lesson_end,
+    lesson_memory,
+    lesson_prefill,
+    lesson_reveal,
+    locality_view,
+    state,
+)
+from llmviz.ui.chrome import heading, literal, shown_run, translator
+from llmviz.ui.errors import guarded
 from llmviz.ui.frame import PAGES
 from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
 from llmviz.viz.model_map import model_map_dot
@@ -55,18 +68,53 @@ def step_shapes(run, step):
     return step_parts(config, 1, n) if decoding else step_parts(config, n)
 
 
+PANELS = {**lesson_prefill.PANELS, **lesson_decode.PANELS, **lesson_memory.PANELS,
+          "locality": lambda t, run: locality_view.section(t, state.settings())}
+
+
+def ensure_decode_steps(run) -> None:
+    """A decode step's panels read the first DECODE_STEPS decode steps: a live run computes them once (the step
+    shown stays where it was); a recording holds its own."""
+    cursor = run.cursor
+    while lesson_decode.decode_steps(run) < lesson_decode.DECODE_STEPS and run.can_compute:
+        run.cursor = len(run.trace.steps) - 1
+        state.advance(run)
+    run.cursor = cursor
+
+
+def live(t, run, step) -> None:
+    """The step's live panel (or its claim's prediction and reveal)."""
+    if step.claim is not None:
+        lesson_reveal.panel(t, step.claim)
+        return
+    layers = run.trace.model_card["config"]["num_layers"]
+    missing = missing_tensors(run.trace.steps[0], lesson_prefill.needs(step.panel, layers))
+    if missing:
+        st.warning(t("common.no_tensors", capture=literal(str(run.trace.steps[0].timings.get("capture", "?"))),
+                     names=literal(", ".join(missing[:6]))))
+        return
+    PANELS[step.panel](t, run)
+
+
 def panel(t, run, step) -> None:
     with st.container(key="lesson-panel", border=True):
-        parts = step_shapes(run, step)
-        names = {name: t(f"lesson.part.{name}") for name in PARTS}
-        layers = run.trace.model_card["config"]["num_layers"]
-        st.graphviz_chart(model_map_dot(parts, names, layers, t("lesson.layers"), HIGHLIGHTS.get(step.panel, ())))
-        st.caption(t("lesson.map_caption", model=run.trace.model_card["name"], n=len(run.trace.prompt_ids)))
+        left, right = st.columns([3, 2])
+        with left:
+            guarded(t, lambda: live(t, run, step))
+        with right:
+            parts = step_shapes(run, step)
+            names = {name: t(f"lesson.part.{name}") for name in PARTS}
+            layers = run.trace.model_card["config"]["num_layers"]
+            st.graphviz_chart(model_map_dot(parts, names, layers, t("lesson.layers"),
+                                            HIGHLIGHTS.get(step.panel, ())))
+            st.caption(t("lesson.map_caption", model=run.trace.model_card["name"], n=len(run.trace.prompt_ids)))
 
 
 def show(t, run, step) -> None:
     st.subheader(f"§{step.section} · {t(f'lesson.{step.id}.title')}")
     st.markdown(t(f"lesson.{step.id}.says"))
+    if step.section != "1.1":
+        ensure_decode_steps(run)
     panel(t, run, step)
     if step.slips:
         st.markdown(t("lesson.slips"))
@@ -81,7 +129,7 @@ def main() -> None:
     navigation(t, at)
     run = shown_run(t)
     if POSITIONS[at] == END:
-        st.info(t("lesson.end"))
+        lesson_end.summary(t)
     elif run is not None:
         show(t, run, STEPS[at])
     keys.press(SPACE)

@@ -24,9 +24,10 @@ BERT_VOCAB = 21128
 BERT_SPECIALS = ("[CLS]", "[SEP]")
 
 
-def oom_article_bytes() -> int:
-    """The article's 2048 x 4096 x 2 x 4 = 64 MiB (per layer, though it does not say so)."""
-    return OOM_TOKENS * OOM_HIDDEN * 2 * OOM_BYTES
+def oom_article_bytes(tokens: int = OOM_TOKENS, hidden: int = OOM_HIDDEN) -> int:
+    """The article's max_seq_len x hidden_size x 2 x 4 bytes: at 2048 x 4096, 64 MiB (per layer, though it does not
+    say so)."""
+    return tokens * hidden * 2 * OOM_BYTES
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def oom_rows(config: dict) -> list[Redone]:
     """§4.1's budget at 2048 tokens in fp32: the article's formula (its 64 MiB is a 4096-wide model), the same
     formula for `config`, and the right one (layers x 2 x kv_heads x head_dim x bytes x tokens, batch 1)."""
     right = kv_bytes(OOM_TOKENS, config["num_kv_heads"], config["head_dim"], OOM_BYTES)
-    return [Redone("oom_article", oom_article_bytes(), OOM_TOKENS * config["hidden_size"] * 2 * OOM_BYTES),
+    return [Redone("oom_article", oom_article_bytes(), oom_article_bytes(hidden=config["hidden_size"])),
             Redone("oom_right_layer", None, right), Redone("oom_right_model", None, right * config["num_layers"])]
 
 

@@ -4,6 +4,7 @@ downloads, a step's timing). The frame around the pages (sidebar, navigation, pr
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 
@@ -67,6 +68,19 @@ def csv_text(rows: list[list]) -> str:
 def table_csv(rows: list[dict]) -> str:
     """Dicts of equal keys as CSV text: a header line of the keys, then one line per dict."""
     return csv_text([list(rows[0]), *([r[k] for k in rows[0]] for r in rows)] if rows else [])
+
+
+def html_report(title: str, rows: list[dict], items: list[tuple[str, str]], lead: str = "", after: str = "") -> str:
+    """One self-contained page (the exports' HTML): a title, a lead line, the rows as a table, a list of
+    (bold id, text) items, then `after` (already HTML: a figure). Every text is escaped here."""
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0]) if rows else ""
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
+    listed = "".join(f"<li><b>{html.escape(k)}</b> {html.escape(v)}</li>" for k, v in items)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
+            f"<h1>{html.escape(title)}</h1><p>{html.escape(lead)}</p><table><tr>{head}</tr>{body}</table>"
+            f"<ul>{listed}</ul>{after}</body></html>")
 
 
 SPAN_KEYS = {"embed": "span.embed", "mask": "span.mask", "kv.write": "span.kv_write", "head": "span.head",

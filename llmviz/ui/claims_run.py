@@ -3,15 +3,15 @@ public mode), keep the judged report in this browser session, and export it as J
 
 from __future__ import annotations
 
-import html
 import json
+from datetime import datetime
 
 from llmviz.analysis.claim_effects import reason_text, report, table_rows
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
 from llmviz.ui import measure
-from llmviz.ui.chrome import table_csv
+from llmviz.ui.chrome import html_report, table_csv
 from llmviz.ui.compare_run import load
 from llmviz.viz.claims import prefill_fit_figure
 
@@ -29,9 +29,14 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
                                  progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
         rep = report(raw)
         rep["raw_k1"] = raw["claims"].get("K1")  # the sweep the K1 figure and fit are drawn from
+        rep["when"] = now()  # the lesson labels a claim it reuses from here with its time
         return rep
 
     return measure.run(t, REPORT_KEY, None, work, text=t("claims.progress", claim=ids[0]))
+
+
+def now() -> str:
+    return datetime.now().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def kept() -> dict | None:
@@ -76,20 +81,12 @@ def as_csv(t, rep: dict) -> str:
 def as_html(t, rep: dict) -> str:
     """One self-contained page: the table, each claim's reason and the K1 figure (plotly.js inlined: it opens
     offline)."""
-    rows = table_rows(t, rep)
-    head = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0]) if rows else ""
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
-    reasons = "".join(f"<li><b>{c['id']}</b> ({html.escape(t('claims.verdict.' + c['verdict']))}): "
-                      f"{html.escape(reason_text(t, c))}</li>" for c in rep["claims"])
+    items = [(c["id"], f"({t('claims.verdict.' + c['verdict'])}): {reason_text(t, c)}") for c in rep["claims"]]
     view = k1_view(t, rep)
     plot = view[0].to_html(full_html=False, include_plotlyjs=True) if view is not None else ""
     total = t("claims.total", n=len(rep["claims"]), seconds=rep["seconds"],
               mode=t("claims.mode_quick" if rep["quick"] else "claims.mode_full"), threads=rep["threads"])
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(t('claims.title'))}</title>"
-            "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
-            f"<h1>{html.escape(t('claims.title'))}</h1><p>{html.escape(total)}</p><table><tr>{head}</tr>{body}"
-            f"</table><ul>{reasons}</ul>{plot}</body></html>")
+    return html_report(t("claims.title"), table_rows(t, rep), items, total, plot)
 
 
 def beside(t, c: dict) -> str | None:

@@ -197,3 +197,22 @@ class HeavyGate:
             with self.lock:
                 self.running.discard(session)
                 self.lock.notify_all()
+
+
+class LatestClaims:
+    """The server's latest real measurement of each claim (issue 23): in public mode a class pressing Reveal is
+    shown it, labelled with its time and settings, instead of each student queueing behind the one heavy slot.
+    One per server process (ui/server.py), guarded by its own lock; it holds judged claims, small dicts."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._latest: dict[str, dict] = {}
+
+    def put(self, claim_id: str, entry: dict) -> None:
+        with self._lock:
+            self._latest[claim_id] = dict(entry)
+
+    def get(self, claim_id: str) -> dict | None:
+        with self._lock:
+            entry = self._latest.get(claim_id)
+            return dict(entry) if entry is not None else None

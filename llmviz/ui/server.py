@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from llmviz.ui.model_cache import shared_model
-from llmviz.ui.public import HeavyGate, Policy
+from llmviz.ui.public import HeavyGate, LatestClaims, Policy
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
     from llmviz.service import LoadedModel
@@ -93,3 +93,9 @@ def model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused
 def heavy_gate(slots: int) -> HeavyGate:
     """The one queue of heavy measurements for the whole server process (guarded by its own lock)."""
     return HeavyGate(slots)
+
+
+@st.cache_resource(show_spinner=False)
+def latest_claims() -> LatestClaims:
+    """The server's latest measurement of each claim, shared by every session (public mode's Reveal)."""
+    return LatestClaims()

@@ -1,0 +1,61 @@
+"""The lesson's end (issue 23): "your machine and the A100": every claim the student revealed, the prediction
+beside this machine's measurement and the article's figure, what held here; downloadable as JSON, CSV and a
+one-page HTML report that opens offline."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from llmviz.analysis.claim_effects import reason_text
+from llmviz.analysis.claims import shown
+from llmviz.analysis.lab import jsonable
+from llmviz.ui.chrome import html_report, table_csv
+from llmviz.ui.lesson_reveal import revealed
+
+
+def rows(t, entries: dict[str, dict]) -> list[dict]:
+    """One row per revealed claim, in the order revealed (translated headers)."""
+    out = []
+    for e in entries.values():
+        name, where = e["effect"], e["claim"].get("where") or {}
+        out.append({t("claims.col_claim"): e["id"], t("claims.col_effect"): t(f"claims.effect.{name}"),
+                    t("lesson.your_prediction"): shown(name, e["predicted"]) if e["predicted"] is not None else "—",
+                    t("lesson.this_machine"): shown(name, e["measured"]) if e["measured"] is not None else "—",
+                    t("claims.col_range"): (f"{shown(name, e['low'])} – {shown(name, e['high'])}"
+                                            if e["measured"] is not None else "—"),
+                    t("lesson.article_a100"): shown(name, e["article"]),
+                    t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}"),
+                    t("lesson.col_where"): f"{where.get('model', '?')} · {where.get('device', '?')} · {e['when']}"})
+    return out
+
+
+def as_json(t, entries: dict[str, dict]) -> str:
+    out = [{k: v for k, v in e.items() if k != "claim"} | {"reason": reason_text(t, e["claim"]),
+                                                           "where": e["claim"].get("where")} for e in entries.values()]
+    return json.dumps(jsonable({"revealed": out}), ensure_ascii=False, indent=1)
+
+
+def as_html(t, entries: dict[str, dict]) -> str:
+    held = sum(e["verdict"] == "holds" for e in entries.values())
+    return html_report(t("lesson.end_title"), rows(t, entries),
+                       [(e["id"], reason_text(t, e["claim"])) for e in entries.values()],
+                       t("lesson.end_count", n=len(entries), held=held))
+
+
+def summary(t) -> None:
+    st.subheader(t("lesson.end_title"))
+    entries = revealed()
+    if not entries:
+        st.info(t("lesson.end"))
+        return
+    st.markdown(t("lesson.end_count", n=len(entries), held=sum(e["verdict"] == "holds" for e in entries.values())))
+    st.dataframe(rows(t, entries), hide_index=True, key="lesson_end_table")
+    a, b, c = st.columns(3)
+    a.download_button(t("claims.download_json"), as_json(t, entries), "lesson.json", "application/json",
+                      key="lesson_end_json")
+    b.download_button(t("claims.download_csv"), table_csv(rows(t, entries)), "lesson.csv", "text/csv",
+                      key="lesson_end_csv")
+    c.download_button(t("claims.download_html"), as_html(t, entries), "lesson.html", "text/html",
+                      key="lesson_end_html")

@@ -1,0 +1,172 @@
+"""The lesson's live panels of §1.1, prefill (issue 23; C1-C4): each draws one thing from the student's own run
+with the figure its full page draws, and has one control that changes it at once. A panel reads only the run's
+recorded trace, so a replayed recording draws it as well as a live run.
+
+Every panel is `panel(t, run)`; its control's key is `lesson_ctl_<panel>`. The numbers a test reads are metrics.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis import article
+from llmviz.analysis import attention as at
+from llmviz.analysis import tokens as tk
+from llmviz.analysis.kv_memory import kv_bytes
+from llmviz.analysis.model_map import shape_text
+from llmviz.analysis.predict import ELEMENT_BYTES
+from llmviz.trace import hooks
+from llmviz.ui.chrome import literal
+from llmviz.viz import embeddings
+from llmviz.viz.attention import attention_heatmap
+from llmviz.viz.tokens import token_strip
+
+KV_DTYPES = ("fp32", "fp16", "bf16", "int8")  # what one cached number may take (the article's is fp32)
+SHOWN_ROWS = 64  # prompt tokens drawn in a panel's matrix
+
+
+def ctl(panel: str) -> str:
+    return f"lesson_ctl_{panel}"
+
+
+def prompt_pieces(run) -> tuple[list[int], list[bytes], list[str]]:
+    ids = run.trace.prompt_ids
+    pieces = tk.trace_token_bytes(run.trace.tokens, ids)
+    return ids, pieces, [tk.alone(p) for p in pieces]
+
+
+def tokens(t, run) -> None:
+    """The prompt cut into tokens (C1); the control picks one, whose id and bytes are shown."""
+    ids, pieces, texts = prompt_pieces(run)
+    groups = [g for g in tk.group_by_character(pieces) if g.stop <= 96]
+    st.plotly_chart(token_strip(texts, ids, [tk.hex_spaced(p) for p in pieces], groups, t("tokens.strip_title"),
+                                t("tokens.strip_tokens"), t("tokens.strip_chars")), width="stretch",
+                    key="lesson_tokens_strip")
+    i = st.select_slider(t("lesson.ctl.token"), options=list(range(len(ids))), key=ctl("tokens"),
+                         format_func=lambda i: f"{i} · {tk.visible(texts[i])}")
+    cols = st.columns(4)
+    cols[0].metric(t("tokens.n_tokens"), len(ids))
+    cols[1].metric(t("tokens.n_chars"), len(run.trace.prompt))
+    cols[2].metric(t("tokens.col_id"), ids[i])
+    cols[3].metric(t("tokens.col_bytes"), tk.hex_spaced(pieces[i]))
+
+
+def bert(t, run) -> None:
+    """济南的冬天 as BERT reads it, or as this model does (the control)."""
+    ids, _, texts = prompt_pieces(run)
+    view = article.bert_view("济南的冬天")
+    which = st.segmented_control(t("lesson.ctl.reader"), ("bert", "here"), default="bert", required=True,
+                                 key=ctl("bert"), format_func=lambda w: t(f"lesson.reader.{w}"))
+    cols = st.columns(3)
+    if which == "bert":
+        cols[0].metric(t("tokens.n_tokens"), len(view["tokens"]))
+        cols[1].metric(t("tokens.vocab"), f"{view['vocab']:,}")
+        cols[2].metric(t("lesson.last_position"), view["positions"][-1])
+        st.dataframe({t("tokens.bert_col_position"): view["positions"], t("tokens.bert_col_token"): view["tokens"],
+                      t("tokens.bert_col_segment"): view["segments"]}, hide_index=True, key="lesson_bert")
+    else:
+        cols[0].metric(t("tokens.n_tokens"), len(ids))
+        cols[1].metric(t("tokens.vocab"), f"{run.trace.model_card['config']['vocab_size']:,}")
+        cols[2].metric(t("lesson.last_position"), len(ids) - 1)
+        st.dataframe({t("tokens.bert_col_position"): list(range(len(ids))), t("tokens.col_id"): ids,
+                      t("tokens.col_text"): [tk.visible(x) for x in texts]}, hide_index=True, key="lesson_bert_here")
+
+
+def embedding(t, run) -> None:
+    """The prompt's embeddings [n, d] (C2); the control says how many of the d columns are drawn."""
+    step, (_, pieces, _) = run.trace.steps[0], prompt_pieces(run)
+    embed = step.hook("embed").array[0]  # [b, n, d] -> [n, d]
+    n, d = embed.shape
+    shown = st.slider(t("lesson.ctl.columns"), 1, d, min(d, 64), key=ctl("embedding"))
+    st.metric(t("lesson.shape"), shape_text((n, d)))
+    st.plotly_chart(embeddings.matrix_heatmap(embed[:SHOWN_ROWS, :shown], tk.position_labels(pieces)[:SHOWN_ROWS],
+                                              t("tokens.embed_title", n=n, d=d), t("tokens.axis_dim"),
+                                              t("tokens.axis_token"), t("tokens.value")), width="stretch",
+                    key="lesson_embed")
+
+
+def head_shapes(step, layer: int = 0) -> at.HeadShapes:
+    return at.head_shapes(*(step.hook(hooks.layer_hook_name(layer, p)).shape for p in ("attn_in", "q", "k", "scores")))
+
+
+def qkv(t, run) -> None:
+    """X [n, d] times W_Q [d, head_dim] is one head's Q [n, head_dim] (C3); the control picks the head."""
+    step = run.trace.steps[0]
+    sh = head_shapes(step)
+    head = st.select_slider(t("prefill.head"), options=list(range(sh.heads)), key=ctl("qkv"))
+    x, kvh = (sh.n, sh.d), sh.kv_head(head)
+    st.markdown("\n".join(f"- {line}" for line in (
+        t("prefill.q_line", head=head, formula=at.matmul_text("X", x, "W_Q", (sh.d, sh.head_dim), "Q")),
+        t("prefill.k_line", kvh=kvh, formula=at.matmul_text("X", x, "W_K", (sh.d, sh.head_dim), "K")),
+        t("prefill.v_line", kvh=kvh, formula=at.matmul_text("X", x, "W_V", (sh.d, sh.head_dim), "V")))))
+    q = step.hook(hooks.q(0)).array[0, head]  # [n, head_dim]
+    st.metric(t("lesson.shape_q"), shape_text(q.shape))
+    labels = tk.position_labels(prompt_pieces(run)[1])
+    st.plotly_chart(embeddings.matrix_heatmap(q[:SHOWN_ROWS], labels[:SHOWN_ROWS], t("lesson.q_title", head=head),
+                                              "head_dim", t("tokens.axis_token"), t("tokens.value")),
+                    width="stretch", key="lesson_q")
+
+
+def scores(t, run) -> None:
+    """Q Kᵀ / √d_k [n, n] with the causal mask, or after softmax (the control) (C3)."""
+    step = run.trace.steps[0]
+    sh = head_shapes(step)
+    labels = tk.position_labels(prompt_pieces(run)[1])
+    after = st.toggle(t("lesson.ctl.softmax"), key=ctl("scores"))
+    s = step.hook(hooks.scores(0)).array[0, 0]  # [b, h, n, n_k] -> layer 0, head 0: [n, n_k]
+    cols = st.columns(2)
+    cols[0].metric(t("lesson.shape_scores"), shape_text(s.shape))
+    cols[1].metric(t("lesson.scale"), f"1/√{sh.head_dim} = {sh.scale:.4g}")
+    if after:
+        probs = step.hook(hooks.probs(0)).array[0, 0]
+        fig = attention_heatmap(probs, labels, labels, t("prefill.probs_title", layer=0, head=0), t("prefill.axis_key"),
+                                t("prefill.axis_query"), t("prefill.prob"), probabilities=True, hidden=at.masked(s))
+    else:
+        fig = attention_heatmap(s, labels, labels, t("prefill.scores_title", layer=0, head=0), t("prefill.axis_key"),
+                                t("prefill.axis_query"), t("prefill.score"))
+    st.plotly_chart(fig, width="stretch", key="lesson_scores")
+
+
+def kv_shape(t, run) -> None:
+    """Each layer's cache as [tokens, kv heads, head_dim] (C4; the article's k_cache.shape); the control picks the
+    layer, read from the recorded K of the step shown (the cache after the prompt)."""
+    steps = run.trace.steps
+    layers = run.trace.model_card["config"]["num_layers"]
+    layer = st.select_slider(t("prefill.layer"), options=list(range(layers)), key=ctl("kv_shape"))
+    _, kv, n, hd = steps[0].hook(hooks.k(layer)).shape  # [b, kv_heads, n, head_dim] as the engine holds it
+    eb = int(steps[0].kv["element_bytes"])
+    cols = st.columns(3)
+    cols[0].metric(t("lesson.shape_cache", layer=layer), shape_text((n, kv, hd)))
+    cols[1].metric(t("lesson.layer_bytes"), f"{kv_bytes(n, kv, hd, eb):,} B")
+    cols[2].metric(t("lesson.model_bytes"), f"{kv_bytes(n, kv, hd, eb, layers):,} B")
+    st.caption(t("lesson.kv_shape_note", dtype=literal(str(steps[0].kv["dtype"])), eb=eb))
+
+
+def kv_bytes_panel(t, run) -> None:
+    """The article's 24 KB (4 tokens x 12 heads x 64 x K and V x 4 bytes, one layer) beside this run's prompt in the
+    same arithmetic; the control is the bytes of one number."""
+    kv = run.trace.steps[0].kv
+    layers, n = run.trace.model_card["config"]["num_layers"], len(run.trace.prompt_ids)
+    dtype = st.segmented_control(t("lesson.ctl.dtype"), KV_DTYPES, default="fp32", required=True, key=ctl("kv_bytes"))
+    eb = ELEMENT_BYTES[dtype]
+    ex = article.ARTICLE_PREFILL
+    theirs = kv_bytes(ex.tokens, ex.kv_heads, ex.head_dim, eb)
+    ours = kv_bytes(n, kv["kv_heads"], kv["head_dim"], eb)
+    cols = st.columns(4)
+    cols[0].metric(t("lesson.article_layer"), f"{theirs:,} B")
+    cols[1].metric(t("lesson.article_model"), f"{theirs * ex.layers:,} B")
+    cols[2].metric(t("lesson.here_layer"), f"{ours:,} B")
+    cols[3].metric(t("lesson.here_model"), f"{ours * layers:,} B")
+    st.caption(t("lesson.kv_bytes_formula", n=n, kv=kv["kv_heads"], hd=kv["head_dim"], eb=eb, layers=layers))
+
+
+PANELS = {"tokens": tokens, "bert": bert, "embedding": embedding, "qkv": qkv, "scores": scores, "kv_shape": kv_shape,
+          "kv_bytes": kv_bytes_panel}
+# The trace's tensors each panel reads (a trace recorded without them says so instead of drawing)
+FIRST_LAYER = tuple(hooks.layer_hook_name(0, p) for p in ("attn_in", "q", "k", "scores", "probs"))
+
+
+def needs(panel: str, layers: int) -> tuple[str, ...]:
+    """The prefill's recorded tensors a panel reads (a trace recorded without them says so instead of drawing)."""
+    return {"embedding": ("embed",), "qkv": FIRST_LAYER, "scores": FIRST_LAYER,
+            "kv_shape": tuple(hooks.every_layer("k", layers))}.get(panel, ())

@@ -1,0 +1,131 @@
+"""Predict, then reveal (issue 23): on a claim's step the student may set a prediction, then press Reveal, which
+measures that claim on this machine with the Claims page's quick machinery (3 repeats, the spread, its judging
+rule) and shows the prediction, the measurement and the article's A100 figure side by side, with a sentence drawn
+from the numbers on why they differ. A prediction never blocks Next.
+
+Where the measurement comes from, in order: this session's Reveal of the claim; the Claims page's latest run in
+this session, when it measured the claim (labelled with its time); in public mode, the server's latest measurement
+(ui/server.latest_claims, labelled with its time and settings), so that a class does not queue behind the one
+heavy slot; else a new measurement (the GPT-2-shaped K3 and K6 take up to a minute, with a progress bar).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis import reveal as rv
+from llmviz.analysis.claim_effects import reason_text, report
+from llmviz.analysis.claims import shown
+from llmviz.ui import claims_run, measure, server, state
+from llmviz.ui.chrome import literal
+from llmviz.ui.compare_run import load
+
+REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
+STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measured now
+
+
+def revealed() -> dict[str, dict]:
+    return st.session_state.setdefault(REVEALED_KEY, {})
+
+
+def entry_of(claim: dict, when: str, source: str, predicted: float | None) -> dict:
+    """What the lesson keeps of a revealed claim: the judged claim, its comparison, where it was measured."""
+    return {"claim": claim, "when": when, "source": source, **rv.revealed(claim, predicted)}
+
+
+def measured_now(t, claim_id: str) -> dict | None:
+    """The judged claim measured now (quick: 3 repeats), or None after a message."""
+    from llmviz import service
+
+    def work(queued):
+        with queued() as progress:
+            raw = service.claims(claim_id, quick=True, device=state.settings().device, load_fn=load,
+                                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
+        return report(raw)["claims"][0]
+
+    return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id))
+
+
+def from_claims_page(claim_id: str) -> tuple[dict, str] | None:
+    rep = claims_run.kept()
+    if rep and rep.get("quick") is not None:
+        for c in rep["claims"]:
+            if c["id"] == claim_id and not c.get("error"):
+                return c, rep.get("when", "?")
+    return None
+
+
+def do_reveal(t, claim_id: str, predicted: float | None) -> None:
+    """Reveal pressed: find or take the measurement, keep the entry."""
+    reused = from_claims_page(claim_id)
+    if reused is not None:
+        revealed()[claim_id] = entry_of(reused[0], reused[1], "claims_page", predicted)
+        return
+    latest = server.latest_claims() if server.policy().public else None
+    if latest is not None and (kept := latest.get(claim_id)) is not None:
+        revealed()[claim_id] = entry_of(kept["claim"], kept["when"], "server", predicted)
+        return
+    claim = measured_now(t, claim_id)
+    if claim is None:
+        return
+    when = claims_run.now()
+    revealed()[claim_id] = entry_of(claim, when, "measured", predicted)
+    if latest is not None and not claim.get("error"):
+        latest.put(claim_id, {"claim": claim, "when": when})
+
+
+def why(t, e: dict) -> str:
+    """The sentence on why this machine's figure and the article's differ, drawn from the numbers: how they stand
+    (opposite, smaller, about, larger), and for a claim that does not carry over, its cause here."""
+    where = e["claim"].get("where") or {}
+    values = {"measured": shown(e["effect"], e["measured"]), "article": shown(e["effect"], e["article"]),
+              "device": literal(str(where.get("device", "?"))), "model": literal(str(where.get("model", "?")))}
+    text = t(f"lesson.why.{e['outcome']}", **values)
+    if e["outcome"] in ("smaller", "opposite"):
+        text += " " + t(f"lesson.cause.{e['id']}")
+    return text
+
+
+def show(t, e: dict) -> None:
+    """The prediction, this machine's measurement and the article's figure side by side; the verdict and why."""
+    name = e["effect"]
+    cols = st.columns(3)
+    cols[0].metric(t("lesson.your_prediction"), shown(name, e["predicted"]) if e["predicted"] is not None else "—")
+    if e["measured"] is None:
+        cols[1].metric(t("lesson.this_machine"), "—")
+    else:
+        cols[1].metric(t("lesson.this_machine"), shown(name, e["measured"]),
+                       help=t("lesson.spread", low=shown(name, e["low"]), high=shown(name, e["high"])))
+    cols[2].metric(t("lesson.article_a100"), shown(name, e["article"]))
+    c = e["claim"]
+    box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
+    box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**: {reason_text(t, c)}")
+    if e["outcome"] is not None:
+        st.markdown(why(t, e))
+    if e["prediction"] is not None:
+        st.caption(t(f"lesson.prediction.{e['prediction']}"))
+    where = c.get("where") or {}
+    st.caption(t(f"lesson.source.{e['source']}", when=e["when"], model=literal(str(where.get("model", "?"))),
+                 device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
+                 seconds=c.get("seconds") or 0))
+
+
+def panel(t, claim_id: str) -> None:
+    """A claim's step: the prediction slider, Reveal, and what was revealed."""
+    sc = rv.scale(claim_id)
+    st.markdown(t("lesson.predict", claim=claim_id, article=t(f"claims.article.{claim_id}"),
+                  effect=t(f"claims.effect.{rv.effect_name(claim_id)}")))
+    left, right = st.columns([3, 1])
+    value = left.slider(t(f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
+                        float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
+                        key=f"lesson_predict_{claim_id}")
+    right.write("")
+    pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
+                           disabled=not server.engine_available() and claim_id not in revealed())
+    if not server.engine_available():
+        st.caption(t("lesson.reveal_off"))
+    if pressed:
+        do_reveal(t, claim_id, rv.effect_of(claim_id, value))
+    e = revealed().get(claim_id)
+    if e is not None:
+        show(t, e)

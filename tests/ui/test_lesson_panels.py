@@ -1,0 +1,136 @@
+"""The lesson's live panels (issue 23), in Chinese, each number read off the page and checked against an
+independent source: the config file and transformers' own tokenizer for shapes and counts, bytes counted by hand,
+the article's 24 KB / 6 MB / 64 MB, and the engine's own mask rule written out as loops. Each control is moved
+once and the figure it changes is read again."""
+
+import json
+import math
+
+import pytest
+from page_probes import metrics
+from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
+
+from llmviz.i18n.translator import translate
+
+PAGE = page_file("lesson")
+JINAN = "济南的冬天"
+
+pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the embedded model is not trained yet")
+
+
+@pytest.fixture(scope="module")
+def config() -> dict:
+    return json.loads((EMBEDDED_WEIGHTS.parent / "config.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def prompt_ids() -> list[int]:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(EMBEDDED_WEIGHTS.parent))(JINAN)["input_ids"]
+
+
+def at_step(position: str):
+    at = open_app(PAGE, lang="zh", lesson=position)
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def z(key: str, **values) -> str:
+    return translate("zh", key, **values)
+
+
+def test_the_prompts_tokens_against_the_tokenizer(prompt_ids):
+    at = at_step("1.1.1")
+    m = metrics(at)
+    assert m[z("tokens.n_tokens")] == str(len(prompt_ids)) and m[z("tokens.n_chars")] == "5"
+    assert m[z("tokens.col_id")] == str(prompt_ids[0])
+    assert m[z("tokens.col_bytes")] == "e6"  # 济 is e6 b5 8e in UTF-8, spelled in bytes by this vocabulary
+    at.select_slider(key="lesson_ctl_tokens").set_value(len(prompt_ids) - 1).run()
+    assert metrics(at)[z("tokens.col_id")] == str(prompt_ids[-1])
+
+
+def test_berts_view_is_seven_positions():
+    at = at_step("1.1.2")
+    m = metrics(at)
+    assert (m[z("tokens.n_tokens")], m[z("tokens.vocab")], m[z("lesson.last_position")]) == ("7", "21,128", "6")
+    at.segmented_control(key="lesson_ctl_bert").set_value("here").run()
+    assert metrics(at)[z("tokens.vocab")] == "9,216"  # the embedded vocabulary (its card)
+
+
+def test_prefill_shapes_from_the_config(config, prompt_ids):
+    n, d, hd = len(prompt_ids), config["hidden_size"], config["hidden_size"] // config["num_attention_heads"]
+    assert metrics(at_step("1.1.3"))[z("lesson.shape")] == f"[{n}, {d}]"
+    assert metrics(at_step("1.1.4"))[z("lesson.shape_q")] == f"[{n}, {hd}]"
+    m = metrics(at_step("1.1.5"))
+    assert m[z("lesson.shape_scores")] == f"[{n}, {n}]" and m[z("lesson.scale")].endswith(f"{1 / math.sqrt(hd):.4g}")
+
+
+def test_the_cache_in_bytes_by_hand(config, prompt_ids):
+    n, kv = len(prompt_ids), config["num_key_value_heads"]
+    hd, layers = config["hidden_size"] // config["num_attention_heads"], config["num_hidden_layers"]
+    m = metrics(at_step("1.1.6"))
+    assert m[z("lesson.shape_cache", layer=0)] == f"[{n}, {kv}, {hd}]"
+    assert m[z("lesson.model_bytes")] == f"{n * kv * hd * 2 * 4 * layers:,} B"  # fp32: 4 bytes a number
+    at = at_step("1.1.7")
+    assert metrics(at)[z("lesson.article_layer")] == "24,576 B"  # the article's "24 KB": one layer, not twelve
+    at.segmented_control(key="lesson_ctl_kv_bytes").set_value("fp16").run()
+    m = metrics(at)
+    assert m[z("lesson.article_layer")] == "12,288 B" and m[z("lesson.here_layer")] == f"{n * kv * hd * 2 * 2:,} B"
+
+
+def test_decode_feeds_one_row(config, prompt_ids):
+    at = at_step("1.2.1")
+    m = metrics(at)
+    assert m[z("lesson.prefill_input")] == f"[{len(prompt_ids)}, {config['hidden_size']}]"
+    assert m[z("lesson.decode_input")] == f"[1, {config['hidden_size']}]"
+    assert m[z("decode.kv_len")] == str(len(prompt_ids) + 1)
+    at.select_slider(key="lesson_ctl_decode_input").set_value(4).run()
+    assert metrics(at)[z("decode.kv_len")] == str(len(prompt_ids) + 4)
+
+
+def test_the_cache_grows_a_row_a_step(config, prompt_ids):
+    at = at_step("1.2.3")
+    kv, hd = config["num_key_value_heads"], config["hidden_size"] // config["num_attention_heads"]
+    label = z("lesson.shape_cache", layer=config["num_hidden_layers"] - 1)
+    for i in (1, 3, 4):
+        at.select_slider(key="lesson_ctl_cache_growth").set_value(i).run()
+        assert metrics(at)[label] == f"[{len(prompt_ids) + i}, {kv}, {hd}]"
+
+
+def test_the_articles_6_mb_and_64_mb():
+    assert metrics(at_step("1.2.4"))[z("lesson.article_layer")] == f"{6 * 2**20:,} B"  # 1024 x 12 x 64 x 2 x 4
+    assert metrics(at_step("4.1.2"))[z("lesson.oom_article")] == "64.0 MiB"  # 2048 x 4096 x 2 x 4
+
+
+def test_what_a_budget_holds(config):
+    per_token = config["num_hidden_layers"] * 2 * config["num_key_value_heads"] * (
+        config["hidden_size"] // config["num_attention_heads"]) * 4
+    at = at_step("4.1.4")
+    assert metrics(at)[z("lesson.fits_tokens")] == f"{64 * 2**20 // per_token:,}"
+    at.select_slider(key="lesson_ctl_max_seq").set_value(1).run()
+    assert metrics(at)[z("lesson.fits_tokens")] == f"{2**20 // per_token:,}"
+
+
+def test_gqa_shares_kv_heads(config):
+    heads = config["num_attention_heads"]
+    at = at_step("4.2.4")
+    at.select_slider(key="lesson_ctl_gqa").set_value(2).run()
+    m = metrics(at)
+    assert m[z("lesson.group")] == str(heads // 2) and m[z("lesson.of_mha")] == f"{100 * 2 / heads:.1f}%"
+
+
+def test_the_block_sparse_mask_counted_by_loops(prompt_ids):
+    n = len(prompt_ids)
+    at = at_step("5.1")
+    for block in (1, 4):
+        at.segmented_control(key="lesson_ctl_sparse").set_value(block).run()
+        seen = sum(1 for q in range(n) for k in range(q + 1) if q // block - k // block < 2 or k // block < 1)
+        assert metrics(at)[z("lesson.keys_seen")] == str(seen)
+
+
+def test_one_more_token(app_model):
+    at = at_step("1.2.7")
+    before = int(metrics(at)[z("decode.generated")])
+    at.button(key="lesson_ctl_continuation").click().run()
+    assert int(metrics(at)[z("decode.generated")]) == before + 1

@@ -1,0 +1,93 @@
+"""Predict, then reveal, on the lesson page (issue 23): the prediction, this machine's measurement and the
+article's figure side by side; two synthetic results give two sentences; the end lists what was revealed and
+exports it; the Claims page's run is reused; in public mode a second student gets the server's latest."""
+
+import json
+
+import pytest
+from page_probes import metrics
+from ui_helpers import open_app, page_file
+
+from llmviz.analysis.claim_effects import judged
+from llmviz.analysis.reveal import revealed
+from llmviz.i18n.translator import Translator, translate
+from llmviz.ui import server
+from llmviz.ui.lesson_end import as_html, as_json, rows
+from llmviz.ui.lesson_reveal import REVEALED_KEY, entry_of, why
+
+PAGE = page_file("lesson")
+
+
+def k4(decode_b: float) -> dict:
+    spread = lambda m: {"median": m, "min": 0.9 * m, "max": 1.1 * m}  # noqa: E731
+    return judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 2, "specs": ["a", "b"],
+                         "decode_ms_per_token": [spread(10.0), spread(decode_b)],
+                         "prefill_ms": [spread(1.0), spread(1.0)], "kv_bytes_allocated": [1000, 500]})
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_two_results_give_two_sentences(lang):
+    t = Translator(lang)
+    fast, slow = (entry_of(k4(b), "now", "measured", 0.5) for b in (4.0, 10.5))
+    a, b = why(t, fast), why(t, slow)
+    assert a != b
+    assert "×2.50" in a and "×1.80" in a and "×0.95" in b
+    assert translate(lang, "lesson.cause.K4") in b and translate(lang, "lesson.cause.K4") not in a
+
+
+def reveal(at, claim: str, predicted: float):
+    at.slider(key=f"lesson_predict_{claim}").set_value(predicted).run()
+    at.button(key=f"lesson_reveal_{claim}").click().run()
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def test_reveal_then_the_end(app_model):
+    at = reveal(open_app(PAGE, model=app_model, lesson="5.3"), "K9", 30.0)  # prefix sharing: blocks counted
+    kept = at.session_state[REVEALED_KEY]["K9"]
+    effect = next(e for e in kept["claim"]["effects"] if e["name"] == "kv_memory_saved")
+    m = metrics(at)
+    assert m[translate("en", "lesson.your_prediction")] == "30%"
+    assert m[translate("en", "lesson.this_machine")] == f"{100 * effect['measured']:.0f}%"
+    assert m[translate("en", "lesson.article_a100")] == "30%"
+    assert effect["low"] == effect["high"]  # counted, not timed
+    assert kept["source"] == "measured" and kept["predicted"] == pytest.approx(0.3)
+    at.button(key="lesson_next").click().run()  # 5.4, then the end
+    at.button(key="lesson_next").click().run()
+    assert at.session_state["llmviz_settings"].lesson == "end"
+    table = at.dataframe[0].value
+    assert list(table[translate("en", "claims.col_claim")]) == ["K9"]
+    out = json.loads(as_json(Translator("en"), at.session_state[REVEALED_KEY]))["revealed"]
+    assert out[0]["id"] == "K9" and out[0]["measured"] == pytest.approx(effect["measured"])
+    page = as_html(Translator("zh"), at.session_state[REVEALED_KEY])
+    assert page.startswith("<!doctype html>") and page.count("<tr>") == 2 and "你的机器与 A100" in page
+    assert len(rows(Translator("en"), at.session_state[REVEALED_KEY])) == 1
+
+
+def test_the_claims_pages_run_is_reused(app_model):
+    """A claim the Claims page measured in this session is shown with that run's time, not measured again."""
+    at = open_app(PAGE, model=app_model, lesson="2.2.2")
+    at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [k4(4.0)], "when": "2026-12-02 12:00:00"}
+    reveal(at, "K4", 2.5)  # the slider reads x2.5: an effect of 1.5
+    kept = at.session_state[REVEALED_KEY]["K4"]
+    assert kept["source"] == "claims_page" and kept["when"] == "2026-12-02 12:00:00"
+    assert kept["measured"] == pytest.approx(1.5) and kept["prediction"] == "in_range"
+    assert any("2026-12-02 12:00:00" in c.value for c in at.caption)
+
+
+def test_public_mode_shares_the_servers_latest(app_model, monkeypatch):
+    monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
+    server.latest_claims.clear()
+    first = reveal(open_app(PAGE, model=app_model, lesson="5.3"), "K9", 10.0)
+    second = reveal(open_app(PAGE, model=app_model, lesson="5.3"), "K9", 50.0)
+    a, b = (x.session_state[REVEALED_KEY]["K9"] for x in (first, second))
+    assert a["source"] == "measured" and b["source"] == "server"
+    assert b["when"] == a["when"] and b["measured"] == a["measured"]  # the same measurement, labelled with its time
+    assert b["predicted"] == pytest.approx(0.5)  # the second student's own prediction
+    assert any(a["when"] in c.value for c in second.caption)
+    server.latest_claims.clear()
+
+
+def test_revealed_is_what_the_summary_reads():
+    e = revealed(k4(4.0), None)
+    assert e["prediction"] is None and e["outcome"] == "larger"

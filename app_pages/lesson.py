@@ -60,12 +60,11 @@ def jump() -> None:
     move(next(i for i, s in enumerate(STEPS) if s.section == chapter))
 
 
-def step_shapes(run, step):
-    """The step's shapes on the student's run: a prefill step its prompt, a decode step one token after it."""
+def step_shapes(run):
+    """The shapes on the student's run: the prefill of its prompt and one decode step after it."""
     config = run.trace.model_card["config"]
     n = len(run.trace.prompt_ids)
-    decoding = step.section not in ("1.1",)
-    return step_parts(config, 1, n) if decoding else step_parts(config, n)
+    return step_parts(config, n), step_parts(config, 1, n)
 
 
 PANELS = {**lesson_prefill.PANELS, **lesson_decode.PANELS, **lesson_memory.PANELS,
@@ -102,11 +101,11 @@ def panel(t, run, step) -> None:
         with left:
             guarded(t, lambda: live(t, run, step))
         with right:
-            parts = step_shapes(run, step)
+            prefill, decode = step_shapes(run)
             names = {name: t(f"lesson.part.{name}") for name in PARTS}
             layers = run.trace.model_card["config"]["num_layers"]
-            st.graphviz_chart(model_map_dot(parts, names, layers, t("lesson.layers"),
-                                            HIGHLIGHTS.get(step.panel, ())))
+            st.graphviz_chart(model_map_dot(prefill, decode, names, layers, t("lesson.layers"),
+                                            HIGHLIGHTS.get(step.panel, ()), decoding=step.section != "1.1"))
             st.caption(t("lesson.map_caption", model=run.trace.model_card["name"], n=len(run.trace.prompt_ids)))
 
 

@@ -54,6 +54,7 @@ from browser_kit import (  # noqa: E402
 )
 
 from llmviz.i18n.translator import translate  # noqa: E402
+from llmviz.ui.lesson_steps import STEP_IDS  # noqa: E402
 
 PROMPTS = ("The list of", "Return the", "This module provides", "The quick brown fox", "If the value is",
            "A new", "The default", "Each time the")
@@ -180,6 +181,21 @@ async def token_count(c: Client, stem: str) -> None:
     c.check("tokens: own token count", shown == str(c.prompt_tokens), shown)
 
 
+async def lesson_steps(c: Client, stem: str) -> None:
+    """The lesson: its first step's panel counts this session's prompt tokens; Next twice reaches §1.1's third step,
+    the URL naming it."""
+    await open_page(c, stem)
+    shown = await wait_metric_async(c.page, t("tokens.n_tokens"))
+    c.check("lesson: own token count", shown == str(c.prompt_tokens), shown)
+    for k in (1, 2):
+        await c.page.locator(".st-key-lesson_next button").click(timeout=WAIT_S * 1000)
+        await c.page.wait_for_function(
+            "([want]) => new URLSearchParams(location.search).get('lesson') === want", arg=[STEP_IDS[k]],
+            polling=100, timeout=WAIT_S * 1000)
+        await wait_idle_async(c.page, WAIT_S, settle_s=0.3)
+    c.check("lesson: the URL's step", f"lesson={STEP_IDS[2]}" in c.page.url, c.page.url)
+
+
 DRAWN_JS = """() => {
   for (const c of document.querySelectorAll('[data-testid="stCaptionContainer"]')) {
     const m = c.innerText.match(/This step drew “([\\s\\S]*)” \\(with temperature/);
@@ -256,7 +272,7 @@ Action = Callable[[Client, str], Awaitable[None]]
 # The harness: (page file stem, action), in tour order. A new page plugs in with one line (`visit` at least).
 ENTRIES: list[tuple[str, Action]] = [
     ("home", home_prompt_tokens),
-    ("lesson", visit),  # issue 23: its Next walk gets an action of its own with the live panels
+    ("lesson", lesson_steps),
     ("tokens", token_count),
     ("prefill", visit),
     ("decode", step_decode),

@@ -12,17 +12,18 @@ import streamlit as st
 _SCRIPT = """<script>
 const doc = window.parent.document;
 doc.llmvizKeys = Object.assign(doc.llmvizKeys || {}, TABLE);
-if (!doc.llmvizKeyListener) {
-  doc.llmvizKeyListener = true;
-  doc.addEventListener("keydown", (e) => {
-    const tag = (e.target.tagName || "").toLowerCase();
-    if (e.ctrlKey || e.metaKey || e.altKey || e.target.isContentEditable) return;
-    if (tag === "input" || tag === "textarea" || tag === "select") return;
-    const key = doc.llmvizKeys[e.key.length === 1 ? e.key.toLowerCase() : e.key];
-    const button = key && doc.querySelector(".st-key-" + key + " button");
-    if (button && !button.disabled) { e.preventDefault(); e.stopPropagation(); button.click(); }
-  }, true);
-}
+// The listener is this frame's: a listener left by a frame Streamlit has since replaced never fires again (its
+// document is gone), so each new frame takes the old one's place.
+if (doc.llmvizKeyListener) doc.removeEventListener("keydown", doc.llmvizKeyListener, true);
+doc.llmvizKeyListener = (e) => {
+  const tag = (e.target.tagName || "").toLowerCase();
+  if (e.ctrlKey || e.metaKey || e.altKey || e.target.isContentEditable) return;
+  if (tag === "input" || tag === "textarea" || tag === "select") return;
+  const key = doc.llmvizKeys[e.key.length === 1 ? e.key.toLowerCase() : e.key];
+  const button = key && doc.querySelector(".st-key-" + key + " button");
+  if (button && !button.disabled) { e.preventDefault(); e.stopPropagation(); button.click(); }
+};
+doc.addEventListener("keydown", doc.llmvizKeyListener, true);
 </script>"""
 
 

@@ -17,7 +17,7 @@ from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
 from llmviz.ui import state
 from llmviz.ui.chrome import with_bold_tail
-from llmviz.ui.lesson_prefill import ctl
+from llmviz.ui.lesson_prefill import cache_bytes, ctl
 from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
 
@@ -89,11 +89,7 @@ def kv_bytes_1024(t, run) -> None:
     ex = article.ARTICLE_DECODE
     theirs = kv_bytes(tokens, ex.kv_heads, ex.head_dim, ex.element_bytes)
     ours = kv_bytes(tokens, config["num_kv_heads"], config["head_dim"], ex.element_bytes)
-    cols = st.columns(4)
-    cols[0].metric(t("lesson.article_layer"), f"{theirs:,} B")
-    cols[1].metric(t("lesson.article_model"), f"{theirs * ex.layers:,} B")
-    cols[2].metric(t("lesson.here_layer"), f"{ours:,} B")
-    cols[3].metric(t("lesson.here_model"), f"{ours * config['num_layers']:,} B")
+    cache_bytes(t, theirs, ex.layers, ours, config["num_layers"])
 
 
 def intensity(t, run) -> None:

@@ -152,12 +152,16 @@ def kv_bytes_panel(t, run) -> None:
     ex = article.ARTICLE_PREFILL
     theirs = kv_bytes(ex.tokens, ex.kv_heads, ex.head_dim, eb)
     ours = kv_bytes(n, kv["kv_heads"], kv["head_dim"], eb)
-    cols = st.columns(4)
-    cols[0].metric(t("lesson.article_layer"), f"{theirs:,} B")
-    cols[1].metric(t("lesson.article_model"), f"{theirs * ex.layers:,} B")
-    cols[2].metric(t("lesson.here_layer"), f"{ours:,} B")
-    cols[3].metric(t("lesson.here_model"), f"{ours * layers:,} B")
+    cache_bytes(t, theirs, ex.layers, ours, layers)
     st.caption(t("lesson.kv_bytes_formula", n=n, kv=kv["kv_heads"], hd=kv["head_dim"], eb=eb, layers=layers))
+
+
+def cache_bytes(t, theirs: int, their_layers: int, ours: int, our_layers: int) -> None:
+    """The article's cache bytes beside this model's, one layer and all layers (two rows: the byte counts are long)."""
+    for who, per_layer, layers in (("article", theirs, their_layers), ("here", ours, our_layers)):
+        one, every = st.columns(2)
+        one.metric(t(f"lesson.{who}_layer"), f"{per_layer:,} B")
+        every.metric(t(f"lesson.{who}_model"), f"{per_layer * layers:,} B")
 
 
 PANELS = {"tokens": tokens, "bert": bert, "embedding": embedding, "qkv": qkv, "scores": scores, "kv_shape": kv_shape,

@@ -2,6 +2,9 @@
 
 import threading
 
+import numpy as np
+import pytest
+
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
 from llmviz.trace.config import EngineConfig, SamplingConfig
@@ -20,8 +23,20 @@ def tokens_of(lm, key):
     for _ in range(STEPS):
         session.step()
     last = session.trace.steps[-1]
-    return session.trace.output_ids, [(r.name, r.norm, None if r.array is None else r.array.tobytes())
-                                      for r in last.hooks]
+    return session.trace.output_ids, [(r.name, r.norm, r.array) for r in last.hooks]
+
+
+def assert_same_run(got, want):
+    """Same tokens and hook names exactly; floats within rounding: when two threads share torch's intra-op pool,
+    a call may run on fewer threads and sum in another order (the last bits differ, not the run)."""
+    (got_ids, got_hooks), (want_ids, want_hooks) = got, want
+    assert got_ids == want_ids
+    assert [h[0] for h in got_hooks] == [h[0] for h in want_hooks]
+    for (name, norm, array), (_, want_norm, want_array) in zip(got_hooks, want_hooks, strict=True):
+        assert norm == pytest.approx(want_norm, rel=1e-4, abs=1e-5), name
+        assert (array is None) == (want_array is None), name
+        if array is not None:
+            np.testing.assert_allclose(array, want_array, rtol=1e-4, atol=1e-4, err_msg=name)
 
 
 def test_two_threads_on_one_model_match_their_solo_runs(model_dirs):
@@ -44,5 +59,6 @@ def test_two_threads_on_one_model_match_their_solo_runs(model_dirs):
         for t in threads:
             t.join()
         assert not errors
-        assert together == alone
+        for key in RUNS:
+            assert_same_run(together[key], alone[key])
     assert alone["a"][0] != alone["b"][0]

@@ -21,7 +21,7 @@ ACCEPTABLE = ("0", "１２")  # in range for some settings (Python reads full-wi
 BAD_TEXT = ("../../../../etc/passwd", "\x00", "kv-layout=paged,,=", "%00%ff", "‮evil", "a" * 5000, "🦙" * 50,
             "None", "[]", "{\"a\": 1}")
 NUMERIC = tuple(f.name for f in fields(Settings) if type(getattr(Settings(), f.name)) in (int, float))
-CHOICES = ("device", "dtype", "attn", "lang", "padding", "kv_bs", "kv_max", "kv_model", "cmp_model")
+CHOICES = ("device", "dtype", "attn", "lang", "padding", "kv_bs", "kv_max", "kv_model", "cmp_model", "lesson")
 TEXT = ("engine", "cmp_a", "cmp_b", "history", "kv_prompts", "kv_lengths", "batch")
 PAGES = declared_pages()
 TITLE_KEY = {"home": "home.title", "kv_layouts": "layouts.title"}  # a page's catalog title, where not <stem>.title

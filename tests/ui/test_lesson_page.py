@@ -29,10 +29,13 @@ def test_next_walks_every_step_with_the_runs_shapes(app_model, lang):
         title = f"§{step.section} · {translate(lang, f'lesson.{step.id}.title')}"
         assert next(s.value for s in at.subheader) == title
         spec = dot(at)
-        if step.section == "1.1":  # a prefill: every prompt token at once
-            assert f"[{n}, {d}]" in spec and f"[{heads}, {n}, {n}]" in spec
-        else:  # a decode step after the prompt: one token, n + 1 keys
-            assert f"[1, {d}]" in spec and f"[1, {heads}, {hd}]" in spec and f"[{heads}, 1, {n + 1}]" in spec
+        # prefill (every prompt token at once) beside decode (one token, n + 1 keys), the current step's in bold
+        assert f"[{n}, {d}]" in spec and f"[{heads}, {n}, {n}]" in spec
+        assert f"[1, {d}]" in spec and f"[1, {heads}, {hd}]" in spec and f"[{heads}, 1, {n + 1}]" in spec
+        if step.section == "1.1":
+            assert f"<B>[{n}, {d}]</B> | [1, {d}]" in spec and f"<B>[1, {d}]</B>" not in spec
+        else:
+            assert f"[{n}, {d}] | <B>[1, {d}]</B>" in spec and f"<B>[{n}, {d}]</B>" not in spec
         at.button(key="lesson_next").click().run()
         assert not at.exception, (step.id, [e.value for e in at.exception])
     assert at.session_state["llmviz_settings"].lesson == END
@@ -42,7 +45,10 @@ def test_next_walks_every_step_with_the_runs_shapes(app_model, lang):
 
 @pytest.mark.parametrize("given, shown", [("1.2.3", "1.2.3"), ("5.2", "5.2"), ("9.9", "1.1.1")])
 def test_a_link_opens_its_step(app_model, given, shown):
-    at = open_app(PAGE, model=app_model, lesson=given)
+    at = open_app(None, model=app_model, lesson=given)
+    warned = " ".join(w.value for w in at.warning)  # the link's first run names what it dropped
+    assert ("lesson=" in warned) == (given != shown), warned
+    at.switch_page(PAGE).run()
     step = next(s for s in STEPS if s.id == shown)
     assert next(s.value for s in at.subheader).startswith(f"§{step.section} · ")
     assert at.session_state["llmviz_settings"].lesson == shown

@@ -15,7 +15,7 @@ from llmviz import service
 from llmviz.trace.config import EngineConfig
 from llmviz.ui.settings import Settings
 
-DECODE = page_file("decode")
+DECODE, LESSON = page_file("decode"), page_file("lesson")
 SCRIPT = textwrap.dedent("""
     import json, sys
 
@@ -30,6 +30,7 @@ SCRIPT = textwrap.dedent("""
 
     sys.meta_path.insert(0, BlockTorch())
     root, app, folder, pages, decode = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
+    lesson = sys.argv[6]
     sys.path.insert(0, root)
 
     from streamlit.testing.v1 import AppTest
@@ -62,6 +63,18 @@ SCRIPT = textwrap.dedent("""
                 steps.append([metrics().get(en["decode.kv_len"]), [e.message for e in at.exception]])
             entry["steps"] = steps
         report["pages"][page] = entry
+    at.switch_page(lesson).run()
+    walk = []
+    while True:  # every step of the lesson, Next after Next, on the recording
+        reveal = [b.disabled for b in at.button if (b.key or "").startswith("lesson_reveal_")]
+        walk.append({"at": at.session_state["llmviz_settings"].lesson, "exceptions": [e.message for e in at.exception],
+                     "errors": [e.value for e in at.error], "warnings": [w.value for w in at.warning],
+                     "reveal_disabled": reveal, "metrics": metrics(),
+                     "off": any(en["lesson.reveal_off"] in c.value for c in at.caption)})
+        if at.button(key="lesson_next").disabled:
+            break
+        at.button(key="lesson_next").click().run()
+    report["lesson"] = walk
     run = at.session_state["llmviz_run"]
     report.update(key=run.key, cursor=run.cursor, steps=len(run.trace.steps), attempts=attempts,
                   loaded=sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers")))
@@ -84,7 +97,7 @@ def report(saved_trace):
     _, folder = saved_trace
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT), APP, str(folder), json.dumps(declared_pages()),
-                           DECODE],
+                           DECODE, LESSON],
                           capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
     lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-3000:]
@@ -121,3 +134,21 @@ def test_decode_steps_through_the_recorded_steps(report, saved_trace):
     kv = [str(step.kv["seq_len"]) for step in trace.steps]
     steps = report["pages"][DECODE]["steps"]
     assert steps == [[kv[1], []], [kv[2], []], [kv[1], []]]  # Next, Next, Previous: recorded, not recomputed
+
+
+def test_the_lesson_runs_from_the_recording(report, saved_trace):
+    """Every step drawn from the recorded run (no exception, no error box); the measured steps say why Reveal is
+    off (issue 23). The prompt's token count is the recording's, not the link's prompt."""
+    from llmviz.ui.lesson_steps import POSITIONS, STEPS
+
+    trace, _ = saved_trace
+    walk = report["lesson"]
+    assert [s["at"] for s in walk] == list(POSITIONS)
+    assert [(s["at"], s["exceptions"], s["errors"]) for s in walk] == [(p, [], []) for p in POSITIONS]
+    assert walk[0]["metrics"]["Tokens"] == str(len(trace.prompt_ids))
+    claims = {s.id for s in STEPS if s.claim}
+    for s in walk:
+        if s["at"] in claims:
+            assert s["reveal_disabled"] == [True] and s["off"], s
+        else:
+            assert s["reveal_disabled"] == [], s

@@ -1,0 +1,67 @@
+"""The lesson in a real browser (issue 23): prints one JSON object. Not part of pytest.
+
+    python bench/lesson.py [--lang zh] [--reveal K1,K2,...] [--shots DIR]
+
+Headless Chromium opens the lesson in the presenter view at 1280x720 on a local `streamlit run app.py` (the embedded
+model) and walks every step with the keyboard (→ and Space alternately, then ← once and → again). Key-to-drawn is
+timed in Python around playwright, from the key press until the step's title is shown and the app's script is idle
+(polled each animation frame). Target: median ≤ 0.5 s over the steps without a measurement. With --reveal, Reveal is
+pressed on those claims' steps (each claim measured here by the quick claims machinery, or the server's latest in
+public mode) and its seconds are reported, click to idle. Targets: ≤ 10 s on the embedded model, ≤ 60 s for the
+claims that need GPT-2's shape (K3, K6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
+
+from browser_kit import AppServer, chromium  # noqa: E402
+from common import machine  # noqa: E402
+from lesson_walk import walk  # noqa: E402
+
+from llmviz.ui.lesson_steps import STEPS  # noqa: E402
+
+TARGET_STEP_S, TARGET_REVEAL_S, TARGET_GPT2_REVEAL_S = 0.5, 10.0, 60.0
+GPT2_SHAPED = ("K3", "K6")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lang", default="zh", choices=("zh", "en"))
+    parser.add_argument("--reveal", default="", help="claims to reveal, comma-separated (default none)")
+    parser.add_argument("--shots", type=Path, default=None, help="a folder for one screenshot per chapter")
+    args = parser.parse_args()
+    claims = tuple(c for c in args.reveal.split(",") if c)
+    known = {s.claim for s in STEPS if s.claim}
+    if set(claims) - known:
+        parser.error(f"no lesson step reveals {sorted(set(claims) - known)}; those that do: {sorted(known)}")
+    began = time.perf_counter()
+    with AppServer(timeout=120) as server, chromium() as browser:
+        result = walk(browser.new_page(), server.url(""), lang=args.lang, shots=args.shots, reveal=claims)
+    times = [s["key_to_drawn_s"] for s in result["steps"] if s["key_to_drawn_s"] is not None]
+    reveal_ok = {c: s <= (TARGET_GPT2_REVEAL_S if c in GPT2_SHAPED else TARGET_REVEAL_S)
+                 for c, s in result["reveal_s"].items()}
+    print(json.dumps({
+        "benchmark": "lesson", "machine": machine("cpu"), "lang": result["lang"], "viewport": result["viewport"],
+        "timed": "key press to the step's title drawn with the script idle (Python around playwright, polled per "
+                 "animation frame); the server and the browser on the same machine",
+        "steps": len(result["steps"]), "key_to_drawn_s": [round(t, 3) for t in times],
+        "median_key_to_drawn_s": result["median_key_to_drawn_s"], "max_key_to_drawn_s": result["max_key_to_drawn_s"],
+        "target_step_s": TARGET_STEP_S, "step_target_met": result["median_key_to_drawn_s"] <= TARGET_STEP_S,
+        "back_s": result["back_s"], "reveal_s": result["reveal_s"], "reveal_target_met": reveal_ok,
+        "exceptions": sum(len(s["exceptions"]) for s in result["steps"]),
+        "panels_outside_first_screen": [s["position"] for s in result["steps"]
+                                        if s["position"] != "end" and not s["panel_in_first_screen"]],
+        "total_s": round(time.perf_counter() - began, 1),
+    }, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Walk the whole lesson in a real browser with the keyboard (issue 23): → and Space forward (alternately), ← once
+back and forward again, in the presenter view; at each step check the URL's position, the step's title, the
+live panel inside the first screen and no exception, and time key-to-drawn (the key pressed until the step's title
+shows with the script idle). Optionally a screenshot of each chapter's first step, and Reveal on some claims.
+Shared by the browser test (tests/ui/test_browser_lesson.py) and the benchmark (bench/lesson.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import urllib.parse
+from pathlib import Path
+
+from browser_kit import IDLE, exceptions, wait_idle
+
+from llmviz.i18n.translator import translate
+from llmviz.ui.lesson_steps import END, POSITIONS, STEPS
+
+PANEL = ".st-key-lesson-panel"
+
+
+def position(url: str) -> str | None:
+    return (urllib.parse.parse_qs(urllib.parse.urlparse(url).query).get("lesson") or [None])[0]
+
+
+def expected_title(lang: str, pos: str) -> str | None:
+    step = next((s for s in STEPS if s.id == pos), None)
+    if step is None:
+        return translate(lang, "lesson.end_title")
+    return f"§{step.section} · {translate(lang, f'lesson.{step.id}.title')}"
+
+
+def press(page, key: str, lang: str, to: str, timeout_s: float = 30) -> float:
+    """Press `key`, wait until step `to` is drawn (its title shown, the script idle); seconds taken."""
+    title = expected_title(lang, to)
+    began = time.perf_counter()
+    page.keyboard.press(key)
+    try:
+        page.wait_for_function(
+            "([title, idle]) => Array.from(document.querySelectorAll('[data-testid=\"stMain\"] h3'))"
+            ".some(h => h.innerText.trim() === title) && document.querySelector(idle) !== null",
+            arg=[title, IDLE], polling="raf", timeout=timeout_s * 1000)
+    except Exception as exc:
+        shown = page.evaluate("() => Array.from(document.querySelectorAll('[data-testid=\"stMain\"] h3'))"
+                              ".map(h => h.innerText.trim())")
+        raise AssertionError(f"{key!r} to {to}: wanted {title!r}, shown {shown}, at {page.url}") from exc
+    took = time.perf_counter() - began
+    wait_idle(page, timeout_s)
+    return took
+
+
+def check_step(page, pos: str, height: int) -> dict:
+    """What one step shows: the URL's position, the panel's top and bottom (px), exceptions."""
+    box = page.locator(PANEL).first.bounding_box() if pos != END else None
+    return {"position": position(page.url), "panel_top": box and round(box["y"]),
+            "panel_in_first_screen": box is not None and box["y"] < height, "exceptions": exceptions(page)}
+
+
+def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, height: int = 720,
+         reveal: tuple[str, ...] = ()) -> dict:
+    """The walk; returns per-step checks and times, the median key-to-drawn of steps without a measurement, and
+    each Reveal's seconds."""
+    page.set_viewport_size({"width": 1280, "height": height})
+    page.goto(f"{base_url}lesson?lang={lang}&present=1")
+    wait_idle(page, 180)
+    unfocus(page)
+    steps, times, reveals = [], [], {}
+    for i, pos in enumerate(POSITIONS):
+        if i:
+            key = "ArrowRight" if i % 2 else " "
+            times.append(press(page, key, lang, pos))
+        steps.append(check_step(page, pos, height) | {"key_to_drawn_s": times[-1] if i else None})
+        step = STEPS[i] if i < len(STEPS) else None
+        if shots is not None and step is not None and (i == 0 or STEPS[i - 1].section != step.section):
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots / f"lesson_{lang}_{step.section}.png"))
+        if step is not None and step.claim in reveal:
+            began = time.perf_counter()
+            page.locator(f".st-key-lesson_reveal_{step.claim} button").click()
+            page.wait_for_timeout(300)
+            wait_idle(page, 120)
+            reveals[step.claim] = round(time.perf_counter() - began, 2)
+            unfocus(page)
+    back = press(page, "ArrowLeft", lang, POSITIONS[-2])
+    back_at = position(page.url)
+    forward = press(page, "ArrowRight", lang, END)
+    if shots is not None:
+        page.screenshot(path=str(shots / f"lesson_{lang}_end.png"))
+    plain = [s["key_to_drawn_s"] for s, p in zip(steps, POSITIONS, strict=True)
+             if s["key_to_drawn_s"] is not None and p not in reveal_positions(reveal)]
+    return {"lang": lang, "viewport": [1280, height], "steps": steps, "back_position": back_at,
+            "back_s": round(back, 3), "forward_s": round(forward, 3),
+            "median_key_to_drawn_s": round(statistics.median(plain), 3), "max_key_to_drawn_s": round(max(plain), 3),
+            "reveal_s": reveals}
+
+
+def reveal_positions(claims: tuple[str, ...]) -> set[str]:
+    """The positions whose step measured something (the one after a Reveal is timed as usual)."""
+    return {s.id for s in STEPS if s.claim in claims}
+
+
+def unfocus(page) -> None:
+    """Keys to the page, not to a widget (a clicked button keeps the focus)."""
+    page.evaluate("() => { if (document.activeElement) document.activeElement.blur(); }")

@@ -1,0 +1,56 @@
+"""The lesson in a real browser (issue 23): Debian's chromium drives every step with the keyboard (→ and Space
+forward, ← back) in the presenter view at 1280x720, in Chinese: each step reached in order, the URL's `lesson=`
+naming it, the live panel inside the first screen, no exception; and one Reveal measured and shown at the end.
+Slow (a minute on two cores): CI runs it as its second step. Skipped where /usr/bin/chromium is absent."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from ui_helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from browser_kit import CHROMIUM, AppServer, chromium
+from lesson_walk import walk
+
+from llmviz.ui.lesson_steps import END, POSITIONS, STEP_IDS
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "
+                                 "fonts-noto-cjk; never `playwright install`)")]
+
+
+@pytest.fixture(scope="module")
+def walked(tmp_path_factory):
+    shots = tmp_path_factory.mktemp("lesson_shots")
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page()
+        result = walk(page, server.url(""), lang="zh", shots=shots, reveal=("K1",))
+        end_text = page.locator('[data-testid="stMain"]').inner_text()
+    return result, shots, end_text
+
+
+def test_the_keyboard_reaches_every_step_in_order(walked):
+    result, _, _ = walked
+    seen = [s["position"] for s in result["steps"]]
+    # the first page has no lesson= yet (the first step); from then on the URL names each step in the article's order
+    assert seen[0] in (None, STEP_IDS[0])
+    assert seen[1:] == list(POSITIONS[1:])
+    assert result["back_position"] == POSITIONS[-2]  # ← went back exactly one step (then → to the end again)
+    assert [s["exceptions"] for s in result["steps"]] == [[]] * len(POSITIONS)
+
+
+def test_every_panel_starts_inside_the_first_screen(walked):
+    result, _, _ = walked
+    outside = [(p, s["panel_top"]) for p, s in zip(POSITIONS, result["steps"], strict=True)
+               if p != END and not s["panel_in_first_screen"]]
+    assert outside == []
+
+
+def test_a_reveal_lands_on_the_end_page(walked):
+    result, shots, end_text = walked
+    assert 0 < result["reveal_s"]["K1"] < 60
+    assert "K1" in end_text  # the end's table lists the claim the student revealed
+    names = sorted(p.name for p in shots.glob("*.png"))
+    assert names[0] == "lesson_zh_1.1.png" and "lesson_zh_end.png" in names and len(names) == 10

@@ -112,6 +112,7 @@ def panel(t, run, step) -> None:
 def show(t, run, step) -> None:
     st.subheader(f"§{step.section} · {t(f'lesson.{step.id}.title')}")
     st.markdown(t(f"lesson.{step.id}.says"))
+    st.caption(t("lesson.concepts", items=" · ".join(f"{c} {t(f'concept.{c}')}" for c in step.concepts)))
     if step.section != "1.1":
         ensure_decode_steps(run)
     panel(t, run, step)

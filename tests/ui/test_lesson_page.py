@@ -28,6 +28,8 @@ def test_next_walks_every_step_with_the_runs_shapes(app_model, lang):
         assert at.query_params.get("lesson", [POSITIONS[0]]) in (step.id, [step.id]) or i == 0
         title = f"§{step.section} · {translate(lang, f'lesson.{step.id}.title')}"
         assert next(s.value for s in at.subheader) == title
+        named = f"{step.concepts[0]} {translate(lang, f'concept.{step.concepts[0]}')}"
+        assert any(named in c.value for c in at.caption), named  # the IDs it cites, named
         spec = dot(at)
         # prefill (every prompt token at once) beside decode (one token, n + 1 keys), the current step's in bold
         assert f"[{n}, {d}]" in spec and f"[{heads}, {n}, {n}]" in spec

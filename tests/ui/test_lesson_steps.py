@@ -41,3 +41,14 @@ def test_every_step_has_its_words_citing_its_section(lang):
     for step in STEPS:
         title, says = translate(lang, f"lesson.{step.id}.title"), translate(lang, f"lesson.{step.id}.says")
         assert title and says.startswith(f"§{step.section}"), step.id
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_cited_id_has_a_name(lang):
+    """The IDs a step cites (C17, K4) are named on it, in both languages: the concept map's names."""
+    from llmviz.i18n.translator import catalog
+
+    messages = catalog(lang)
+    cited = {c for s in STEPS for c in s.concepts}
+    assert cited == {f"C{i}" for i in range(1, 23)} | {f"K{i}" for i in range(1, 12)}  # the whole map, in order
+    assert all(messages.get(f"concept.{c}", "").strip() for c in cited)

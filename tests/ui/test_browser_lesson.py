@@ -5,7 +5,9 @@ Slow (a minute on two cores): CI runs it as its second step. Skipped where /usr/
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import pytest
 from ui_helpers import ROOT
@@ -14,6 +16,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import CHROMIUM, AppServer, chromium
 from lesson_walk import walk
 
+from llmviz.i18n.translator import translate
 from llmviz.ui.lesson_steps import END, POSITIONS, STEP_IDS
 
 pytestmark = [pytest.mark.slow,
@@ -27,8 +30,11 @@ def walked(tmp_path_factory):
     with AppServer() as server, chromium() as browser:
         page = browser.new_page()
         result = walk(page, server.url(""), lang="zh", shots=shots, reveal=("K1",))
+        with page.expect_download(timeout=30_000) as info:  # the end's JSON, as the student downloads it
+            page.locator(".st-key-lesson_end_json button").click()
+        exported = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
         end_text = page.locator('[data-testid="stMain"]').inner_text()
-    return result, shots, end_text
+    return result, shots, (end_text, exported)
 
 
 def test_the_keyboard_reaches_every_step_in_order(walked):
@@ -49,8 +55,11 @@ def test_every_panel_starts_inside_the_first_screen(walked):
 
 
 def test_a_reveal_lands_on_the_end_page(walked):
-    result, shots, end_text = walked
+    result, shots, (end_text, exported) = walked
     assert 0 < result["reveal_s"]["K1"] < 60
-    assert "K1" in end_text  # the end's table lists the claim the student revealed
+    assert translate("zh", "lesson.end_count", n=1, held=0)[:8] in end_text  # "你揭晓了 1 个结论"
+    [k1] = exported["revealed"]  # the claim the student revealed, measured here, beside the article's figure
+    assert k1["id"] == "K1" and k1["measured"] is not None and k1["low"] <= k1["measured"] <= k1["high"]
+    assert k1["article"] == pytest.approx(68 / 35 - 1, rel=1e-6)
     names = sorted(p.name for p in shots.glob("*.png"))
     assert names[0] == "lesson_zh_1.1.png" and "lesson_zh_end.png" in names and len(names) == 10

@@ -23,7 +23,7 @@ from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.ui.errors import guarded
 from llmviz.ui.frame import PAGES
 from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
-from llmviz.viz.model_map import model_map_dot
+from llmviz.viz.model_map import model_map_svg
 
 HIGHLIGHTS = {  # the parts of the map a panel is about
     "tokens": ("embed",), "bert": ("embed",), "embedding": ("embed",), "qkv": ("q", "k", "v"), "scores": ("scores",),
@@ -104,8 +104,8 @@ def panel(t, run, step) -> None:
             prefill, decode = step_shapes(run)
             names = {name: t(f"lesson.part.{name}") for name in PARTS}
             layers = run.trace.model_card["config"]["num_layers"]
-            st.graphviz_chart(model_map_dot(prefill, decode, names, layers, t("lesson.layers"),
-                                            HIGHLIGHTS.get(step.panel, ()), decoding=step.section != "1.1"))
+            st.image(model_map_svg(prefill, decode, names, layers, t("lesson.layers"), HIGHLIGHTS.get(step.panel, ()),
+                                   decoding=step.section != "1.1"), width="stretch")
             st.caption(t("lesson.map_caption", model=run.trace.model_card["name"], n=len(run.trace.prompt_ids)))
 
 

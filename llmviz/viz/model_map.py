@@ -1,52 +1,74 @@
-"""The model map as Graphviz DOT (issue 23): the network top to bottom with each part's shapes in prefill and in
-decode side by side (the current step's in bold), the parts a step is about highlighted, and `N ×` on the block
-that repeats per layer."""
+"""The model map as an SVG drawn here (issue 23): the network top to bottom with each part's shapes in prefill and
+in decode side by side (the current step's in bold), the parts a step is about highlighted, and `N ×` on the block
+that repeats per layer.
+
+A fixed layout computed in Python, not a Graphviz chart: the browser lays a Graphviz chart out again on every
+rerun (about half a second on a 2-core laptop, on each lesson step); this SVG costs it nothing to draw.
+"""
 
 from __future__ import annotations
 
 import html
 
-from llmviz.analysis.model_map import LAYER_PARTS, Part, shape_text
+from llmviz.analysis.model_map import PARTS, Part, shape_text
 
 HIGHLIGHT, PLAIN, CACHE = "#ffd89b", "#eef3fb", "#fff1d6"
+WIDTH, BOX_W, BOX_H = 420, 132, 44
+FONT = "'Noto Sans CJK SC', 'Source Han Sans SC', sans-serif"
+# Each part's centre (x, y) in the drawing.
+CENTRES = {"embed": (210, 30), "norm1": (210, 112), "q": (76, 182), "k": (210, 182), "v": (344, 182),
+           "cache": (280, 254), "scores": (140, 326), "norm2": (210, 398), "mlp": (210, 466),
+           "final_norm": (210, 560), "head": (210, 630)}
+LAYER_BOX = (6, 70, WIDTH - 12, 440)  # x, y, width, height of the dashed block that repeats per layer
+HEIGHT = 660
+EDGES = (("embed", "norm1"), ("norm1", "q"), ("norm1", "k"), ("norm1", "v"), ("k", "cache"), ("v", "cache"),
+         ("q", "scores"), ("cache", "scores"), ("scores", "norm2"), ("norm2", "mlp"), ("mlp", "final_norm"),
+         ("final_norm", "head"))
 
 
-def _q(s: str) -> str:
-    """A DOT string (the layer block's caption)."""
-    return '"' + s.replace('"', "'") + '"'
+def _text(x: float, y: float, body: str, size: int = 14, anchor: str = "middle") -> str:
+    return f'<text x="{x}" y="{y}" text-anchor="{anchor}" font-size="{size}" font-family="{FONT}">{body}</text>'
 
 
-def _label(name: str, prefill: Part, decode: Part, decoding: bool) -> str:
-    """A DOT HTML label: the part's name over its prefill and decode shapes, the current step's in bold."""
+
+def _node(name: str, label: str, prefill: Part, decode: Part, decoding: bool, lit: bool) -> str:
+    x, y = CENTRES[name]
+    left, top = x - BOX_W / 2, y - BOX_H / 2
+    fill = HIGHLIGHT if lit else (CACHE if name == "cache" else PLAIN)
+    if name == "cache":  # a cylinder: a box with an ellipse on top
+        shape = (f'<rect x="{left}" y="{top}" width="{BOX_W}" height="{BOX_H}" fill="{fill}" stroke="#333"/>'
+                 f'<ellipse cx="{x}" cy="{top}" rx="{BOX_W / 2}" ry="6" fill="{fill}" stroke="#333"/>')
+    else:
+        shape = (f'<rect x="{left}" y="{top}" width="{BOX_W}" height="{BOX_H}" rx="12" fill="{fill}" '
+                 f'stroke="#333"/>')
     shapes = [html.escape(shape_text(prefill.shape)), html.escape(shape_text(decode.shape))]
     now = 1 if decoding else 0
-    shapes[now] = f"<B>{shapes[now]}</B>"
-    return f"<{html.escape(name)}<BR/>{shapes[0]} | {shapes[1]}>"
+    shapes[now] = f'<tspan font-weight="bold">{shapes[now]}</tspan>'
+    return (f'<g data-part="{name}">{shape}{_text(x, y - 4, html.escape(label))}'
+            f'{_text(x, y + 14, f"{shapes[0]} | {shapes[1]}", size=12)}</g>')
 
 
-def model_map_dot(prefill: list[Part], decode: list[Part], names: dict[str, str], layers: int, layer_label: str,
+def _edge(a: str, b: str) -> str:
+    (x1, y1), (x2, y2) = CENTRES[a], CENTRES[b]
+    return (f'<line x1="{x1}" y1="{y1 + BOX_H / 2}" x2="{x2}" y2="{y2 - BOX_H / 2 - (6 if b == "cache" else 0)}" '
+            f'stroke="#333" stroke-width="1.2" marker-end="url(#arrow)"/>')
+
+
+def model_map_svg(prefill: list[Part], decode: list[Part], names: dict[str, str], layers: int, layer_label: str,
                   highlight: tuple[str, ...] = (), decoding: bool = False) -> str:
     """prefill, decode: analysis.model_map.step_parts of the prompt and of one decode step after it; names: each
     part's label in the page's language; layer_label: the repeated block's caption with {n} (e.g. "{n} × layer");
     decoding: whether the current step is a decode step (its shapes in bold)."""
-    after = {p.name: p for p in decode}
-    if set(after) != {p.name for p in prefill}:
-        raise ValueError("prefill and decode must hold the same parts")
-
-    def node(p: Part) -> str:
-        color = HIGHLIGHT if p.name in highlight else (CACHE if p.name == "cache" else PLAIN)
-        shape = "cylinder" if p.name == "cache" else "box"
-        return f'  {p.name} [label={_label(names[p.name], p, after[p.name], decoding)}, shape={shape}, ' \
-               f'fillcolor="{color}"];'
-
-    inside = [p for p in prefill if p.name in LAYER_PARTS]
-    outside = {p.name: p for p in prefill if p.name not in LAYER_PARTS}
-    lines = ['digraph {', '  rankdir=TB; bgcolor="transparent"; nodesep=0.25; ranksep=0.3;',
-             '  node [style="rounded,filled", fontname="Noto Sans CJK SC,sans-serif", fontsize=11];',
-             node(outside["embed"]), "  subgraph cluster_layer {",
-             f'    label={_q(layer_label.format(n=layers))}; style="rounded,dashed"; color="#8899aa";',
-             *("  " + node(p) for p in inside), "    {rank=same; q; k; v;}", "  }",
-             node(outside["final_norm"]), node(outside["head"]),
-             "  embed -> norm1; norm1 -> q; norm1 -> k; norm1 -> v; q -> scores; k -> cache; v -> cache;",
-             "  cache -> scores; scores -> norm2; norm2 -> mlp; mlp -> final_norm; final_norm -> head;", "}"]
-    return "\n".join(lines)
+    before, after = {p.name: p for p in prefill}, {p.name: p for p in decode}
+    if set(before) != set(PARTS) or set(after) != set(PARTS):
+        raise ValueError(f"prefill and decode must each hold the parts {PARTS}")
+    x, y, w, h = LAYER_BOX
+    caption = html.escape(layer_label.format(n=layers))
+    body = [f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="14" fill="none" stroke="#8899aa" '
+            f'stroke-dasharray="6 4"/>', _text(x + 12, y + 20, caption, anchor="start"),
+            *(_edge(a, b) for a, b in EDGES),
+            *(_node(n, names[n], before[n], after[n], decoding, n in highlight) for n in PARTS)]
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" '
+            f'style="max-width:{WIDTH}px" role="img"><defs><marker id="arrow" viewBox="0 0 10 10" refX="10" '
+            f'refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+            f'fill="#333"/></marker></defs>{"".join(body)}</svg>')

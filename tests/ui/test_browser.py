@@ -45,7 +45,7 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(server.url(decode_url_path(), **query))
         wait_idle(page)
-        first = metric(page, kv_label)
+        first = wait_metric_change(page, kv_label, None, 60)  # under load a metric can lag the idle state
         assert first is not None and first.isdigit(), f"no integer '{kv_label}' metric: {first!r}"
         seen = [int(first)]
         for _ in range(3):

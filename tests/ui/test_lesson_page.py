@@ -2,6 +2,7 @@
 with no exception; the URL follows; each step's map holds the run's own shapes (from the config and the
 prompt's token count); a link opens its step, a hostile one the first."""
 
+import base64
 import json
 
 import pytest
@@ -12,10 +13,14 @@ from llmviz.ui.lesson_steps import END, POSITIONS, STEPS
 from llmviz.ui.state import RUN_KEY
 
 PAGE = page_file("lesson")
+BOLD = '<tspan font-weight="bold">'
 
 
-def dot(at) -> str:
-    return at.get("graphviz_chart")[-1].proto.spec
+def model_map(at) -> str:
+    """The SVG of the step's model map (st.image sends it as a data URL)."""
+    url = at.get("image")[-1].proto.imgs[0].url
+    assert url.startswith("data:image/svg+xml;base64,"), url[:60]
+    return base64.b64decode(url.split(",", 1)[1]).decode("utf-8")
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
@@ -30,14 +35,14 @@ def test_next_walks_every_step_with_the_runs_shapes(app_model, lang):
         assert next(s.value for s in at.subheader) == title
         named = f"{step.concepts[0]} {translate(lang, f'concept.{step.concepts[0]}')}"
         assert any(named in c.value for c in at.caption), named  # the IDs it cites, named
-        spec = dot(at)
+        spec = model_map(at)
         # prefill (every prompt token at once) beside decode (one token, n + 1 keys), the current step's in bold
         assert f"[{n}, {d}]" in spec and f"[{heads}, {n}, {n}]" in spec
         assert f"[1, {d}]" in spec and f"[1, {heads}, {hd}]" in spec and f"[{heads}, 1, {n + 1}]" in spec
         if step.section == "1.1":
-            assert f"<B>[{n}, {d}]</B> | [1, {d}]" in spec and f"<B>[1, {d}]</B>" not in spec
+            assert f"{BOLD}[{n}, {d}]</tspan> | [1, {d}]" in spec and f"{BOLD}[1, {d}]" not in spec
         else:
-            assert f"[{n}, {d}] | <B>[1, {d}]</B>" in spec and f"<B>[{n}, {d}]</B>" not in spec
+            assert f"[{n}, {d}] | {BOLD}[1, {d}]</tspan>" in spec and f"{BOLD}[{n}, {d}]" not in spec
         at.button(key="lesson_next").click().run()
         assert not at.exception, (step.id, [e.value for e in at.exception])
     assert at.session_state["llmviz_settings"].lesson == END

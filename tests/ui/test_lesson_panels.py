@@ -129,8 +129,23 @@ def test_the_block_sparse_mask_counted_by_loops(prompt_ids):
         assert metrics(at)[z("lesson.keys_seen")] == str(seen)
 
 
-def test_one_more_token(app_model):
+def test_one_more_token_and_every_steps_logits_are_the_oracles(app_model):
+    """One press, one token; every step's next-token logits the lesson's run recorded are what transformers
+    computes from the same ids (the prompt and the tokens drawn so far) on the same weights."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
     at = at_step("1.2.7")
     before = int(metrics(at)[z("decode.generated")])
     at.button(key="lesson_ctl_continuation").click().run()
     assert int(metrics(at)[z("decode.generated")]) == before + 1
+    trace = at.session_state["llmviz_run"].trace
+    ids = list(trace.prompt_ids) + list(trace.row_output_ids(0))
+    assert len(trace.row_output_ids(0)) == before + 1 and len(trace.steps) >= before + 1
+    oracle = AutoModelForCausalLM.from_pretrained(str(EMBEDDED_WEIGHTS.parent), dtype=torch.float32).eval()
+    with torch.no_grad():
+        logits = oracle(torch.tensor([ids])).logits[0].numpy()  # [len, V]: position i predicts token i + 1
+    n = len(trace.prompt_ids)
+    for k, step in enumerate(trace.steps[:before + 1]):  # step k saw the prompt and k drawn tokens
+        assert step.logits is not None
+        assert abs(step.logits[0] - logits[n - 1 + k]).max() < 1e-3, k

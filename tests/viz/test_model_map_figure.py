@@ -1,21 +1,44 @@
-"""The model map's diagram (issue 23): every part once with its real shape, the layer count, the highlights."""
+"""The model map's drawing (issue 23): every part once with its prefill and decode shapes, the current step's in
+bold, the layer count, the highlights; labels escaped; a valid SVG document."""
+
+import xml.etree.ElementTree as ET
+
+import pytest
 
 from llmviz import service
 from llmviz.analysis.memory_calc import bundled_text
 from llmviz.analysis.model_map import PARTS, step_parts
-from llmviz.viz.model_map import model_map_dot
+from llmviz.viz.model_map import HIGHLIGHT, model_map_svg
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
-def test_the_diagram_holds_every_part_with_its_shapes_and_the_layer_count():
+def parts_of(svg: str) -> dict[str, list[str]]:
+    """{part: its text lines} read back from the SVG as XML."""
+    root = ET.fromstring(svg)
+    return {g.get("data-part"): ["".join(t.itertext()) for t in g.iter(f"{SVG}text")] for g in root.iter(f"{SVG}g")}
+
+
+def test_the_drawing_holds_every_part_with_its_shapes_and_the_layer_count():
     gpt2 = service.config_from_text(bundled_text("gpt2"))
     prefill, decode = step_parts(gpt2, 4), step_parts(gpt2, 1, cached=4)
     names = {name: name.upper() for name in PARTS} | {"norm1": "A<B & C"}
-    dot = model_map_dot(prefill, decode, names, 12, "{n} x layer", highlight=("q", "cache"), decoding=True)
-    # GPT-2: 12 heads of 64; a prompt of 4 then one token attending to 5 keys; the decode step's shapes in bold
-    assert '"12 x layer"' in dot and "<SCORES<BR/>[12, 4, 4] | <B>[12, 1, 5]</B>>" in dot
-    assert "<CACHE<BR/>[4, 12, 64] | <B>[5, 12, 64]</B>>" in dot and "<EMBED<BR/>[4, 768] | <B>[1, 768]</B>>" in dot
-    assert "<A&lt;B &amp; C<BR/>" in dot  # a name is escaped for DOT's HTML labels
-    assert dot.count("#ffd89b") == 2  # the two highlighted parts
-    assert all(f"  {name} [label=" in dot for name in PARTS)
-    prefilling = model_map_dot(prefill, decode, names, 12, "{n} x layer")
-    assert "<EMBED<BR/><B>[4, 768]</B> | [1, 768]>" in prefilling
+    svg = model_map_svg(prefill, decode, names, 12, "{n} x layer", highlight=("q", "cache"), decoding=True)
+    shown = parts_of(svg)
+    assert sorted(shown) == sorted(PARTS)
+    # GPT-2: 12 heads of 64; a prompt of 4, then one token attending to 5 keys
+    assert shown["scores"] == ["SCORES", "[12, 4, 4] | [12, 1, 5]"]
+    assert shown["cache"] == ["CACHE", "[4, 12, 64] | [5, 12, 64]"]
+    assert shown["embed"] == ["EMBED", "[4, 768] | [1, 768]"] and shown["head"] == ["HEAD", "[1, 50257] | [1, 50257]"]
+    assert shown["norm1"][0] == "A<B & C"  # escaped in the file, itself when read back
+    lit = {g.get("data-part") for g in ET.fromstring(svg).iter(f"{SVG}g") if any(e.get("fill") == HIGHLIGHT for e in g)}
+    assert "12 x layer" in svg and lit == {"q", "cache"}  # the two highlighted parts
+    assert '<tspan font-weight="bold">[1, 768]</tspan>' in svg  # a decode step: its shapes in bold
+    prefilling = model_map_svg(prefill, decode, names, 12, "{n} x layer")
+    assert '<tspan font-weight="bold">[4, 768]</tspan> | [1, 768]' in prefilling
+
+
+def test_both_phases_must_hold_every_part():
+    gpt2 = service.config_from_text(bundled_text("gpt2"))
+    with pytest.raises(ValueError, match="must each hold"):
+        model_map_svg(step_parts(gpt2, 4)[:-1], step_parts(gpt2, 1, 4), {n: n for n in PARTS}, 12, "{n}")

@@ -27,6 +27,7 @@ from common import machine  # noqa: E402
 from lesson_walk import walk  # noqa: E402
 
 from llmviz.ui.lesson_steps import STEPS  # noqa: E402
+from llmviz.ui.settings import UI_THREADS  # noqa: E402
 
 TARGET_STEP_S, TARGET_REVEAL_S, TARGET_GPT2_REVEAL_S = 0.5, 10.0, 60.0
 GPT2_SHAPED = ("K3", "K6")
@@ -49,7 +50,9 @@ def main() -> None:
     reveal_ok = {c: s <= (TARGET_GPT2_REVEAL_S if c in GPT2_SHAPED else TARGET_REVEAL_S)
                  for c, s in result["reveal_s"].items()}
     print(json.dumps({
-        "benchmark": "lesson", "machine": machine("cpu"), "lang": result["lang"], "viewport": result["viewport"],
+        "benchmark": "lesson", "machine": machine("cpu"),
+        "server_torch_threads": UI_THREADS,  # the app's measurements run on half the cores (ui/settings.py)
+        "lang": result["lang"], "viewport": result["viewport"],
         "timed": "key press to the step's title drawn with the script idle (Python around playwright, polled per "
                  "animation frame); the server and the browser on the same machine",
         "steps": len(result["steps"]), "key_to_drawn_s": [round(t, 3) for t in times],

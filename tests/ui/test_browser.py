@@ -78,6 +78,7 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
     assert time.perf_counter() - began < 60
 
 
+@pytest.mark.slow  # ~15 s: the default suite stays under 10 minutes on CI's 2 cores
 def test_a_preset_comparison_end_to_end(app_model):
     from llmviz.analysis.kv_memory import human
 

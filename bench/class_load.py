@@ -2,10 +2,10 @@
 scripts/st_session.py), each opening a page and pressing its Next K times with a think time. Prints one JSON object.
 
     python bench/class_load.py [--students 30] [--clicks 10] [--think 1.0] [--page decode|lesson]
-                               [--url http://127.0.0.1:8501] [--pid PID ...]
+                               [--replicas N | --url http://127.0.0.1:8501 --pid PID ...]
 
-Without --url it starts `streamlit run app.py` itself (one process) and measures that process; with --url it drives
-a running server (a balancer in front of replicas: scripts/serve-class) and measures the processes named by --pid.
+By default it starts one `streamlit run app.py` and measures that process; with --replicas N, N replicas behind
+HAProxy (scripts/serve-class) and all of them; with --url it drives a running server and measures --pid's.
 
 Timed, per click, in the student's client: from sending the rerun (the button's trigger, as the frontend sends it,
 with the fragment the button lives in) to the run's script_finished. Each click is checked: on Decode the "Step"
@@ -33,8 +33,9 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
 
-from browser_kit import AppServer  # noqa: E402
+from browser_kit import AppServer, free_port  # noqa: E402
 from common import machine  # noqa: E402
+from serve_class import Class  # noqa: E402
 from st_session import StClient  # noqa: E402
 
 from llmviz.i18n.translator import translate  # noqa: E402
@@ -124,9 +125,11 @@ class Watch:
 
 
 async def run_class(args, host: str, port: int, pids: list[int]) -> dict:
-    warm = StClient(port, args.page, "lang=en", host=host)  # the model load and imports, before anyone is timed
-    warm_s = await warm.open()
-    await warm.close()
+    warm_s = 0.0
+    for _ in range(max(1, len(pids))):  # the model load and imports, on each replica (round robin), untimed
+        warm = StClient(port, args.page, "lang=en", host=host)
+        warm_s = max(warm_s, await warm.open())
+        await warm.close()
     out: dict = {}
     opened = asyncio.Barrier(args.students + 1)
     tasks = [asyncio.create_task(student(i, args, host, port, opened, out)) for i in range(args.students)]
@@ -164,6 +167,7 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=10)
     parser.add_argument("--think", type=float, default=1.0, help="mean seconds between a student's clicks")
     parser.add_argument("--page", choices=sorted(NEXT), default="decode")
+    parser.add_argument("--replicas", type=int, default=0, help="N replicas behind HAProxy (default: one process)")
     parser.add_argument("--url", default=None, help="a running server or balancer (default: start one here)")
     parser.add_argument("--pid", type=int, nargs="*", default=[], help="with --url: the server processes to watch")
     args = parser.parse_args()
@@ -175,6 +179,12 @@ def main() -> None:
         parsed = urllib.parse.urlparse(args.url)
         result = asyncio.run(run_class(args, parsed.hostname, parsed.port or 80, args.pid))
         served = {"url": args.url, "processes": len(args.pid)}
+    elif args.replicas:
+        port = free_port()
+        with Class(args.replicas, port) as cls:
+            result = asyncio.run(run_class(args, "127.0.0.1", port, cls.pids[:-1]))
+        served = {"url": f"scripts/serve-class --replicas {args.replicas} (HAProxy in front)",
+                  "processes": args.replicas}
     else:
         with AppServer(timeout=120) as server:
             result = asyncio.run(run_class(args, "127.0.0.1", server.port, [server.proc.pid]))

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from ui_helpers import EMBEDDED_WEIGHTS, ROOT
 
-sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "bench")]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
 import concurrency as harness
 from browser_kit import free_port
 from serve_class import COOKIE, Class

@@ -1,6 +1,7 @@
 """`llmviz app [streamlit options]`: serve the app from wherever the package is installed, from any folder
 (issue 20). It runs `streamlit run llmviz/webapp/app.py` with the settings of the checkout's
-.streamlit/config.toml (no file watcher, no usage statistics, headless), then the options given, which win."""
+.streamlit/config.toml (no file watcher, no usage statistics, headless, no collection after every run), then the
+options given, which win."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from llmviz.paths import WEBAPP_SCRIPT
 
 SCRIPT = WEBAPP_SCRIPT
 DEFAULTS = ("--server.headless", "true", "--server.fileWatcherType", "none", "--server.runOnSave", "false",
-            "--browser.gatherUsageStats", "false")
+            "--browser.gatherUsageStats", "false", "--runner.postScriptGC", "false")
 
 
 def add_parser(sub) -> None:

@@ -46,7 +46,9 @@ def settle_long_lived() -> None:
     so that the server could not send the page meanwhile (issue 10). Modules live as long as the server: once,
     after the imports and before any session has a run, collect, then move every object alive to the permanent
     generation (gc.freeze), so that each later collection scans only what came after (a loaded model adds ~7 ms).
-    Only then: a freeze later would also pin the sessions' runs of that moment, and any cycle among them."""
+    Only then: a freeze later would also pin the sessions' runs of that moment, and any cycle among them. That
+    per-run collection is now off as well (runner.postScriptGC = false in .streamlit/config.toml and `llmviz app`:
+    issue 24), which leaves Python's own generational collector to free cycles."""
     gc.collect()
     gc.freeze()
 

@@ -75,6 +75,7 @@ async def student(i: int, args, host: str, port: int, opened: asyncio.Barrier, o
         record["failures"].append(f"open: {type(exc).__name__}: {exc}"[:200])
     await opened.wait()
     if record["failures"]:
+        await c.close()
         return
     try:
         for _ in range(args.clicks):

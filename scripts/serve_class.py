@@ -3,7 +3,7 @@
     scripts/serve-class --replicas 2 --port 8501 [--host 0.0.0.0] [--public]
 
 One Streamlit process is bound by Python (its GIL): on a 2-core machine it leaves the second core idle. Here N
-`streamlit run app.py` replicas listen on 127.0.0.1 (ports P+1 .. P+N) and HAProxy (the system's package:
+`streamlit run app.py` replicas listen on 127.0.0.1 (free ports, chosen at start) and HAProxy (the system's package:
 apt-get install haproxy) listens on P. A Streamlit session lives in one process (its websocket, its widgets, its
 media files: a chart's image, a download), so HAProxy pins each browser to one replica with a cookie it inserts
 (LLMVIZ_REPLICA) on the first answer; websockets pass through its HTTP mode. The replicas share nothing but the
@@ -19,10 +19,12 @@ none on this one); the balancer is the same. Ctrl-C stops everything.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -63,9 +65,18 @@ def replica_command(port: int) -> list[str]:
             "--server.fileWatcherType", "none", "--server.runOnSave", "false"]
 
 
-def healthy(url: str, timeout_s: float) -> bool:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> bool:
+    """Whether `url` answers 200 within `timeout_s` (False at once when `proc` has ended)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
         try:
             with urllib.request.urlopen(url, timeout=2) as r:
                 if r.status == 200:
@@ -87,7 +98,7 @@ class Class:
         if replicas < 0 or (replicas == 0 and not backends):
             raise SystemExit("at least one replica here (--replicas) or one --backend elsewhere")
         self.port, self.host, self.public = port, host, public
-        self.replica_ports = [port + i for i in range(1, replicas + 1)]
+        self.replica_ports = [free_port() for _ in range(replicas)]  # free now: another server may hold port + 1
         self.backends = [f"127.0.0.1:{p}" for p in self.replica_ports] + list(backends)
         self.dir = log_dir or Path(tempfile.mkdtemp(prefix="llmviz-class-"))
         self.procs: list[subprocess.Popen] = []
@@ -99,22 +110,28 @@ class Class:
         return proc
 
     def start(self, timeout_s: float = 120) -> Class:
+        try:
+            return self._start(timeout_s)
+        except BaseException:  # Ctrl-C while the replicas warm up, a refused port: no replica is left running
+            self.stop()
+            raise
+
+    def _start(self, timeout_s: float) -> Class:
         secret = os.environ.get("STREAMLIT_SERVER_COOKIE_SECRET") or secrets.token_hex(16)  # one for all replicas
         env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"), PYTHONUNBUFFERED="1",
                    STREAMLIT_SERVER_COOKIE_SECRET=secret)
         if self.public:
             env["LLMVIZ_PUBLIC"] = "1"
-        for i, p in enumerate(self.replica_ports, 1):
-            self._spawn(replica_command(p), f"replica{i}", env | {"LLMVIZ_REPLICA": f"r{i}"})
-        for p in self.replica_ports:
-            if not healthy(f"http://127.0.0.1:{p}/_stcore/health", timeout_s):
-                self.stop()
-                raise SystemExit(f"replica on port {p} did not become healthy; its log is in {self.dir}")
+        replicas = [self._spawn(replica_command(p), f"replica{i}", env | {"LLMVIZ_REPLICA": f"r{i}"})
+                    for i, p in enumerate(self.replica_ports, 1)]
+        for p, proc in zip(self.replica_ports, replicas, strict=True):
+            if not healthy(f"http://127.0.0.1:{p}/_stcore/health", timeout_s, proc):
+                raise SystemExit(f"the replica on port {p} did not become healthy; its log is in {self.dir}")
         config = self.dir / "haproxy.cfg"
         config.write_text(haproxy_config(self.port, self.host, self.backends), encoding="utf-8")
-        self._spawn([self.haproxy, "-f", str(config), "-db"], "haproxy", env)
-        if not healthy(f"http://127.0.0.1:{self.port}/_stcore/health", 30):
-            self.stop()
+        balancer = self._spawn([self.haproxy, "-f", str(config), "-db"], "haproxy", env)
+        here = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        if not healthy(f"http://{here}:{self.port}/_stcore/health", 30, balancer):
             raise SystemExit(f"HAProxy did not answer on port {self.port}; its log is in {self.dir}")
         return self
 
@@ -124,13 +141,16 @@ class Class:
         return [p.pid for p in self.procs]
 
     def stop(self) -> None:
+        """End every child process group: TERM, then KILL after 10 s; each one reaped."""
         for proc in reversed(self.procs):
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         self.procs.clear()
 
     def __enter__(self) -> Class:
@@ -143,19 +163,23 @@ class Class:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=2)
-    parser.add_argument("--port", type=int, default=8501, help="the balancer's port; replicas take the next ones")
+    parser.add_argument("--port", type=int, default=8501, help="the balancer's port (the replicas take free ones)")
     parser.add_argument("--host", default="127.0.0.1", help="where the balancer listens (0.0.0.0: the whole LAN)")
     parser.add_argument("--backend", action="append", default=[], help="HOST:PORT of a replica on another machine")
     parser.add_argument("--public", action="store_true", help="public mode on every replica (LLMVIZ_PUBLIC=1)")
     args = parser.parse_args()
-    with Class(args.replicas, args.port, args.host, tuple(args.backend), args.public) as served:
-        print(f"llmviz for a class: http://{args.host}:{args.port}/ -> {', '.join(served.backends)} "
-              f"(pids {served.pids}; logs in {served.dir})", flush=True)
-        try:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `kill` stops the class as Ctrl-C does
+    try:
+        with Class(args.replicas, args.port, args.host, tuple(args.backend), args.public) as served:
+            print(f"llmviz for a class: http://{args.host}:{args.port}/ -> {', '.join(served.backends)} "
+                  f"(pids {served.pids}; logs in {served.dir})", flush=True)
             while all(p.poll() is None for p in served.procs):
                 time.sleep(1)
-        except KeyboardInterrupt:
-            pass
+            ended = next(p for p in served.procs if p.poll() is not None)
+            raise SystemExit(f"{' '.join(map(str, ended.args[:3]))}... ended (exit {ended.returncode}); logs in "
+                             f"{served.dir}; stopping the class")
+    except KeyboardInterrupt:
+        pass
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ doc.llmvizKeys = Object.assign(doc.llmvizKeys || {}, TABLE);
 if (doc.llmvizKeyListener) doc.removeEventListener("keydown", doc.llmvizKeyListener, true);
 doc.llmvizKeyListener = (e) => {
   const tag = (e.target.tagName || "").toLowerCase();
-  if (e.ctrlKey || e.metaKey || e.altKey || e.target.isContentEditable) return;
+  if (e.repeat || e.ctrlKey || e.metaKey || e.altKey || e.target.isContentEditable) return;  // a held key: once
   if (tag === "input" || tag === "textarea" || tag === "select") return;
   const key = doc.llmvizKeys[e.key.length === 1 ? e.key.toLowerCase() : e.key];
   const button = key && doc.querySelector(".st-key-" + key + " button");

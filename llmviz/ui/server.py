@@ -10,6 +10,8 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import threading
+import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
@@ -37,6 +39,7 @@ def imported() -> bool:
     with suppress(ImportError):  # transformers' lazy names too (service.warm_imports), under this entry's lock
         service.warm_imports()
     settle_long_lived()
+    collector()
     return True
 
 
@@ -48,9 +51,32 @@ def settle_long_lived() -> None:
     generation (gc.freeze), so that each later collection scans only what came after (a loaded model adds ~7 ms).
     Only then: a freeze later would also pin the sessions' runs of that moment, and any cycle among them. That
     per-run collection is now off as well (runner.postScriptGC = false in .streamlit/config.toml and `llmviz app`:
-    issue 24), which leaves Python's own generational collector to free cycles."""
+    issue 24); collector() collects every GC_EVERY_S seconds instead."""
     gc.collect()
     gc.freeze()
+
+
+GC_EVERY_S = 10.0
+
+
+@st.cache_resource(show_spinner=False)
+def collector() -> threading.Thread:
+    """A full collection every GC_EVERY_S seconds, in a thread of its own, once per process. Streamlit's own after
+    every script run is off (runner.postScriptGC = false: ~50 ms of every Next click, issue 24); without either, a
+    full collection would wait until the objects that survive reach a quarter of the frozen ones (hundreds of
+    thousands), and cycles among the sessions' runs (their arrays) would stay until then."""
+    thread = threading.Thread(target=collect_forever, args=(GC_EVERY_S,), name="llmviz-gc", daemon=True)
+    thread.start()
+    return thread
+
+
+def collect_forever(every_s: float, rounds: int | None = None) -> None:
+    """Sleep, then collect every generation; `rounds` times (None: for as long as the process lives)."""
+    done = 0
+    while rounds is None or done < rounds:
+        time.sleep(every_s)
+        gc.collect()
+        done += 1
 
 
 def engine_available() -> bool:

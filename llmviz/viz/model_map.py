@@ -13,25 +13,28 @@ import html
 from llmviz.analysis.model_map import PARTS, Part, shape_text
 
 HIGHLIGHT, PLAIN, CACHE = "#ffd89b", "#eef3fb", "#fff1d6"
-WIDTH, BOX_W, BOX_H = 420, 132, 44
+WIDTH, BOX_W, BOX_H = 420, 132, 56
 FONT = "'Noto Sans CJK SC', 'Source Han Sans SC', sans-serif"
 # Each part's centre (x, y) in the drawing.
-CENTRES = {"embed": (210, 30), "norm1": (210, 112), "q": (76, 182), "k": (210, 182), "v": (344, 182),
-           "cache": (280, 254), "scores": (140, 326), "norm2": (210, 398), "mlp": (210, 466),
-           "final_norm": (210, 560), "head": (210, 630)}
-LAYER_BOX = (6, 70, WIDTH - 12, 440)  # x, y, width, height of the dashed block that repeats per layer
-HEIGHT = 660
+CENTRES = {"embed": (210, 32), "norm1": (210, 126), "q": (76, 200), "k": (210, 200), "v": (344, 200),
+           "cache": (280, 276), "scores": (140, 352), "norm2": (210, 428), "mlp": (210, 500),
+           "final_norm": (210, 592), "head": (210, 666)}
+LAYER_BOX = (6, 74, WIDTH - 12, 472)  # x, y, width, height of the dashed block that repeats per layer
+HEIGHT = 700
 EDGES = (("embed", "norm1"), ("norm1", "q"), ("norm1", "k"), ("norm1", "v"), ("k", "cache"), ("v", "cache"),
          ("q", "scores"), ("cache", "scores"), ("scores", "norm2"), ("norm2", "mlp"), ("mlp", "final_norm"),
          ("final_norm", "head"))
 
 
-def _text(x: float, y: float, body: str, size: int = 14, anchor: str = "middle") -> str:
-    return f'<text x="{x}" y="{y}" text-anchor="{anchor}" font-size="{size}" font-family="{FONT}">{body}</text>'
-
+def _text(x: float, y: float, body: str, size: int = 14, anchor: str = "middle", bold: bool = False) -> str:
+    weight = ' font-weight="bold"' if bold else ""
+    return (f'<text x="{x}" y="{y}" text-anchor="{anchor}" font-size="{size}"{weight} font-family="{FONT}">'
+            f'{body}</text>')
 
 
 def _node(name: str, label: str, prefill: Part, decode: Part, decoding: bool, lit: bool) -> str:
+    """A part: its name, then its prefill shape over its decode shape (one line each: a long prompt's
+    [12, 2047, 2047] fits), the current step's in bold."""
     x, y = CENTRES[name]
     left, top = x - BOX_W / 2, y - BOX_H / 2
     fill = HIGHLIGHT if lit else (CACHE if name == "cache" else PLAIN)
@@ -41,11 +44,9 @@ def _node(name: str, label: str, prefill: Part, decode: Part, decoding: bool, li
     else:
         shape = (f'<rect x="{left}" y="{top}" width="{BOX_W}" height="{BOX_H}" rx="12" fill="{fill}" '
                  f'stroke="#333"/>')
-    shapes = [html.escape(shape_text(prefill.shape)), html.escape(shape_text(decode.shape))]
-    now = 1 if decoding else 0
-    shapes[now] = f'<tspan font-weight="bold">{shapes[now]}</tspan>'
-    return (f'<g data-part="{name}">{shape}{_text(x, y - 4, html.escape(label))}'
-            f'{_text(x, y + 14, f"{shapes[0]} | {shapes[1]}", size=12)}</g>')
+    return (f'<g data-part="{name}">{shape}{_text(x, y - 10, html.escape(label))}'
+            f'{_text(x, y + 6, html.escape(shape_text(prefill.shape)), size=12, bold=not decoding)}'
+            f'{_text(x, y + 21, html.escape(shape_text(decode.shape)), size=12, bold=decoding)}</g>')
 
 
 def _edge(a: str, b: str) -> str:

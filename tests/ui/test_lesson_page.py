@@ -11,9 +11,10 @@ from ui_helpers import open_app, page_file
 from llmviz.i18n.translator import translate
 from llmviz.ui.lesson_steps import END, POSITIONS, STEPS
 from llmviz.ui.state import RUN_KEY
+from llmviz.viz.model_map import FONT
 
 PAGE = page_file("lesson")
-BOLD = '<tspan font-weight="bold">'
+BOLD = f'font-weight="bold" font-family="{FONT}"'
 
 
 def model_map(at) -> str:
@@ -39,10 +40,8 @@ def test_next_walks_every_step_with_the_runs_shapes(app_model, lang):
         # prefill (every prompt token at once) beside decode (one token, n + 1 keys), the current step's in bold
         assert f"[{n}, {d}]" in spec and f"[{heads}, {n}, {n}]" in spec
         assert f"[1, {d}]" in spec and f"[1, {heads}, {hd}]" in spec and f"[{heads}, 1, {n + 1}]" in spec
-        if step.section == "1.1":
-            assert f"{BOLD}[{n}, {d}]</tspan> | [1, {d}]" in spec and f"{BOLD}[1, {d}]" not in spec
-        else:
-            assert f"[{n}, {d}] | {BOLD}[1, {d}]</tspan>" in spec and f"{BOLD}[{n}, {d}]" not in spec
+        prefilling, decoding = f'{BOLD}>[{n}, {d}]<' in spec, f'{BOLD}>[1, {d}]<' in spec
+        assert (prefilling, decoding) == ((True, False) if step.section == "1.1" else (False, True)), step.id
         at.button(key="lesson_next").click().run()
         assert not at.exception, (step.id, [e.value for e in at.exception])
     assert at.session_state["llmviz_settings"].lesson == END

@@ -44,14 +44,16 @@ def fetch(url: str, cookie: str | None = None) -> tuple[int, bytes]:
 
 async def one_session(port: int, plan) -> dict:
     c = StClient(port, "decode", urllib.parse.urlencode(plan.query()))
-    await c.open()
-    steps = [c.metrics().get("Step")]
-    for _ in range(STEPS):
-        await c.click("dec_next")
-        steps.append(c.metrics().get("Step"))
-    await c.goto("trace")
-    url = c.downloads()["trace_download"]
-    await c.close()
+    try:
+        await c.open()
+        steps = [c.metrics().get("Step")]
+        for _ in range(STEPS):
+            await c.click("dec_next")
+            steps.append(c.metrics().get("Step"))
+        await c.goto("trace")
+        url = c.downloads()["trace_download"]
+    finally:
+        await c.close()
     return {"plan": plan, "steps": steps, "cookies": dict(c.cookies), "url": url}
 
 

@@ -19,6 +19,11 @@ def parts_of(svg: str) -> dict[str, list[str]]:
     return {g.get("data-part"): ["".join(t.itertext()) for t in g.iter(f"{SVG}text")] for g in root.iter(f"{SVG}g")}
 
 
+def bold(svg: str) -> set[str]:
+    """The texts drawn in bold: the current step's shapes."""
+    return {"".join(t.itertext()) for t in ET.fromstring(svg).iter(f"{SVG}text") if t.get("font-weight") == "bold"}
+
+
 def test_the_drawing_holds_every_part_with_its_shapes_and_the_layer_count():
     gpt2 = service.config_from_text(bundled_text("gpt2"))
     prefill, decode = step_parts(gpt2, 4), step_parts(gpt2, 1, cached=4)
@@ -27,15 +32,15 @@ def test_the_drawing_holds_every_part_with_its_shapes_and_the_layer_count():
     shown = parts_of(svg)
     assert sorted(shown) == sorted(PARTS)
     # GPT-2: 12 heads of 64; a prompt of 4, then one token attending to 5 keys
-    assert shown["scores"] == ["SCORES", "[12, 4, 4] | [12, 1, 5]"]
-    assert shown["cache"] == ["CACHE", "[4, 12, 64] | [5, 12, 64]"]
-    assert shown["embed"] == ["EMBED", "[4, 768] | [1, 768]"] and shown["head"] == ["HEAD", "[1, 50257] | [1, 50257]"]
+    assert shown["scores"] == ["SCORES", "[12, 4, 4]", "[12, 1, 5]"]  # prefill over decode
+    assert shown["cache"] == ["CACHE", "[4, 12, 64]", "[5, 12, 64]"]
+    assert shown["embed"] == ["EMBED", "[4, 768]", "[1, 768]"] and shown["head"] == ["HEAD", "[1, 50257]", "[1, 50257]"]
     assert shown["norm1"][0] == "A<B & C"  # escaped in the file, itself when read back
     lit = {g.get("data-part") for g in ET.fromstring(svg).iter(f"{SVG}g") if any(e.get("fill") == HIGHLIGHT for e in g)}
     assert "12 x layer" in svg and lit == {"q", "cache"}  # the two highlighted parts
-    assert '<tspan font-weight="bold">[1, 768]</tspan>' in svg  # a decode step: its shapes in bold
+    assert bold(svg) == {"[1, 768]", "[1, 12, 64]", "[12, 1, 5]", "[5, 12, 64]", "[1, 3072]", "[1, 50257]"}
     prefilling = model_map_svg(prefill, decode, names, 12, "{n} x layer")
-    assert '<tspan font-weight="bold">[4, 768]</tspan> | [1, 768]' in prefilling
+    assert bold(prefilling) == {"[4, 768]", "[4, 12, 64]", "[12, 4, 4]", "[4, 3072]", "[1, 50257]"}
 
 
 def test_both_phases_must_hold_every_part():

@@ -104,8 +104,9 @@ class Class:
         self.procs: list[subprocess.Popen] = []
 
     def _spawn(self, cmd: list[str], name: str, env: dict) -> subprocess.Popen:
-        log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 (the child writes it until stop())
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(self.dir / f"{name}.log", "wb") as log:  # the child keeps its own copy of the descriptor
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         self.procs.append(proc)
         return proc
 

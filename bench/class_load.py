@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
 
 from browser_kit import AppServer, free_port  # noqa: E402
-from common import machine  # noqa: E402
+from common import machine, percentile  # noqa: E402
 from serve_class import Class  # noqa: E402
 from st_session import StClient  # noqa: E402
 
@@ -43,12 +43,6 @@ from llmviz.ui.lesson_steps import POSITIONS  # noqa: E402
 
 NEXT = {"decode": "dec_next", "lesson": "lesson_next"}
 TARGET_P95_S = 1.0
-
-
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * p // 100) - 1))] if ordered else float("nan")
 
 
 def position(c: StClient, page: str) -> str:
@@ -152,7 +146,8 @@ async def run_class(args, host: str, port: int, pids: list[int]) -> dict:
         "warm_open_s": round(warm_s, 3), "open_p50_s": round(statistics.median(opens), 3) if opens else None,
         "open_max_s": round(max(opens), 3) if opens else None,
         "clicks": len(clicks), "p50_s": round(statistics.median(clicks), 3) if clicks else None,
-        "p95_s": round(percentile(clicks, 95), 3), "max_s": round(max(clicks), 3) if clicks else None,
+        "p95_s": round(percentile(clicks, 95), 3) if clicks else None,
+        "max_s": round(max(clicks), 3) if clicks else None,
         "failures": len(failures), "failure_examples": failures[:5],
         "clicks_per_s": round(len(clicks) / wall, 2), "wall_s": round(wall, 1),
         "server_cpu_s": round(cpu_s, 2), "server_cpu_ms_per_click": round(1000 * cpu_s / max(1, len(clicks)), 1),

@@ -24,6 +24,13 @@ def gpt2_124m_folder(tmp: Path, context: int = 1024) -> Path:
     return folder
 
 
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile (numpy's linear interpolation), None for no values: every benchmark's p50/p95."""
+    import numpy as np
+
+    return float(np.percentile(values, q)) if values else None
+
+
 def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:

@@ -52,6 +52,7 @@ from browser_kit import (  # noqa: E402
     stepper_button,
     wait_idle_async,
 )
+from common import percentile as common_percentile  # noqa: E402
 
 from llmviz.i18n.translator import translate  # noqa: E402
 from llmviz.ui.lesson_steps import STEP_IDS  # noqa: E402
@@ -379,9 +380,9 @@ def compare_alone(lm, c: Client) -> dict:
 
 
 def percentile(values: list[float], q: float) -> float | None:
-    import numpy as np
-
-    return round(float(np.percentile(values, q)), 1) if values else None
+    """common.percentile, in ms to one decimal."""
+    value = common_percentile(values, q)
+    return None if value is None else round(value, 1)
 
 
 def summary(clients: list[Client], results: list[dict], wall_s: float, hung: int, n_plans: int) -> dict:

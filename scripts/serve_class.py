@@ -24,7 +24,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from browser_kit import free_port  # noqa: E402 (the same script folder; it imports no browser)
+
 COOKIE = "LLMVIZ_REPLICA"
 
 
@@ -65,10 +67,9 @@ def replica_command(port: int) -> list[str]:
             "--server.fileWatcherType", "none", "--server.runOnSave", "false"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def find_haproxy() -> str | None:
+    """HAProxy's path (Debian puts it in /usr/sbin, which a user's PATH may lack), or None."""
+    return shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
 
 
 def healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> bool:
@@ -91,8 +92,7 @@ class Class:
 
     def __init__(self, replicas: int, port: int, host: str = "127.0.0.1", backends: tuple[str, ...] = (),
                  public: bool = False, haproxy: str | None = None, log_dir: Path | None = None):
-        self.haproxy = haproxy or shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists()
-                                                               else None)
+        self.haproxy = haproxy or find_haproxy()
         if self.haproxy is None:
             raise SystemExit("serve-class needs HAProxy: apt-get install haproxy (Debian/Ubuntu), brew install haproxy")
         if replicas < 0 or (replicas == 0 and not backends):

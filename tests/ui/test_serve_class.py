@@ -7,12 +7,10 @@ Slow (two cold replicas): CI runs it as its second step. Skipped where HAProxy i
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 from ui_helpers import EMBEDDED_WEIGHTS, ROOT
@@ -21,10 +19,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import concurrency as harness
 from browser_kit import free_port
-from serve_class import COOKIE, Class
+from serve_class import COOKIE, Class, find_haproxy
 from st_session import StClient
 
-HAPROXY = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+HAPROXY = find_haproxy()
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(HAPROXY is None, reason="HAProxy is absent (apt-get install -y haproxy)"),

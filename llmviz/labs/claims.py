@@ -202,9 +202,9 @@ def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: 
     """One prompt's prefill, timed by the engine (capture off), after one untimed warm-up run. On a CPU a prompt
     longer than 4 x SHORT_WARMUP tokens warms up on its first SHORT_WARMUP: the same kernels and threads, and a
     full-length warm-up warms nothing more there (the allocator hands large buffers back to the OS after each run;
-    measured: GPT-2-124M's eager prefill of 2,047 tokens, 9.2 s as the warm-up, 10.2 s timed after it) while it
-    costs as much as a timed run. On a GPU the warm-up is the prompt itself (its caching allocator keeps the
-    buffers)."""
+    measured before eager attention went a head at a time: GPT-2-124M's eager prefill of 2,047 tokens, 9.2 s as
+    the warm-up, 10.2 s timed after it) while it costs as much as a timed run. On a GPU the warm-up is the prompt
+    itself (its caching allocator keeps the buffers)."""
     config = EngineConfig(device=device, attn_backend=backend, capture="off", logit_lens_top_k=0, stop_at_eos=False,
                           sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + 1)
     short = lm.device.type == "cpu" and len(ids) > 4 * SHORT_WARMUP

@@ -19,6 +19,22 @@ def test_random_models_match_oracle(model_dirs, kind, backend):
     assert max(diffs) <= TOL, f"{kind}/{backend}: per-step max |Δlogits| {diffs}"
 
 
+@pytest.mark.parametrize("kind", ["llama_gqa_rope3", "mistral", "gpt2"])
+def test_eager_a_head_at_a_time_matches_oracle(model_dirs, kind, monkeypatch):
+    """A long CPU prompt's eager scores go a few heads at a time (EAGER_CHUNK_BYTES); at a budget of one byte every
+    step goes one head at a time (GQA's shared KV heads, Mistral's window mask, GPT-2's biases) and must still
+    match the oracle, prefill and decode."""
+    from llmviz.engine.models import attention
+
+    calls = []
+    chunked = attention._eager_in_chunks
+    monkeypatch.setattr(attention, "EAGER_CHUNK_BYTES", 1)
+    monkeypatch.setattr(attention, "_eager_in_chunks", lambda *a: calls.append(a[-1]) or chunked(*a))
+    diffs = run_parity(model_dirs[kind], "eager")
+    assert calls and set(calls) == {1}, calls  # every layer of every step, one head per chunk
+    assert max(diffs) <= TOL, f"{kind}: per-step max |Δlogits| {diffs}"
+
+
 def test_embedded_model_matches_oracle():
     from llmviz.engine.loading.model import ASSETS, EMBEDDED_MODEL
 

@@ -60,6 +60,7 @@ def test_trace_command_writes_the_zip_the_trace_page_opens(model_dirs, tmp_path)
     assert trace.steps[2].hook("layers.1.probs").array.shape == (1, 4, 1, len(trace.prompt_ids) + 2)
 
 
+@pytest.mark.slow  # several CLI processes (~4 s each); the engine's own tests cover batching and sharing
 def test_generate_a_batch_of_prompts(model_dirs, tmp_path):
     """Repeated --prompt and --prompts-file make one padded batch; --json gives every row (C13)."""
     (tmp_path / "more.txt").write_text("This module provides\n\nReturn\n", encoding="utf-8")
@@ -158,6 +159,7 @@ def test_serve_sim_errors_are_one_line(tmp_path):
         assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
+@pytest.mark.slow  # several CLI processes (~4 s each); the engine's own tests cover batching and sharing
 def test_serve_sim_prefix_sharing(model_dirs, tmp_path):
     system = list(range(20, 41))  # 21 tokens: 5 full blocks of 4 and one more
     trace = {"requests": [{"id": i, "arrival_step": 0, "prompt_ids": [*system, 50 + i, 60 + i], "output_len": 4,

@@ -27,9 +27,9 @@ def test_eager_a_head_at_a_time_matches_oracle(model_dirs, kind, monkeypatch):
     from llmviz.engine.models import attention
 
     calls = []
-    chunked = attention._eager_in_chunks
+    attend = attention._attend
     monkeypatch.setattr(attention, "EAGER_CHUNK_BYTES", 1)
-    monkeypatch.setattr(attention, "_eager_in_chunks", lambda *a: calls.append(a[-1]) or chunked(*a))
+    monkeypatch.setattr(attention, "_attend", lambda q, *rest: calls.append(q.shape[1]) or attend(q, *rest))
     diffs = run_parity(model_dirs[kind], "eager")
     assert calls and set(calls) == {1}, calls  # every layer of every step, one head per chunk
     assert max(diffs) <= TOL, f"{kind}: per-step max |Δlogits| {diffs}"

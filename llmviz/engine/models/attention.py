@@ -55,21 +55,20 @@ EAGER_CHUNK_BYTES = 16 << 20
 
 @ATTENTION_BACKENDS.register("eager")
 def eager_attention(q, keys, values, mask: StepMask, scale: float, names: LayerHookNames, ctx: RunContext):
-    """q [b, h, n, hd], keys/values [b, kv, n_k, hd] -> [b, h, n, hd]."""
+    """q [b, h, n, hd], keys/values [b, kv, n_k, hd] -> [b, h, n, hd]: softmax(QK^T * scale) V, a chunk of heads
+    at a time (all of them when a hook asks for the scores or probabilities, or off a CPU)."""
     group = q.shape[1] // keys.shape[1]
     if group > 1:  # GQA: each KV head serves `group` query heads
         keys = keys.repeat_interleave(group, dim=1)  # [b, kv, n_k, hd] -> [b, h, n_k, hd]
         values = values.repeat_interleave(group, dim=1)
-    heads = _heads_per_chunk(q, keys)
-    if heads < q.shape[1] and not (ctx.wants(names.scores) or ctx.wants(names.probs)):
-        return _eager_in_chunks(q, keys, values, mask, scale, heads)
-    scores = (q @ keys.transpose(-2, -1)) * scale  # [b, h, n, n_k]
-    if mask.mask is not None:
-        scores = scores.masked_fill(~mask.mask, float("-inf"))
-    ctx.hook(names.scores, scores, note=mask.note, masked=True)
-    probs = scores.float().softmax(dim=-1).to(q.dtype)  # [b, h, n, n_k]
-    ctx.hook(names.probs, probs)
-    return probs @ values  # [b, h, n, hd]
+    hooked = ctx.wants(names.scores) or ctx.wants(names.probs)
+    heads = q.shape[1] if hooked else _heads_per_chunk(q, keys)
+    hidden = None if mask.mask is None else ~mask.mask  # [b, 1, n, n_k]: broadcast over each chunk's heads
+    out = torch.empty_like(q)  # [b, h, n, hd]
+    for start in range(0, q.shape[1], heads):
+        part = slice(start, start + heads)
+        _attend(q[:, part], keys[:, part], values[:, part], hidden, scale, out[:, part], names, ctx, mask.note)
+    return out
 
 
 def _heads_per_chunk(q, keys) -> int:
@@ -81,18 +80,16 @@ def _heads_per_chunk(q, keys) -> int:
     return max(1, min(h, EAGER_CHUNK_BYTES // per_head))
 
 
-def _eager_in_chunks(q, keys, values, mask: StepMask, scale: float, heads: int) -> torch.Tensor:
-    """eager_attention's arithmetic, `heads` heads at a time, in place where it can be (no hooks: none asked)."""
-    out = torch.empty_like(q)  # [b, h, n, hd]
-    hidden = None if mask.mask is None else ~mask.mask  # [b, 1, n, n_k]: broadcast over each chunk's heads
-    for start in range(0, q.shape[1], heads):
-        part = slice(start, start + heads)
-        scores = (q[:, part] @ keys[:, part].transpose(-2, -1)).mul_(scale)  # [b, heads, n, n_k]
-        if hidden is not None:
-            scores.masked_fill_(hidden, float("-inf"))
-        probs = scores.float().softmax(dim=-1).to(q.dtype)
-        torch.matmul(probs, values[:, part], out=out[:, part])
-    return out
+def _attend(q, keys, values, hidden, scale: float, out, names: LayerHookNames, ctx: RunContext, note: str) -> None:
+    """One chunk of heads: q [b, c, n, hd], keys/values [b, c, n_k, hd] -> out [b, c, n, hd]. The hooks record
+    only when the chunk is every head (eager_attention sees to it)."""
+    scores = (q @ keys.transpose(-2, -1)).mul_(scale)  # [b, c, n, n_k]
+    if hidden is not None:
+        scores.masked_fill_(hidden, float("-inf"))
+    ctx.hook(names.scores, scores, note=note, masked=True)
+    probs = scores.float().softmax(dim=-1).to(q.dtype)  # [b, c, n, n_k]
+    ctx.hook(names.probs, probs)
+    torch.matmul(probs, values, out=out)
 
 
 @ATTENTION_BACKENDS.register("sdpa")

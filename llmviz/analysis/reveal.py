@@ -14,7 +14,7 @@ from llmviz.analysis.claims import CLAIMS, EFFECT_KINDS, POINTS, RATIO, SHARE
 
 # The effect a student predicts for each claim: the one the article's sentence is about
 PREDICTED = {"K1": "doubling_256_to_512", "K2": "memory_share", "K3": "paged_faster_long", "K4": "decode_speedup",
-             "K5": "prefill_throughput_gain", "K6": "prefill_speedup", "K7": "utilization_gain",
+             "K5": "prefill_throughput_gain", "K6": "attention_speedup", "K7": "utilization_gain",
              "K8": "decode_time_saved", "K9": "kv_memory_saved", "K10": "throughput_gain", "K11": "time_saved"}
 # Where a measurement is "about" the article's: within this share of it either way
 ABOUT = 0.25

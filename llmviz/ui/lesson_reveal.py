@@ -6,7 +6,8 @@ from the numbers on why they differ. A prediction never blocks Next.
 Where the measurement comes from, in order: this session's Reveal of the claim; the Claims page's latest run in
 this session, when it measured the claim (labelled with its time); in public mode, the server's latest measurement
 (ui/server.latest_claims, labelled with its time and settings), so that a class does not queue behind the one
-heavy slot; else a new measurement (the GPT-2-shaped K3 and K6 take up to a minute, with a progress bar).
+heavy slot; else a new measurement (the GPT-2-shaped K3 and K6 load that model first; K3 takes up to a minute, with
+a progress bar).
 """
 
 from __future__ import annotations

@@ -83,3 +83,17 @@ def test_a_claim_that_cannot_run_is_kept_and_the_rest_go_on():
     k8, k9 = rep["claims"]
     assert (k8["verdict"], k8["error"], k9["verdict"]) == ("cannot_measure", "no draft here", HOLDS)
     assert seen[0] == (0.0, "K8") and seen[-1] == (1.0, "done") and all(0 <= f <= 1 for f, _ in seen)
+
+
+@pytest.mark.slow
+def test_k6_times_one_layers_attention_over_the_whole_context(measurer):
+    """K6 as the article swaps it: the attention call alone, eager against SDPA, on the GPT-2 shape's 2,047-token
+    context (its config's 2,048 positions, one left for a next token), three interleaved repeats each."""
+    f = measurer.measure("K6")
+    assert f["model"] == "gpt2-124m-random" and f["tokens"] == 2047 and f["layer"] == 0
+    assert set(f["attention_ms"]) == {"eager", "sdpa"}
+    for ms in f["attention_ms"].values():
+        assert len(ms["all"]) == 3 and 0 < ms["min"] <= ms["median"] <= ms["max"]
+    j = judged("K6", f)
+    assert [e["name"] for e in j["effects"]] == ["attention_speedup"]
+    assert j["figures"]["eager_ms"] == f["attention_ms"]["eager"]["median"]

@@ -190,13 +190,18 @@ class Attention(nn.Module):
         v = v.view(b, n, c.num_kv_heads, c.head_dim).transpose(1, 2)  # -> [b, kv, n, hd]
         return q, k, v
 
+    def qkv(self, x: torch.Tensor, rope):
+        """x [b, n, d] (normed) -> q [b, h, n, hd], k and v [b, kv, n, hd], with rotary positions when `rope`."""
+        q, k, v = self.project(x)
+        if rope is not None:
+            q, k = Rotary.apply(q, *rope), Rotary.apply(k, *rope)
+        return q, k, v
+
     def forward(self, x, rope, cache, step: StepBatch, mask: StepMask, ctx: RunContext):
         """x [b, n, d] (normed) -> [b, n, d]. `rope` is (cos, sin) or None; `cache` may be None.
         A packed step passes x [1, m, d]: attention itself runs on the padded rows, then packs again."""
         names = self.names
-        q, k, v = self.project(x)
-        if rope is not None:
-            q, k = Rotary.apply(q, *rope), Rotary.apply(k, *rope)
+        q, k, v = self.qkv(x, rope)
         if step.packed:  # the cache stores padded rows: [1, kv, m, hd] -> [b, kv, n, hd]
             k, v = step.unpack(k), step.unpack(v)
         ctx.hook(names.q, q)

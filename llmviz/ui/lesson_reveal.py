@@ -23,6 +23,7 @@ from llmviz.ui.compare_run import load
 
 REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
 STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measured now
+MOVED = "llmviz_lesson_moved_"  # + claim id: True once the student moved that claim's prediction slider
 
 
 def revealed() -> dict[str, dict]:
@@ -117,16 +118,17 @@ def panel(t, claim_id: str) -> None:
     st.markdown(t("lesson.predict", claim=claim_id, article=t(f"claims.article.{claim_id}"),
                   effect=t(f"claims.effect.{rv.effect_name(claim_id)}")))
     left, right = st.columns([3, 1])
+    moved = f"{MOVED}{claim_id}"  # a prediction is what the student set: an untouched slider is none
     value = left.slider(t(f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
                         float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
-                        key=f"lesson_predict_{claim_id}")
+                        key=f"lesson_predict_{claim_id}", on_change=st.session_state.__setitem__, args=(moved, True))
     right.write("")
     pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
                            disabled=not server.engine_available() and claim_id not in revealed())
     if not server.engine_available():
         st.caption(t("lesson.reveal_off"))
     if pressed:
-        do_reveal(t, claim_id, rv.effect_of(claim_id, value))
+        do_reveal(t, claim_id, rv.effect_of(claim_id, value) if st.session_state.get(moved) else None)
     e = revealed().get(claim_id)
     if e is not None:
         show(t, e)

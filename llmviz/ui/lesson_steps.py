@@ -81,6 +81,12 @@ STEP_IDS = tuple(s.id for s in STEPS)
 POSITIONS = (*STEP_IDS, END)
 
 
+def opened(text: str) -> str:
+    """A link's lesson value as a position: a chapter ("4.2", "5") opens its first step; any other text is kept as
+    it is (and checked against POSITIONS by the settings)."""
+    return next((s.id for s in STEPS if s.section == text), text) if text in CHAPTERS else text
+
+
 def position_of(text: str) -> int:
     """The index of a position in POSITIONS; ValueError when it names none (a link's hostile value)."""
     if text not in POSITIONS:

@@ -20,7 +20,7 @@ from llmviz.trace.config import (
     SamplingConfig,
 )
 from llmviz.trace.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
-from llmviz.ui.lesson_steps import POSITIONS, STEP_IDS
+from llmviz.ui.lesson_steps import POSITIONS, STEP_IDS, opened
 
 DEFAULT_MODEL = EMBEDDED_MODEL
 # The prompt a session starts from in each interface language (issue 21): the article's own example in Chinese
@@ -89,7 +89,8 @@ class Settings:
     # The Batch page (C13): its prompts, one per line ("" = examples of different lengths), and the pad side.
     batch: str = ""
     padding: str = "right"
-    # The lesson (issue 23): the step shown, as "1.2.3" (section 1.2, its third step) or "end"
+    # The lesson (issue 23): the step shown, as "1.2.3" (section 1.2, its third step) or "end" (a link may name a
+    # chapter, "4.2": it opens that chapter's first step)
     lesson: str = STEP_IDS[0]
 
     def sampling_for(self, step: int) -> SamplingConfig:
@@ -176,6 +177,8 @@ class Settings:
                 values[f.name] = kind(raw)
             except (TypeError, ValueError):
                 problems.append(f"{f.name}={raw!r}")
+        if "lesson" in values:
+            values["lesson"] = opened(values["lesson"])  # a chapter's link opens its first step
         checks = {"device": DEVICES, "dtype": DTYPES, "attn": ATTN_BACKENDS, "lang": LANGS, "padding": PADDINGS,
                   "kv_bs": KV_BLOCK_SIZES, "kv_max": KV_MAX_SEQS, "kv_model": (*RANDOM_MODELS, "home"),
                   "lesson": POSITIONS}

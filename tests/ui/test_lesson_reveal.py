@@ -91,3 +91,17 @@ def test_public_mode_shares_the_servers_latest(app_model, monkeypatch):
 def test_revealed_is_what_the_summary_reads():
     e = revealed(k4(4.0), None)
     assert e["prediction"] is None and e["outcome"] == "larger"
+
+
+def test_an_untouched_slider_is_no_prediction(app_model):
+    """Reveal without moving the slider: no prediction is kept (not the slider's starting x1.00), and the metric
+    shows a dash; moving it to x1.00 and back is a prediction of no effect."""
+    at = open_app(PAGE, model=app_model, lesson="5.3")
+    at.button(key="lesson_reveal_K9").click().run()
+    kept = at.session_state[REVEALED_KEY]["K9"]
+    assert kept["predicted"] is None and kept["prediction"] is None
+    assert metrics(at)[translate("en", "lesson.your_prediction")] == "—"
+    at.slider(key="lesson_predict_K9").set_value(20.0).run()
+    at.slider(key="lesson_predict_K9").set_value(0.0).run()
+    at.button(key="lesson_reveal_K9").click().run()
+    assert at.session_state[REVEALED_KEY]["K9"]["predicted"] == pytest.approx(0.0)

@@ -24,7 +24,8 @@ def test_every_claim_is_revealed_once_and_every_slip_is_known():
 
 
 @pytest.mark.parametrize("text, shown, problems", [
-    ("1.2.3", "1.2.3", []), ("5.2", "5.2", []), ("end", END, []),
+    ("1.2.3", "1.2.3", []), ("5.2", "5.2", []), ("end", END, []), ("4.2", "4.2.1", []), ("5", "5.1", []),
+    ("1.1", "1.1.1", []),
     ("9.9", "1.1.1", ["lesson='9.9'"]), ("1.1.1<script>", "1.1.1", ["lesson='1.1.1<script>'"]),
 ])
 def test_a_link_opens_its_step_and_a_hostile_one_the_first(text, shown, problems):

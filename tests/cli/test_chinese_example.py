@@ -37,6 +37,7 @@ def test_greedy_through_the_cli_is_transformers_own_continuation_and_chinese():
     assert "济" in doc.get("note", "") and "冬" in doc["note"]  # the two characters spelled in bytes
 
 
+@pytest.mark.slow  # ~14 s: six sampled rows through the CLI; the greedy continuation stays in the quick suite
 def test_seeded_sampling_through_the_cli_is_mostly_chinese_and_repeats():
     """Six rows of the default sampling (each row its own seeded generator): the same seed draws the same tokens;
     most rows continue in Chinese. A sampled row may wander into the reST link markup its Chinese documents are

@@ -135,6 +135,7 @@ def test_compare_errors_are_one_line(model_dirs, args, needle):
     assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
+@pytest.mark.slow  # ~12 s of CLI processes; tests/engine/test_serving.py covers the schedulers themselves
 def test_serve_sim_json(model_dirs, tmp_path):
     trace = {"name": "small", "requests": [
         {"id": i, "arrival_step": i, "prompt_ids": list(range(5 + i, 12 + 2 * i)), "output_len": 3 + i,
@@ -183,6 +184,7 @@ def test_serve_sim_prefix_sharing(model_dirs, tmp_path):
     assert doc["identical_outputs"] is True
 
 
+@pytest.mark.slow  # ~13 s; tests/engine/test_speculative.py covers speculative decoding itself
 def test_speculative_json():
     out = cli("speculative", "--prompt", "The list of", "--k", "3", "--max-new-tokens", "12", "--json",
               "--threads", "1")

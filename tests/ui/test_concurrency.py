@@ -4,8 +4,8 @@ The harness is bench/concurrency.py: a list of (page, action) entries (ENTRIES) 
 order, in its own browser context, each with its own prompt, seed and temperature. Here 3 sessions open Tokens
 (each must show its own prompt's token count), press Next 4 times on Decode all at once (the temperature slider moved
 halfway), then download their run from Trace: its tokens must equal the engine run alone with that session's
-settings. The slow test walks every page app.py declares (Home checks the prompt's token count too). Skipped
-where /usr/bin/chromium is absent."""
+settings (a slow check, ~40 s). The other slow test walks every page app.py declares (Home checks the prompt's
+token count too). Skipped where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ def assert_clean(result: dict, sessions: int, steps: int) -> None:
     assert result["server"]["tracebacks_in_log"] == 0, result["server"]["log_tail"]
 
 
+@pytest.mark.slow  # ~40 s: with the slow checks; test_the_comparison_catches_another_sessions_tokens stays quick
 def test_three_sessions_step_decode_at_once_each_as_alone():
     """Tokens shows each session its own prompt's count; Decode is stepped by all three at once; each run
     downloaded from Trace equals the engine alone. ~40 s on 2 shared cores."""

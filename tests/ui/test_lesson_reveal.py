@@ -95,13 +95,14 @@ def test_revealed_is_what_the_summary_reads():
 
 def test_an_untouched_slider_is_no_prediction(app_model):
     """Reveal without moving the slider: no prediction is kept (not the slider's starting x1.00), and the metric
-    shows a dash; moving it to x1.00 and back is a prediction of no effect."""
-    at = open_app(PAGE, model=app_model, lesson="5.3")
-    at.button(key="lesson_reveal_K9").click().run()
-    kept = at.session_state[REVEALED_KEY]["K9"]
-    assert kept["predicted"] is None and kept["prediction"] is None
+    shows a dash; moving it away and back to x1.00 is a prediction of no effect."""
+    at = open_app(PAGE, model=app_model, lesson="2.2.2")
+    at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [k4(4.0)], "when": "2026-12-02 12:00:00"}
+    at.button(key="lesson_reveal_K4").click().run()  # the Claims page's run: nothing measured here
+    kept = at.session_state[REVEALED_KEY]["K4"]
+    assert kept["predicted"] is None and kept["prediction"] is None and kept["measured"] == pytest.approx(1.5)
     assert metrics(at)[translate("en", "lesson.your_prediction")] == "—"
-    at.slider(key="lesson_predict_K9").set_value(20.0).run()
-    at.slider(key="lesson_predict_K9").set_value(0.0).run()
-    at.button(key="lesson_reveal_K9").click().run()
-    assert at.session_state[REVEALED_KEY]["K9"]["predicted"] == pytest.approx(0.0)
+    at.slider(key="lesson_predict_K4").set_value(3.0).run()
+    at.slider(key="lesson_predict_K4").set_value(1.0).run()
+    at.button(key="lesson_reveal_K4").click().run()
+    assert at.session_state[REVEALED_KEY]["K4"]["predicted"] == pytest.approx(0.0)

@@ -10,7 +10,7 @@ import streamlit as st
 
 from llmviz.analysis import article
 from llmviz.analysis.decode_series import cache_norms, latency_series
-from llmviz.analysis.kv_memory import kv_bytes
+from llmviz.analysis.kv_memory import human, kv_bytes
 from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, step_flops, weight_read_bytes
 from llmviz.analysis.tokens import cache_labels
@@ -103,8 +103,8 @@ def intensity(t, run) -> None:
     flops = step_flops(setup, new, cached)
     read = weight_read_bytes(setup) + kv_read_bytes(setup, cached + new)
     cols = st.columns(3)
-    cols[0].metric(t("lesson.flops"), f"{flops:,}")
-    cols[1].metric(t("lesson.bytes_read"), f"{read:,} B")
+    cols[0].metric(t("lesson.flops"), f"{flops / 1e6:,.1f} M")  # millions: whole FLOPs overflow the column
+    cols[1].metric(t("lesson.bytes_read"), human(read), help=f"{read:,} B")
     cols[2].metric(t("lesson.intensity"), f"{flops / read:.2f}")
     st.caption(t("lesson.intensity_note", cached=cached))
 
@@ -116,10 +116,12 @@ def slowdown(t, run) -> None:
     cached = st.slider(t("lesson.ctl.cached"), 1, int(config["max_position_embeddings"]), 512, key=ctl("slowdown"))
     setup = Setup(Shape.from_config(config))
     cols = st.columns(3)
-    cols[0].metric(t("lesson.kv_read"), f"{kv_read_bytes(setup, cached):,} B")
-    cols[1].metric(t("lesson.weights_read"), f"{weight_read_bytes(setup):,} B")
+    kv, weights = kv_read_bytes(setup, cached), weight_read_bytes(setup)
+    cols[0].metric(t("lesson.kv_read"), human(kv))  # whole bytes overflow a third of the page: in the caption
+    cols[1].metric(t("lesson.weights_read"), human(weights))
     share = 1 - article.weight_share(weight_read_bytes(setup), kv_read_bytes(setup, cached))
     cols[2].metric(t("lesson.kv_share"), f"{100 * share:.0f}%")
+    st.caption(t("lesson.exact_bytes", kv=f"{kv:,}", weights=f"{weights:,}"))
     positions, ms = latency_series(run.trace.steps)
     if len(ms):
         st.plotly_chart(fig.latency(positions, ms, None, None, 0, (t("decode.ms"), "", ""),

@@ -149,3 +149,19 @@ def test_one_more_token_and_every_steps_logits_are_the_oracles(app_model):
     for k, step in enumerate(trace.steps[:before + 1]):  # step k saw the prompt and k drawn tokens
         assert step.logits is not None
         assert abs(step.logits[0] - logits[n - 1 + k]).max() < 1e-3, k
+
+
+def test_what_a_decode_step_reads_by_hand(config):
+    """§4.2 (C18): at 512 cached tokens a step reads layers x (K, V) x KV heads x head_dim x 4 B x 512 of cache
+    (4 x 2 x 8 x 32 x 4 x 512 = 4 MiB), shown in binary units so that it fits its column, the exact bytes in a
+    caption; the weights it reads are every parameter in fp32 but the embedding rows it skips."""
+    at = at_step("4.2.1")
+    m = metrics(at)
+    hd = config["hidden_size"] // config["num_attention_heads"]
+    kv = config["num_hidden_layers"] * 2 * config["num_key_value_heads"] * hd * 4 * 512
+    assert kv == 4 * 2**20 and m[z("lesson.kv_read")] == "4.0 MiB"
+    caption = next(c.value for c in at.caption if f"{kv:,} B" in c.value)  # the exact bytes, in a caption
+    exact = int(caption.split("、")[1].split(" B")[0].split()[-1].replace(",", ""))
+    params = 5_769_472  # the embedded model's card
+    assert params * 4 - config["vocab_size"] * config["hidden_size"] * 4 <= exact <= params * 4
+    assert m[z("lesson.weights_read")] == f"{exact / 2**20:.1f} MiB"

@@ -43,6 +43,7 @@ def home_boxes(page) -> tuple[str, str, str]:
     return prompt, model, attention
 
 
+@pytest.mark.slow  # ~21 s of a browser; the AppTest page tests keep the prompt across pages in the quick suite
 def test_typed_prompt_survives_a_page_click():
     """Defect 1: the page changes, and back on Home the typed prompt is there; the model and attention boxes
     keep their values; the run shown is still the one of the applied settings (typing is not running)."""

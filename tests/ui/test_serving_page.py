@@ -58,6 +58,7 @@ def test_speculative_tab_in_chinese(app_model):
     assert any("输出与目标模型单独运行时完全相同" in x for x in rendered_text(at))
 
 
+@pytest.mark.slow  # ~12 s: every tab run again for its downloads; each tab's own test stays quick
 def test_each_tab_downloads_its_figures(app_model):
     at = open_app(page_file("serving"))
     at.number_input(key="serve_slots_w").set_value(8).run()

@@ -94,7 +94,9 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
 
 def click_to_idle(page, selector: str, timeout_s: float = 120) -> float:
     """Click, then seconds until the script that click started is idle again: the moment idle is first seen (not
-    wait_idle's settling time after it, nor a fixed wait for the run to start, which the first version counted)."""
+    wait_idle's settling time after it, nor a fixed wait for the run to start, which the first version counted). A
+    click that starts no run, or one over before it is seen running, would count the 2 s that waiting took: a Reveal
+    runs for longer than that (it measures, or draws the figures it reuses)."""
     from playwright.sync_api import TimeoutError as NotSeen
 
     began = time.perf_counter()

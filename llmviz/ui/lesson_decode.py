@@ -119,7 +119,7 @@ def slowdown(t, run) -> None:
     kv, weights = kv_read_bytes(setup, cached), weight_read_bytes(setup)
     cols[0].metric(t("lesson.kv_read"), human(kv))  # whole bytes overflow a third of the page: in the caption
     cols[1].metric(t("lesson.weights_read"), human(weights))
-    share = 1 - article.weight_share(weight_read_bytes(setup), kv_read_bytes(setup, cached))
+    share = 1 - article.weight_share(weights, kv)
     cols[2].metric(t("lesson.kv_share"), f"{100 * share:.0f}%")
     st.caption(t("lesson.exact_bytes", kv=f"{kv:,}", weights=f"{weights:,}"))
     positions, ms = latency_series(run.trace.steps)

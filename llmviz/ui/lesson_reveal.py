@@ -118,10 +118,12 @@ def panel(t, claim_id: str) -> None:
     st.markdown(t("lesson.predict", claim=claim_id, article=t(f"claims.article.{claim_id}"),
                   effect=t(f"claims.effect.{rv.effect_name(claim_id)}")))
     left, right = st.columns([3, 1])
-    moved = f"{MOVED}{claim_id}"  # a prediction is what the student set: an untouched slider is none
+    moved, slider = f"{MOVED}{claim_id}", f"lesson_predict_{claim_id}"  # what the student set; untouched: none
+    if slider not in st.session_state:  # the slider starts afresh (a first visit, or back from another step)
+        st.session_state.pop(moved, None)
     value = left.slider(t(f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
                         float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
-                        key=f"lesson_predict_{claim_id}", on_change=st.session_state.__setitem__, args=(moved, True))
+                        key=slider, on_change=st.session_state.__setitem__, args=(moved, True))
     right.write("")
     pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
                            disabled=not server.engine_available() and claim_id not in revealed())

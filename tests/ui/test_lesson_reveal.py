@@ -103,6 +103,12 @@ def test_an_untouched_slider_is_no_prediction(app_model):
     assert kept["predicted"] is None and kept["prediction"] is None and kept["measured"] == pytest.approx(1.5)
     assert metrics(at)[translate("en", "lesson.your_prediction")] == "—"
     at.slider(key="lesson_predict_K4").set_value(3.0).run()
+    at.button(key="lesson_next").click().run()  # away and back: the slider starts afresh, and so does its flag
+    at.button(key="lesson_back").click().run()
+    assert at.slider(key="lesson_predict_K4").value == pytest.approx(1.0)
+    at.button(key="lesson_reveal_K4").click().run()
+    assert at.session_state[REVEALED_KEY]["K4"]["predicted"] is None
+    at.slider(key="lesson_predict_K4").set_value(3.0).run()
     at.slider(key="lesson_predict_K4").set_value(1.0).run()
     at.button(key="lesson_reveal_K4").click().run()
     assert at.session_state[REVEALED_KEY]["K4"]["predicted"] == pytest.approx(0.0)

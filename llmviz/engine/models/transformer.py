@@ -101,6 +101,7 @@ class DecoderModel(nn.Module):
         ctx.mark("embed")
         return x, rope
 
+    @torch.inference_mode()
     def attention_inputs(self, ids: torch.Tensor, layer: int = 0, backend: str = "sdpa"):
         """What layer `layer`'s attention backend is handed for the whole sequence ids [b, n] (positions 0..n-1,
         no cache): q [b, h, n, hd], keys and values [b, kv, n, hd] and the StepMask. Only the layers before it

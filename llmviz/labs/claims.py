@@ -41,7 +41,8 @@ Loader = Callable[[str | None, EngineConfig], LoadedModel]
 
 @dataclass(frozen=True)
 class ClaimsPlan:
-    """How much to measure: quick (every claim in about a minute or two on 2 CPU cores) or full."""
+    """How much to measure: quick (every claim in about 45 s on 2 CPU cores: bench/results/claims_quick_cpu.json)
+    or full."""
 
     quick: bool = True
     device: str = "auto"

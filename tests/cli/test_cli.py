@@ -210,6 +210,7 @@ def test_serve_sim_with_single_token_outputs(model_dirs, tmp_path):
     assert "ITL p50/p95 — ms" in out.stdout and "2 tokens" in out.stdout
 
 
+@pytest.mark.slow  # ~10 s; tests/labs/test_claims_measure.py measures the claims themselves
 def test_claims_json_quick_one_claim():
     """`claims --quick --only K9 --json`: the article's figure, the measured effect with its verdict and reason,
     and peak KV bytes that are whole blocks of the embedded model's 8,192 B per token (issue 11)."""

@@ -37,6 +37,7 @@ def decode_url_path() -> str:
     return found[0]
 
 
+@pytest.mark.slow  # ~23 s of a browser: with the other browser walks in the slow checks CI runs second
 def test_next_three_times_grows_the_kv_cache_by_three(app_model):
     query = {"prompt": PROMPT} if EMBEDDED_WEIGHTS.exists() else {"model": app_model, "prompt": PROMPT}
     kv_label = translate("en", "decode.kv_len")

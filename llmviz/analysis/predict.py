@@ -173,6 +173,11 @@ def kv_allocated_bytes(setup: Setup, tokens: int) -> int:
     return layer_slots(layout, tokens, setup.max_seq, kept, setup.kv_block_size) * kv_bytes_per_token(setup)
 
 
+def in_millions(flops: float) -> str:
+    """FLOPs as the pages show them: 11,575,296 -> '11.6 M' (whole counts overflow a metric's column)."""
+    return f"{flops / 1e6:,.1f} M"
+
+
 def step_flops(setup: Setup, new: int, cached_before: int, rows: int = 1) -> int:
     """FLOPs of one step feeding `new` tokens per row after `cached_before` cached ones (C7): the matmuls, 2 per
     weight per token; attention, 4 x heads x head_dim per (token, attended position) with each token attending

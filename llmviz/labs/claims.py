@@ -220,18 +220,18 @@ def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int 
     §3.1): one layer's attention alone, each backend's own function called on the q, k, v and mask that layer 0
     is handed in a prefill of `ids`, timed by the engine's StepTimer after one untimed warm-up call, the backends
     interleaved `repeats` times. {backend: spread of ms}; progress(i, backend) before each backend's warm-up."""
-    attn = lm.model.layers[0].attn
+    attn, fns = lm.model.layers[0].attn, {b: ATTENTION_BACKENDS.get(b) for b in backends}
     ctx, timer, out = RunContext(), StepTimer(lm.device), {b: [] for b in backends}
+    q, k, v, mask = lm.model.attention_inputs(torch.tensor([ids], device=lm.device), 0)  # under inference_mode
     with torch.inference_mode():
-        q, k, v, mask = lm.model.attention_inputs(torch.tensor([ids], device=lm.device), 0)
         for i, backend in enumerate(backends):
             if progress:
                 progress(i, backend)
-            ATTENTION_BACKENDS.get(backend)(q, k, v, mask, attn.scale, attn.names, ctx)
+            fns[backend](q, k, v, mask, attn.scale, attn.names, ctx)
         for _ in range(repeats):
             for backend in backends:
                 timer.start()
-                ATTENTION_BACKENDS.get(backend)(q, k, v, mask, attn.scale, attn.names, ctx)
+                fns[backend](q, k, v, mask, attn.scale, attn.names, ctx)
                 timer.mark("attention")
                 out[backend].append(timer.spans_ms()["attention"])
     return {b: spread(ms) for b, ms in out.items()}

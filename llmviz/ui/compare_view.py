@@ -8,7 +8,7 @@ import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
-from llmviz.analysis.predict import Prediction, ratio
+from llmviz.analysis.predict import Prediction, in_millions, ratio
 from llmviz.trace.switches import SWITCHES
 from llmviz.ui.chrome import csv_text, literal
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
@@ -23,7 +23,7 @@ def prediction_table(t, a: Prediction, b: Prediction) -> None:
     rows = [("weight_bytes", a.weight_bytes, b.weight_bytes, human), ("weight_read", a.weight_read_bytes,
             b.weight_read_bytes, human), ("kv_read", a.kv_read_bytes, b.kv_read_bytes, human),
             ("kv_used", a.kv_used_bytes, b.kv_used_bytes, human), ("kv_held", a.kv_allocated_bytes,
-            b.kv_allocated_bytes, human), ("flops", a.decode_flops, b.decode_flops, lambda v: f"{v / 1e6:,.1f} M"),
+            b.kv_allocated_bytes, human), ("flops", a.decode_flops, b.decode_flops, in_millions),
             ("bound", a.bound_ms, b.bound_ms, lambda v: "—" if v is None else f"{v:.3f} ms")]
     st.table({t("compare.col.what"): [t(f"compare.row.{k}") for k, *_ in rows],
               "A": [f(x) for _, x, _, f in rows], "B": [f(y) for _, _, y, f in rows],

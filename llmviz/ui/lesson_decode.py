@@ -12,7 +12,7 @@ from llmviz.analysis import article
 from llmviz.analysis.decode_series import cache_norms, latency_series
 from llmviz.analysis.kv_memory import human, kv_bytes
 from llmviz.analysis.model_map import shape_text
-from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, step_flops, weight_read_bytes
+from llmviz.analysis.predict import Setup, Shape, in_millions, kv_read_bytes, step_flops, weight_read_bytes
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
 from llmviz.ui import state
@@ -103,7 +103,7 @@ def intensity(t, run) -> None:
     flops = step_flops(setup, new, cached)
     read = weight_read_bytes(setup) + kv_read_bytes(setup, cached + new)
     cols = st.columns(3)
-    cols[0].metric(t("lesson.flops"), f"{flops / 1e6:,.1f} M")  # millions: whole FLOPs overflow the column
+    cols[0].metric(t("lesson.flops"), in_millions(flops))
     cols[1].metric(t("lesson.bytes_read"), human(read), help=f"{read:,} B")
     cols[2].metric(t("lesson.intensity"), f"{flops / read:.2f}")
     st.caption(t("lesson.intensity_note", cached=cached))

@@ -5,7 +5,6 @@ it runs one preset comparison on the Compare page end to end. Skipped where /usr
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 from ui_helpers import EMBEDDED_WEIGHTS, PROMPT, ROOT
@@ -41,7 +40,6 @@ def decode_url_path() -> str:
 def test_next_three_times_grows_the_kv_cache_by_three(app_model):
     query = {"prompt": PROMPT} if EMBEDDED_WEIGHTS.exists() else {"model": app_model, "prompt": PROMPT}
     kv_label = translate("en", "decode.kv_len")
-    began = time.perf_counter()
     with AppServer() as server, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(server.url(decode_url_path(), **query))
@@ -76,7 +74,6 @@ def test_next_three_times_grows_the_kv_cache_by_three(app_model):
         page.wait_for_timeout(2500)
         assert int(metric(page, kv_label)) == paused >= seen[-1] + 2
         assert exceptions(page) == []
-    assert time.perf_counter() - began < 60
 
 
 @pytest.mark.slow  # ~15 s: the default suite stays under 10 minutes on CI's 2 cores

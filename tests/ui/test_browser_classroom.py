@@ -11,7 +11,7 @@ import pytest
 from ui_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, metric, wait_idle
+from browser_kit import CHROMIUM, AppServer, chromium, declared_pages, exceptions, metric, wait_idle, wait_metric_change
 
 from llmviz.i18n.translator import translate
 
@@ -166,6 +166,8 @@ def test_presenter_view_fits_1280x720_and_steps_with_the_keyboard():
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             page.goto(server.url("decode", present=1, lang=lang))
             wait_idle(page, 120)
+            # the first idle can come before the first run has drawn the page: a key pressed then has no button
+            assert wait_metric_change(page, step_label[lang], None, 120) == "0"
             for key in (".st-key-kvgrid", ".st-key-dist"):
                 box = page.locator(key).first.bounding_box()
                 assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720, (lang, key, box)

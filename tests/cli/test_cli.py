@@ -19,9 +19,33 @@ def _has_cuda() -> bool:
 
 
 def cli(*args, timeout=120):
+    """`python -m llmviz ARGS` in its own process: what a user sees, start-up and all (a few seconds each)."""
     return subprocess.run([sys.executable, "-m", "llmviz", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=timeout,
                           env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "LLMVIZ_AUTO_DEVICE": "cpu"})
+
+
+@pytest.fixture
+def run(capsys):
+    """main(ARGS) in this process, as subprocess.run's result: the same dispatch, errors and output as `cli` without
+    a new interpreter importing torch and transformers (tests/conftest.py sets the same environment). Torch's
+    thread count, which --threads sets for the whole process, is put back after."""
+    import torch
+
+    from llmviz.cli.main import main
+
+    threads = torch.get_num_threads()
+
+    def call(*args):
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in args])
+        finally:
+            torch.set_num_threads(threads)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    return call
 
 
 def test_generate_json(model_dirs):
@@ -39,8 +63,8 @@ def test_generate_json(model_dirs):
     assert doc["prefill_ms"] > 0 and doc["decode_ms_per_token"] > 0
 
 
-def test_trace_command(model_dirs, tmp_path):
-    out = cli("trace", "--model", str(model_dirs["gpt2"]), "--prompt", "Return the list", "--steps", "3",
+def test_trace_command(model_dirs, tmp_path, run):
+    out = run("trace", "--model", str(model_dirs["gpt2"]), "--prompt", "Return the list", "--steps", "3",
               "--capture", "full", "--filter", "layers.0.*", "--out", str(tmp_path / "t"))
     assert out.returncode == 0, out.stderr
     trace = load_trace(tmp_path / "t")
@@ -48,10 +72,10 @@ def test_trace_command(model_dirs, tmp_path):
     assert trace.steps[3].hook("layers.0.probs").array.shape == (1, 4, 1, len(trace.prompt_ids) + 3)
 
 
-def test_trace_command_writes_the_zip_the_trace_page_opens(model_dirs, tmp_path):
+def test_trace_command_writes_the_zip_the_trace_page_opens(model_dirs, tmp_path, run):
     """Issue 10: --out NAME.zip gives one file that trace_from_zip (the Trace page's reader) opens, with every
     tensor by default (capture full)."""
-    out = cli("trace", "--model", str(model_dirs["gpt2"]), "--prompt", "Return the list", "--steps", "2",
+    out = run("trace", "--model", str(model_dirs["gpt2"]), "--prompt", "Return the list", "--steps", "2",
               "--out", str(tmp_path / "runs" / "demo.zip"))
     assert out.returncode == 0, out.stderr
     assert "Trace page" in out.stdout and sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["demo.zip"]
@@ -90,11 +114,18 @@ def test_generate_a_batch_of_prompts(model_dirs, tmp_path):
     (["generate", "--model", "{gpt2}"], "give a prompt"),
     (["generate", "--prompt", "hi", "--model", "{gpt2}", "--kv-block-size", "0"], "kv_block_size"),
 ])
-def test_errors_are_one_line(model_dirs, args, needle):
+def test_errors_are_one_line(model_dirs, args, needle, run):
     args = [a.format(gpt2=model_dirs["gpt2"]) for a in args]
-    out = cli(*args)
+    out = run(*args)
     assert out.returncode == 2
     assert needle in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_an_error_is_one_line_of_the_whole_process(model_dirs):
+    """In a process of its own, after loading a model: nothing else on stderr (no warning, no traceback)."""
+    out = cli("generate", "--prompt", "", "--model", str(model_dirs["gpt2"]))
+    assert out.returncode == 2 and out.stderr.startswith("error: ") and "empty" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
@@ -103,14 +134,14 @@ def test_bare_command_prints_help():
     assert out.returncode == 0 and "generate" in out.stdout and "trace" in out.stdout
 
 
-def test_a_prompts_file_that_is_not_utf8(tmp_path, model_dirs):
+def test_a_prompts_file_that_is_not_utf8(tmp_path, model_dirs, run):
     (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
-    out = cli("generate", "--model", str(model_dirs["gpt2"]), "--prompts-file", str(tmp_path / "latin1.txt"))
+    out = run("generate", "--model", str(model_dirs["gpt2"]), "--prompts-file", str(tmp_path / "latin1.txt"))
     assert out.returncode == 2 and "not UTF-8" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
-def test_compare_json(model_dirs):
-    out = cli("compare", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "The quick brown fox",
+def test_compare_json(model_dirs, run):
+    out = run("compare", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "The quick brown fox",
               "--preset", "kv-fp16", "--steps", "3", "--repeats", "1", "--json", "--threads", "1")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -130,8 +161,8 @@ def test_compare_json(model_dirs):
     (("--steps", "0"), "steps must be"),
     (("--preset", "gqa", "--b", "kv-heads=3"), "set twice"),
 ])
-def test_compare_errors_are_one_line(model_dirs, args, needle):
-    out = cli("compare", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "hi", *args)
+def test_compare_errors_are_one_line(model_dirs, args, needle, run):
+    out = run("compare", "--model", str(model_dirs["llama_gqa_rope3"]), "--prompt", "hi", *args)
     assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
@@ -152,11 +183,11 @@ def test_serve_sim_json(model_dirs, tmp_path):
         assert len(doc["records"]) == doc["steps"] and 0 < doc["slot_utilization"] <= 1
 
 
-def test_serve_sim_errors_are_one_line(tmp_path):
+def test_serve_sim_errors_are_one_line(tmp_path, run):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     for args, needle in (((bad,), "is not JSON"), (("no-such",), "built-in traces")):
-        out = cli("serve-sim", "--trace", *map(str, args))
+        out = run("serve-sim", "--trace", *map(str, args))
         assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
@@ -201,11 +232,11 @@ def test_speculative_json():
     assert out.returncode == 2 and "k (draft tokens per round)" in out.stderr
 
 
-def test_serve_sim_with_single_token_outputs(model_dirs, tmp_path):
+def test_serve_sim_with_single_token_outputs(model_dirs, tmp_path, run):
     """No gaps between tokens, so no inter-token latency: shown as a dash, not a crash."""
     path = tmp_path / "ones.json"
     path.write_text(json.dumps({"requests": [{"prompt_ids": [5, 6, 7], "output_len": 1} for _ in range(2)]}))
-    out = cli("serve-sim", "--model", str(model_dirs["llama_gqa_rope3"]), "--trace", str(path), "--no-check")
+    out = run("serve-sim", "--model", str(model_dirs["llama_gqa_rope3"]), "--trace", str(path), "--no-check")
     assert out.returncode == 0, out.stderr
     assert "ITL p50/p95 — ms" in out.stdout and "2 tokens" in out.stdout
 
@@ -227,8 +258,8 @@ def test_claims_json_quick_one_claim():
     assert k9["reason"].startswith("KV memory saved: ") and doc["quick"] is True and doc["threads"] == 1
 
 
-def test_claims_errors_are_one_line():
-    out = cli("claims", "--only", "K12")
+def test_claims_errors_are_one_line(run):
+    out = run("claims", "--only", "K12")
     assert out.returncode == 2 and out.stderr.strip() == "error: no claim 'K12'; the claims are " + ", ".join(
         f"K{i}" for i in range(1, 12))
 

@@ -18,12 +18,27 @@ def run_claims(at, ids: list[str]):
     return at
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_quick_run_shows_each_claims_verdict_and_exports(lang):
-    at = open_app(page_file("claims"), lang=lang, device="cpu")
-    at.lang = lang
-    assert any(translate(lang, "claims.none_yet") in i.value for i in at.info)
+def test_a_quick_run_shows_each_claims_verdict_and_exports():
+    """Measured once in Chinese, then read again in English after the sidebar's language switch (the kept report is
+    the session's, its text the page's language)."""
+    at = open_app(page_file("claims"), lang="zh", device="cpu")
+    at.lang = "zh"
+    assert any(translate("zh", "claims.none_yet") in i.value for i in at.info)
     run_claims(at, ["K2", "K4", "K9"])
+    kept = at.session_state["llmviz_claims_report"]
+    assert [c["id"] for c in kept["claims"]] == ["K2", "K4", "K9"]
+    k4 = kept["claims"][1]
+    assert k4["effects"][0]["measured"] == 0.5  # bf16 KV allocates exactly half the fp32 bytes
+    shown_in(at, "zh", kept)
+    at.sidebar.radio(key="lang_switch").set_value("en").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.lang = "en"
+    assert at.session_state["llmviz_claims_report"] == kept  # not measured again
+    shown_in(at, "en", kept)
+
+
+def shown_in(at, lang: str, kept: dict) -> None:
+    """The quick run's table, verdicts, downloads and HTML report, in `lang`."""
     table = at.dataframe[0].value
     assert list(table[translate(lang, "claims.col_claim")]) == ["K2", "K4", "K4", "K9"]  # K4 has two effects
     verdicts = list(table[translate(lang, "claims.col_verdict")])
@@ -36,10 +51,6 @@ def test_a_quick_run_shows_each_claims_verdict_and_exports(lang):
     assert next(iter(table[translate(lang, "claims.col_article")])) == translate(lang, "claims.article.K2")
     timed = next(c.value for c in at.caption if c.value.startswith("K9"))
     assert translate(lang, "timed.k9") in timed  # what was counted, in the page's language
-    kept = at.session_state["llmviz_claims_report"]
-    assert [c["id"] for c in kept["claims"]] == ["K2", "K4", "K9"]
-    k4 = kept["claims"][1]
-    assert k4["effects"][0]["measured"] == 0.5  # bf16 KV allocates exactly half the fp32 bytes
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("claims_k1")]  # K1 was not asked for
     from llmviz.i18n.translator import Translator
     from llmviz.ui.claims_run import as_html

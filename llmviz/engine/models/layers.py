@@ -91,9 +91,12 @@ def make_mlp(cfg: ModelConfig) -> nn.Module:
 
 
 def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
-    """Inverse frequencies theta^(-2i/hd) of the hd/2 dimension pairs, with the config's scaling."""
+    """Inverse frequencies theta^(-2i/hd) of the hd/2 dimension pairs, with the config's scaling. On the CPU, whatever
+    the default device: a model built on the meta device still gets real values (and its ops import no torch._dynamo).
+    """
     hd = cfg.head_dim
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))  # [hd/2]
+    pairs = torch.arange(0, hd, 2, dtype=torch.int64, device="cpu").float()
+    inv_freq = 1.0 / (cfg.rope_theta ** (pairs / hd))  # [hd/2]
     scaling = cfg.rope_scaling
     rope_type = scaling.get("rope_type", "default")
     if rope_type == "linear":

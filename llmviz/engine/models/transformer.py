@@ -38,13 +38,20 @@ class Block(nn.Module):
         return ctx.hook(self.names.resid, x)
 
 
+def unset_embedding(rows: int, dim: int) -> nn.Embedding:
+    """An embedding table [rows, dim] left as allocated: every model is built to take loaded weights (or training's
+    init_weights). nn.Embedding's own N(0, 1) init, run on the meta device the loader builds on, imports
+    torch._dynamo: 2 s of every load on a 2-core CPU."""
+    return nn.Embedding(rows, dim, _weight=torch.empty(rows, dim))
+
+
 class DecoderModel(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.embed = unset_embedding(cfg.vocab_size, cfg.hidden_size)
         if cfg.position == "learned":
-            self.pos_embed = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
+            self.pos_embed = unset_embedding(cfg.max_position_embeddings, cfg.hidden_size)
         else:
             self.rotary = Rotary(cfg)
         self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))

@@ -13,6 +13,7 @@ from llmviz.ui import article_view, latency_sweep, presenter, seed_controls, ser
 from llmviz.ui.chrome import heading, literal, shown_run, step_timing, translator, with_bold_tail
 from llmviz.ui.decode_controls import (
     PLAYING,
+    TICKING,
     controls,
     letter_keys,
     play_interval,
@@ -217,7 +218,7 @@ def main() -> None:
     heading(t, "decode")
     if not presenter.active():
         article_view.slips_here(t, "decode")
-    playing = st.session_state.get(PLAYING, False)
+    playing = st.session_state[TICKING] = st.session_state.get(PLAYING, False)
 
     def fragment() -> None:  # Play reruns only this part; a fragment's rerun is guarded on its own
         guarded(t, lambda: body(t))

@@ -6,6 +6,8 @@ enabled state always matches the step now shown.
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from llmviz.ui import keys, state
@@ -14,6 +16,8 @@ from llmviz.ui.settings import SLIDERS, Settings
 
 SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}
 PLAYING, STEP_ERROR = "dec_playing", "dec_step_error"
+TICKING = "dec_ticking"  # whether the page built the fragment with Play's timer (main() of app_pages/decode.py)
+PRESSED_AT, REPLAY_S = "dec_pressed_at", 1.0  # when Play / Pause last changed Play's state (time.monotonic)
 PREV_KEY, NEXT_KEY, SPEED_KEY = "dec_prev", "dec_next", "dec_speed"
 SPEEDS = {"slow": 1.6, "normal": 0.8, "fast": 0.4}  # seconds between Play's steps
 # n and p press Next and Previous (the arrows are the buttons' own shortcuts; a button takes one)
@@ -55,6 +59,18 @@ def _next() -> bool:
         return False
 
 
+def _play(on: bool) -> None:
+    """Play or Pause pressed. While Play ticks, Streamlit may deliver one press twice: a tick's request sent before the
+    press's run has ended carries the press again, and its callback, registered anew by the run that drew the other
+    label, undoes it (logged in a browser on 2 cores: 3 Pauses in 10 undone 0.06-0.8 s later). So a press that undoes
+    the change of less than REPLAY_S ago is taken for that replay and dropped."""
+    now = time.monotonic()
+    if now - st.session_state.get(PRESSED_AT, -REPLAY_S) < REPLAY_S:
+        return
+    st.session_state[PRESSED_AT] = now
+    st.session_state[PLAYING] = on
+
+
 def _reset() -> None:
     if (run := state.held_run()) is not None:
         run.cursor = 0
@@ -64,6 +80,8 @@ def _reset() -> None:
 def controls(t, run) -> None:
     """Buttons and the step's headline figures; while playing, each fragment tick advances one step."""
     playing = st.session_state.get(PLAYING, False)
+    if playing != st.session_state.get(TICKING, False):
+        st.rerun()  # Play or Pause was just pressed: the whole app, to set or stop the fragment's timer
     if playing and not _next():
         st.session_state[PLAYING] = False
         st.rerun()  # the whole app, so the fragment stops ticking
@@ -75,10 +93,8 @@ def controls(t, run) -> None:
                    key=PREV_KEY, shortcut="Left")
     cols[1].button(t("decode.next"), type="primary", disabled=not can_next, width="stretch", on_click=_next,
                    key=NEXT_KEY, shortcut="Right")
-    if cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,
-                      width="stretch", key="dec_play", shortcut="Space"):
-        st.session_state[PLAYING] = not playing
-        st.rerun()  # the whole app: the fragment's timer is set when the page is built
+    cols[2].button(t("decode.pause") if playing else t("decode.play"), disabled=not can_next and not playing,
+                   width="stretch", key="dec_play", shortcut="Space", on_click=_play, args=(not playing,))
     cols[3].button(t("decode.reset"), width="stretch", on_click=_reset, key="dec_reset")
     step = run.step
     cols = st.columns(4)

@@ -68,6 +68,22 @@ def test_next_steps_and_grows_the_cache(model_dirs):
     assert array(grid["data"][0]["z"]).shape == (2, n + 3)  # [kv_heads, positions]: one new column per step
 
 
+def test_play_and_pause_and_a_replayed_press(model_dirs):
+    """Play sets the fragment's timer, Pause stops it (each read in a callback); Play takes its first step at once,
+    then one per tick, Pause none. A press that undoes the change of under a second ago is taken for Streamlit's
+    replay of the press before (llmviz/ui/decode_controls._play) and dropped; a later one counts."""
+    at = open_decode(model_dirs["llama_gqa_rope3"])
+    click(at, "Play")
+    assert at.session_state["dec_playing"] is True and at.session_state["dec_ticking"] is True
+    assert [b.label for b in at.button if b.key == "dec_play"] == ["Pause"] and step_shown(at) == "1 (decode)"
+    click(at, "Pause")  # within the second: a replay
+    assert at.session_state["dec_playing"] is True
+    at.session_state["dec_pressed_at"] = at.session_state["dec_pressed_at"] - 1.5  # the press was 1.5 s ago
+    click(at, "Pause")
+    assert at.session_state["dec_playing"] is False and at.session_state["dec_ticking"] is False
+    assert [b.label for b in at.button if b.key == "dec_play"] == ["Play"]
+
+
 def test_previous_shows_the_recorded_step_without_recomputing(model_dirs):
     at = open_decode(model_dirs["gpt2"])
     for _ in range(2):

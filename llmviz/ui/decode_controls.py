@@ -64,8 +64,8 @@ def _play(on: bool) -> None:
     press's run has ended carries the press again, and its callback, registered anew by the run that drew the other
     label, undoes it (logged in a browser on 2 cores: 3 Pauses in 10 undone 0.06-0.8 s later). So a press that undoes
     the change of less than REPLAY_S ago is taken for that replay and dropped."""
-    now = time.monotonic()
-    if now - st.session_state.get(PRESSED_AT, -REPLAY_S) < REPLAY_S:
+    now, last = time.monotonic(), st.session_state.get(PRESSED_AT)
+    if last is not None and now - last < REPLAY_S:
         return
     st.session_state[PRESSED_AT] = now
     st.session_state[PLAYING] = on

@@ -46,6 +46,7 @@ def test_the_prompts_tokens_against_the_tokenizer(prompt_ids):
     assert m[z("tokens.n_tokens")] == str(len(prompt_ids)) and m[z("tokens.n_chars")] == "5"
     assert m[z("tokens.col_id")] == str(prompt_ids[0])
     assert m[z("tokens.col_bytes")] == "e6"  # 济 is e6 b5 8e in UTF-8, spelled in bytes by this vocabulary
+    assert at.select_slider(key="lesson_ctl_tokens").options[0] == "0 · <e6>"  # a lone byte by its hex, not �
     at.select_slider(key="lesson_ctl_tokens").set_value(len(prompt_ids) - 1).run()
     assert metrics(at)[z("tokens.col_id")] == str(prompt_ids[-1])
 

@@ -118,7 +118,7 @@ def show(t, run, step) -> None:
     panel(t, run, step)
     if step.slips:
         st.markdown(t("lesson.slips"))
-        article_view.slips_table(t, step.slips, key=f"lesson_slips_{step.id}")
+        article_view.slips_notes(t, step.slips)
     st.page_link(PAGE_FILES[step.page], label=t("lesson.open_page"), icon=":material/open_in_new:")
 
 

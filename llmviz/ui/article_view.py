@@ -43,6 +43,15 @@ def slips_table(t, ids: tuple[str, ...] | None = None, key: str = "article_slips
                      width="large")})
 
 
+def slips_notes(t, ids: tuple[str, ...]) -> None:
+    """The slips of one lesson step as text, whole (a table's cells cut long sentences, and show markdown raw):
+    the section and what the article says, then the evidence."""
+    for s in (s for s in article.SLIPS if s.id in ids):
+        with st.container(border=True):
+            st.markdown(f"**§{s.section}** · {t(f'slip.{s.id}.says')}")
+            st.markdown(t("article.evidence_line", text=evidence(t, s.id)))
+
+
 def terms_table(t, key: str = "article_terms") -> None:
     st.dataframe({t("article.col_article_term"): [zh for _, zh, _ in article.TERMS],
                   t("article.col_app_term"): [t(f"term.{term}") for term, _, _ in article.TERMS],

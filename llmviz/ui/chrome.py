@@ -7,6 +7,7 @@ import csv
 import html
 import io
 import json
+import unicodedata
 
 import streamlit as st
 
@@ -51,11 +52,26 @@ def literal(text: str) -> str:
     return escape(text)
 
 
+_HAIR_SPACE = "\u200a"  # Unicode whitespace to CommonMark (category Zs), next to invisible
+
+
 def with_bold_tail(plain: str, tail: str) -> str:
-    """`plain` then `tail` in bold, both shown as typed (markdown's bold marks may not touch a space)."""
-    bold = literal(tail)
+    """`plain` then `tail` in bold, both shown as typed. CommonMark opens bold only where `**` is not followed
+    by a space, and, when followed by punctuation (。, or an escape's backslash), only after a space or
+    punctuation: 济南的冬天**。有** stays literal asterisks, so a hair space goes between the two there."""
+    shown, bold = literal(plain), literal(tail)
     core = bold.strip()
-    return literal(plain) + (bold.replace(core, f"**{core}**", 1) if core else bold)
+    if not core:
+        return shown + bold
+    joint = bold[: bold.index(core[0])] or shown[-1:]
+    if _punctuation(core[0]) and joint and not joint[-1].isspace() and not _punctuation(joint[-1]):
+        shown += _HAIR_SPACE
+    return shown + bold.replace(core, f"**{core}**", 1)
+
+
+def _punctuation(char: str) -> bool:
+    """CommonMark's Unicode punctuation: general categories P and S."""
+    return unicodedata.category(char)[0] in "PS"
 
 
 def csv_text(rows: list[list]) -> str:

@@ -44,7 +44,7 @@ def tokens(t, run) -> None:
                     key="lesson_tokens_strip")
     i = st.select_slider(t("lesson.ctl.token"), options=list(range(len(ids))), key=ctl("tokens"),
                          format_func=lambda i: f"{i} · {tk.label(pieces[i])}")
-    cols = st.columns(4)
+    cols = st.columns([1, 1, 1, 2])  # the bytes' label and hex (up to 4 bytes) need room in Chinese at 1280 px
     cols[0].metric(t("tokens.n_tokens"), len(ids))
     cols[1].metric(t("tokens.n_chars"), len(run.trace.prompt))
     cols[2].metric(t("tokens.col_id"), ids[i])

@@ -80,6 +80,17 @@ def test_the_cache_in_bytes_by_hand(config, prompt_ids):
     assert m[z("lesson.article_layer")] == "12,288 B" and m[z("lesson.here_layer")] == f"{n * kv * hd * 2 * 2:,} B"
 
 
+def test_the_slip_is_shown_whole_beside_the_panel():
+    at = at_step("1.1.7")
+    texts = [m.value for m in at.markdown]
+    says = [v for v in texts if v.startswith("**§1.1** · ") and "24 KB" in v]
+    assert len(says) == 1 and "*" not in says[0][len("**§1.1**"):]  # the article's sentence, its marks rendered
+    # one layer: 4 tokens x 12 heads x 64 x (K and V) x 4 B; twelve layers; the whole sentence, not cut in a cell
+    evidence = [v for v in texts if v.startswith(z("article.evidence_line", text=""))]
+    assert len(evidence) == 1 and "24,576 B" in evidence[0] and f"{12 * 24_576:,} B" in evidence[0]
+    assert evidence[0].endswith("MiB。")
+
+
 def test_decode_feeds_one_row(config, prompt_ids):
     at = at_step("1.2.1")
     m = metrics(at)

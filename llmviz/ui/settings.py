@@ -217,6 +217,13 @@ class Settings:
         return cls(**values), problems
 
 
+def language_of(locale: str | None) -> str | None:
+    """The interface language a browser's locale asks for (navigator.language: "zh-CN", "zh-Hant-TW", "en-GB"),
+    when the app speaks it; None otherwise. A Chinese locale of any region or script reads the zh interface."""
+    tag = (locale or "").strip().lower().replace("_", "-")
+    return next((lang for lang in LANGS if tag == lang or tag.startswith(f"{lang}-")), None)
+
+
 def extra_prompts(text: str) -> list[str]:
     """The non-empty lines of a prompts box."""
     return [line.strip() for line in text.splitlines() if line.strip()]

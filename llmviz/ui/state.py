@@ -21,7 +21,7 @@ from llmviz.ui.errors import explain
 from llmviz.ui.markdown import escape
 from llmviz.ui.model_cache import cached_model  # noqa: F401 - the tests' door to the cache itself
 from llmviz.ui.server import engine_available, imported, model, policy  # noqa: F401 - pages' and tests' names
-from llmviz.ui.settings import Settings, encode_history
+from llmviz.ui.settings import Settings, encode_history, language_of
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
     from llmviz.service import Session
@@ -49,9 +49,13 @@ class Run:
 
 
 def settings() -> Settings:
-    """This browser session's settings; read from the URL the first time."""
+    """This browser session's settings; read from the URL the first time. A link that names no language opens in
+    the browser's own when the app speaks it (a Chinese browser sees the Chinese interface and 济南的冬天)."""
     if SETTINGS_KEY not in st.session_state:
-        current, problems = Settings.from_query(st.query_params.to_dict())
+        query = st.query_params.to_dict()
+        if "lang" not in query and (lang := language_of(st.context.locale)) is not None:
+            query["lang"] = lang
+        current, problems = Settings.from_query(query)
         st.session_state[SETTINGS_KEY] = current
         if problems:
             st.session_state["llmviz_url_problems"] = problems

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from llmviz.analysis.batch_grid import CATEGORIES, BatchGrid
-from llmviz.viz.style import finish
+from llmviz.viz.style import finish, legend_below
 
 COLORS = {"prompt": "#4c78a8", "generated": "#f58518", "pad": "#d9d9d9", "idle": "#e45756"}
 MAX_TEXT_COLUMNS = 40  # above this many columns the token texts are left to hover
@@ -37,7 +37,7 @@ def batch_grid_figure(grid: BatchGrid, pieces: list[list[str]], names: dict, tit
                   xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
                   yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
                          "tickmode": "array", "tickvals": list(range(b)), "ticktext": row_labels},
-                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+                  legend=legend_below(),
                   plot_bgcolor="#ffffff")
     fig.update_layout(margin={"l": 10, "r": 10, "t": 80, "b": 10})  # room for the legend above the grid
     return fig
@@ -54,4 +54,4 @@ def throughput_figure(rows: list[dict], title: str, x_title: str, y_title: str, 
                 marker_color="#4c78a8", text=[f"{r['prefill_speedup']:.2f}×" for r in rows], textposition="outside")
     return finish(fig, title, height=360, barmode="group",
                   xaxis={"title": {"text": x_title}, "type": "category"},
-                  yaxis={"title": {"text": y_title}, "rangemode": "tozero"}, legend={"orientation": "h", "y": -0.2})
+                  yaxis={"title": {"text": y_title}, "rangemode": "tozero"}, legend=legend_below())

@@ -6,9 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from llmviz.analysis.prefill_fit import PrefillFit
-from llmviz.viz.style import finish
+from llmviz.viz.style import finish, legend_below
 
-BELOW = {"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0, "xanchor": "left"}  # clear of a long title
 TERM_COLORS = {"fixed": "#bab0ac", "linear": "#4c78a8", "quadratic": "#e45756"}
 
 
@@ -27,7 +26,7 @@ def prefill_fit_figure(lengths: list[int], spreads: list[dict], fit: PrefillFit,
         fig.add_trace(go.Scatter(x=n, y=y, mode="lines", name=names[term],
                                  line={"color": TERM_COLORS[term], "dash": "dot"}))
     return finish(fig, title, height=440, xaxis={"title": {"text": x_title}}, yaxis={"title": {"text": y_title}},
-                  legend=BELOW)
+                  legend=legend_below())
 
 
 def roofline_figure(limits, points: list, names: dict, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -51,4 +50,4 @@ def roofline_figure(limits, points: list, names: dict, title: str, x_title: str,
                                      hovertemplate="%{text}<br>%{x:.2f} FLOP/B, %{y:.2f} GFLOP/s<extra></extra>"))
     return finish(fig, title, height=480, xaxis={"type": "log", "title": {"text": x_title}},
                   yaxis={"type": "log", "title": {"text": y_title}},
-                  legend=BELOW)
+                  legend=legend_below())

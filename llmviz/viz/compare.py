@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from llmviz.viz.style import MASKED_COLOR, finish, token_ticks
+from llmviz.viz.style import MASKED_COLOR, finish, legend_below, token_ticks
 
 COLORS = {"a": "#4c78a8", "b": "#f58518"}
 
@@ -25,7 +25,7 @@ def timing_bars(result: dict, labels: dict, title: str, y_title: str) -> go.Figu
                     error_y={"type": "data", "symmetric": False, "array": above, "arrayminus": below},
                     hovertemplate="%{x}: %{y:.3f} ms<extra>" + labels[side] + "</extra>")
     return finish(fig, title, height=320, barmode="group", yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
-                  legend={"orientation": "h", "y": -0.15})
+                  legend=legend_below())
 
 
 def drift_bars(gaps: list[float], agree: list[bool], title: str, x_title: str, y_title: str,
@@ -42,7 +42,7 @@ def drift_bars(gaps: list[float], agree: list[bool], title: str, x_title: str, y
                         customdata=np.asarray(gaps)[pick], hovertemplate="%{x}: %{customdata:.3g}<extra></extra>")
     return finish(fig, title, height=300, yaxis={"title": {"text": y_title}, "type": "log"},
                   xaxis={"title": {"text": x_title}, "dtick": 1 if len(gaps) <= 32 else None},
-                  legend={"orientation": "h", "y": -0.25})
+                  legend=legend_below())
 
 
 def attention_pair(maps: list[np.ndarray], titles: list[str], labels: list[str], title: str,

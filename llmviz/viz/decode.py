@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import MAX_TICKS, SCALES, lean
+from llmviz.viz.style import MAX_TICKS, SCALES, lean, legend_below
 
 HIGHLIGHT = "#e4572e"
 MIN_HEIGHT = 200  # a one-row map (a 1-token prompt, one head) keeps room for its title and axis
@@ -96,7 +96,6 @@ def fit_line(xs: np.ndarray, line: tuple[float, float], name: str) -> dict:
             "name": name}
 
 
-BELOW_LEGEND = {"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0}
 
 
 def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, line: tuple[float, float] | None,
@@ -114,7 +113,7 @@ def latency(positions: np.ndarray, ms: np.ndarray, current: int | None, line: tu
     marker = {} if current is None else {"shapes": [{"type": "line", "x0": current, "x1": current, "xref": "x",
                                                      "y0": 0, "y1": 1, "yref": "y domain",
                                                      "line": {"color": HIGHLIGHT}}]}
-    return lean(traces, title, 320, **marker, legend=BELOW_LEGEND,
+    return lean(traces, title, 320, **marker, legend=legend_below(),
                 xaxis={"title": {"text": axis[0]}, "tickformat": "d",
                        "dtick": max(1, int(np.ptp(positions)) // 10 or 1)},
                 yaxis={"title": {"text": axis[1]}, "rangemode": "tozero"})
@@ -132,5 +131,5 @@ def latency_sweep(lengths: list[int], median: list[float], low: list[float], hig
                "hovertemplate": "%{x} tokens: %{y:.2f} ms<extra></extra>"}]
     if line is not None:
         traces.append(fit_line(np.array([min(lengths), max(lengths)]), line, names[1]))
-    return lean(traces, title, 320, legend=BELOW_LEGEND, xaxis={"title": {"text": axis[0]}, "tickformat": "d"},
+    return lean(traces, title, 320, legend=legend_below(), xaxis={"title": {"text": axis[0]}, "tickformat": "d"},
                 yaxis={"title": {"text": axis[1]}, "rangemode": "tozero"})

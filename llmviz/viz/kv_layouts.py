@@ -15,7 +15,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import finish
+from llmviz.viz.style import finish, legend_below
 
 SEQ_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#72b7b2")
 LAYOUT_COLORS = {"contiguous": "#4c78a8", "dynamic": "#f58518", "paged": "#54a24b"}
@@ -52,8 +52,7 @@ def contiguous_rows(seq_lens: list[int], max_seq: int, row_labels: list[str], na
                 hovertemplate="%{y}: %{x} " + names[1] + "<extra></extra>")
     return finish(fig, title, height=110 + 34 * len(used), barmode="stack", showlegend=True,
                   xaxis={"title": {"text": x_title}, "range": [0, max_seq]},
-                  yaxis={"autorange": "reversed"}, legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right",
-                                                           "yanchor": "bottom"}, plot_bgcolor="rgba(0,0,0,0)")
+                  yaxis={"autorange": "reversed"}, legend=legend_below(), plot_bgcolor="rgba(0,0,0,0)")
 
 
 def copy_bars(steps: list[int], copied: list[int], cache_bytes: list[int], current: int, names: tuple[str, str],
@@ -71,7 +70,7 @@ def copy_bars(steps: list[int], copied: list[int], cache_bytes: list[int], curre
                     hovertemplate="%{x}: %{customdata:,} B<extra>" + names[1] + "</extra>")
     return finish(fig, title, height=300, xaxis={"title": {"text": x_title}, "dtick": 1 if len(steps) <= 24 else None},
                   yaxis={"title": {"text": f"{y_title} ({unit})"}, "rangemode": "tozero"},
-                  legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"})
+                  legend=legend_below())
 
 
 def pool_grid(block_tables: list[list[int]], seq_lens: list[int], block_size: int, num_blocks: int) -> dict:
@@ -139,7 +138,7 @@ def paged_pool(block_tables: list[list[int]], seq_lens: list[int], block_size: i
     fig.update_xaxes(range=[-0.5, width - 0.5], visible=False)
     fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False)
     return finish(fig, title, height=130 + 26 * g["rows"], plot_bgcolor="rgba(0,0,0,0)",
-                  legend={"orientation": "h", "y": 0, "x": 0, "yanchor": "top"})
+                  legend=legend_below())
 
 
 def sweep_lines(result: dict, names: dict, title: str, x_title: str, y_title: str, marks: dict) -> go.Figure:
@@ -165,4 +164,4 @@ def sweep_lines(result: dict, names: dict, title: str, x_title: str, y_title: st
                       annotation_text=marks[long], annotation_position="top right", annotation_font_size=11)
     return finish(fig, title, height=420, xaxis={"title": {"text": x_title}},
                   yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
-                  legend={"orientation": "h", "y": -0.2})
+                  legend=legend_below())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import MAX_TICKS, finish, token_ticks
+from llmviz.viz.style import MAX_TICKS, finish, legend_below, token_ticks
 
 DASHED = {"dash": "dash"}
 
@@ -24,7 +24,7 @@ def per_token_lines(series: list[tuple[str, np.ndarray, bool]], labels: list[str
                      for name, values, dashed in series])
     fig.update_xaxes(title_text=x_title, **(token_ticks(labels, n) if n <= MAX_TICKS else {"tickformat": "d"}))
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
-    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.35, "x": 0})
+    fig.update_layout(legend=legend_below())
     return finish(fig, title, 340)
 
 
@@ -36,7 +36,7 @@ def contribution_bars(names: tuple[str, str], attn: np.ndarray, mlp: np.ndarray,
                             hovertemplate="%{x}:%{customdata}: %{y:.2f}<extra></extra>"),
                      go.Bar(x=x, y=mlp, name=names[1], customdata=labels,
                             hovertemplate="%{x}:%{customdata}: %{y:.2f}<extra></extra>")])
-    fig.update_layout(barmode="group", legend={"orientation": "h", "yanchor": "top", "y": -0.35, "x": 0})
+    fig.update_layout(barmode="group", legend=legend_below())
     fig.update_xaxes(title_text=x_title, **(token_ticks(labels, len(x)) if len(x) <= MAX_TICKS else {}))
     fig.update_yaxes(title_text=y_title)
     return finish(fig, title, 340)

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from llmviz.analysis.serving import STATES
-from llmviz.viz.style import finish
+from llmviz.viz.style import finish, legend_below
 
 STATE_COLORS = {"not_arrived": "#ffffff", "waiting": "#d9d9d9", "prefill": "#4c78a8", "decode": "#f58518",
                 "idle": "#e45756", "done": "#f2f2f2"}
@@ -39,7 +39,7 @@ def gantt(ids: list[int], grid: np.ndarray, names: dict, title: str, x_title: st
                   xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
                   yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
                          "tickmode": "array", "tickvals": list(range(len(ids))), "ticktext": [str(i) for i in ids]},
-                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+                  legend=legend_below())
 
 
 def series(lines: dict[str, list[float]], title: str, x_title: str, y_title: str, percent: bool = False) -> go.Figure:
@@ -51,7 +51,7 @@ def series(lines: dict[str, list[float]], title: str, x_title: str, y_title: str
     if percent:
         yaxis.update(tickformat=".0%", range=[0, 1.05])
     return finish(fig, title, height=300, xaxis={"title": {"text": x_title}}, yaxis=yaxis,
-                  legend={"orientation": "h", "y": -0.3})
+                  legend=legend_below())
 
 
 def rounds_figure(rounds: list[dict], names: dict, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -77,7 +77,7 @@ def rounds_figure(rounds: list[dict], names: dict, title: str, x_title: str, y_t
     return finish(fig, title, height=min(900, 140 + 26 * len(rounds)), plot_bgcolor="#ffffff",
                   xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False, "dtick": 1},
                   yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False},
-                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+                  legend=legend_below())
 
 
 def block_tables(tables: list[tuple[int, tuple]], title: str, x_title: str, y_title: str, shared_name: str,
@@ -104,4 +104,4 @@ def block_tables(tables: list[tuple[int, tuple]], title: str, x_title: str, y_ti
                   yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
                          "tickmode": "array", "tickvals": list(range(len(tables))),
                          "ticktext": [str(rid) for rid, _ in tables]},
-                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+                  legend=legend_below())

@@ -19,6 +19,14 @@ def layout(title: str, height: int) -> dict:
             "paper_bgcolor": "rgba(0,0,0,0)"}
 
 
+def legend_below() -> dict:
+    """A horizontal legend under the whole figure, below the x axis's title, whatever the figure's height (plotly
+    widens the bottom margin to fit it). One placement for every figure: a legend at the top right sits under the
+    toolbar Plotly shows on hover, and one at a fixed fraction below the plot covers the axis's title on a short
+    figure (both seen in the lesson's narrow column)."""
+    return {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"}
+
+
 def finish(fig: go.Figure, title: str, height: int, **extra) -> go.Figure:
     """Apply the shared layout; `extra` overrides or adds plotly layout properties."""
     fig.update_layout(layout(title, height), **extra)

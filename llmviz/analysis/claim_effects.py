@@ -163,7 +163,7 @@ def reason_text(t, claim: dict) -> str:
         if "measured" not in e:
             out.append(t("claims.reason.not_measured"))
             continue
-        values = {k: shown(e["name"], e[k]) for k in ("measured", "low", "high", "article")}
+        values = {k: shown(e["name"], e[k], t) for k in ("measured", "low", "high", "article")}
         reason = "holds_exact" if e["reason"] == "holds" and e["low"] == e["high"] else e["reason"]
         label, sentence = t("claims.effect." + e["name"]), t("claims.reason." + reason, **values)
         out.append(f"{label}: {sentence}")
@@ -177,9 +177,9 @@ def table_rows(t, rep: dict) -> list[dict]:
         for e in c["effects"]:
             rows.append({t("claims.col_claim"): c["id"], t("claims.col_article"): t(f"claims.article.{c['id']}"),
                          t("claims.col_effect"): t(f"claims.effect.{e['name']}"),
-                         t("claims.col_article_effect"): shown(e["name"], e["article"]),
-                         t("claims.col_measured"): shown(e["name"], e["measured"]) if "measured" in e else "—",
-                         t("claims.col_range"): (f"{shown(e['name'], e['low'])} – {shown(e['name'], e['high'])}"
+                         t("claims.col_article_effect"): shown(e["name"], e["article"], t),
+                         t("claims.col_measured"): shown(e["name"], e["measured"], t) if "measured" in e else "—",
+                         t("claims.col_range"): (f"{shown(e['name'], e['low'], t)} – {shown(e['name'], e['high'], t)}"
                                                  if "measured" in e else "—"),
                          t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}")})
     return rows

@@ -21,11 +21,11 @@ def rows(t, entries: dict[str, dict]) -> list[dict]:
     for e in entries.values():
         name, where = e["effect"], e["claim"].get("where") or {}
         out.append({t("claims.col_claim"): e["id"], t("claims.col_effect"): t(f"claims.effect.{name}"),
-                    t("lesson.your_prediction"): shown(name, e["predicted"]) if e["predicted"] is not None else "—",
-                    t("lesson.this_machine"): shown(name, e["measured"]) if e["measured"] is not None else "—",
-                    t("claims.col_range"): (f"{shown(name, e['low'])} – {shown(name, e['high'])}"
+                    t("lesson.your_prediction"): shown(name, e["predicted"], t) if e["predicted"] is not None else "—",
+                    t("lesson.this_machine"): shown(name, e["measured"], t) if e["measured"] is not None else "—",
+                    t("claims.col_range"): (f"{shown(name, e['low'], t)} – {shown(name, e['high'], t)}"
                                             if e["measured"] is not None else "—"),
-                    t("lesson.article_a100"): shown(name, e["article"]),
+                    t("lesson.article_a100"): shown(name, e["article"], t),
                     t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}"),
                     t("lesson.col_where"): f"{where.get('model', '?')} · {where.get('device', '?')} · {e['when']}"})
     return out

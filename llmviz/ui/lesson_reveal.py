@@ -80,7 +80,7 @@ def why(t, e: dict) -> str:
     """The sentence on why this machine's figure and the article's differ, drawn from the numbers: how they stand
     (opposite, smaller, about, larger), and for a claim that does not carry over, its cause here."""
     where = e["claim"].get("where") or {}
-    values = {"measured": shown(e["effect"], e["measured"]), "article": shown(e["effect"], e["article"]),
+    values = {"measured": shown(e["effect"], e["measured"], t), "article": shown(e["effect"], e["article"], t),
               "device": literal(str(where.get("device", "?"))), "model": literal(str(where.get("model", "?")))}
     text = t(f"lesson.why.{e['outcome']}", **values)
     if e["outcome"] in ("smaller", "opposite"):
@@ -92,13 +92,13 @@ def show(t, e: dict) -> None:
     """The prediction, this machine's measurement and the article's figure side by side; the verdict and why."""
     name = e["effect"]
     cols = st.columns(3)
-    cols[0].metric(t("lesson.your_prediction"), shown(name, e["predicted"]) if e["predicted"] is not None else "—")
+    cols[0].metric(t("lesson.your_prediction"), shown(name, e["predicted"], t) if e["predicted"] is not None else "—")
     if e["measured"] is None:
         cols[1].metric(t("lesson.this_machine"), "—")
     else:
-        cols[1].metric(t("lesson.this_machine"), shown(name, e["measured"]),
-                       help=t("lesson.spread", low=shown(name, e["low"]), high=shown(name, e["high"])))
-    cols[2].metric(t("lesson.article_a100"), shown(name, e["article"]))
+        cols[1].metric(t("lesson.this_machine"), shown(name, e["measured"], t),
+                       help=t("lesson.spread", low=shown(name, e["low"], t), high=shown(name, e["high"], t)))
+    cols[2].metric(t("lesson.article_a100"), shown(name, e["article"], t))
     c = e["claim"]
     box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
     box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**: {reason_text(t, c)}")

@@ -106,3 +106,16 @@ def test_linear_data_resolves_no_quadratic_term():
     assert not fit.quadratic_resolved and fit.takeover is None and fit.dominant(512) == "linear"
     with pytest.raises(ValueError, match="3 distinct"):
         fit_prefill([64, 64, 128], [1, 1, 2])
+
+
+def test_an_effect_reads_in_its_unit_and_the_interfaces_language():
+    """x1.80 for a 0.8 speed-up, 54% for a share, +40 points for a gain in utilization (in Chinese 个百分点, not the
+    English abbreviation in the Chinese interface)."""
+    from llmviz.analysis.claims import shown
+    from llmviz.i18n.translator import Translator
+
+    assert shown("decode_speedup", 0.8) == "×1.80"
+    assert shown("memory_share", 0.54) == "54%"
+    assert shown("utilization_gain", 0.4) == "+40 pts"
+    assert shown("utilization_gain", -0.05, Translator("en")) == "-5 pts"
+    assert shown("utilization_gain", 0.4, Translator("zh")) == "+40 个百分点"

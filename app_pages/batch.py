@@ -19,7 +19,8 @@ def controls(t, s) -> tuple[int, str]:
     st.session_state.setdefault("batch_padding_w", s.padding)
     left, right = st.columns([3, 1])
     left.text_area(t("batch.prompts"), key="batch_prompts_w", **KEEP, height=130, help=t("batch.prompts_help"))
-    right.selectbox(t("batch.padding"), PADDINGS, key="batch_padding_w", **KEEP, help=t("switch.padding"))
+    right.selectbox(t("batch.padding"), PADDINGS, key="batch_padding_w", **KEEP, help=t("switch.padding"),
+                    format_func=lambda side: t(f"batch.padding.{side}"))
     max_new = right.number_input(t("batch.max_new"), 2, batch_run.MAX_NEW, 16, key="batch_max_new_w", **KEEP)
     text = st.session_state["batch_prompts_w"]
     wanted = "" if [p for p in text.split("\n") if p.strip()] == list(batch_run.EXAMPLES) else text.strip()

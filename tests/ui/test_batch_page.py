@@ -59,3 +59,13 @@ def test_chinese_page(app_model):
     at = open_app(page_file("batch"), model=app_model, lang="zh")
     click(at, "运行预填充")
     assert any(m.label == "浪费的槽位" for m in at.metric)
+
+
+def test_the_pad_side_reads_in_chinese_and_still_pads_that_side(app_model):
+    """The choice shows 右侧 / 左侧 in Chinese (it showed the engine's own 'right'); 左侧 sets padding=left."""
+    at = open_app(page_file("batch"), model=app_model, lang="zh")
+    box = at.selectbox(key="batch_padding_w")
+    assert box.options == ["右侧", "左侧"]
+    box.set_value("left").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["llmviz_settings"].padding == "left"

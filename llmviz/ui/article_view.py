@@ -34,19 +34,17 @@ def evidence(t, slip_id: str) -> str:
         return t("article.no_figures")
 
 
-def slips_table(t, ids: tuple[str, ...] | None = None, key: str = "article_slips") -> None:
+def in_article_order(ids: tuple[str, ...] | None = None) -> list[article.Slip]:
+    """The slips (all, or those named) in the order of the article's sections (§1.1 before §1.2, §5 last)."""
     chosen = [s for s in article.SLIPS if ids is None or s.id in ids]
-    st.dataframe({t("article.col_section"): [f"§{s.section}" for s in chosen],
-                  t("article.col_says"): [t(f"slip.{s.id}.says") for s in chosen],
-                  t("article.col_evidence"): [evidence(t, s.id) for s in chosen]},
-                 hide_index=True, key=key, column_config={t("article.col_evidence"): st.column_config.TextColumn(
-                     width="large")})
+    return sorted(chosen, key=lambda s: tuple(int(part) for part in s.section.split(".")))
 
 
-def slips_notes(t, ids: tuple[str, ...]) -> None:
-    """The slips of one lesson step as text, whole (a table's cells cut long sentences, and show markdown raw):
-    the section and what the article says, then the evidence."""
-    for s in (s for s in article.SLIPS if s.id in ids):
+def slips_notes(t, ids: tuple[str, ...] | None = None) -> None:
+    """The slips (all, or those named) as text, whole and in the article's order: the section and what the
+    article says, then the evidence. Text, not a table: a table's cells cut long sentences and show markdown raw
+    (the article's *because*, its `model.config.kv_cache_dtype`)."""
+    for s in in_article_order(ids):
         with st.container(border=True):
             st.markdown(f"**§{s.section}** · {t(f'slip.{s.id}.says')}")
             st.markdown(t("article.evidence_line", text=evidence(t, s.id)))
@@ -61,7 +59,7 @@ def terms_table(t, key: str = "article_terms") -> None:
 def section(t) -> None:
     st.header(t("article.slips_title"))
     st.markdown(t("article.slips_intro"))
-    slips_table(t)
+    slips_notes(t)
     st.subheader(t("article.terms_title"))
     terms_table(t)
 
@@ -105,4 +103,4 @@ PAGE_SLIPS = {  # which of the article's slips each page shows (by the concept i
 def slips_here(t, page: str) -> None:
     """The slips of the article this page's figures bear on, in an expander (the full list: the Claims page)."""
     with st.expander(t("article.slips_here", n=len(PAGE_SLIPS[page]))):
-        slips_table(t, PAGE_SLIPS[page], key=f"article_slips_{page}")
+        slips_notes(t, PAGE_SLIPS[page])

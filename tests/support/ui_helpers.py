@@ -97,3 +97,9 @@ def open_app(page: str | None = None, **params):
         at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def table_with(at, column: str):
+    """The first table (st.dataframe) on the page that has `column`: found by what it shows, not by its place
+    among the page's tables (which moves when a table is added or taken away above it)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from page_probes import charts, engine_prefill, metrics, open_page, open_replay
 from plotly_data import array
-from ui_helpers import EMBEDDED_WEIGHTS, open_app, shown
+from ui_helpers import EMBEDDED_WEIGHTS, open_app, shown, table_with
 
 from llmviz.ui.markdown import escape
 
@@ -44,10 +44,10 @@ def test_kv_bytes_are_the_engines(model_dirs):
     assert shown["By the formula"] == shown["From the recorded K/V tensors"] == f"{kv['bytes_used']:,} B"
     n = step.input_ids.shape[1]
     per_layer = n * c.num_kv_heads * c.head_dim * 2 * 4
-    layers = at.dataframe[1].value
+    layers = table_with(at, "bytes (K + V)")
     assert list(layers["K [tokens, KV heads, head_dim]"]) == [str([n, c.num_kv_heads, c.head_dim])] * c.num_layers
     assert list(layers["bytes (K + V)"]) == [f"{per_layer:,}"] * c.num_layers
-    article = at.dataframe[2].value.set_index("")
+    article = table_with(at, "Article (BERT-base, fp32)").set_index("")
     assert article.loc["per layer", "Article (BERT-base, fp32)"] == "24,576 B (24.0 KiB)"
     here = f"{escape(folder)}, this prompt"  # a table's headers render as markdown: the name is escaped
     assert article.loc["tokens", here] == str(n)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from page_probes import charts, engine_prefill, metrics, open_page, open_replay
 from plotly_data import array
-from ui_helpers import EMBEDDED_WEIGHTS
+from ui_helpers import EMBEDDED_WEIGHTS, table_with
 
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
@@ -23,7 +23,7 @@ def test_token_count_and_vocab_are_the_engines(model_dirs, prompt):
     n = step.input_ids.shape[1]
     assert shown["Tokens"] == str(n) and shown["Characters"] == str(len(prompt))
     assert shown["Vocabulary size"] == f"{lm.cfg.vocab_size:,}"
-    table = at.dataframe[1].value
+    table = table_with(at, "id")
     assert list(table["id"]) == [int(i) for i in step.input_ids[0]] and len(table) == n
     assert any(c.value.startswith("Every token here ends on a character boundary") for c in at.caption)
     columns = [set(d.value.columns) for d in at.dataframe]
@@ -34,10 +34,10 @@ def test_token_count_and_vocab_are_the_engines(model_dirs, prompt):
 def test_jinan_bytes_are_regrouped(model_dirs, kind):
     at = open_page(model_dirs[kind], JINAN)
     assert metrics(at)["Tokens"] == "15" and metrics(at)["Characters"] == "5" and metrics(at)["UTF-8 bytes"] == "15"
-    chars = at.dataframe[2].value  # character | token position | UTF-8 bytes | tokens | in this vocabulary
+    chars = table_with(at, "character")  # character | token position | UTF-8 bytes | tokens | in this vocabulary
     assert list(chars["character"]) == list(JINAN) and list(chars["tokens"]) == [3] * 5
     assert list(chars["in this vocabulary"]) == ["3 byte tokens"] * 5
-    groups = at.dataframe[3].value  # characters | token positions | ids | bytes | decoded alone
+    groups = table_with(at, "characters")  # characters | token positions | ids | bytes | decoded alone
     assert list(groups["characters"]) == list(JINAN)
     assert list(groups["bytes (hex)"]) == ["e6 b5 8e", "e5 8d 97", "e7 9a 84", "e5 86 ac", "e5 a4 a9"]
     assert list(groups["token positions"]) == ["0–2", "3–5", "6–8", "9–11", "12–14"]
@@ -75,7 +75,7 @@ def test_embedding_and_position_figures_hold_the_recorded_tensors(model_dirs, ki
 def test_the_page_in_chinese(model_dirs):
     at = open_page(model_dirs["gpt2"], JINAN, lang="zh")
     assert at.title[0].value == "分词与嵌入"
-    assert metrics(at)["token 数"] == "15" and list(at.dataframe[3].value["字符"]) == list(JINAN)
+    assert metrics(at)["token 数"] == "15" and list(table_with(at, "字符")["字符"]) == list(JINAN)
 
 
 @pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the embedded model is not trained yet")
@@ -89,12 +89,12 @@ def test_the_embedded_model_says_which_characters_are_tokens():
     assert metrics(at)["Tokens"] == str(step.input_ids.shape[1])
     hf = AutoTokenizer.from_pretrained(str(EMBEDDED_WEIGHTS.parent))
     oracle = [len(hf.tokenize(c)) for c in JINAN]
-    chars = at.dataframe[2].value
+    chars = table_with(at, "character")
     assert list(chars["character"]) == list(JINAN) and list(chars["tokens"]) == oracle
     assert sum(oracle) == step.input_ids.shape[1]  # the characters' tokens are the whole prompt's
     split = [c for c, n in zip(JINAN, oracle, strict=True) if n > 1]
     if split:
-        assert list(at.dataframe[3].value["characters"]) == split
+        assert list(table_with(at, "characters")["characters"]) == split
 
 
 def test_a_trace_without_tensors_still_shows_its_tokens(model_dirs):
@@ -104,7 +104,7 @@ def test_a_trace_without_tensors_still_shows_its_tokens(model_dirs):
     session = Session(lm, JINAN, EngineConfig(capture="meta"))
     session.step()
     at = open_replay(session.trace, "app_pages/tokens.py")
-    assert metrics(at)["Tokens"] == "15" and list(at.dataframe[3].value["characters"]) == list(JINAN)
+    assert metrics(at)["Tokens"] == "15" and list(table_with(at, "characters")["characters"]) == list(JINAN)
     assert [w.value for w in at.warning if "capture level meta" in w.value and "embed, pos" in w.value]
     assert not any(title.startswith("Embedding matrix") for title in charts(at))
 

@@ -113,7 +113,7 @@ def timing_panel(t, run) -> None:
             current = int(step.positions[0, -1]) if step.phase == "decode" else None
             fit = fit_latency(positions, ms)
             line = (fit.slope, fit.intercept) if fit.meaningful else None
-            names = (t("decode.ms"), t("decode.warmup", n=fit.left_out),
+            names = (t("decode.ms_series"), t("decode.warmup", n=fit.left_out),
                      t("decode.fit", slope=1000 * (fit.slope or 0), se=1000 * (fit.slope_se or 0), n=fit.points))
             st.plotly_chart(fig.latency(positions, ms, current, line, fit.left_out, names,
                                         (t("decode.position"), t("decode.ms")), t("decode.latency_title")),

@@ -124,7 +124,7 @@ def slowdown(t, run) -> None:
     st.caption(t("lesson.exact_bytes", kv=f"{kv:,}", weights=f"{weights:,}"))
     positions, ms = latency_series(run.trace.steps)
     if len(ms):
-        st.plotly_chart(fig.latency(positions, ms, None, None, 0, (t("decode.ms"), "", ""),
+        st.plotly_chart(fig.latency(positions, ms, None, None, 0, (t("decode.ms_series"), "", ""),
                                     (t("decode.position"), t("decode.ms")), t("decode.latency_title")),
                         width="stretch", key="lesson_latency")
 

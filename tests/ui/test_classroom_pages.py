@@ -138,7 +138,8 @@ def test_latency_fit_is_explained_and_the_length_sweep_measures_the_trend():
     at = open_app(page_file("decode"), step=3, device="cpu")
     assert any(f"at least {MIN_FIT_POINTS} decode steps" in c.value for c in at.caption)
     latency = json.loads(next(c for c in at.get("plotly_chart") if "latency" in c.proto.id).proto.spec)
-    assert [d["name"] for d in latency["data"]] == ["first 2 steps (warm-up, left out of the fit)", "ms"]
+    assert [d["name"] for d in latency["data"]] == ["first 2 steps (warm-up, left out of the fit)",
+                                                  "decode time per token"]  # a series, not its unit
     next(b for b in at.button if b.label == "Measure decode latency over lengths").click().run()
     assert not at.exception and not at.error
     result = at.session_state["llmviz_dec_sweep"][1]

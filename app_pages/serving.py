@@ -8,6 +8,7 @@ import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.serving import STATES, kv_figures, metrics, per_step, spread_text, timeline
+from llmviz.analysis.tokens import label
 from llmviz.ui import measure, server, state
 from llmviz.ui import serving_run as run
 from llmviz.ui.chrome import heading, literal, table_csv, translator
@@ -171,9 +172,9 @@ def speculative_tab(t, s) -> None:
         result["identical_outputs"]]
     st.markdown(t("serving.spec_verdict", same=same, ms=result["ms_per_token"],
                   alone=result["target_alone_ms_per_token"]))
-    tokens = result["tokens"]
-    rounds = [{"proposed": r.proposed, "accepted": r.accepted, "pieces": [tokens[i]["text"] for i in r.proposed],
-               "token_piece": tokens[r.token]["text"]} for r in result["rounds"]]
+    shown = {i: label(bytes.fromhex(d["bytes"])) for i, d in result["tokens"].items()}  # ␣, ↵, <e6> as elsewhere
+    rounds = [{"proposed": r.proposed, "accepted": r.accepted, "pieces": [shown[i] for i in r.proposed],
+               "token_piece": shown[r.token]} for r in result["rounds"]]
     names = {"accepted": t("serving.accepted"), "rejected": t("serving.rejected"), "target": t("serving.target_token")}
     st.plotly_chart(rounds_figure(rounds, names, t("serving.rounds_title", k=result["k"]), t("serving.x_position"),
                                   t("serving.y_round")), width="stretch", key="spec_rounds")

@@ -1,6 +1,9 @@
 """Serving page (C15, C16, C22): the schedulers' figures on screen are the engine's, every request's tokens
 are the same under both schedulers and with sharing on and off, greedy speculation is the target's own."""
 
+import json
+from pathlib import Path
+
 import pytest
 from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file, rendered_text
 
@@ -102,6 +105,19 @@ def test_self_speculation_and_sampled_speculation(app_model):
     assert all(r.accepted == len(r.proposed) for r in result["rounds"])
     assert result["tokens_per_round"] == pytest.approx(32 / len(result["rounds"]))  # k + 1 a round, the last cut
     assert len(result["rounds"]) == -(-32 // 5)  # k = 4: five tokens a round
+    # each cell reads the token as the other views do (a space as ␣, a line break as ↵), checked against
+    # transformers' own tokenizer of the model; a cell is never blank
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(app_model if Path(app_model).is_dir() else str(EMBEDDED_WEIGHTS.parent))
+    spec = json.loads(next(c for c in at.get("plotly_chart") if "spec_rounds" in c.proto.id).proto.spec)
+    by_hand = {" ": "␣", "\n": "↵", "\t": "⇥"}
+    for row, r in zip(spec["data"][0]["text"], result["rounds"], strict=True):
+        for cell, token in [*zip(row, r.proposed, strict=False), (row[-1], r.token)]:
+            text = hf.convert_tokens_to_string([hf.convert_ids_to_tokens(token)])
+            if "\ufffd" not in text:  # a whole character or more (a lone UTF-8 byte reads <e6>)
+                assert cell == "".join(by_hand.get(ch, ch) for ch in text), (cell, text)
+        assert all(row[:len(r.proposed)]) and row[-1]
     at.selectbox(key="spec_draft_w").set_value("llmviz-tiny-draft").run()
     at.number_input(key="spec_temp_w").set_value(0.9).run()
     click(at, "Run speculative decoding")

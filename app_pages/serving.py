@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.analysis.serving import STATES, kv_figures, metrics, per_step, spread_text, timeline
+from llmviz.analysis.serving import STATES, kv_figures, metrics, per_step, round_costs, round_gap, spread_text, timeline
 from llmviz.analysis.tokens import label
 from llmviz.ui import measure, server, state
 from llmviz.ui import serving_run as run
@@ -172,6 +172,9 @@ def speculative_tab(t, s) -> None:
         result["identical_outputs"]]
     st.markdown(t("serving.spec_verdict", same=same, ms=result["ms_per_token"],
                   alone=result["target_alone_ms_per_token"]))
+    costs = round_costs(result)
+    st.caption(f"{t('serving.spec_costs', step=costs['target_ms'], k1=costs['k'] + 1, **costs)} "
+               f"{t('serving.spec_gap.' + round_gap(costs))}")
     shown = {i: label(bytes.fromhex(d["bytes"])) for i, d in result["tokens"].items()}  # ␣, ↵, <e6> as elsewhere
     rounds = [{"proposed": r.proposed, "accepted": r.accepted, "pieces": [shown[i] for i in r.proposed],
                "token_piece": shown[r.token]} for r in result["rounds"]]

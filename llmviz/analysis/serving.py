@@ -98,3 +98,29 @@ def per_step(result: dict) -> dict:
     return {"utilization": [sum(1 for row in r["rows"] if row[3] != "idle" and row[2] > 0) / slots for r in records],
             "blocks_used": [r["blocks_used"] for r in records], "blocks_shared": [r["blocks_shared"] for r in records],
             "waiting": [r["waiting"] for r in records], "ms": [r["ms"] for r in records]}
+
+
+def round_costs(result: dict) -> dict:
+    """Where a speculative round's time went (C16), in steps of the target alone (its decode ms per token): the k
+    draft steps and the verify pass of k + 1 tokens as measured, beside what the prediction counts for them (k·c,
+    with c the draft/target cost ratio measured alone, and 1). The gap between the measured and the predicted
+    speed-up is the gap between these sums."""
+    rounds, step = len(result["rounds"]), result["target_alone_ms_per_token"]
+    draft, verify = result["draft_ms"] / rounds / step, result["verify_ms"] / rounds / step
+    counted_draft = result["k"] * result["cost_ratio"]
+    return {"k": result["k"], "target_ms": step, "draft": draft, "verify": verify, "round": draft + verify,
+            "counted_draft": counted_draft, "counted_verify": 1.0, "counted_round": counted_draft + 1.0}
+
+
+CLOSE = 0.10  # a round's measured cost within this share of the predicted one: the prediction holds
+
+
+def round_gap(costs: dict) -> str:
+    """Which part of a round explains most of the gap between its measured and counted cost (round_costs):
+    "close" when the whole round is within CLOSE of the count, else "verify_dearer", "verify_cheaper",
+    "draft_dearer" or "draft_cheaper"."""
+    if abs(costs["round"] - costs["counted_round"]) <= CLOSE * costs["counted_round"]:
+        return "close"
+    verify, draft = costs["verify"] - costs["counted_verify"], costs["draft"] - costs["counted_draft"]
+    part, gap = ("verify", verify) if abs(verify) >= abs(draft) else ("draft", draft)
+    return f"{part}_{'dearer' if gap > 0 else 'cheaper'}"

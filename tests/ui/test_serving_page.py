@@ -118,6 +118,10 @@ def test_self_speculation_and_sampled_speculation(app_model):
             if "\ufffd" not in text:  # a whole character or more (a lone UTF-8 byte reads <e6>)
                 assert cell == "".join(by_hand.get(ch, ch) for ch in text), (cell, text)
         assert all(row[:len(r.proposed)]) and row[-1]
+    # where a round's time went: the rounds' own clocks over the target alone's step, k = 4 so 5 tokens verified
+    step = result["target_alone_ms_per_token"]
+    verify = sum(r.verify_ms for r in result["rounds"]) / len(result["rounds"]) / step
+    assert any(f"the verify pass of 5 tokens {verify:.2f} (counted as 1)" in c.value for c in at.caption)
     at.selectbox(key="spec_draft_w").set_value("llmviz-tiny-draft").run()
     at.number_input(key="spec_temp_w").set_value(0.9).run()
     click(at, "Run speculative decoding")

@@ -65,6 +65,7 @@ def paged(t, live, labels) -> None:
     st.plotly_chart(fig.paged_pool(tables, kv["seq_lens"], bs, kv["num_blocks"], labels, names,
                                    t("layouts.paged_fig", held=held, num=kv["num_blocks"], bs=bs)),
                     width="stretch", key="kv_paged")
+    st.caption(t("layouts.paged_note"))
     pairs = list(zip(tables, kv["seq_lens"], strict=True))
     st.table({t("layouts.col.seq"): labels, t("layouts.col.tokens"): kv["seq_lens"],
               t("layouts.col.table"): [" → ".join(map(str, tb)) for tb in tables],

@@ -62,6 +62,7 @@ def paged(t, run) -> None:
     st.plotly_chart(kv_layouts.paged_pool([list(range(blocks))], [n], block, blocks, [t("lesson.your_sequence")],
                                           names, t("layouts.paged_fig", held=blocks, num=blocks, bs=block)),
                     width="stretch", key="lesson_paged")
+    st.caption(t("layouts.paged_note"))
     cols = st.columns(3)
     cols[0].metric(t("lesson.blocks"), blocks)
     cols[1].metric(t("lesson.slots_held"), slots)

@@ -10,6 +10,7 @@ from ui_helpers import EMBEDDED_WEIGHTS, table_with
 
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
+from llmviz.i18n.translator import translate
 
 JINAN = "济南的冬天"
 
@@ -42,7 +43,7 @@ def test_jinan_bytes_are_regrouped(model_dirs, kind):
     assert list(groups["bytes (hex)"]) == ["e6 b5 8e", "e5 8d 97", "e7 9a 84", "e5 86 ac", "e5 a4 a9"]
     assert list(groups["token positions"]) == ["0–2", "3–5", "6–8", "9–11", "12–14"]
     assert set(groups["each token decoded alone"]) == {"\ufffd \ufffd \ufffd"}
-    strip = charts(at)["The prompt as tokens (top: each token with its id; bottom: the characters they spell)"]
+    strip = charts(at)[translate("en", "tokens.strip_title")]
     assert strip["data"][1]["text"] == list(JINAN)
     assert any("15 byte tokens" in m.value for m in at.markdown)
 

@@ -2,7 +2,8 @@
 presenter's 1280x720, in Chinese, the mouse over each chart (the toolbar shows on hover) on the lesson's layout
 steps (its narrow column), the KV layouts page and the Layer page. Boxes read from the drawn SVG, so a legend
 placed at a fixed fraction of a short figure, or at the top right, fails here (both did before viz/style.py's
-legend_below). Skipped where /usr/bin/chromium is absent."""
+legend_below). And every chart title on the lesson's steps fits its chart in both languages (the lesson's
+column is narrow: two titles ran out of it). Skipped where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def test_no_legend_under_the_toolbar_or_over_the_axis_title():
         for path in PAGES:
             page.goto(server.url() + path)
             wait_idle(page, timeout_s=120)
+            page.wait_for_selector(".js-plotly-plot .legend", timeout=15_000)  # plotly draws after the run
             assert exceptions(page) == [], path
             for i, chart in enumerate(page.query_selector_all(".js-plotly-plot")):
                 chart.scroll_into_view_if_needed()
@@ -50,3 +52,27 @@ def test_no_legend_under_the_toolbar_or_over_the_axis_title():
                 hits += [f"{path} chart {i}: legend over the x title"] * overlap(boxes["legend"], boxes["xtitle"])
     assert hits == []
     assert checked >= 7  # 2.1.1's row, 2.1.2's pool, the layouts page's three, the layer page's lines and bars
+
+
+TITLE_JS = """(el) => { const t = el.querySelector('.g-gtitle');
+  return [el.getBoundingClientRect().right, t ? t.getBoundingClientRect().right : null, t ? t.textContent : ''] }"""
+CHARTED = ("1.1.1", "1.1.3", "1.1.4", "1.1.5", "1.2.1", "1.2.2", "1.2.3", "2.1.1", "2.1.2", "4.2.1", "5.1")
+
+
+@pytest.mark.slow  # ~30 s of a browser
+def test_every_chart_title_fits_the_lessons_column():
+    clipped, seen = [], 0
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        for lang in ("zh", "en"):
+            for step in CHARTED:
+                page.goto(server.url("lesson", lang=lang, lesson=step))
+                wait_idle(page, timeout_s=120)
+                page.wait_for_selector(".js-plotly-plot .g-gtitle", timeout=15_000)  # plotly draws after the run
+                for chart in page.query_selector_all(".js-plotly-plot"):
+                    right, title_right, text = chart.evaluate(TITLE_JS)
+                    seen += title_right is not None
+                    if title_right is not None and title_right > right + 1:
+                        clipped.append(f"{lang} {step}: {text!r} runs {title_right - right:.0f} px out")
+    assert clipped == []
+    assert seen >= 2 * len(CHARTED)  # every one of those steps draws at least one titled chart

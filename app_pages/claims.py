@@ -36,7 +36,7 @@ def results(t, rep: dict) -> None:
     st.dataframe(table_rows(t, rep), hide_index=True, height="content", key="claims_table")
     for c in rep["claims"]:
         box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
-        box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**: {reason_text(t, c)}")
+        box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**{t('common.colon')}{reason_text(t, c)}")
         beside = claims_run.beside(t, c)
         if beside:
             st.caption(beside)

@@ -81,7 +81,8 @@ def live_view(t, s, live) -> None:
     if not live.can_compute and live.cursor + 1 == live.recorded:
         st.info(t("layouts.finished"))
     labels = [t("layouts.seq", i=i + 1) for i in range(len(live.prompts))]
-    st.caption(" · ".join(f"**{label}**: {literal(p)}" for label, p in zip(labels, live.prompts, strict=True)))
+    colon = t("common.colon")
+    st.caption(" · ".join(f"**{label}**{colon}{literal(p)}" for label, p in zip(labels, live.prompts, strict=True)))
     kept, left_out = run.kept_switches(s)
     if kept or left_out:
         st.caption(t("layouts.switches", kept=", ".join(f"{k.replace('_', '-')}={v}" for k, v in kept.items()) or "—",

@@ -166,7 +166,7 @@ def reason_text(t, claim: dict) -> str:
         values = {k: shown(e["name"], e[k], t) for k in ("measured", "low", "high", "article")}
         reason = "holds_exact" if e["reason"] == "holds" and e["low"] == e["high"] else e["reason"]
         label, sentence = t("claims.effect." + e["name"]), t("claims.reason." + reason, **values)
-        out.append(f"{label}: {sentence}")
+        out.append(f"{label}{t('common.colon')}{sentence}")
     return " ".join(out)
 
 

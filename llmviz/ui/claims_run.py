@@ -81,7 +81,8 @@ def as_csv(t, rep: dict) -> str:
 def as_html(t, rep: dict) -> str:
     """One self-contained page: the table, each claim's reason and the K1 figure (plotly.js inlined: it opens
     offline)."""
-    items = [(c["id"], f"({t('claims.verdict.' + c['verdict'])}): {reason_text(t, c)}") for c in rep["claims"]]
+    items = [(c["id"], f"({t('claims.verdict.' + c['verdict'])}){t('common.colon')}{reason_text(t, c)}")
+             for c in rep["claims"]]
     view = k1_view(t, rep)
     plot = view[0].to_html(full_html=False, include_plotlyjs=True) if view is not None else ""
     total = t("claims.total", n=len(rep["claims"]), seconds=rep["seconds"],

@@ -101,7 +101,7 @@ def show(t, e: dict) -> None:
     cols[2].metric(t("lesson.article_a100"), shown(name, e["article"], t))
     c = e["claim"]
     box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
-    box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**: {reason_text(t, c)}")
+    box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**{t('common.colon')}{reason_text(t, c)}")
     if e["outcome"] is not None:
         st.markdown(why(t, e))
     if e["prediction"] is not None:

@@ -52,6 +52,11 @@ def test_reveal_then_the_end(app_model):
     assert m[translate("en", "lesson.article_a100")] == "30%"
     assert effect["low"] == effect["high"]  # counted, not timed
     assert kept["source"] == "measured" and kept["predicted"] == pytest.approx(0.3)
+    from llmviz.analysis.claim_effects import reason_text  # the reason reads with each language's own colon
+
+    for lang, colon in (("zh", "："), ("en", ": ")):
+        assert reason_text(Translator(lang), kept["claim"]).startswith(
+            translate(lang, "claims.effect.kv_memory_saved") + colon)
     at.button(key="lesson_next").click().run()  # 5.4, then the end
     at.button(key="lesson_next").click().run()
     assert at.session_state["llmviz_settings"].lesson == "end"

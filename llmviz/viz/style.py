@@ -10,13 +10,17 @@ import plotly.graph_objects as go
 FONT = "Noto Sans CJK SC, Noto Sans SC, Microsoft YaHei, PingFang SC, sans-serif"
 MASKED_COLOR = "#d9d9d9"  # what shows through a NaN (masked) cell of a heatmap
 MAX_TICKS = 48  # above this many rows or columns, token labels are left to hover
+# Plotly's hover toolbar without the buttons that repeat another (zoom in / out and autoscale: the box zoom, a
+# double click and "reset axes" do the same) or that select points no figure here uses: a shorter bar covers
+# less of a chart's title in the lesson's narrow column. The PNG download, box zoom, pan and reset stay.
+SPARE_BUTTONS = ("zoomin", "zoomout", "autoscale", "lasso", "select")
 
 
 def layout(title: str, height: int) -> dict:
     """The layout every figure shares: its title at the left, tight margins, the CJK fonts, no background."""
     return {"title": {"text": title, "x": 0, "xanchor": "left"}, "height": height,
             "margin": {"l": 10, "r": 10, "t": 50, "b": 10}, "font": {"family": FONT},
-            "paper_bgcolor": "rgba(0,0,0,0)"}
+            "paper_bgcolor": "rgba(0,0,0,0)", "modebar": {"remove": list(SPARE_BUTTONS)}}
 
 
 def legend_below() -> dict:

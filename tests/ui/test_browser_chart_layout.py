@@ -2,7 +2,8 @@
 presenter's 1280x720, in Chinese, the mouse over each chart (the toolbar shows on hover) on the lesson's layout
 steps (its narrow column), the KV layouts page and the Layer page. Boxes read from the drawn SVG, so a legend
 placed at a fixed fraction of a short figure, or at the top right, fails here (both did before viz/style.py's
-legend_below). And every chart title on the lesson's steps fits its chart in both languages (the lesson's
+legend_below); the toolbar keeps the PNG download and drops the buttons that repeat another (style.SPARE_BUTTONS).
+And every chart title on the lesson's steps fits its chart in both languages (the lesson's
 column is narrow: two titles ran out of it). Skipped where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def test_no_legend_under_the_toolbar_or_over_the_axis_title():
                 chart.scroll_into_view_if_needed()
                 chart.hover()
                 page.wait_for_selector(".modebar", state="visible", timeout=5_000)
+                buttons = {b.get_attribute("data-title") for b in chart.query_selector_all(".modebar-btn")}
+                assert "Download plot as a PNG" in buttons and not {"Zoom in", "Zoom out", "Autoscale"} & buttons
                 boxes = chart.evaluate(BOXES)
                 if boxes["legend"] is None:
                     continue

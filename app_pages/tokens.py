@@ -30,10 +30,14 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
                                 t("tokens.strip_chars")), width="stretch", key="tokens_strip")
     if len(ids) > MAX_STRIP:
         st.caption(t("tokens.truncated", shown=shown[-1].stop if shown else 0, n=len(ids)))
+    entries = [run.trace.tokens[i]["piece"] for i in ids]
     st.dataframe({t("tokens.col_index"): list(range(len(ids))), t("tokens.col_id"): ids,
-                  t("tokens.col_piece"): [run.trace.tokens[i]["piece"] for i in ids],
+                  t("tokens.col_piece"): entries,
                   t("tokens.col_bytes"): hexes, t("tokens.col_text"): [tk.visible(s) for s in texts]},
-                 hide_index=True, key="tokens_table", height=min(400, 38 + 35 * len(ids)))
+                 hide_index=True, key="tokens_table", height=min(400, 38 + 35 * len(ids)),
+                 column_config={t("tokens.col_piece"): st.column_config.TextColumn(help=t("tokens.piece_note"))})
+    if entries != texts:  # the vocabulary spells some token otherwise than its text (Ġ, ▁, å for a byte)
+        st.caption(t("tokens.piece_note"))
     character_section(t, groups)
     st.subheader(t("tokens.bytes_title"))
     if not split:

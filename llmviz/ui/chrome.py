@@ -110,8 +110,9 @@ def step_timing(t: Translator, step, title: str, key: str) -> None:
     st.plotly_chart(span_bars(labels, list(spans.values()), title, t("span.ms")), width="stretch", key=key)
     tm = step.timings
     note = "common.capture_note" if tm.get("capture") == "full" else "common.capture_note_light"
+    plan = f" {t('span.mask_note')}" if "mask" in spans else ""
     st.caption(t(note, device=escape(tm.get("device", "?")), threads=tm.get("threads", "?"),
-                 capture=escape(tm.get("capture", "?"))))  # a replayed trace's fields: any text
+                 capture=escape(tm.get("capture", "?"))) + plan)  # a replayed trace's fields: any text
 
 
 def scroll_to(anchor: str) -> None:

@@ -103,10 +103,10 @@ def test_prefill_time_per_layer_with_the_capture_caveat(model_dirs):
     assert list(spans) == ["mask", "embed", "layer.0", "layer.1", "kv.write", "head", "sample"]
     title = next(t for t in charts(at) if t.startswith("Where the prefill's"))
     bars = charts(at)[title]["data"][0]
-    assert bars["x"] == ["positions, masks, cache slots", "embedding", "layer 0", "layer 1", "KV write",
+    assert bars["x"] == ["step plan", "embedding", "layer 0", "layer 1", "KV write",
                          "output head", "sampling"]
     assert np.allclose(array(bars["y"]), list(spans.values()))
-    assert any("capture level full" in c.value for c in at.caption)
+    assert any("capture level full" in c.value and "“Step plan” is" in c.value for c in at.caption)
 
 
 def test_the_page_in_chinese(model_dirs):

@@ -7,8 +7,18 @@ import json
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.analysis.serving import STATES, kv_figures, metrics, per_step, round_costs, round_gap, spread_text, timeline
-from llmviz.analysis.tokens import label
+from llmviz.analysis.serving import (
+    CLOSE,
+    STATES,
+    kv_figures,
+    metrics,
+    per_step,
+    round_costs,
+    round_gap,
+    spread_text,
+    timeline,
+)
+from llmviz.analysis.tokens import token_label
 from llmviz.ui import measure, server, state
 from llmviz.ui import serving_run as run
 from llmviz.ui.chrome import heading, literal, table_csv, translator
@@ -174,10 +184,11 @@ def speculative_tab(t, s) -> None:
                   alone=result["target_alone_ms_per_token"]))
     costs = round_costs(result)
     st.caption(f"{t('serving.spec_costs', step=costs['target_ms'], k1=costs['k'] + 1, **costs)} "
-               f"{t('serving.spec_gap.' + round_gap(costs))}")
-    shown = {i: label(bytes.fromhex(d["bytes"])) for i, d in result["tokens"].items()}  # ␣, ↵, <e6> as elsewhere
-    rounds = [{"proposed": r.proposed, "accepted": r.accepted, "pieces": [shown[i] for i in r.proposed],
-               "token_piece": shown[r.token]} for r in result["rounds"]]
+               f"{t('serving.spec_gap.' + round_gap(costs), close=CLOSE)}")
+    tokens = result["tokens"]  # each shown by the one label rule: ␣, ↵, <e6>
+    rounds = [{"proposed": r.proposed, "accepted": r.accepted,
+               "pieces": [token_label(tokens, i) for i in r.proposed], "token_piece": token_label(tokens, r.token)}
+              for r in result["rounds"]]
     names = {"accepted": t("serving.accepted"), "rejected": t("serving.rejected"), "target": t("serving.target_token")}
     st.plotly_chart(rounds_figure(rounds, names, t("serving.rounds_title", k=result["k"]), t("serving.x_position"),
                                   t("serving.y_round")), width="stretch", key="spec_rounds")

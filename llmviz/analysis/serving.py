@@ -101,26 +101,36 @@ def per_step(result: dict) -> dict:
 
 
 def round_costs(result: dict) -> dict:
-    """Where a speculative round's time went (C16), in steps of the target alone (its decode ms per token): the k
-    draft steps and the verify pass of k + 1 tokens as measured, beside what the prediction counts for them (k·c,
-    with c the draft/target cost ratio measured alone, and 1). The gap between the measured and the predicted
-    speed-up is the gap between these sums."""
-    rounds, step = len(result["rounds"]), result["target_alone_ms_per_token"]
-    draft, verify = result["draft_ms"] / rounds / step, result["verify_ms"] / rounds / step
-    counted_draft = result["k"] * result["cost_ratio"]
-    return {"k": result["k"], "target_ms": step, "draft": draft, "verify": verify, "round": draft + verify,
-            "counted_draft": counted_draft, "counted_verify": 1.0, "counted_round": counted_draft + 1.0}
+    """Where a speculative run's speed-up came from (C16), per round: the tokens a round yielded and its cost in
+    steps of the target alone (its decode ms per token), the draft steps and the verify pass as measured, each
+    beside what the prediction counts. The prediction is (expected tokens per round) / (k·c + 1), c the
+    draft/target cost ratio measured alone; its expected tokens are read back from it (one formula, in the
+    engine), and the draft is counted for the drafts proposed here (a last round may propose fewer than k)."""
+    rounds, step, c = result["rounds"], result["target_alone_ms_per_token"], result["cost_ratio"]
+    n = len(rounds)
+    counted_draft = c * sum(len(r.proposed) for r in rounds) / n
+    draft, verify = result["draft_ms"] / n / step, result["verify_ms"] / n / step
+    return {"k": result["k"], "target_ms": step, "tokens": len(result["output_ids"]) / n,
+            "counted_tokens": result["predicted_speedup"] * (result["k"] * c + 1), "draft": draft,
+            "verify": verify, "round": draft + verify, "counted_draft": counted_draft, "counted_verify": 1.0,
+            "counted_round": counted_draft + 1.0, "measured_speedup": result["measured_speedup"],
+            "predicted_speedup": result["predicted_speedup"]}
 
 
-CLOSE = 0.10  # a round's measured cost within this share of the predicted one: the prediction holds
+CLOSE = 0.10  # measured and predicted speed-ups within this share of each other: the prediction holds
 
 
 def round_gap(costs: dict) -> str:
-    """Which part of a round explains most of the gap between its measured and counted cost (round_costs):
-    "close" when the whole round is within CLOSE of the count, else "verify_dearer", "verify_cheaper",
-    "draft_dearer" or "draft_cheaper"."""
-    if abs(costs["round"] - costs["counted_round"]) <= CLOSE * costs["counted_round"]:
+    """Which factor explains most of the gap between the measured and the predicted speed-up (round_costs):
+    "close" when they are within CLOSE of each other; else the tokens a round yields ("tokens_fewer",
+    "tokens_more"), the draft steps or the verify pass ("draft_dearer", ..., "verify_cheaper"), whichever moves
+    the speed-up most: a token share of the expected count, a step's share of the counted round."""
+    if abs(costs["measured_speedup"] / costs["predicted_speedup"] - 1) <= CLOSE:
         return "close"
-    verify, draft = costs["verify"] - costs["counted_verify"], costs["draft"] - costs["counted_draft"]
-    part, gap = ("verify", verify) if abs(verify) >= abs(draft) else ("draft", draft)
-    return f"{part}_{'dearer' if gap > 0 else 'cheaper'}"
+    effects = {"tokens": costs["tokens"] / costs["counted_tokens"] - 1,  # > 0: more tokens, faster
+               "draft": (costs["counted_draft"] - costs["draft"]) / costs["counted_round"],  # > 0: cheaper, faster
+               "verify": (costs["counted_verify"] - costs["verify"]) / costs["counted_round"]}
+    part = max(effects, key=lambda name: abs(effects[name]))
+    if part == "tokens":
+        return "tokens_more" if effects[part] > 0 else "tokens_fewer"
+    return f"{part}_{'cheaper' if effects[part] > 0 else 'dearer'}"

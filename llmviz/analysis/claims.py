@@ -61,14 +61,14 @@ EFFECT_KINDS = {"doubling_256_to_512": RATIO, "memory_share": SHARE, "contiguous
                 "decode_time_saved": SHARE, "throughput_gain": RATIO, "time_saved": SHARE}
 
 
-def shown(name: str, value: float, t=None) -> str:
-    """An effect as a person reads it: x1.83, 54%, +39 pts (points in the interface's language when the
-    translator `t` is given: +39 个百分点)."""
+def shown(name: str, value: float, t) -> str:
+    """An effect as a person reads it in the interface's language (`t`, its translator): x1.83, 54%, +39 pts
+    (+39 个百分点)."""
     kind = EFFECT_KINDS[name]
     if kind == RATIO:
         return f"×{value + 1:.2f}"
     if kind == POINTS:
-        return f"{100 * value:+.0f} {t('claims.pts') if t else 'pts'}"
+        return f"{100 * value:+.0f} {t('claims.pts')}"
     return f"{100 * value:.0f}%"
 
 

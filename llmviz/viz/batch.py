@@ -39,7 +39,6 @@ def batch_grid_figure(grid: BatchGrid, pieces: list[list[str]], names: dict, tit
                          "tickmode": "array", "tickvals": list(range(b)), "ticktext": row_labels},
                   legend=legend_below(),
                   plot_bgcolor="#ffffff")
-    fig.update_layout(margin={"l": 10, "r": 10, "t": 80, "b": 10})  # room for the legend above the grid
     return fig
 
 

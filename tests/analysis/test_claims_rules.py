@@ -114,8 +114,8 @@ def test_an_effect_reads_in_its_unit_and_the_interfaces_language():
     from llmviz.analysis.claims import shown
     from llmviz.i18n.translator import Translator
 
-    assert shown("decode_speedup", 0.8) == "×1.80"
-    assert shown("memory_share", 0.54) == "54%"
-    assert shown("utilization_gain", 0.4) == "+40 pts"
+    assert shown("decode_speedup", 0.8, Translator("zh")) == "×1.80"
+    assert shown("memory_share", 0.54, Translator("zh")) == "54%"
+    assert shown("utilization_gain", 0.4, Translator("en")) == "+40 pts"
     assert shown("utilization_gain", -0.05, Translator("en")) == "-5 pts"
     assert shown("utilization_gain", 0.4, Translator("zh")) == "+40 个百分点"

@@ -15,23 +15,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import CHROMIUM, AppServer, chromium, exceptions, wait_idle
 
 from llmviz.i18n.translator import translate
-from llmviz.ui.settings import DEFAULT_PROMPTS, language_of
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "
                                 "fonts-noto-cjk; never `playwright install`)")
 
 
-@pytest.mark.parametrize(("locale", "lang"), [
-    ("zh-CN", "zh"), ("zh", "zh"), ("zh-Hant-TW", "zh"), ("ZH_cn", "zh"), ("en-US", "en"), ("en", "en"),
-    ("fr-FR", None), ("", None), (None, None), ("zhx", None), ("english", None),
-])
-def test_a_locale_names_the_language_it_asks_for(locale, lang):
-    assert language_of(locale) == lang
-
-
-def opened(browser, url: str, locale: str) -> tuple[str, dict, int]:
-    """The first h1 of the page a browser in `locale` opens at `url`, the URL's query after the first run, and the
-    exception boxes shown."""
+def opened(browser, url: str, locale: str) -> tuple[str, dict, int, str]:
+    """The first h1 of the page a browser in `locale` opens at `url`, the URL's query after the first run, the
+    exception boxes shown and the prompt box's text."""
     context = browser.new_context(locale=locale, viewport={"width": 1280, "height": 800})
     try:
         page = context.new_page()
@@ -40,7 +31,8 @@ def opened(browser, url: str, locale: str) -> tuple[str, dict, int]:
         page.wait_for_selector("h1", timeout=30_000)
         heading = page.locator("h1").first.inner_text().strip()
         query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query))
-        return heading, query, len(exceptions(page))
+        prompt = page.locator(".st-key-home_prompt textarea").input_value()
+        return heading, query, len(exceptions(page)), prompt
     finally:
         context.close()
 
@@ -48,10 +40,10 @@ def opened(browser, url: str, locale: str) -> tuple[str, dict, int]:
 @pytest.mark.slow  # ~12 s of a browser: the default suite stays under 10 minutes on CI's 2 cores
 def test_the_browsers_language_opens_unless_the_link_names_one():
     with AppServer() as server, chromium() as browser:
-        heading, query, errors = opened(browser, server.url(), "zh-CN")
-        assert (heading, query.get("lang"), errors) == (translate("zh", "home.title"), "zh", 0)
-        assert query.get("prompt", DEFAULT_PROMPTS["zh"]) == "济南的冬天"  # the article's example, left out as default
-        heading, query, errors = opened(browser, server.url(), "en-US")
+        heading, query, errors, prompt = opened(browser, server.url(), "zh-CN")
+        assert (heading, query.get("lang"), errors, prompt) == (translate("zh", "home.title"), "zh", 0, "济南的冬天")
+        heading, query, errors, prompt = opened(browser, server.url(), "en-US")
         assert (heading, query.get("lang", "en"), errors) == (translate("en", "home.title"), "en", 0)
-        heading, query, errors = opened(browser, server.url(lang="en"), "zh-CN")  # the link's language wins
+        assert prompt == "The list of"
+        heading, query, errors, prompt = opened(browser, server.url(lang="en"), "zh-CN")  # the link's language wins
         assert (heading, query.get("lang", "en"), errors) == (translate("en", "home.title"), "en", 0)

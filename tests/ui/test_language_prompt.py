@@ -1,12 +1,12 @@
 """The prompt a session starts with follows the interface language (issue 21): 济南的冬天 in Chinese, on first
 load and on Reset demo; switching language changes the prompt only while it is still the other language's
-default; a link round-trips whichever prompt it carries."""
+default; a link round-trips whichever prompt it carries; a browser's locale names the language it asks for."""
 
 import pytest
 from ui_helpers import open_app, page_file
 
 from llmviz.i18n.translator import LANGUAGES, translate
-from llmviz.ui.settings import DEFAULT_PROMPTS, Settings
+from llmviz.ui.settings import DEFAULT_PROMPTS, Settings, language_of
 from llmviz.ui.state import SETTINGS_KEY
 
 
@@ -55,3 +55,11 @@ def test_reset_demo_puts_back_the_chinese_default(model_dirs):
     assert not at.exception
     s = at.session_state[SETTINGS_KEY]
     assert (s.prompt, s.seed, s.lang) == ("济南的冬天", 0, "zh")
+
+
+@pytest.mark.parametrize(("locale", "lang"), [
+    ("zh-CN", "zh"), ("zh", "zh"), ("zh-Hant-TW", "zh"), ("ZH_cn", "zh"), ("en-US", "en"), ("en", "en"),
+    ("fr-FR", None), ("", None), (None, None), ("zhx", None), ("english", None),
+])
+def test_a_locale_names_the_language_it_asks_for(locale, lang):
+    assert language_of(locale) == lang

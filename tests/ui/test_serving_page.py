@@ -122,7 +122,7 @@ def test_self_speculation_and_sampled_speculation(app_model):
     step = result["target_alone_ms_per_token"]
     verify = sum(r.verify_ms for r in result["rounds"]) / len(result["rounds"]) / step
     per_round = 32 / len(result["rounds"])  # self-speculation: every draft kept, the last round cut at 32 tokens
-    assert any(f"Per round here: {per_round:.2f} tokens" in c.value and
+    assert any(f"Per round here, tokens yielded: {per_round:.2f} (" in c.value and
                f"the verify pass of up to 5 tokens {verify:.2f} (counted as 1)" in c.value for c in at.caption)
     at.selectbox(key="spec_draft_w").set_value("llmviz-tiny-draft").run()
     at.number_input(key="spec_temp_w").set_value(0.9).run()

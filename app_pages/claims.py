@@ -3,7 +3,7 @@ reason drawn from the data; K1's prefill sweep with its a + b*n + c*n^2 fit; exp
 
 import streamlit as st
 
-from llmviz.analysis.claim_effects import reason_text, table_rows
+from llmviz.analysis.claim_effects import table_rows
 from llmviz.analysis.claims import CLAIMS
 from llmviz.ui import article_view, claims_run, latency_curves, roofline_view, server, state
 from llmviz.ui.chrome import heading, translator
@@ -35,8 +35,7 @@ def results(t, rep: dict) -> None:
                  mode=t("claims.mode_quick" if rep["quick"] else "claims.mode_full"), threads=rep["threads"]))
     st.dataframe(table_rows(t, rep), hide_index=True, height="content", key="claims_table")
     for c in rep["claims"]:
-        box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
-        box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**{t('common.colon')}{reason_text(t, c)}")
+        claims_run.verdict_box(t, c)
         beside = claims_run.beside(t, c)
         if beside:
             st.caption(beside)

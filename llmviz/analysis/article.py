@@ -129,23 +129,23 @@ class Slip:
     concepts: tuple
 
 
-SLIPS = (
+SLIPS = (  # in the article's order (§1.1 first, §5 last): the pages list them as they stand here
     Slip("prefill_linear", "1.1", ("C3", "K1")),
     Slip("four_tokens", "1.1", ("C1", "C2")),
     Slip("bert_decodes", "1.1", ("C2", "C4")),
+    Slip("per_layer", "1.1", ("C4",)),
     Slip("fifth_token", "1.2", ("C5",)),
     Slip("only_q", "1.2", ("C5",)),
-    Slip("per_layer", "1.1", ("C4",)),
+    Slip("block_tables", "2.1", ("C9",)),
+    Slip("prefetch", "2.2", ("C12",)),
+    Slip("flash_import", "3.1", ("C14",)),
+    Slip("pad_sequences", "3.1", ("C13",)),
     Slip("oom_budget", "4.1", ("C17", "C19")),
     Slip("slowdown", "4.2", ("C18",)),
     Slip("kv_cache_dtype", "4.2", ("C11",)),
     Slip("gqa_config", "4.2", ("C19",)),
-    Slip("flash_import", "3.1", ("C14",)),
-    Slip("block_tables", "2.1", ("C9",)),
-    Slip("prefetch", "2.2", ("C12",)),
     Slip("a100_fp8", "5", ("C21", "K10")),
     Slip("quant_names", "5", ("C21",)),
-    Slip("pad_sequences", "3.1", ("C13",)),
 )
 SLIP_IDS = tuple(s.id for s in SLIPS)
 

@@ -34,17 +34,11 @@ def evidence(t, slip_id: str) -> str:
         return t("article.no_figures")
 
 
-def in_article_order(ids: tuple[str, ...] | None = None) -> list[article.Slip]:
-    """The slips (all, or those named) in the order of the article's sections (§1.1 before §1.2, §5 last)."""
-    chosen = [s for s in article.SLIPS if ids is None or s.id in ids]
-    return sorted(chosen, key=lambda s: tuple(int(part) for part in s.section.split(".")))
-
-
 def slips_notes(t, ids: tuple[str, ...] | None = None) -> None:
-    """The slips (all, or those named) as text, whole and in the article's order: the section and what the
-    article says, then the evidence. Text, not a table: a table's cells cut long sentences and show markdown raw
-    (the article's *because*, its `model.config.kv_cache_dtype`)."""
-    for s in in_article_order(ids):
+    """The slips (all, or those named) as text, whole and in the article's order (article.SLIPS's): the section
+    and what the article says, then the evidence. Text, not a table: a table's cells cut long sentences and show
+    markdown raw (the article's *because*, its `model.config.kv_cache_dtype`)."""
+    for s in (s for s in article.SLIPS if ids is None or s.id in ids):
         with st.container(border=True):
             st.markdown(f"**§{s.section}** · {t(f'slip.{s.id}.says')}")
             st.markdown(t("article.evidence_line", text=evidence(t, s.id)))

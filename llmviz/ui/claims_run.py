@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import streamlit as st
+
 from llmviz.analysis.claim_effects import reason_text, report, table_rows
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.prefill_fit import fit_prefill
@@ -37,6 +39,12 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
 
 def now() -> str:
     return datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def verdict_box(t, c: dict) -> None:
+    """A judged claim's verdict and its reason, in the box of its verdict's colour (the Claims page, the lesson)."""
+    box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
+    box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**{t('common.colon')}{reason_text(t, c)}")
 
 
 def kept() -> dict | None:

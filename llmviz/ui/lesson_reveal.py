@@ -15,7 +15,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis import reveal as rv
-from llmviz.analysis.claim_effects import reason_text, report
+from llmviz.analysis.claim_effects import report
 from llmviz.analysis.claims import shown
 from llmviz.ui import claims_run, measure, server, state
 from llmviz.ui.chrome import literal
@@ -100,8 +100,7 @@ def show(t, e: dict) -> None:
                        help=t("lesson.spread", low=shown(name, e["low"], t), high=shown(name, e["high"], t)))
     cols[2].metric(t("lesson.article_a100"), shown(name, e["article"], t))
     c = e["claim"]
-    box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
-    box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**{t('common.colon')}{reason_text(t, c)}")
+    claims_run.verdict_box(t, c)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
     if e["prediction"] is not None:

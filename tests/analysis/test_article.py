@@ -69,3 +69,9 @@ def test_every_slip_and_term_has_its_sentences(values, lang):
     assert all(translate(lang, f"term.{term}") for term, _, _ in article.TERMS)
     assert {zh for _, zh, _ in article.TERMS} >= {"持续批处理", "推测解码", "算子融合", "稀疏注意力", "局部注意力",
                                                   "内存压缩", "PagedAttention"}
+
+
+def test_the_slips_stand_in_the_articles_order():
+    """The pages list the slips as article.SLIPS holds them: §1.1 … §5, never a later section before an earlier."""
+    sections = [tuple(int(p) for p in s.section.split(".")) for s in article.SLIPS]
+    assert sections == sorted(sections) and sections[0] == (1, 1) and sections[-1] == (5,)

@@ -116,11 +116,12 @@ def use_cpu_threads(n: int) -> None:
     set_cpu_threads(n)
 
 
-def start(lm: LoadedModel, prompt: str | list[str], config: EngineConfig) -> Session:
-    """A new session on a loaded (shared, read-only) model, one row per prompt; nothing runs until step()."""
+def start(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, budget: int | None = None) -> Session:
+    """A new session on a loaded (shared, read-only) model, one row per prompt; nothing runs until step().
+    `budget`: the bytes its run may hold, KV cache and trace together (a browser session's, issue 35)."""
     from llmviz.engine.session import Session
 
-    return Session(lm, prompt, config)
+    return Session(lm, prompt, config, budget=budget)
 
 
 def step(session: Session) -> StepTrace:

@@ -5,8 +5,10 @@ captures, and nothing is registered on the model. Capture levels:
   off  - hooks return at once; no hook records (the step itself still keeps its logits, tokens, KV
          snapshot and timings: see recording.py).
   meta - shape, dtype, bytes and L2 norm of every hook tensor (norms read once at the end of the step).
-  full - meta plus a float32 CPU copy of every tensor whose name passes the filter patterns.
-The copy is made inside the timed region (its cost shows); turning it into numpy happens after.
+  full - meta plus a float32 CPU copy of every tensor whose name passes the filter patterns and whose hook
+         point is in `copy_points` (None: all of them; a session's budget plans the set, trace/budget.py).
+The copy is made inside the timed region (its cost shows); turning it into numpy happens after. A K or V row that
+is not copied still keeps the norm of each row (the cache grid colours every cached row by it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from llmviz.engine.timing import StepTimer
 from llmviz.errors import ConfigError
 from llmviz.trace.config import CAPTURE_LEVELS
-from llmviz.trace.hooks import matches
+from llmviz.trace.hooks import matches, point_of, writes_cache_rows
 from llmviz.trace.records import RECOMPUTED_NOTE
 
 
@@ -34,6 +36,7 @@ class _Pending:
     copy: np.ndarray | None  # float32, owned by numpy
     note: str
     recomputed: bool = False  # rebuilt after the timed region from the recorded q and k (rebuild_attention)
+    row_norms: torch.Tensor | None = None  # [..., n] a K or V record's row norms when its rows are not copied
 
 
 @dataclass
@@ -58,6 +61,7 @@ class RunContext:
     records: dict = field(default_factory=dict)
     pending_attention: list = field(default_factory=list)
     lens_resid: list = field(default_factory=list)  # [b, d] views, one per layer
+    copy_points: frozenset | None = None  # the hook points "full" copies (None: every one); trace.budget plans it
 
     def __post_init__(self):
         if self.capture not in CAPTURE_LEVELS:
@@ -76,18 +80,24 @@ class RunContext:
     def hook(self, name: str, tensor: torch.Tensor, note: str = "", masked: bool = False) -> torch.Tensor:
         """Record `tensor` under `name` at the run's capture level; always returns it unchanged."""
         if self.active and self.wants(name):
-            self.records[name] = self._pending(tensor, note, masked)
+            self.records[name] = self._pending(name, tensor, note, masked)
         return tensor
 
-    def _pending(self, tensor: torch.Tensor, note: str, masked: bool, recomputed: bool = False) -> _Pending:
+    def copies(self, name: str) -> bool:
+        """Whether capture "full" keeps a copy of this hook's tensor (within the session's planned budget)."""
+        return self.capture == "full" and (self.copy_points is None or point_of(name) in self.copy_points)
+
+    def _pending(self, name: str, tensor: torch.Tensor, note: str, masked: bool, recomputed: bool = False) -> _Pending:
         t = tensor.detach()
         values = torch.nan_to_num(t.float(), neginf=0.0) if masked else t.float()
-        copy = None
-        if self.capture == "full":  # numpy owns the copy: no torch tensor is kept alive per record
+        copy, row_norms = None, None
+        if self.copies(name):  # numpy owns the copy: no torch tensor is kept alive per record
             copy = np.empty(t.shape, np.float32)
             torch.from_numpy(copy).copy_(t)
+        elif self.capture == "full" and writes_cache_rows(name):
+            row_norms = values.norm(dim=-1)  # [b, kv, n, hd] -> [b, kv, n]
         return _Pending(tuple(t.shape), sys.intern(str(t.dtype).removeprefix("torch.")), t.numel() * t.element_size(),
-                        values.norm(), copy, note, recomputed)
+                        values.norm(), copy, note, recomputed, row_norms)
 
     def mark(self, label: str) -> None:
         if self.timer is not None:
@@ -102,10 +112,11 @@ class RunContext:
                 scores = scores.masked_fill(~item.mask, float("-inf"))
             note = f"{RECOMPUTED_NOTE} after the timed region from the recorded q and k (the backend never built it)"
             if self.wants(item.scores_name):
-                self.records[item.scores_name] = self._pending(scores, f"{note}; {item.mask_note}", masked=True,
-                                                               recomputed=True)
+                self.records[item.scores_name] = self._pending(item.scores_name, scores, f"{note}; {item.mask_note}",
+                                                               masked=True, recomputed=True)
             if self.wants(item.probs_name):
-                self.records[item.probs_name] = self._pending(scores.softmax(-1), note, masked=False, recomputed=True)
+                self.records[item.probs_name] = self._pending(item.probs_name, scores.softmax(-1), note, masked=False,
+                                                              recomputed=True)
         self.pending_attention.clear()
 
     def finish(self) -> list[dict]:
@@ -118,6 +129,7 @@ class RunContext:
                 "name": name, "shape": list(p.shape), "dtype": p.dtype, "nbytes": p.nbytes,
                 "norm": float(norm) if math.isfinite(norm) else None, "note": p.note,
                 "recomputed": p.recomputed, "array": p.copy,
+                "row_norms": None if p.row_norms is None else p.row_norms.float().cpu().numpy(),
             })
         self.records = {}
         return out

@@ -22,13 +22,21 @@ from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.phases import decode, plan_step, prefill
 from llmviz.engine.platform.devices import dtype_name, resolve_device, same_device
 from llmviz.engine.platform.memory import check_fits, typed_out_of_memory
-from llmviz.engine.recording import record_step
+from llmviz.engine.recording import FULL_LOGITS_MAX_VOCAB, TOP_K_KEPT, record_step
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer
-from llmviz.errors import CaptureTooLargeError, ConfigError, LlmvizError, PromptError, SessionFinishedError
+from llmviz.errors import (
+    CaptureTooLargeError,
+    ConfigError,
+    LlmvizError,
+    NotAllowedError,
+    PromptError,
+    SessionFinishedError,
+)
 from llmviz.trace import hooks
+from llmviz.trace.budget import held_bytes, plan_capture, step_bytes
 from llmviz.trace.config import EngineConfig, SamplingConfig, default_max_seq
 from llmviz.trace.hooks import matches
 from llmviz.trace.records import RunTrace, StepTrace
@@ -47,8 +55,13 @@ def max_seq_for(lm: LoadedModel, config: EngineConfig) -> int:
 
 class Session:
     def __init__(self, lm: LoadedModel, prompt: str | list[str] | None = None, config: EngineConfig | None = None,
-                 *, prompt_ids: list[list[int]] | None = None, seeds: list[int] | None = None):
+                 *, prompt_ids: list[list[int]] | None = None, seeds: list[int] | None = None,
+                 budget: int | None = None):
         """`prompt`: one text or a list of texts (one row each); or `prompt_ids`: rows of token ids.
+
+        `budget`: the bytes this run may hold, its KV cache and its trace's arrays (None: no bound). Each step's
+        capture copies only the hook points that fit in what the budget leaves (trace/budget.plan_capture), and a
+        cache larger than the budget alone is refused (NotAllowedError) before any step runs.
 
         Row i samples with its own generator seeded `config.seed + i` (or `seeds[i]`: a serving trace's
         per-request seeds), so row i of a batch draws what the same prompt alone draws with that seed.
@@ -68,6 +81,7 @@ class Session:
         if config.seed + len(rows) - 1 >= 2**64:
             raise ConfigError(f"seed {config.seed} is too large for {len(rows)} rows: row i draws with seed + i, "
                               "which must stay below 2**64")
+        self.budget = budget
         self._check_capture_fits(rows)
         self._check_compile(config)
         device = lm.device
@@ -83,9 +97,42 @@ class Session:
                                        rollback=config.kv_rollback)
         for seq in self.sequences:
             self.cache.add(seq.seq_id)
+        self._check_budget()
         self.trace = RunTrace(model_card=lm.card(), prompt=texts[0], engine_config=config.to_dict(),
                               seed=config.seed, tokens=lm.tokenizer.describe(i for r in rows for i in r),
                               prompts=texts)
+
+    def _check_budget(self) -> None:
+        """A cache that alone fills the session's budget leaves no room for the run (issue 35)."""
+        if self.budget is None or (held := self.cache.bytes_allocated()) <= self.budget:
+            return
+        size, limit = f"{held / 1e6:,.1f} MB", f"{self.budget / 1e6:,.1f} MB"
+        self.cache = None
+        raise NotAllowedError(f"this run's KV cache alone needs {size}; a session here keeps at most {limit} "
+                              "(LLMVIZ_TRACE_BUDGET_MB): use a smaller model, a shorter max_seq_len or a smaller KV "
+                              "dtype", code="session_budget", size=size, limit=limit)
+
+    def kv_bytes(self) -> int:
+        """Bytes the run's KV cache holds now, read from its tensors (what a session's budget counts beside the
+        trace)."""
+        return self.cache.bytes_allocated()
+
+    def _copy_plan(self, step) -> frozenset | None:
+        """Which hook points this step copies (capture full) within what the budget leaves once the cache, the
+        arrays earlier steps keep whatever is shed (ids, top-k, timings) and this step's own logits are counted."""
+        if self.budget is None or self.config.capture != "full":
+            return None
+        c = self.lm.cfg
+        n_k = min(self.max_seq, max(self.cache.length(s.seq_id) for s in self.sequences) + step.width)
+        dims = {"b": step.batch, "n": step.width, "n_k": n_k, "d": c.hidden_size, "h": c.num_heads,
+                "kv": c.num_kv_heads, "hd": c.head_dim, "f": c.intermediate_size,
+                "pos_dim": c.hidden_size if c.position == "learned" else c.head_dim // 2,
+                "V": c.vocab_size, "L": c.num_layers}
+        b, lens = step.batch, self.config.logit_lens_top_k
+        own = b * c.vocab_size * 4 if c.vocab_size <= FULL_LOGITS_MAX_VOCAB else 0  # the full logits, float32
+        own += b * step.width * 16 + b * (8 + 4 + TOP_K_KEPT * 12) + c.num_layers * b * lens * 12  # ids, top-k, lens
+        kept_anyway = held_bytes(self.trace) - sum(step_bytes(s) for s in self.trace.steps)
+        return plan_capture(dims, self.budget - self.kv_bytes() - kept_anyway - own)
 
     @staticmethod
     def _check_model(lm: LoadedModel, config: EngineConfig) -> None:
@@ -135,7 +182,7 @@ class Session:
     def _check_capture_fits(self, rows: list[list[int]]) -> None:
         """Full capture keeps fp32 CPU copies of every attention map: [b, h, n, n] scores and probs per layer."""
         cfg, c = self.config, self.lm.cfg
-        if cfg.capture != "full":
+        if cfg.capture != "full" or self.budget is not None:  # a budget bounds the copies itself (_copy_plan)
             return
         maps = sum(matches(name, cfg.capture_filter) for p in ("scores", "probs")
                    for name in hooks.every_layer(p, c.num_layers))
@@ -192,6 +239,7 @@ class Session:
             step = plan_step(cache, rows, [s.seq_id for s in seqs], backend=cfg.attn_backend,
                              windows=self.windows, device=lm.device, padding=cfg.padding, static=compiled)
             ctx.mark("mask")
+            ctx.copy_points = self._copy_plan(step)
             if compiled:
                 first_call = self._compiled_decode_needs_compiling()
                 logits = self._compiled_decode(step)

@@ -143,6 +143,11 @@ def layer_of(name: str) -> int | None:
     return int(parts[1]) if len(parts) == 3 and parts[0] == "layers" and parts[1].isdigit() else None
 
 
+def point_of(name: str) -> str:
+    """The declared point a concrete hook name is an instance of: `layers.3.q` -> "q", `kv.write` -> "kv.write"."""
+    return name.rsplit(".", 1)[1] if layer_of(name) is not None else name
+
+
 def every_layer(point: str, num_layers: int) -> list[str]:
     """One layer point's names in every layer: every_layer("probs", 2) == ["layers.0.probs", "layers.1.probs"]."""
     if point not in {p.name for p in LAYER_POINTS}:

@@ -116,9 +116,11 @@ def current_run(t: Translator) -> Run | None:
         with st.spinner(t("common.loading", model=escape(s.model))):
             lm = model(s.model, s.device, s.dtype, **s.load_options())
         st.session_state.pop(RUN_KEY, None)  # the old run's tensors go before the new run's are made
-        session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
-        service.step(session)  # the prefill
+        budget = policy().trace_budget_bytes
+        session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings), budget)
+        service.step(session)  # the prefill, its capture planned within the budget (issue 35)
         run = Run(s.run_key(), session.trace, session)
+        bound(run)
         while run.cursor < link_steps(t, s.step) and advance(run):
             pass
         update(history="")  # the link's record is spent: from here on the sliders draw every new token
@@ -163,8 +165,17 @@ def advance(run: Run) -> bool:
         run.session.reseed(seed)
     service.step(run.session)
     run.cursor += 1
-    run.shed = keep_bounded(run.trace, policy().trace_budget_bytes, (run.cursor,), service.release_memory)
+    bound(run)
     return True
+
+
+def bound(run: Run) -> None:
+    """After a step: everything the run holds (its KV cache and its trace's arrays) within the session's budget,
+    the prefill shed like any step (issue 35)."""
+    from llmviz import service
+
+    run.shed = keep_bounded(run.trace, policy().trace_budget_bytes, (run.cursor,), service.release_memory,
+                            run.session.kv_bytes())
 
 
 def back() -> None:

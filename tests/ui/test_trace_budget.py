@@ -1,6 +1,6 @@
-"""A session's trace stays within its byte budget (issue 9): the oldest steps lose their tensors first, the
-prefill, the newest step and the step shown never do; a shed K/V row keeps its norm (the cache grid), and the
-Decode page says so."""
+"""A session's run stays within its byte budget (issues 9 and 35): the oldest steps lose their tensors first, the
+prefill among them (issue 35: it was exempt, and a 505-token prefill of the GPT-2 shape kept 555 MB); the step shown
+goes last and the newest step never; a shed K/V row keeps its norm (the cache grid), and the Decode page says so."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ui_helpers import open_app
 
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.session import Session
-from llmviz.trace.budget import is_shed, shed
+from llmviz.trace.budget import held_bytes, is_shed, shed
 from llmviz.trace.config import EngineConfig
 
 PROMPT = "The quick brown fox"
@@ -34,20 +34,31 @@ def run(model_dirs):
     return session.trace
 
 
+def all_arrays(trace) -> int:
+    """Every array the trace holds, counted here on its own (ids, positions, top-k, lens, logits, hooks, norms)."""
+    total = 0
+    for s in trace.steps:
+        for a in (s.input_ids, s.positions, s.sampled, s.logits, s.topk_ids, s.topk_logits, s.logsumexp, s.lens_ids,
+                  s.lens_probs, *[x for r in s.hooks for x in (r.array, r.row_norms)]):
+            total += a.size * a.itemsize if a is not None else 0
+    return total
+
+
 def test_the_oldest_steps_are_shed_first_and_the_budget_holds(run):
-    before = droppable(run)
+    before = all_arrays(run)
+    assert held_bytes(run) == before
     kv_before = {(s.index, r.name): r.array.copy() for s in run.steps for r in s.hooks if r.name.endswith((".k", ".v"))}
     topk = [s.topk_ids.copy() for s in run.steps]
     last = len(run.steps) - 1
-    protected = sum(droppable_step(run.steps[i]) for i in (0, 3, last))
-    budget = protected + (before - protected) // 2  # reachable: half of what may go
-    n = shed(run, budget, keep=(3,))
-    after = droppable(run)
-    assert after <= budget < before
+    protected = sum(droppable_step(run.steps[i]) for i in (3, last))
+    budget = before - (droppable(run) - protected) // 2  # reachable: half of what may go
+    n = shed(run, budget, keep=(3,), held_elsewhere=0)
+    assert all_arrays(run) <= budget < before
     gone = [s.index for s in run.steps if is_shed(s)]
     assert n == len(gone) > 0
-    assert gone == list(range(1, 1 + len(gone))) or gone == [1, 2, *range(4, 2 + len(gone))]  # oldest first, 3 kept
-    for index in (0, 3, len(run.steps) - 1):  # the prefill, the step shown, the newest
+    assert gone == list(range(len(gone))) or gone == [0, 1, 2, *range(4, 1 + len(gone))]  # oldest first, 3 kept
+    assert 0 in gone  # the prefill is shed like any other step (issue 35)
+    for index in (3, len(run.steps) - 1):  # the step shown, the newest
         assert not is_shed(run.steps[index]) and all(r.array is not None for r in run.steps[index].hooks)
     for s in run.steps:
         for r in s.hooks:
@@ -63,6 +74,8 @@ def test_the_oldest_steps_are_shed_first_and_the_budget_holds(run):
                 assert s.index not in gone  # a shed step keeps its K and V records only
         assert np.array_equal(s.topk_ids, topk[s.index]) and s.sampled is not None
     assert shed(run, budget, keep=(3,)) == n  # nothing more to do within the same budget
+    assert shed(run, budget - 4_000, keep=(3,), held_elsewhere=10**9) == last  # held elsewhere counts: all but newest
+    assert is_shed(run.steps[3]) and not is_shed(run.steps[last])  # the step shown goes last, the newest never
 
 
 def grid_values(at) -> np.ndarray:
@@ -81,12 +94,15 @@ def test_a_budget_that_fits_sheds_nothing(model_dirs):
     lm = load_model(str(model_dirs["llama_gqa_rope3"]))
     session = Session(lm, PROMPT, EngineConfig(capture="full"))
     session.generate(3)
-    assert shed(session.trace, droppable(session.trace)) == 0
-    assert shed(session.trace, 0) == len(session.trace.steps) - 2  # all but the prefill and the newest
+    assert shed(session.trace, all_arrays(session.trace)) == 0
+    assert shed(session.trace, 0) == len(session.trace.steps) - 1  # all but the newest
 
 
 def test_the_decode_page_keeps_within_its_budget_and_says_so(model_dirs, monkeypatch):
-    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", "0.05")  # 50 kB: the tiny test model fills it in a few steps
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    kv = Session(lm, PROMPT, EngineConfig(capture="full", max_seq_len=min(512, lm.cfg.max_position_embeddings)))
+    kv = kv.kv_bytes()  # the page's cache (max_seq 512 or the context), counted in the budget
+    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", str((kv + 50_000) / 1e6))  # 50 kB more: full in a few steps
     at = open_app("app_pages/decode.py", model=str(model_dirs["llama_gqa_rope3"]), prompt=PROMPT)
     run = at.session_state["llmviz_run"]
     top = run.trace.model_card["config"]["num_layers"] - 1  # the layer the page shows first
@@ -100,8 +116,7 @@ def test_the_decode_page_keeps_within_its_budget_and_says_so(model_dirs, monkeyp
         if run.shed:
             break
     assert run.shed, f"60 steps at ~{per_step:.0f} B each never reached the 1 MB budget"
-    last = run.trace.steps[-1]
-    assert droppable(run.trace) <= max(50_000, droppable_step(run.trace.steps[0]) + droppable_step(last))
+    assert all_arrays(run.trace) + kv <= kv + 50_000  # everything the run holds, from the prefill on
     assert any("earlier step(s) keep only their tokens" in i.value for i in at.info)
     assert not at.warning  # the newest step still draws its attention and cache panels
     grid = grid_values(at)  # the cache grid still colours every row, shed steps' rows by the norms they kept
@@ -217,7 +232,7 @@ def test_a_shed_trace_saves_and_loads_its_row_norms(model_dirs, tmp_path):
     trace = session.generate(6)
     rows = np.concatenate([s.hook("layers.1.k").array[0] for s in trace.steps], axis=1)  # [kv, positions, hd]
     by_hand = np.sqrt((rows.astype(np.float64) ** 2).sum(-1))
-    assert shed(trace, 0) == len(trace.steps) - 2
+    assert shed(trace, 0) == len(trace.steps) - 1
     back = load_trace(trace.save(tmp_path / "t"))
     layers = lm.cfg.num_layers
     assert {r.name for r in back.steps[2].hooks} == {f"layers.{i}.{kv}" for i in range(layers) for kv in "kv"}
@@ -251,28 +266,28 @@ def test_an_uploaded_trace_is_kept_within_the_budget_as_a_live_run(model_dirs, m
     at.file_uploader(key="trace_upload").set_value(("long.zip", trace_to_zip(trace), "application/zip")).run()
     assert not at.exception and not at.error
     run = at.session_state["llmviz_run"]
-    assert run.key is None and run.shed == len(trace.steps) - 2  # all but the prefill and the newest
-    assert [is_shed(s) for s in run.trace.steps] == [False, *[True] * (len(trace.steps) - 2), False]
-    kept = droppable_step(run.trace.steps[0]) + droppable_step(run.trace.steps[-1])
-    assert droppable(run.trace) == kept and kept == droppable_step(trace.steps[0]) + droppable_step(trace.steps[-1])
+    assert run.key is None and run.shed == len(trace.steps) - 1  # all but the newest, the prefill too (issue 35)
+    assert [is_shed(s) for s in run.trace.steps] == [*[True] * (len(trace.steps) - 1), False]
+    kept = droppable_step(run.trace.steps[-1])
+    assert droppable(run.trace) == kept and kept == droppable_step(trace.steps[-1])
     notice = translate("en", "budget.notice", n=run.shed, mb=0.01)
     assert notice in [i.value for i in at.info]
     assert run.trace.output_ids == trace.output_ids  # tokens, top-k and timings stay
 
 
 def test_a_public_server_refuses_a_replay_that_still_holds_too_much(model_dirs, monkeypatch):
-    """Shedding cannot touch a file's prefill and newest step; a public server refuses a trace that still holds more
-    than REPLAY_HELD_BUDGETS budgets, with a typed message, and keeps the run it showed."""
+    """Shedding cannot touch a file's newest step; a public server refuses a trace that still holds more than
+    REPLAY_HELD_BUDGETS budgets (what a live run may hold), with a typed message, and keeps the run it showed."""
     from llmviz.i18n.translator import translate
     from llmviz.trace.budget import REPLAY_HELD_BUDGETS, bound_replay, held_bytes
     from llmviz.trace.records import trace_to_zip
 
     lm = load_model(str(model_dirs["llama_gqa_rope3"]))
-    trace = Session(lm, PROMPT * 8, EngineConfig(capture="full")).generate(4)
-    budget = 10_000
-    assert bound_replay(trace, budget) == 2 and held_bytes(trace) > REPLAY_HELD_BUDGETS * budget  # local: shed only
+    trace = Session(lm, PROMPT * 80, EngineConfig(capture="full")).generate(1)  # the prefill is the newest step
+    budget = 5_000_000  # above llmviz-tiny's own cache at 512 tokens (4.2 MB), so the page's live run starts
+    assert bound_replay(trace, budget) == 0 and held_bytes(trace) > REPLAY_HELD_BUDGETS * budget  # local: shed only
     monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
-    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", "0.01")
+    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", "5")
     at = open_app("app_pages/trace.py", model="llmviz-tiny")
     before = at.session_state["llmviz_run"]
     at.file_uploader(key="trace_upload").set_value(("big.zip", trace_to_zip(trace), "application/zip")).run()

@@ -75,8 +75,8 @@ def model_card(t, run) -> None:
     cols = st.columns(5)
     cols[0].metric(t("card.d_model"), c["hidden_size"])
     cols[1].metric(t("card.position"), t("card.rope") if c["position"] == "rope" else t("card.learned"))
-    cols[2].metric(t("card.dtype"), card["dtype"])
-    cols[3].metric(t("card.device"), card["device"])
+    cols[2].metric(t("card.dtype"), literal(str(card["dtype"])))  # a metric's value is markdown too: a file's text
+    cols[3].metric(t("card.device"), literal(str(card["device"])))
     cols[4].metric(t("card.weight_bytes"), f"{card['weight_bytes'] / 2**20:,.1f} MiB")
     n = len(run.trace.prompt_ids)
     st.markdown(t("home.prompt_tokens", n=n, prompt=literal(run.trace.prompt)))  # a link's prompt: any text

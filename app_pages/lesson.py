@@ -106,7 +106,8 @@ def panel(t, run, step) -> None:
             layers = run.trace.model_card["config"]["num_layers"]
             st.image(model_map_svg(prefill, decode, names, layers, t("lesson.layers"), HIGHLIGHTS.get(step.panel, ()),
                                    decoding=step.section != "1.1"), width="stretch")
-            st.caption(t("lesson.map_caption", model=run.trace.model_card["name"], n=len(run.trace.prompt_ids)))
+            model = literal(str(run.trace.model_card["name"]))  # a replayed file's name: any text
+            st.caption(t("lesson.map_caption", model=model, n=len(run.trace.prompt_ids)))
 
 
 def show(t, run, step) -> None:

@@ -101,7 +101,7 @@ def kv_section(t, run, step, layers: int) -> None:
     written = [r for r in step.hooks if r.name == "kv.write"]  # the rows copied out of the cache tensor itself
     recorded = written[0].nbytes if written else sum(r.bytes for r in rows)
     st.markdown(t("prefill.kv_formula", n=kv["seq_len"], kv=kv["kv_heads"], hd=kv["head_dim"], eb=eb,
-                  dtype=kv["dtype"], layers=kv["layers"], total=f"{formula:,}"))
+                  dtype=literal(str(kv["dtype"])), layers=kv["layers"], total=f"{formula:,}"))
     cols = st.columns(4)
     cols[0].metric(t("prefill.kv_by_formula"), f"{formula:,} B")
     cols[1].metric(t("prefill.kv_by_tensors"), f"{recorded:,} B")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import html
+import re
 from types import MappingProxyType
 
+import numpy as np
 import plotly.graph_objects as go
 
 FONT = "Noto Sans CJK SC, Noto Sans SC, Microsoft YaHei, PingFang SC, sans-serif"
@@ -14,6 +16,10 @@ MAX_TICKS = 48  # above this many rows or columns, token labels are left to hove
 # double click and "reset axes" do the same) or that select points no figure here uses: a shorter bar covers
 # less of a chart's title in the lesson's narrow column. The PNG download, box zoom, pan and reset stay.
 SPARE_BUTTONS = ("zoomin", "zoomout", "autoscale", "lasso", "select")
+# The `<` of an `<a ...>` or `</a>` tag: plotly.js draws an `<a href="https://...">` in any text (a title, a tick, a
+# label, a hover) as a live link (issue 35), and no figure of ours has one. Its other tags (<br>, <b>, <span style>,
+# <extra>) fetch nothing and stay.
+_LINK_TAG = re.compile(r"<(?=\s*/?\s*a(?:[\s/>]|$))", re.IGNORECASE)
 
 
 def layout(title: str, height: int) -> dict:
@@ -31,10 +37,44 @@ def legend_below() -> dict:
     return {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"}
 
 
+def unlinked(value):
+    """`value` (a figure's spec or any part of it) with every link tag written as text (`&lt;a href=...>`, which
+    plotly shows as typed): a model name, a token or a request's name from a file or a link reaches titles, ticks,
+    labels and hovers, and a live link there would lead outside the app."""
+    if isinstance(value, str):
+        return _LINK_TAG.sub("&lt;", value) if "<" in value else value
+    if isinstance(value, dict):
+        return {k: unlinked(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [unlinked(v) for v in value]
+    if isinstance(value, np.ndarray) and value.dtype.kind == "U" and not (np.char.find(value, "<") >= 0).any():
+        return value  # the common case, a token's hover text: checked in C, not string by string
+    if isinstance(value, np.ndarray) and value.dtype.kind in "UO":
+        kind = object if value.dtype.kind == "O" else None  # a text array widens to fit each `&lt;`
+        return np.array([unlinked(v) for v in value.ravel().tolist()], dtype=kind).reshape(value.shape)
+    return value
+
+
 def finish(fig: go.Figure, title: str, height: int, **extra) -> go.Figure:
-    """Apply the shared layout; `extra` overrides or adds plotly layout properties."""
+    """Apply the shared layout; `extra` overrides or adds plotly layout properties. Any link tag in the figure's
+    text is made text (`unlinked`), in place."""
     fig.update_layout(layout(title, height), **extra)
+    spec = fig.to_plotly_json()
+    safe = unlinked(spec)
+    if _differs(spec, safe):
+        fig.update(safe, overwrite=True)
     return fig
+
+
+def _differs(a, b) -> bool:
+    """Whether `unlinked` changed a text anywhere (arrays compared by their text, numbers never change)."""
+    if isinstance(a, dict):
+        return any(_differs(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple):
+        return any(_differs(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray):
+        return a.dtype.kind in "UO" and not np.array_equal(a, b)
+    return isinstance(a, str) and a != b
 
 
 def lean(traces: list[dict], title: str, height: int, **extra) -> go.Figure:
@@ -43,7 +83,7 @@ def lean(traces: list[dict], title: str, height: int, **extra) -> go.Figure:
     and was most of a Decode step's Python under a class's load (issue 24); this one costs about 1 ms. The specs
     are fixed by our code, and tests/viz/test_lean_figures.py passes each through the validating constructor
     once: it must come back unchanged (so every name exists and every value is in plotly's own form)."""
-    return go.Figure({"data": traces, "layout": layout(title, height) | extra}, _validate=False)
+    return go.Figure(unlinked({"data": traces, "layout": layout(title, height) | extra}), _validate=False)
 
 
 # The named colour scales our figures use, as plotly.py's validator spells them out ((0.0, "rgb(...)"), ...): a

@@ -55,8 +55,9 @@ def _figure_text(spec: dict) -> list[str]:
 
 def shown(markdown: str) -> str:
     """What a person reads of a markdown string: its backslash escapes undone (values from a link, a file or the
-    engine are escaped where they render: llmviz/ui/markdown.py)."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    engine are escaped where they render: llmviz/ui/markdown.py), and the WORD JOINERs that break a bare URL's
+    autolink, which no one sees, left out."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def rendered_text(at) -> list[str]:

@@ -1,0 +1,102 @@
+"""Text from an uploaded trace or a link renders as text on the pages (issue 35, findings 6 and 9): a card whose
+model name, device and dtype are markdown, HTML or bare URLs, and a link whose ?prompt= and ?seed= are URLs, give
+no live link and no image on Home, the lesson and the KV layouts page. AppTest reads every element's protobuf (the
+strings Streamlit's renderer takes as markdown, tests/support/markup_scan.py); tests/ui/test_browser_markup.py
+counts the links a real Chromium draws."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+from hostile_helpers import TRIED, time_limit
+from markup_scan import live_links, live_markdown
+from ui_helpers import APP, EMBEDDED_WEIGHTS, page_file, rendered_text
+
+from llmviz.trace.records import trace_from_zip, trace_to_zip
+
+pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="records a run of the embedded model")
+
+URL = "https://evil.example/x"
+HOSTILE_TEXT = (f"{URL} www.evil.example me@evil.example [click](https://evil.example) "
+                "![img](https://evil.example/a.png) <a href='https://evil.example'>a</a> :red[x] $x$")
+CARD = {"name": f"tiny {HOSTILE_TEXT}", "device": f"cpu {URL}", "dtype": "fp32 ![i](https://evil.example/i.png)"}
+
+
+def hostile_zip(tiny) -> bytes:
+    """A real run's trace (4 decode steps, full capture: the lesson's panels draw) whose card fields are hostile."""
+    from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig, SamplingConfig
+
+    config = EngineConfig(sampling=SamplingConfig(temperature=0), capture="full")
+    data = trace_to_zip(Session(tiny, "The list of", config).generate(5))
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        doc, arrays = json.loads(archive.read("trace.json")), archive.read("arrays.npz")
+    doc["model_card"].update(CARD)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("trace.json", json.dumps(doc))
+        archive.writestr("arrays.npz", arrays)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def replayed(tiny):
+    """The app with the hostile trace uploaded on the Trace page (file name hostile too)."""
+    from streamlit.testing.v1 import AppTest
+
+    data = hostile_zip(tiny)
+    assert trace_from_zip(data).model_card["device"] == CARD["device"]  # any text: shown escaped, not refused
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["model"] = "/no/such/model"  # nothing live: the pages can show only the file
+    at.run()
+    at.switch_page(page_file("trace")).run()
+    at.file_uploader[0].set_value((f"{URL} [x](https://evil.example).zip", data, "application/zip")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_scan_finds_each_kind_of_live_link():
+    """The check can fail: every hostile form is live as it stands, and none is once escaped."""
+    from llmviz.ui.markdown import escape
+
+    forms = [URL, "www.evil.example", "me@evil.example", "[c](y)", "![i](y)", "<a href='y'>"]
+    assert [live_markdown(f"x {f}") for f in forms] == [True] * len(forms)
+    assert [live_markdown(f"x {escape(f)}") for f in forms] == [False] * len(forms)
+
+
+@pytest.mark.parametrize("page", ["trace", "home", "lesson"])
+def test_a_hostile_traces_card_renders_as_text(replayed, page):
+    TRIED["pages"] += 1
+    with time_limit(60):
+        at = replayed.switch_page(page_file(page)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert live_links(at) == []
+    assert any("evil" in text for text in rendered_text(at))  # the fields are there, as text
+
+
+def test_the_lesson_map_caption_names_the_model_as_text_on_a_decode_step(replayed):
+    at = replayed.switch_page(page_file("lesson"))
+    at.query_params["lesson"] = "2.1"
+    at.run()
+    captions = [c.value for c in at.caption if "evil" in c.value]
+    assert captions and live_links(at) == [], live_links(at)
+
+
+@pytest.mark.parametrize("page", ["home", "kv_layouts"])
+def test_a_link_whose_prompt_and_seed_are_urls_renders_as_text(page):
+    from streamlit.testing.v1 import AppTest
+
+    TRIED["pages"] += 1
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"prompt": f"{URL} www.evil.example me@evil.example", "seed": URL, "kv_prompts": ""})
+    with time_limit(90):
+        at.run()
+        assert any("evil" in w.value for w in at.warning) and live_links(at) == []  # the seed named, as text
+        if page != "home":
+            at.switch_page(page_file(page)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert live_links(at) == []
+    assert any("evil" in text for text in rendered_text(at))  # the prompt is shown, as text

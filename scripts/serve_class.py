@@ -1,6 +1,6 @@
 """A whole class on one machine (issue 24): N app processes behind HAProxy, each browser session kept on one.
 
-    scripts/serve-class --replicas 2 --port 8501 [--host 0.0.0.0] [--public]
+    scripts/serve-class --replicas 2 --port 8501 [--host 0.0.0.0] [--public] [--logs DIR]
 
 One Streamlit process is bound by Python (its GIL): on a 2-core machine it leaves the second core idle. Here N
 `streamlit run app.py` replicas listen on 127.0.0.1 (free ports, chosen at start) and HAProxy (the system's package:
@@ -13,7 +13,9 @@ process, so N replicas run up to N x slots heavy measurements at once: size the 
 
 Several machines: start `streamlit run app.py --server.address 0.0.0.0` on each with the same
 STREAMLIT_SERVER_COOKIE_SECRET in the environment, and here list them with --backend HOST:PORT (--replicas 0 starts
-none on this one); the balancer is the same. Ctrl-C stops everything.
+none on this one); the balancer is the same. HAProxy's limits (timeouts, connections per client address) and the
+account it runs as are in scripts/class_balancer.py; it never sees the cookie secret. Ctrl-C, `kill` or a closed
+terminal stops everything and removes the temporary folder (logs, configuration); --logs DIR keeps the logs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import secrets
 import shutil
 import signal
@@ -34,31 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import free_port  # noqa: E402 (the same script folder; it imports no browser)
+from class_balancer import COOKIE, account_for, haproxy_config, haproxy_env, maxconn_for  # noqa: E402
 
-COOKIE = "LLMVIZ_REPLICA"
-
-
-def haproxy_config(port: int, host: str, backends: list[str]) -> str:
-    """HAProxy's configuration: HTTP mode (websockets upgrade through it), round robin over the replicas, a cookie
-    that keeps a browser on the replica that first answered it, health checks on Streamlit's own endpoint."""
-    servers = "\n".join(f"  server r{i} {b} check inter 2s cookie r{i}" for i, b in enumerate(backends, 1))
-    return f"""global
-  maxconn 4096
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 1h
-  timeout server 1h
-  timeout tunnel 1h
-frontend class
-  bind {host}:{port}
-  default_backend replicas
-backend replicas
-  balance roundrobin
-  cookie {COOKIE} insert indirect nocache httponly
-  option httpchk GET /_stcore/health
-{servers}
-"""
+__all__ = ["COOKIE", "Class", "find_haproxy"]
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 def replica_command(port: int) -> list[str]:
@@ -87,8 +69,41 @@ def healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = None) ->
     return False
 
 
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The end of a child's log, for a message printed after its folder is gone."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").rstrip().splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:]) or "(empty log)"
+
+
+@contextlib.contextmanager
+def held_signals():
+    """Ctrl-C, TERM and HUP wait until the block is done (blocked in this thread, then delivered; serve-class has
+    one thread): one in the middle of a stop would leave replicas running or the folder behind."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def end_group(proc: subprocess.Popen) -> None:
+    """TERM a child's process group, KILL it after 10 s; reaped either way."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 class Class:
-    """The replicas and the balancer, as child process groups; stop() ends them all."""
+    """The replicas and the balancer, as child process groups; stop() ends them all and removes the temporary
+    folder this class made (its logs, HAProxy's configuration and jail); a `log_dir` the caller names is kept."""
 
     def __init__(self, replicas: int, port: int, host: str = "127.0.0.1", backends: tuple[str, ...] = (),
                  public: bool = False, haproxy: str | None = None, log_dir: Path | None = None):
@@ -100,20 +115,26 @@ class Class:
         self.port, self.host, self.public = port, host, public
         self.replica_ports = [free_port() for _ in range(replicas)]  # free now: another server may hold port + 1
         self.backends = [f"127.0.0.1:{p}" for p in self.replica_ports] + list(backends)
-        self.dir = log_dir or Path(tempfile.mkdtemp(prefix="llmviz-class-"))
+        self.temporary = log_dir is None
+        self.dir = log_dir  # a temporary one is made by start(), where stop() is sure to remove it
         self.procs: list[subprocess.Popen] = []
+        self.names: list[str] = []
 
     def _spawn(self, cmd: list[str], name: str, env: dict) -> subprocess.Popen:
         with open(self.dir / f"{name}.log", "wb") as log:  # the child keeps its own copy of the descriptor
             proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         self.procs.append(proc)
+        self.names.append(name)
         return proc
 
     def start(self, timeout_s: float = 120) -> Class:
         try:
+            with held_signals():  # a TERM between making the folder and naming it would lose it
+                if self.dir is None:
+                    self.dir = Path(tempfile.mkdtemp(prefix="llmviz-class-"))
             return self._start(timeout_s)
-        except BaseException:  # Ctrl-C while the replicas warm up, a refused port: no replica is left running
+        except BaseException:  # Ctrl-C while the replicas warm up, a refused port: nothing is left behind
             self.stop()
             raise
 
@@ -125,40 +146,64 @@ class Class:
             env["LLMVIZ_PUBLIC"] = "1"
         replicas = [self._spawn(replica_command(p), f"replica{i}", env | {"LLMVIZ_REPLICA": f"r{i}"})
                     for i, p in enumerate(self.replica_ports, 1)]
-        for p, proc in zip(self.replica_ports, replicas, strict=True):
+        for i, (p, proc) in enumerate(zip(self.replica_ports, replicas, strict=True), 1):
             if not healthy(f"http://127.0.0.1:{p}/_stcore/health", timeout_s, proc):
-                raise SystemExit(f"the replica on port {p} did not become healthy; its log is in {self.dir}")
-        config = self.dir / "haproxy.cfg"
-        config.write_text(haproxy_config(self.port, self.host, self.backends), encoding="utf-8")
-        balancer = self._spawn([self.haproxy, "-f", str(config), "-db"], "haproxy", env)
+                raise SystemExit(f"the replica on port {p} did not become healthy; the end of its log:\n"
+                                 f"{log_tail(self.dir / f'replica{i}.log')}")
+        balancer = self._spawn([self.haproxy, "-f", str(self._write_config()), "-db"], "haproxy",
+                               haproxy_env(os.environ))
         here = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         if not healthy(f"http://{here}:{self.port}/_stcore/health", 30, balancer):
-            raise SystemExit(f"HAProxy did not answer on port {self.port}; its log is in {self.dir}")
+            raise SystemExit(f"HAProxy did not answer on port {self.port}; the end of its log:\n"
+                             f"{log_tail(self.dir / 'haproxy.log')}")
         return self
+
+    def _write_config(self) -> Path:
+        """HAProxy's configuration in the class's folder; as root, with an empty, read-only jail beside it."""
+        account, jail = account_for(os.geteuid()), None
+        if account is not None:
+            jail = self.dir / "jail"
+            jail.mkdir(mode=0o555, exist_ok=True)
+        maxconn = maxconn_for(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        config = self.dir / "haproxy.cfg"
+        config.write_text(haproxy_config(self.port, self.host, self.backends, maxconn=maxconn, account=account,
+                                         jail=str(jail) if jail else None), encoding="utf-8")
+        return config
 
     @property
     def pids(self) -> list[int]:
         """The replicas' process ids (the balancer's last)."""
         return [p.pid for p in self.procs]
 
+    def ended(self) -> str | None:
+        """None while every child runs; else which one ended, its exit status and the end of its log."""
+        for proc, name in zip(self.procs, self.names, strict=True):
+            if proc.poll() is not None:
+                tail = log_tail(self.dir / f"{name}.log")
+                return f"{name} ended (exit {proc.returncode}); the end of its log:\n{tail}"
+        return None
+
     def stop(self) -> None:
-        """End every child process group: TERM, then KILL after 10 s; each one reaped."""
-        for proc in reversed(self.procs):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        self.procs.clear()
+        """End every child process group, then remove the temporary folder; signals held meanwhile (a second
+        Ctrl-C while the replicas shut down would leave them running). Safe to call twice."""
+        with held_signals():
+            for proc in reversed(self.procs):
+                end_group(proc)
+            self.procs.clear()
+            self.names.clear()
+            if self.temporary and self.dir is not None:
+                shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Class:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def exit_on(signum: int, frame) -> None:
+    """`kill` (TERM) and a closed terminal (HUP) stop the class as Ctrl-C does, through the same `with`."""
+    sys.exit(128 + signum)
 
 
 def main() -> None:
@@ -168,19 +213,22 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1", help="where the balancer listens (0.0.0.0: the whole LAN)")
     parser.add_argument("--backend", action="append", default=[], help="HOST:PORT of a replica on another machine")
     parser.add_argument("--public", action="store_true", help="public mode on every replica (LLMVIZ_PUBLIC=1)")
+    parser.add_argument("--logs", type=Path, help="keep the logs in this folder (default: a temporary one, "
+                                                  "removed on stop)")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `kill` stops the class as Ctrl-C does
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, exit_on)
+    if args.logs:
+        args.logs.mkdir(parents=True, exist_ok=True)
     try:
-        with Class(args.replicas, args.port, args.host, tuple(args.backend), args.public) as served:
-            print(f"llmviz for a class: http://{args.host}:{args.port}/ -> {', '.join(served.backends)} "
-                  f"(pids {served.pids}; logs in {served.dir})", flush=True)
-            while all(p.poll() is None for p in served.procs):
+        with Class(args.replicas, args.port, args.host, tuple(args.backend), args.public, log_dir=args.logs) as c:
+            print(f"llmviz for a class: http://{args.host}:{args.port}/ -> {', '.join(c.backends)} "
+                  f"(pids {c.pids}; logs in {c.dir})", flush=True)
+            while (ended := c.ended()) is None:
                 time.sleep(1)
-            ended = next(p for p in served.procs if p.poll() is not None)
-            raise SystemExit(f"{' '.join(map(str, ended.args[:3]))}... ended (exit {ended.returncode}); logs in "
-                             f"{served.dir}; stopping the class")
+            raise SystemExit(f"{ended}\nstopping the class")
     except KeyboardInterrupt:
-        pass
+        sys.exit(128 + signal.SIGINT)  # as the shell reports a Ctrl-C, and as TERM and HUP exit
 
 
 if __name__ == "__main__":

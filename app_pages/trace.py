@@ -8,7 +8,7 @@ from llmviz.trace.records import trace_from_zip, trace_to_zip
 from llmviz.ui import server, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.errors import explain
-from llmviz.ui.trace_file import download_name, markdown_escape, public_copy, summary
+from llmviz.ui.trace_file import download_name, markdown_escape, public_copy, replay_bound, summary
 
 UPLOAD_KEY, LOADED_KEY, ZIP_KEY = "trace_upload", "trace_loaded_file", "trace_zip"
 
@@ -22,7 +22,7 @@ def load_upload(t) -> None:
     policy = server.policy()
     try:
         policy.check_upload(upload.size)
-        trace = trace_from_zip(upload.getvalue())
+        trace = trace_from_zip(upload.getvalue(), replay_bound(policy))  # refused unread when too large
         shed = bound_replay(trace, policy.trace_budget_bytes, policy.public)  # before any page holds it
     except (TraceFormatError, NotAllowedError) as exc:
         explain(t, exc)

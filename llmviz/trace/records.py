@@ -8,7 +8,9 @@ is -1 in input_ids, positions and sampled.
 Saving writes each file under a temporary name in the folder and renames it into place when complete, so a
 failed or killed write never leaves a half file. Loading a file from elsewhere (an upload) trusts nothing:
 sizes are checked as declared before anything is unpacked (a zip bomb is refused unread), every array's
-header against the bytes that hold it, and every failure is a TraceFormatError.
+header against the bytes that hold it, the arrays' declared bytes against the caller's bound before any is read
+(each then read on demand, never beyond its declared size: llmviz/trace/arrays.py), and every failure is a
+TraceFormatError.
 
 Schema 2 (engine 2) added the batch's prompts and each row's finished reason; schema 1 traces (one
 prompt, no padding) load through `_migrate_v1`. Schema 3 added a hook record's `row_norms` (kept when its array
@@ -20,7 +22,6 @@ from __future__ import annotations
 import io
 import json
 import lzma
-import math
 import os
 import secrets
 import shutil
@@ -32,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from llmviz.errors import TraceFormatError
+from llmviz.errors import LlmvizError, TraceFormatError
+from llmviz.trace.arrays import LOCAL_ARRAY_BYTES, MAX_UNPACKED_BYTES, BoundedArrays
 from llmviz.trace.check import (
     MAX_TRACE_JSON_BYTES,
     check_document,
@@ -52,7 +54,6 @@ _RECORD_ARRAYS = {"array": "hook", "row_norms": "norms"}  # a hook record's arra
 _STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
                 "lens_ids", "lens_probs")
 FILES = ("trace.json", "arrays.npz")
-MAX_UNPACKED_BYTES = 2 * 2**30  # a trace's files, unpacked: more is refused before anything is inflated
 # What a damaged file or archive raises on the way in (zipfile: RuntimeError for an encrypted member,
 # NotImplementedError for an unknown compression; json: RecursionError for absurd nesting).
 _DAMAGED = (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
@@ -204,9 +205,10 @@ def save_zip(trace: RunTrace, path: str | Path) -> Path:
     return path
 
 
-def trace_from_zip(data: bytes) -> RunTrace:
-    """Read a .zip written by trace_to_zip; anything else raises TraceFormatError. No message names the temporary
-    folder it is unpacked in (on a server, a path of the server's own)."""
+def trace_from_zip(data: bytes, max_array_bytes: int = LOCAL_ARRAY_BYTES) -> RunTrace:
+    """Read a .zip written by trace_to_zip; anything else raises TraceFormatError. One whose arrays unpack to more
+    than `max_array_bytes` raises NotAllowedError before any is read (llmviz/trace/arrays.py). No message names the
+    temporary folder it is unpacked in (on a server, a path of the server's own)."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TraceFormatError(f"a trace archive is bytes, not {type(data).__name__}", code="trace_damaged")
     try:
@@ -220,8 +222,8 @@ def trace_from_zip(data: bytes) -> RunTrace:
             for name in FILES:  # streamed: zipfile stops at the declared size and checks the CRC
                 with archive.open(members[name]) as src, open(Path(tmp) / name, "wb") as dst:
                     shutil.copyfileobj(src, dst)
-            return load_trace(tmp, where="the archive")
-    except TraceFormatError:
+            return load_trace(tmp, where="the archive", max_array_bytes=max_array_bytes)
+    except LlmvizError:  # typed already: damaged (TraceFormatError), or over the bound (NotAllowedError)
         raise
     except _DAMAGED as exc:  # writing the members out (a full disk) names the temporary folder
         detail = _detail(exc, Path(tempfile.gettempdir()), "the temporary folder")
@@ -245,30 +247,10 @@ def _read_json(path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def _check_arrays(path: Path) -> None:
-    """arrays.npz before numpy reads it: its members' declared sizes, and each array's header (dtype, shape)
-    against the bytes that hold it, so neither a bomb nor a header claiming a huge array allocates anything."""
-    with zipfile.ZipFile(path) as npz:
-        infos = npz.infolist()
-        _check_size(sum(info.file_size for info in infos), path.name)
-        for info in infos:
-            with npz.open(info) as member:
-                version = np.lib.format.read_magic(member)
-                if version not in ((1, 0), (2, 0)):
-                    raise damaged(f"arrays.npz: {info.filename} is in .npy format {version}, not one a trace uses")
-                read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
-                    np.lib.format.read_array_header_2_0
-                shape, _, dtype = read_header(member)
-            if dtype.hasobject:
-                raise damaged(f"arrays.npz: {info.filename} holds Python objects (a pickle); a trace holds numbers")
-            if math.prod(shape) * dtype.itemsize > info.file_size:
-                raise damaged(f"arrays.npz: {info.filename} declares a {list(shape)} {dtype} array but holds "
-                              f"{info.file_size:,} bytes")
-
-
-def load_trace(folder: str | Path, where: str | None = None) -> RunTrace:
-    """Read a saved trace; a damaged or foreign one raises TraceFormatError, never anything else. Messages name
-    the folder as `where` (default: its path), never anything inside it."""
+def load_trace(folder: str | Path, where: str | None = None, max_array_bytes: int = LOCAL_ARRAY_BYTES) -> RunTrace:
+    """Read a saved trace; a damaged or foreign one raises TraceFormatError, one whose arrays declare more than
+    `max_array_bytes` NotAllowedError (before any is read), never anything else. Messages name the folder as `where`
+    (default: its path), never anything inside it."""
     folder, named = Path(folder), where is not None
     where = where or f"the trace in {folder}"
     try:
@@ -276,14 +258,15 @@ def load_trace(folder: str | Path, where: str | None = None) -> RunTrace:
         check_json_text(text)
         doc = json.loads(text.decode("utf-8"))
         del text
-        _check_arrays(folder / "arrays.npz")
-        if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
-            found = doc.get("schema_version") if isinstance(doc, dict) else None
-            raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
-                                   code="trace_damaged")
-        with np.load(folder / "arrays.npz", allow_pickle=False) as npz:  # members read as the steps name them
-            return _build(_migrate_v1(doc) if doc["schema_version"] == 1 else doc, npz)
-    except TraceFormatError:
+        with zipfile.ZipFile(folder / "arrays.npz") as npz:
+            _check_size(sum(info.file_size for info in npz.infolist()), "arrays.npz")
+            arrays = BoundedArrays(npz, max_array_bytes)  # every header read and summed; no array yet
+            if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
+                found = doc.get("schema_version") if isinstance(doc, dict) else None
+                raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
+                                       code="trace_damaged")
+            return _build(_migrate_v1(doc) if doc["schema_version"] == 1 else doc, arrays)
+    except LlmvizError:  # typed already: damaged (TraceFormatError), or over the bound (NotAllowedError)
         raise
     except _DAMAGED as exc:
         detail = _detail(exc, folder, where if named else None)

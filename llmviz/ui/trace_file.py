@@ -10,6 +10,8 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
+from llmviz.trace.arrays import LOCAL_ARRAY_BYTES
+from llmviz.trace.budget import REPLAY_HELD_BUDGETS
 from llmviz.trace.records import RunTrace
 from llmviz.ui.markdown import escape as markdown_escape  # noqa: F401 - the UI's one escaper (issue 19)
 
@@ -41,6 +43,14 @@ def public_copy(trace: RunTrace) -> RunTrace:
     card["name"] = short_name(name) if is_server_path(name) else name
     steps = [dataclasses.replace(step, memory={}) for step in trace.steps]
     return dataclasses.replace(trace, model_card=card, steps=steps)
+
+
+def replay_bound(policy) -> int:
+    """The bytes of arrays an uploaded trace may unpack to, checked before any is read (issue 35: a 5.6 MB file of
+    deflated zeros made the server hold 2 GB before it was refused). A public server: what bound_replay lets a
+    session keep (REPLAY_HELD_BUDGETS budgets), since a file holding more would be refused once read anyway; the
+    local tool: the archive's own bound (llmviz/trace/arrays.LOCAL_ARRAY_BYTES), the person's own files."""
+    return REPLAY_HELD_BUDGETS * policy.trace_budget_bytes if policy.public else LOCAL_ARRAY_BYTES
 
 
 def download_name(trace: RunTrace, when: datetime | None = None) -> str:

@@ -325,6 +325,50 @@ def _lying_size(valid: bytes) -> bytes:
                      _stored("arrays.npz", _members(valid)["arrays.npz"])])
 
 
+def _npy_header(shape: tuple) -> bytes:
+    """A float32 .npy header of `shape`, 128 bytes long (numpy pads it to a multiple of 64)."""
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    assert len(header.getvalue()) == 128
+    return header.getvalue()
+
+
+def _with_npz_member(valid: bytes, member: tuple) -> bytes:
+    """The valid archive with one member of its arrays.npz (a _raw_zip tuple) put in place of the one it names."""
+    arrays = _members(_members(valid)["arrays.npz"])
+    kept = [_stored(name, data) for name, data in arrays.items() if name != member[0]]
+    return _zip({**_members(valid), "arrays.npz": _raw_zip([*kept, member])})
+
+
+def zero_array(valid: bytes, size: int, key: str = "s0.logits") -> bytes:
+    """Issue 35, finding 3: the valid archive with the array `key` of its arrays.npz replaced by a [1, n] float32
+    array of zeros filling `size` bytes with its header (a multiple of CHUNK), deflated: ~size/1000 in the file,
+    every CRC right, every header telling the truth. A reader that inflates before it bounds what the arrays
+    declare holds `size` bytes (2.1 GB from a 5.6 MB upload in the finding)."""
+    header = _npy_header((1, (size - 128) // 4))
+    return _with_npz_member(valid, bomb_member(f"{key}.npy", size, header))
+
+
+def _npy_smaller_than_member(valid: bytes) -> bytes:
+    """A member whose .npy header declares 16 floats while the zip says it holds 64 MiB (zeros, deflated)."""
+    return _with_npz_member(valid, bomb_member("s0.logits.npy", 64 * CHUNK, _npy_header((16,))))
+
+
+def _npy_stream_beyond_declared(valid: bytes) -> bytes:
+    """The zip and the .npy header both declare a 64 KiB member whose deflate stream goes on to 64 MiB of zeros
+    (its CRC the whole stream's): a reader must stop where the declarations do, and find the CRC wrong."""
+    header = _npy_header(((2**16 - 128) // 4,))
+    name, method, crc, data, _, flags = bomb_member("s0.logits.npy", 64 * CHUNK, header)
+    return _with_npz_member(valid, (name, method, crc, data, 2**16, flags))
+
+
+def _steps_naming_one_array(valid: bytes) -> bytes:
+    """trace.json whose 200 steps are all step 0: every one names s0's arrays (read 200 times by a naive loader)."""
+    return _with_json(valid, lambda d: json.dumps({**d, "steps": [d["steps"][0]] * 200}).encode())
+
+
 def _flagged(valid: bytes, flags: int = 0, method: int = zipfile.ZIP_STORED) -> bytes:
     members = _members(valid)
     return _raw_zip([_stored("trace.json", members["trace.json"], flags, method),
@@ -447,6 +491,10 @@ TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("npz_bomb", _npz_bomb, ERROR, "TraceFormatError"),
     Case("npy_header_claims_4tb", _huge_header, ERROR, "TraceFormatError"),
     Case("lying_declared_size", _lying_size, ERROR, "TraceFormatError"),
+    # issue 35, finding 3: an array's .npy header against its member, its stream against both, each array read once
+    Case("npy_header_smaller_than_its_member", _npy_smaller_than_member, ERROR, "TraceFormatError"),
+    Case("npy_stream_beyond_its_declared_size", _npy_stream_beyond_declared, ERROR, "TraceFormatError"),
+    Case("steps_naming_one_array_200_times", _steps_naming_one_array, ERROR, "TraceFormatError"),
     Case("encrypted_member", lambda valid: _flagged(valid, flags=0x1), ERROR, "TraceFormatError"),
     Case("unknown_compression", lambda valid: _flagged(valid, method=99), ERROR, "TraceFormatError"),
     Case("path_traversal_extra_members", lambda valid: _zip({**_members(valid), "../../evil.txt": b"owned",

@@ -3,11 +3,12 @@ throughput sweep over batch sizes, both kept in this browser session."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import streamlit as st
 
-from llmviz.errors import LlmvizError, PromptError
+from llmviz.analysis.work import decode_seconds, run_seconds
+from llmviz.errors import LlmvizError, NotAllowedError, PromptError
 from llmviz.trace.config import EngineConfig
 from llmviz.ui import measure, server
 from llmviz.ui.errors import explain
@@ -17,6 +18,10 @@ BATCH_KEY, SWEEP_KEY = "llmviz_batch", "llmviz_batch_sweep"
 EXAMPLES = ("The list of", "Return the value of the", "This module provides functions to read and write",
             "The")  # different lengths, so the prefill pads
 MAX_ROWS, MAX_NEW = 8, 64
+# A public server's most tokens of work in one batch (rows x the padded width: the longest prompt and the new tokens),
+# the bound of an uploaded request trace (engine/serving/requests.PUBLIC_MAX_TRACE_TOKENS; a test checks they agree).
+# Beyond it one prefill step, which no time limit can stop midway, ran 49 s and took 1.2 GB (8 x 1,982 tokens).
+PUBLIC_WORK = 8_192
 
 
 def prompts_of(s: Settings) -> list[str]:
@@ -29,10 +34,20 @@ def check(prompts: list[str]) -> None:
                           code="batch_size", n=len(prompts), limit=MAX_ROWS)
 
 
+def check_work(rows: int, width: int, public: bool) -> None:
+    """On a public server a batch of `rows` rows padded to `width` tokens (prompt + new) is at most PUBLIC_WORK."""
+    if public and rows * width > PUBLIC_WORK:
+        raise NotAllowedError(f"this batch asks for {rows * width:,} tokens of work ({rows} rows x {width:,}); this "
+                              f"public server runs at most {PUBLIC_WORK:,} per batch", code="batch_work",
+                              work=rows * width, rows=rows, width=width, limit=PUBLIC_WORK)
+
+
 @dataclass
 class BatchRun:
     key: tuple
     session: object  # llmviz.engine.session.Session
+    longest: int = 0  # the longest prompt's tokens (the padded batch's width at the prefill)
+    model_config: dict = field(default_factory=dict)  # the model card's config (what a step costs: analysis/work)
 
     @property
     def trace(self):
@@ -49,35 +64,45 @@ def shown(s: Settings, max_new: int) -> BatchRun | None:
 
 
 def start(t, s: Settings, max_new: int) -> BatchRun | None:
-    """Prefill the batch (capture off: the grid needs only the ids, the snapshot and the timings)."""
+    """Prefill the batch (capture off: the grid needs only the ids, the snapshot and the timings); in a public
+    server's queue when it is heavy (8 prompts of 2,000 tokens on gpt2-124m-random: about a minute of CPU)."""
     try:
         from llmviz import service
 
         prompts = prompts_of(s)
         check(prompts)
         lm = server.model(s.model, s.device, s.dtype)
-        longest = max(len(lm.tokenizer.encode(p)) for p in prompts)
+        tokens = [len(lm.tokenizer.encode(p)) for p in prompts]
+        check_work(len(tokens), max(tokens) + max_new, server.policy().public)
         config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=s.padding,
                               sampling=s.sampling(), seed=s.seed, capture="off", logit_lens_top_k=0,
-                              max_seq_len=min(lm.cfg.max_position_embeddings, longest + max_new + 1))
-        session = service.start(lm, prompts, config)
-        service.step(session)
+                              max_seq_len=min(lm.cfg.max_position_embeddings, max(tokens) + max_new + 1))
+        with st.spinner(t("batch.running")), measure.heavy(t, run_seconds(lm.cfg.to_dict(), tokens, 0, s.dtype)):
+            session = service.start(lm, prompts, config)
+            service.step(session)
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None
-    run = BatchRun(key_of(s, max_new), session)
+    run = BatchRun(key_of(s, max_new), session, max(tokens), lm.cfg.to_dict())
     st.session_state[BATCH_KEY] = run
     return run
 
 
 def advance(t, run: BatchRun, max_new: int, to_end: bool = False) -> None:
+    """One step, or every step to the end (in a public server's queue when that is heavy: 63 steps of 8 rows of
+    2,000 tokens on gpt2-124m-random, ~8 s of CPU); a step that fails says why, and the steps before it stay."""
     from llmviz import service
 
+    done = len(run.trace.steps)
+    steps = max(0, max_new - done) if to_end else 1
+    cost = decode_seconds(run.model_config, len(run.trace.prompts), run.longest + done - 1, steps)
     try:
-        while not run.session.finished and len(run.trace.steps) < max_new:
-            service.step(run.session)
-            if not to_end:
-                break
+        with st.spinner(t("batch.running")), measure.heavy(t, cost) as deadline:
+            while not run.session.finished and len(run.trace.steps) < max_new:
+                service.step(run.session)
+                deadline.check()
+                if not to_end:
+                    break
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
 

@@ -6,14 +6,15 @@ so one an extension registers is run and listed too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import streamlit as st
 
+from llmviz.analysis.work import decode_seconds, run_seconds
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import KV_LAYOUTS, RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.ui import measure, server, state
-from llmviz.ui.errors import explain, report
+from llmviz.ui.errors import explain
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import (
@@ -31,7 +32,7 @@ from llmviz.ui.settings import (
     parse_lengths,
 )
 
-OPTIONS_KEY, LIVE_KEY, SWEEP_KEY, ERROR_KEY = "llmviz_kv_options", "llmviz_kv_live", "llmviz_kv_sweep", "kv_error"
+OPTIONS_KEY, LIVE_KEY, SWEEP_KEY, STEPS_KEY = "llmviz_kv_options", "llmviz_kv_live", "llmviz_kv_sweep", "kv_steps"
 RANDOM_GPT2 = RANDOM_MODELS[0]  # the GPT-2-124M shape
 SWEEP_STEPS, SWEEP_BLOCK = 8, 16  # decode steps timed per run; the paged layout's block size in the sweep
 NOISE = 0.05  # a measured ratio within 5% of 1 is no difference
@@ -91,6 +92,7 @@ class Live:
     sessions: dict  # layout -> Session
     prompts: list
     cursor: int = 0
+    model_config: dict = field(default_factory=dict)  # the model card's config (what a step costs: analysis/work)
 
     @property
     def recorded(self) -> int:
@@ -109,6 +111,12 @@ class Live:
     @property
     def can_next(self) -> bool:
         return self.cursor + 1 < self.recorded or self.can_compute
+
+    def cost(self, count: int) -> float:
+        """Estimated seconds of `count` Nexts: only the steps not recorded yet are computed, on every layout."""
+        new = max(0, self.cursor + count - (self.recorded - 1))
+        cached = max(self.sessions["contiguous"].trace.steps[-1].kv["seq_lens"])
+        return decode_seconds(self.model_config, len(self.prompts), cached, new, copies=len(self.sessions))
 
 
 def prompts_of(s: Settings, o: Options) -> list[str]:
@@ -143,16 +151,20 @@ def current_live(t, s: Settings, o: Options) -> Live | None:
 
     try:
         kept, _ = kept_switches(s)
+        steps = state.link_steps(t, o.step)  # once: its notice is shown once
         with st.spinner(t("common.loading", model=escape(s.model))):
             lm = server.model(s.model, s.device, s.dtype,
                               **{k: v for k, v in kept.items() if k in s.load_options()})
-        prompts = prompts_of(s, o)
-        sessions = service.start_layouts(lm, prompts, engine_config(s, o, lm.cfg.max_position_embeddings),
-                                         layouts())
-        service.step_layouts(sessions)  # the prefill
-        live = Live(live_key(s, o), sessions, prompts)
-        while live.cursor < state.link_steps(t, o.step) and live.can_next:
-            advance(live)
+            prompts, config = prompts_of(s, o), engine_config(s, o, lm.cfg.max_position_embeddings)
+            n = [len(lm.tokenizer.encode(p)) for p in prompts]
+            cost = run_seconds(lm.cfg.to_dict(), n, min(steps, config.max_seq_len - max(n)), s.dtype, len(layouts()))
+            with measure.heavy(t, cost) as deadline:  # 4 long prompts x 3 layouts: in a public server's queue
+                sessions = service.start_layouts(lm, prompts, config, layouts())
+                service.step_layouts(sessions)  # the prefill
+                live = Live(live_key(s, o), sessions, prompts, model_config=lm.cfg.to_dict())
+                while live.cursor < steps and live.can_next:
+                    advance(live)
+                    deadline.check()
     except (LlmvizError, MemoryError) as exc:
         st.session_state.pop(LIVE_KEY, None)
         explain(t, exc)
@@ -177,14 +189,23 @@ def _held() -> Live | None:
 
 
 def _step(count: int) -> None:
-    live = _held()
+    """Next / Next 8 ask for the steps; the page's run computes them (step_controls), where a public server's queue
+    can show its waiting note and its messages: a callback runs before the page, outside it."""
+    st.session_state[STEPS_KEY] = count
+
+
+def step_by(t, live: Live, count: int) -> None:
+    """`count` Nexts, in a public server's queue when their estimate is heavy (Next 8 of 4 long prompts); a step
+    that fails says why, and the steps before it stay."""
     try:
-        for _ in range(count):
-            if live is None or not live.can_next:
-                break
-            advance(live)
-    except Exception as exc:  # a callback runs outside the page's guard: shown by controls() on the next rerun
-        st.session_state[ERROR_KEY] = exc
+        with measure.heavy(t, live.cost(count)) as deadline:
+            for _ in range(count):
+                if not live.can_next:
+                    break
+                advance(live)
+                deadline.check()
+    except (LlmvizError, MemoryError) as exc:
+        explain(t, exc)
 
 
 def _back() -> None:
@@ -219,8 +240,8 @@ def run_controls(t, s: Settings) -> None:
 
 
 def step_controls(t, live: Live) -> None:
-    if ERROR_KEY in st.session_state:
-        report(t, st.session_state.pop(ERROR_KEY))
+    if count := st.session_state.pop(STEPS_KEY, 0):
+        step_by(t, live, count)
     cols = st.columns(4)
     cols[0].button(t("layouts.prev"), disabled=live.cursor == 0, width="stretch", on_click=_back)
     cols[1].button(t("layouts.next"), type="primary", disabled=not live.can_next, width="stretch", on_click=_step,

@@ -21,6 +21,9 @@ the bar takes `(fraction, text)`: each caller turns a report into the bar's text
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
@@ -28,6 +31,7 @@ from typing import Any, TypeVar
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from llmviz.analysis.work import is_light
 from llmviz.errors import LlmvizError
 from llmviz.i18n.translator import Translator
 from llmviz.ui import server
@@ -37,6 +41,7 @@ from llmviz.ui.public import Deadline
 T = TypeVar("T")
 Progress = Callable[[float, str | None], None]  # (fraction done, 0..1; the bar's text now, or None to keep it)
 Queued = Callable[[], AbstractContextManager[Progress]]
+GATE_LOG = "LLMVIZ_GATE_LOG"  # a file for one line per slot held (a benchmark's; unset: nothing is written)
 
 
 def session_id() -> str:
@@ -59,9 +64,35 @@ def slot(t: Translator) -> Iterator[Deadline]:
         with server.heavy_gate(p.heavy_slots).slot(session_id(), p.heavy_wait_s,
                                                    lambda ahead: note.info(t("public.waiting", ahead=ahead))):
             note.empty()
-            yield Deadline.after(p.heavy_limit_s)  # counted from the slot granted: waiting is not running
+            with _logged(session_id()):
+                yield Deadline.after(p.heavy_limit_s)  # counted from the slot granted: waiting is not running
     finally:
         note.empty()
+
+
+@contextmanager
+def _logged(session: str) -> Iterator[None]:
+    """With LLMVIZ_GATE_LOG naming a file, one JSON line per slot held: its seconds, and the process's CPU seconds
+    meanwhile (torch's threads included: exact while one session runs at a time), so that bench/hostile_load.py
+    tells the server's CPU inside the gate from the CPU outside it."""
+    path, wall, cpu = os.environ.get(GATE_LOG), time.monotonic(), time.process_time()
+    try:
+        yield
+    finally:
+        if path:
+            line = {"session": session, "wall_s": round(time.monotonic() - wall, 4),
+                    "cpu_s": round(time.process_time() - cpu, 4)}
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(json.dumps(line) + "\n")
+
+
+def heavy(t: Translator, seconds: float) -> AbstractContextManager[Deadline]:
+    """Engine work a page does outside a measurement (a run opened at a link's step, the KV layouts page's runs,
+    the Batch page's prefill), estimated at `seconds` before it runs (llmviz/analysis/work.py): past work.LIGHT_S
+    it takes a slot of the server's queue like a measurement (slot: the waiting note, ServerBusyError, the time
+    limit); lighter work, and everything in the local tool, runs at once. The caller checks the Deadline yielded
+    after each step, so that a request past LLMVIZ_HEAVY_LIMIT_S stops there (TimeLimitError)."""
+    return nullcontext(Deadline()) if is_light(seconds) else slot(t)
 
 
 class _Bar:

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from llmviz.analysis.work import run_seconds
 from llmviz.errors import LlmvizError
 from llmviz.i18n.translator import Translator
 from llmviz.trace.budget import keep_bounded
 from llmviz.trace.records import RunTrace
+from llmviz.ui import measure
 from llmviz.ui.errors import explain
 from llmviz.ui.markdown import escape
 from llmviz.ui.model_cache import cached_model  # noqa: F401 - the tests' door to the cache itself
@@ -113,16 +115,20 @@ def current_run(t: Translator) -> Run | None:
     try:
         from llmviz import service
 
+        steps = link_steps(t, s.step)  # once: its notice is shown once
         with st.spinner(t("common.loading", model=escape(s.model))):
             lm = model(s.model, s.device, s.dtype, **s.load_options())
-        st.session_state.pop(RUN_KEY, None)  # the old run's tensors go before the new run's are made
-        budget = policy().trace_budget_bytes
-        session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings), budget)
-        service.step(session)  # the prefill, its capture planned within the budget (issue 35)
-        run = Run(s.run_key(), session.trace, session)
-        bound(run)
-        while run.cursor < link_steps(t, s.step) and advance(run):
-            pass
+            st.session_state.pop(RUN_KEY, None)  # the old run's tensors go before the new run's are made
+            budget, config = policy().trace_budget_bytes, s.engine_config(lm.cfg.max_position_embeddings)
+            n = len(lm.tokenizer.encode(s.prompt))
+            cost = run_seconds(lm.cfg.to_dict(), [n], min(steps, config.max_seq_len - n), s.dtype)
+            with measure.heavy(t, cost) as deadline:  # a long prompt or many steps: in a public server's queue
+                session = service.start(lm, s.prompt, config, budget)
+                service.step(session)  # the prefill, its capture planned within the budget (issue 35)
+                run = Run(s.run_key(), session.trace, session)
+                bound(run)
+                while run.cursor < steps and advance(run):
+                    deadline.check()
         update(history="")  # the link's record is spent: from here on the sliders draw every new token
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)

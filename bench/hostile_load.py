@@ -1,0 +1,255 @@
+"""What a hostile visitor can make a public server do (issue 35), in parts. Prints one JSON object.
+
+    python bench/hostile_load.py --part pages [--pages home,kv_layouts,...] [--out FILE]
+
+Each part starts its own `streamlit run app.py` with LLMVIZ_PUBLIC=1 (one heavy slot) and drives it over Streamlit's
+own websocket protocol (scripts/st_session.py: no browser on the server's cores).
+
+- pages: every page of the app opened with the largest link the settings allow (gpt2-124m-random, the longest prompt
+  its page takes, the most steps and prompts a link may ask for), and the page's buttons a link's visitor can press
+  for more work (Batch: "Run the prefill", "Run to the end" with 64 new tokens; KV layouts: "Next 8"), one fresh
+  session each, one at a time. Per request: the server's CPU seconds (psutil: user + system of the server process
+  and its children, before and after), those spent inside the heavy gate's slots (llmviz/ui/measure.slot writes one
+  line per slot held to LLMVIZ_GATE_LOG: the process's CPU while the slot was held, exact with one session at a time)
+  and the rest, outside the gate; the RSS after it and its growth. Target: under 2 s of CPU outside the gate each.
+
+Other parts (sessions' memory, the balancer) are added to PARTS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
+
+import psutil  # noqa: E402
+from browser_kit import AppServer  # noqa: E402
+from common import machine  # noqa: E402
+from st_session import StClient  # noqa: E402
+from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
+
+from llmviz.i18n.translator import translate  # noqa: E402
+from llmviz.ui.batch_run import PUBLIC_WORK  # noqa: E402
+from llmviz.ui.settings import KV_MAX_EXTRA, KV_MAX_SEQS, MAX_UI_SEQ  # noqa: E402
+
+MODEL = "gpt2-124m-random"  # the largest model a public server allows by default
+LINK_STEPS = 32  # a public link's step cap (LLMVIZ_LINK_STEPS' default)
+BATCH_ROWS, BATCH_NEW = 8, 64  # the Batch page's most rows and new tokens (llmviz/ui/batch_run.py)
+TARGET_OUTSIDE_S = 2.0
+WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "the", "old", "red", "house")
+
+
+def progress(text: str) -> None:
+    print(f"[hostile_load {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def prompt_of(tokens: int) -> str:
+    """A prompt of exactly `tokens` tokens for the model's tokenizer (the embedded one's), found by adding words."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(ROOT / "assets" / "llmviz-tiny"), local_files_only=True)
+
+    def count(n_words: int) -> int:
+        return len(tok.encode(" ".join(WORDS[i % len(WORDS)] for i in range(n_words))))
+
+    low, high = 1, tokens
+    while low < high:  # the most words within `tokens` tokens (a word is at least one token)
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if count(mid) <= tokens else (low, mid - 1)
+    return " ".join(WORDS[i % len(WORDS)] for i in range(low))
+
+
+@dataclass
+class Case:
+    """One page opened with a link, then (optionally) buttons pressed, each request measured on its own."""
+
+    name: str
+    page: str  # the url path ("" = Home)
+    query: dict
+    presses: list = field(default_factory=list)  # button labels (English), pressed in order
+    widgets: dict = field(default_factory=dict)  # number_input user key -> int value, set before the presses
+
+
+def cases() -> list[Case]:
+    stepper = prompt_of(MAX_UI_SEQ - LINK_STEPS - 1)  # the run still takes every step a link may ask for
+    kv = prompt_of(max(KV_MAX_SEQS) - LINK_STEPS - 1)
+    batch = prompt_of(PUBLIC_WORK // BATCH_ROWS - BATCH_NEW)  # a public batch's most work: rows x (prompt + new)
+    run = {"model": MODEL, "prompt": stepper, "step": str(MAX_UI_SEQ), "temperature": "0", "lang": "en"}
+    en = lambda key: translate("en", key)  # noqa: E731
+    return [
+        Case("home", "", run),
+        Case("lesson_scores", "lesson", {**run, "lesson": "1.1.5"}),
+        Case("lesson_cache_growth", "lesson", {**run, "lesson": "1.2.3"}),
+        Case("lesson_memory", "lesson", {**run, "lesson": "4.1.2"}),
+        Case("tokens", "tokens", run),
+        Case("prefill", "prefill", run),
+        Case("decode", "decode", run),
+        Case("layer", "layer", run),
+        Case("compare", "compare", {**run, "cmp_model": MODEL, "cmp_b": "kv-layout=paged", "cmp_steps": "128",
+                                    "cmp_repeats": "10", "cmp_run": "1"}),
+        Case("kv_layouts", "kv-layouts", {**run, "prompt": kv, "kv_prompts": "\n".join([kv] * KV_MAX_EXTRA),
+                                          "kv_max": str(max(KV_MAX_SEQS)), "kv_bs": "4", "kv_step": str(MAX_UI_SEQ)},
+             presses=[en("layouts.next8")]),
+        Case("batch", "batch", {**run, "batch": "\n".join([batch] * BATCH_ROWS)},
+             presses=[en("batch.run"), en("batch.to_end")], widgets={"batch_max_new_w": BATCH_NEW}),
+        Case("serving", "serving", run),
+        Case("memory", "memory", run),
+        Case("claims", "claims", run),
+        Case("trace", "trace", run),
+    ]
+
+
+class Server:
+    """The server process (and its children): CPU seconds so far, RSS now, and the heavy gate's log."""
+
+    def __init__(self, pid: int, gate_log: Path):
+        self.proc, self.gate_log = psutil.Process(pid), gate_log
+
+    def family(self) -> list[psutil.Process]:
+        with contextlib.suppress(psutil.Error):
+            return [self.proc, *self.proc.children(recursive=True)]
+        return []
+
+    def cpu_s(self) -> float:
+        total = 0.0
+        for p in self.family():
+            with contextlib.suppress(psutil.Error):
+                t = p.cpu_times()
+                total += t.user + t.system
+        return total
+
+    def rss(self) -> int:
+        total = 0
+        for p in self.family():
+            with contextlib.suppress(psutil.Error):
+                total += p.memory_info().rss
+        return total
+
+    def gate(self) -> tuple[int, float]:
+        """(slots held so far, CPU seconds inside them)."""
+        if not self.gate_log.exists():
+            return 0, 0.0
+        lines = [json.loads(x) for x in self.gate_log.read_text().splitlines() if x.strip()]
+        return len(lines), sum(x["cpu_s"] for x in lines)
+
+
+def button_state(c: StClient, label: str) -> WidgetState:
+    buttons = [e for e in c.elements.values() if e.kind == "button"]
+    found = [e for e in buttons if e.proto.label == label]
+    if not found:
+        raise KeyError(f"no button {label!r}; buttons: {[e.proto.label for e in buttons]}")
+    return WidgetState(id=found[0].widget_id, trigger_value=True), found[0].fragment_id
+
+
+def set_number(c: StClient, key: str, value: int) -> None:
+    """What a visitor typing `value` into the number box `key` sends with the next run."""
+    found = [e for e in c.elements.values() if e.kind == "number_input" and e.widget_id.endswith(f"-{key}")]
+    if not found:
+        raise KeyError(f"no number box {key!r}")
+    c.widgets[found[0].widget_id] = WidgetState(id=found[0].widget_id, int_value=value)
+
+
+def page_text(c: StClient) -> list[str]:
+    """The alerts the page shows now (what a visitor reads of a refusal, a wait or an error)."""
+    out = []
+    for e in c.elements.values():
+        if e.kind in ("alert", "exception"):
+            out.append(getattr(e.proto, "body", "") or getattr(e.proto, "message", ""))
+    return [x[:200] for x in out if x]
+
+
+async def measured(server: Server, what: str, request) -> dict:
+    cpu0, rss0, (slots0, gate0) = server.cpu_s(), server.rss(), server.gate()
+    started = time.perf_counter()
+    error = None
+    try:
+        await request()
+    except Exception as exc:  # reported, not raised: the next page is measured still
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    wall = time.perf_counter() - started
+    await asyncio.sleep(0.5)  # the last messages sent; the process settles
+    cpu, (slots, gate) = server.cpu_s() - cpu0, server.gate()
+    rss = server.rss()
+    inside = gate - gate0
+    return {"request": what, "wall_s": round(wall, 2), "server_cpu_s": round(cpu, 2),
+            "inside_gate_cpu_s": round(inside, 2), "outside_gate_cpu_s": round(cpu - inside, 2),
+            "slots_held": slots - slots0, "rss_mb": round(rss / 1e6), "rss_growth_mb": round((rss - rss0) / 1e6),
+            "meets_target": error is None and cpu - inside < TARGET_OUTSIDE_S, "error": error}
+
+
+async def run_case(server: Server, port: int, case: Case) -> list[dict]:
+    c = StClient(port, case.page, urllib.parse.urlencode(case.query))
+    out = [await measured(server, "open", c.open)]
+    out[-1]["alerts"] = page_text(c)
+    for key, value in case.widgets.items():
+        set_number(c, key, value)
+    for label in case.presses:
+        async def press(label=label):
+            state, fragment = button_state(c, label)
+            await c._rerun([state], fragment)
+
+        out.append(await measured(server, f"press {label}", press))
+        out[-1]["alerts"] = page_text(c)
+    await c.close()
+    return out
+
+
+async def warm(port: int) -> None:
+    """The model load and the imports, untimed: a link's cost is what it asks beyond them."""
+    for query in ({"model": MODEL, "prompt": "The list of", "lang": "en"}, {"lang": "en"}):
+        c = StClient(port, "", urllib.parse.urlencode(query))
+        await c.open()
+        await c.close()
+
+
+def pages_part(args) -> dict:
+    wanted = set(args.pages.split(",")) if args.pages else None
+    chosen = [c for c in cases() if wanted is None or c.name in wanted]
+    log = Path(tempfile.mkdtemp(prefix="llmviz-gate-")) / "gate.jsonl"
+    os.environ.update(LLMVIZ_PUBLIC="1", LLMVIZ_HEAVY_SLOTS="1", LLMVIZ_GATE_LOG=str(log),
+                      STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL="2")  # a closed tab's session goes soon
+    results = {}
+    with AppServer(timeout=180) as app:
+        server = Server(app.proc.pid, log)
+        asyncio.run(warm(app.port))
+        for case in chosen:
+            progress(f"{case.name}")
+            results[case.name] = asyncio.run(run_case(server, app.port, case))
+            progress(f"{case.name}: {json.dumps(results[case.name])[:300]}")
+            time.sleep(3)  # the closed session's state dropped (disconnectedSessionTTL 2 s)
+    requests = [r for rows in results.values() for r in rows]
+    return {"pages": results, "target_outside_gate_cpu_s": TARGET_OUTSIDE_S,
+            "worst_outside_gate_cpu_s": max((r["outside_gate_cpu_s"] for r in requests), default=None),
+            "target_met": all(r["meets_target"] for r in requests)}
+
+
+PARTS = {"pages": pages_part}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=sorted(PARTS), required=True)
+    parser.add_argument("--pages", default="", help="pages part: only these cases (names separated by commas)")
+    parser.add_argument("--out", default=None, help="also write the JSON here")
+    args = parser.parse_args()
+    result = {"benchmark": "hostile_load", "part": args.part, "machine": machine("cpu"),
+              "served": "one `streamlit run app.py`, LLMVIZ_PUBLIC=1, one heavy slot", **PARTS[args.part](args)}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -27,6 +27,7 @@ import resource
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,19 @@ def healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = None) ->
         except OSError:
             time.sleep(0.3)
     return False
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether HAProxy can bind host:port: bound here for a moment, with SO_REUSEADDR as HAProxy binds (a port
+    left in TIME_WAIT is free; one another process listens on is not)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
@@ -139,6 +153,9 @@ class Class:
             raise
 
     def _start(self, timeout_s: float) -> Class:
+        if not port_free(self.host, self.port):  # else the health check below would reach whoever holds it
+            raise SystemExit(f"port {self.port} on {self.host or '0.0.0.0'} is taken (another class or server?); "
+                             "choose another with --port")
         secret = os.environ.get("STREAMLIT_SERVER_COOKIE_SECRET") or secrets.token_hex(16)  # one for all replicas
         env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"), PYTHONUNBUFFERED="1",
                    STREAMLIT_SERVER_COOKIE_SECRET=secret)
@@ -153,7 +170,7 @@ class Class:
         balancer = self._spawn([self.haproxy, "-f", str(self._write_config()), "-db"], "haproxy",
                                haproxy_env(os.environ))
         here = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-        if not healthy(f"http://{here}:{self.port}/_stcore/health", 30, balancer):
+        if not healthy(f"http://{here}:{self.port}/_stcore/health", 30, balancer) or balancer.poll() is not None:
             raise SystemExit(f"HAProxy did not answer on port {self.port}; the end of its log:\n"
                              f"{log_tail(self.dir / 'haproxy.log')}")
         return self

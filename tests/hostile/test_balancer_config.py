@@ -24,8 +24,8 @@ CONFIG = cb.haproxy_config(8501, "0.0.0.0", BACKENDS)
 PER_HOST, TABS, STUDENTS = 6, 2, 60
 
 
-def frontend(config: str = CONFIG) -> list[list[str]]:
-    return sections(config)["frontend class"]
+def frontend() -> list[list[str]]:
+    return sections(CONFIG)["frontend class"]
 
 
 def test_a_request_must_arrive_whole_within_ten_seconds():

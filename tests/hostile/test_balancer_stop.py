@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -82,6 +83,17 @@ def test_a_failed_start_says_why_and_removes_the_folder(tmp_path):
         c.start()
     assert "cannot bind socket" in str(exc.value)  # HAProxy's alert, copied before its log went with the folder
     assert c.dir is not None and not c.dir.exists()
+
+
+def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
+    script, record = fake_haproxy(tmp_path / "bin")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        c = Class(0, taken.getsockname()[1], backends=("127.0.0.1:9",), haproxy=str(script))
+        with pytest.raises(SystemExit, match=r"port \d+ on 127.0.0.1 is taken"):
+            c.start()
+    assert not record.exists() and not c.dir.exists()  # no HAProxy was started, no folder is left
 
 
 def test_ctrl_c_while_the_class_starts_removes_the_folder(tmp_path):

@@ -43,7 +43,7 @@ def tokens(t, run) -> None:
                                 t("tokens.strip_tokens"), t("tokens.strip_chars")), width="stretch",
                     key="lesson_tokens_strip")
     i = st.select_slider(t("lesson.ctl.token"), options=list(range(len(ids))), key=ctl("tokens"),
-                         format_func=lambda i: f"{i} · {tk.label(pieces[i])}")
+                         format_func=lambda i: f"{i} · {literal(tk.label(pieces[i]))}")  # its options are markdown
     cols = st.columns([1, 1, 1, 2])  # the bytes' label and hex (up to 4 bytes) need room in Chinese at 1280 px
     cols[0].metric(t("tokens.n_tokens"), len(ids))
     cols[1].metric(t("tokens.n_chars"), len(run.trace.prompt))

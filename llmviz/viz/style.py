@@ -19,7 +19,7 @@ SPARE_BUTTONS = ("zoomin", "zoomout", "autoscale", "lasso", "select")
 # The `<` of an `<a ...>` or `</a>` tag: plotly.js draws an `<a href="https://...">` in any text (a title, a tick, a
 # label, a hover) as a live link (issue 35), and no figure of ours has one. Its other tags (<br>, <b>, <span style>,
 # <extra>) fetch nothing and stay.
-_LINK_TAG = re.compile(r"<(?=\s*/?\s*a(?:[\s/>]|$))", re.IGNORECASE)
+_LINK_TAG = re.compile(r"<(?=\s*/?\s*a(?![\w-]))", re.IGNORECASE)  # <a, </a, <A: not <abbr>
 
 
 def layout(title: str, height: int) -> dict:

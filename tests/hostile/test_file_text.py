@@ -6,41 +6,14 @@ counts the links a real Chromium draws."""
 
 from __future__ import annotations
 
-import io
-import json
-import zipfile
-
 import pytest
 from hostile_helpers import TRIED, time_limit
-from markup_scan import live_links, live_markdown
+from markup_scan import CARD, URL, hostile_zip, live_links, live_markdown
 from ui_helpers import APP, EMBEDDED_WEIGHTS, page_file, rendered_text
 
-from llmviz.trace.records import trace_from_zip, trace_to_zip
+from llmviz.trace.records import trace_from_zip
 
 pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="records a run of the embedded model")
-
-URL = "https://evil.example/x"
-HOSTILE_TEXT = (f"{URL} www.evil.example me@evil.example [click](https://evil.example) "
-                "![img](https://evil.example/a.png) <a href='https://evil.example'>a</a> :red[x] $x$")
-CARD = {"name": f"tiny {HOSTILE_TEXT}", "device": f"cpu {URL}", "dtype": "fp32 ![i](https://evil.example/i.png)"}
-
-
-def hostile_zip(tiny) -> bytes:
-    """A real run's trace (4 decode steps, full capture: the lesson's panels draw) whose card fields are hostile."""
-    from llmviz.engine.session import Session
-    from llmviz.trace.config import EngineConfig, SamplingConfig
-
-    config = EngineConfig(sampling=SamplingConfig(temperature=0), capture="full")
-    data = trace_to_zip(Session(tiny, "The list of", config).generate(5))
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        doc, arrays = json.loads(archive.read("trace.json")), archive.read("arrays.npz")
-    doc["model_card"].update(CARD)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("trace.json", json.dumps(doc))
-        archive.writestr("arrays.npz", arrays)
-    return buffer.getvalue()
-
 
 @pytest.fixture(scope="module")
 def replayed(tiny):

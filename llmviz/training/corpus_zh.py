@@ -20,9 +20,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmviz.errors import ConfigError
+from llmviz.files import read_regular
 from llmviz.labs.documents import EOS, SEPARATOR
 
 HELDOUT_PER_MILLE = 20  # ~2% of the files
+MAX_PO_BYTES = 16 * 2**20  # per file; the branch's largest .po files hold well under 1 MiB
+GIVE = "give the folder `git archive 3.11` of python-docs-zh-cn was extracted into"
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # CJK unified ideographs (+ ext. A, compatibility)
 # :role:`text` or :domain:role:`text`; the text may be "title <target>" or start with ~ (last part) or ! (as is)
 _ROLE = re.compile(r":[A-Za-z][\w.+-]*(?::[A-Za-z][\w.+-]*)?:`([^`]*)`")
@@ -47,12 +51,35 @@ def plain(text: str) -> str:
     return text.replace("\r\n", "\n").replace(EOS, "").strip()
 
 
+def read_po(path: Path, name: str) -> str:
+    """A .po file's text, refused with a one-line ConfigError unless it is a regular file (a FIFO would block the
+    read forever) of at most MAX_PO_BYTES of UTF-8 text without NUL bytes (a binary file is not a translation)."""
+    data = read_regular(path, MAX_PO_BYTES, "the .po file")
+    if len(data) > MAX_PO_BYTES:
+        raise ConfigError(f"{name} holds more than {MAX_PO_BYTES // 2**20} MiB: not a .po file of the translation")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{name} is not UTF-8 text (at byte {exc.start:,}): a binary file, not a .po file of the "
+                          "translation") from exc
+    if "\x00" in text:
+        raise ConfigError(f"{name} holds NUL bytes: a binary file, not a .po file of the translation")
+    if "\n" not in text:  # polib would take a one-line text for a path, and read that file instead
+        raise ConfigError(f"{name} is a single line: not a .po file of the translation")
+    return text
+
+
 def entries(path: Path) -> list[str]:
-    """The kept translations of one .po file, in file order."""
+    """The kept translations of one .po file, in file order; ConfigError for a file polib cannot parse."""
     import polib
 
+    name = str(path)
+    try:
+        parsed = polib.pofile(read_po(path, name), encoding="utf-8")
+    except OSError as exc:  # polib's "Syntax error in po file (line N)"
+        raise ConfigError(f"{name} is not a .po file polib can read: {exc}") from exc
     kept = []
-    for entry in polib.pofile(str(path)):
+    for entry in parsed:
         if entry.obsolete or entry.fuzzy or not entry.translated():
             continue
         text = plain(entry.msgstr)
@@ -80,21 +107,34 @@ class ZhCorpus:
         return sum(map(len, self.train)) + sum(map(len, self.heldout))
 
 
-def build(folder: Path) -> ZhCorpus:
-    """Every .po file under `folder` (an archive of the branch) as one document each, split by the hash rule."""
-    folder = Path(folder)
+def po_files(folder: Path) -> list[Path]:
+    """The .po files under `folder`, in sorted path order; ConfigError for a folder that is missing or not one, or
+    that holds none."""
+    if not folder.exists():
+        raise ConfigError(f"{folder} does not exist: {GIVE}")
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} is not a folder: {GIVE}")
     paths = sorted(folder.rglob("*.po"), key=lambda p: p.relative_to(folder).as_posix())
     if not paths:
-        from llmviz.errors import ConfigError
+        raise ConfigError(f"{folder} holds no .po files: {GIVE}")
+    return paths
 
-        raise ConfigError(f"{folder} holds no .po files: give the folder `git archive 3.11` of python-docs-zh-cn "
-                          "was extracted into")
+
+def build(folder: Path) -> ZhCorpus:
+    """Every .po file under `folder` (an archive of the branch) as one document each, split by the hash rule;
+    ConfigError (one line) for a folder or a file that is not what it should be, and for a folder whose files keep
+    no Chinese text at all (malformed files polib reads as holding no entries), rather than an empty corpus."""
+    folder = Path(folder)
+    paths = po_files(folder)
     docs, names = [], []
     for path in paths:
         kept = entries(path)
         if kept:
             docs.append("\n\n".join(kept))
             names.append(path.relative_to(folder).as_posix())
+    if not docs:
+        raise ConfigError(f"no .po file under {folder} ({len(paths)} read) holds a translated entry with Chinese text "
+                          f"(malformed files, or not the translation's): {GIVE}")
     sha = hashlib.sha256(SEPARATOR.join(docs).encode("utf-8")).hexdigest()
     held = [is_heldout(n) for n in names]
     return ZhCorpus(train=[d for d, h in zip(docs, held, strict=True) if not h],
@@ -127,17 +167,21 @@ The translators are listed in the TRANSLATORS file of that repository's master b
 
 def main(argv=None) -> None:
     """`python -m llmviz.training.corpus_zh PO_FOLDER [--out assets/corpus]`: write heldout_zh.txt and its note."""
-    import argparse
     import json
 
     from llmviz.labs.documents import write_documents
     from llmviz.paths import CORPUS
+    from llmviz.training.command import Parser
 
-    ap = argparse.ArgumentParser(prog="python -m llmviz.training.corpus_zh", description=main.__doc__)
+    ap = Parser(prog="python -m llmviz.training.corpus_zh", description=main.__doc__)
     ap.add_argument("folder", type=Path, help="the folder `git archive 3.11` of python-docs-zh-cn was extracted into")
     ap.add_argument("--out", type=Path, default=CORPUS)
     args = ap.parse_args(argv)
     corpus = build(args.folder)
+    if not corpus.heldout:  # the note and the file would describe an empty split
+        raise ConfigError(f"no document under {args.folder} ({len(corpus.train)} kept) is held out (about 2% of the "
+                          f"files are, by a hash of their path): {GIVE}, not a part of it")
+    args.out.mkdir(parents=True, exist_ok=True)
     sha = write_documents(args.out / "heldout_zh.txt", corpus.heldout)
     (args.out / "README_zh.md").write_text(heldout_note(corpus, sha), encoding="utf-8")
     print(json.dumps({"files": corpus.files, "train": len(corpus.train), "heldout": corpus.heldout_files,
@@ -145,4 +189,6 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from llmviz.training.command import run
+
+    raise SystemExit(run(main))

@@ -31,6 +31,7 @@ from llmviz.trace.model_config import ModelConfig
 from llmviz.training import bilingual, card
 from llmviz.training import corpus as corpus_mod
 from llmviz.training import tokenizer as tok_mod
+from llmviz.training.command import Parser
 from llmviz.training.export import check_with_transformers, load_ours, save_model
 from llmviz.training.presets import DERIVED, PRESETS, Preset
 
@@ -156,7 +157,7 @@ def train_loop(model: DecoderModel, stream: torch.Tensor, p: Preset, budget_s: f
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m llmviz.training", description=__doc__.split("\n")[0])
+    ap = Parser(prog="python -m llmviz.training", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", choices=tuple(p for p in PRESETS if p != "smoke"), default="main",
                     help="gqa4/gqa2: the main model's K/V heads mean-pooled to 4 or 2, then uptrained")
     ap.add_argument("--smoke", action="store_true", help="seconds-long run: topics subset, tiny model, no compile")
@@ -188,6 +189,9 @@ def main(argv: list[str] | None = None) -> dict:
         p = replace(p, compile=True)
     if args.smoke and args.zh_po:  # the bilingual smoke run: a few Chinese documents, English exposure small
         p = replace(p, zh=True, cjk_min=2, english_tokens=1024)
+    # read first: a folder that is missing, empty or holds a binary, malformed or FIFO .po file stops the command in
+    # one line (llmviz/training/command.py) before the English corpus, the tokenizer or the model take any time
+    zh = bilingual.chinese_corpus(args.zh_po, p.limit) if p.zh else None
     out = args.out or ASSETS / p.out
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
@@ -196,7 +200,6 @@ def main(argv: list[str] | None = None) -> dict:
     corpus = corpus_mod.build(p.sources, p.limit)
     log(f"corpus: {len(corpus.train)} train + {len(corpus.heldout)} held-out docs, {corpus.chars} chars, "
         f"sha256 {corpus.sha256}")
-    zh = bilingual.chinese_corpus(args.zh_po, p.limit) if p.zh else None
     tok_src = args.tokenizer or (ASSETS / PRESETS["main"].out if name in DERIVED else None)
     if tok_src is not None and (tok_src / "tokenizer.json").exists():
         tok = tok_mod.Tokenizer.from_file(str(tok_src / "tokenizer.json"))

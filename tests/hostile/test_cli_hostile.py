@@ -15,6 +15,7 @@ from cases import (
     ERROR,
     MODEL_FOLDERS,
     OK,
+    PO_FOLDERS,
     PROMPT_FILES,
     PROMPTS,
     REQUEST_TRACES,
@@ -218,6 +219,23 @@ def test_a_fifo_is_refused_not_read_forever(run, tmp_path, command):
                                                                                "--no-check"]
     line = check(run(*argv, seconds=10), ERROR)
     assert "FIFO" in line and "regular file" in line
+
+
+@pytest.mark.parametrize("case", PO_FOLDERS, ids=lambda c: c.name)
+def test_training_corpus_folder(capsys, tmp_path, case):
+    """The training commands' .po folder (issue 35, finding 11), through `python -m llmviz.training.corpus_zh`'s
+    entry point in-process: one line, status 2, nothing written (the trainer's --zh-po: tests/training)."""
+    pytest.importorskip("polib", reason="polib (a training-only dependency) is not installed")
+    from llmviz.training import corpus_zh
+    from llmviz.training.command import run as run_command
+
+    TRIED["cli"] += 1
+    folder = case.value(tmp_path)
+    capsys.readouterr()
+    with time_limit(10):  # a FIFO read would block forever: a regression fails here instead of hanging
+        rc = run_command(corpus_zh.main, [str(folder), "--out", str(tmp_path / "out")])
+    check((rc, *capsys.readouterr()), case.expect)
+    assert not (tmp_path / "out").exists()
 
 
 def test_trace_out_never_writes_into_system_folders(run, tmp_path):

@@ -633,6 +633,51 @@ PROMPT_FILES = (
 )
 
 
+# --- .po folders (issue 35, finding 11: the training commands' --zh-po / PO_FOLDER; value: builder(tmp) -> folder)
+PO_HEADER = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+
+
+def _po_folder(files: dict):
+    """A builder: a folder holding `files` (name -> bytes or text; None: a FIFO; a dict: a folder of that name)."""
+    import os
+
+    def build(tmp: Path) -> Path:
+        folder = tmp / "po"
+        folder.mkdir(parents=True)
+        for name, data in files.items():
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if data is None:
+                os.mkfifo(path)
+            elif isinstance(data, dict):
+                path.mkdir()
+            else:
+                path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+        return folder
+    return build
+
+
+def _a_file(tmp: Path) -> Path:
+    (tmp / "po.txt").write_text(PO_HEADER + 'msgid "a"\nmsgstr "是"\n', encoding="utf-8")
+    return tmp / "po.txt"
+
+
+PO_FOLDERS = (
+    Case("missing_folder", lambda tmp: tmp / "no-such-folder", ERROR, "ConfigError"),
+    Case("empty_folder", _po_folder({}), ERROR, "ConfigError"),
+    Case("a_file_not_a_folder", _a_file, ERROR, "ConfigError"),
+    Case("binary_po", _po_folder({"library/x.po": bytes(range(256)) * 16}), ERROR, "ConfigError"),
+    Case("fifo_po", _po_folder({"x.po": None}), ERROR, "ConfigError"),  # no writer: a read would block forever
+    Case("folder_named_po", _po_folder({"x.po": {}}), ERROR, "ConfigError"),
+    Case("po_with_nul", _po_folder({"x.po": PO_HEADER + 'msgid "a"\nmsgstr "是\x00"\n'}), ERROR, "ConfigError"),
+    Case("po_one_line_naming_a_file", _po_folder({"x.po": "/etc/hostname"}), ERROR, "ConfigError"),  # polib reads it
+    Case("malformed_po_syntax", _po_folder({"x.po": PO_HEADER + 'msgid "a"\nmsgstr "是"\nxyz\n'}), ERROR,
+         "ConfigError"),
+    Case("malformed_po_read_as_empty", _po_folder({"x.po": 'msgid "a\nmsgstr "是\n'}), ERROR, "ConfigError"),
+    Case("no_chinese_text", _po_folder({"x.po": PO_HEADER + 'msgid "a"\nmsgstr "b"\n'}), ERROR, "ConfigError"),
+)
+
+
 # --- model folders (value: builder(source folder, destination folder)) -------------------------------------
 def _copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
@@ -819,4 +864,4 @@ DTYPE_OF = {"fp16_overflow": "fp16"}  # the dtype a model case loads in (default
 def count() -> int:
     """Hostile inputs in the catalogue (numeric ones counted per value)."""
     return (len(PROMPTS) + len(NOT_TEXT) + len(PROMPT_IDS) + len(CONTROLS) * len(VALUES) + len(DEVICES)
-            + len(TRACE_FILES) + len(REQUEST_TRACES) + len(PROMPT_FILES) + len(MODEL_FOLDERS))
+            + len(TRACE_FILES) + len(REQUEST_TRACES) + len(PROMPT_FILES) + len(MODEL_FOLDERS) + len(PO_FOLDERS))

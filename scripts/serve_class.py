@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import free_port  # noqa: E402 (the same script folder; it imports no browser)
-from class_balancer import COOKIE, account_for, haproxy_config, haproxy_env, maxconn_for  # noqa: E402
+from class_balancer import COOKIE, MAXCONN, account_for, haproxy_config, haproxy_env, maxconn_for  # noqa: E402
 
 __all__ = ["COOKIE", "Class", "find_haproxy"]
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
@@ -133,6 +133,7 @@ class Class:
         self.dir = log_dir  # a temporary one is made by start(), where stop() is sure to remove it
         self.procs: list[subprocess.Popen] = []
         self.names: list[str] = []
+        self.maxconn = MAXCONN  # what HAProxy holds at once; less where `ulimit -Hn` is low (see _write_config)
 
     def _spawn(self, cmd: list[str], name: str, env: dict) -> subprocess.Popen:
         with open(self.dir / f"{name}.log", "wb") as log:  # the child keeps its own copy of the descriptor
@@ -181,9 +182,9 @@ class Class:
         if account is not None:
             jail = self.dir / "jail"
             jail.mkdir(mode=0o555, exist_ok=True)
-        maxconn = maxconn_for(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        self.maxconn = maxconn_for(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
         config = self.dir / "haproxy.cfg"
-        config.write_text(haproxy_config(self.port, self.host, self.backends, maxconn=maxconn, account=account,
+        config.write_text(haproxy_config(self.port, self.host, self.backends, maxconn=self.maxconn, account=account,
                                          jail=str(jail) if jail else None), encoding="utf-8")
         return config
 
@@ -241,6 +242,9 @@ def main() -> None:
         with Class(args.replicas, args.port, args.host, tuple(args.backend), args.public, log_dir=args.logs) as c:
             print(f"llmviz for a class: http://{args.host}:{args.port}/ -> {', '.join(c.backends)} "
                   f"(pids {c.pids}; logs in {c.dir})", flush=True)
+            if c.maxconn < MAXCONN:
+                print(f"note: HAProxy holds {c.maxconn} connections at most here, not {MAXCONN}: the hard limit on "
+                      f"open files (ulimit -Hn) is {resource.getrlimit(resource.RLIMIT_NOFILE)[1]}", file=sys.stderr)
             while (ended := c.ended()) is None:
                 time.sleep(1)
             raise SystemExit(f"{ended}\nstopping the class")

@@ -114,9 +114,15 @@ class Replica(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """HAProxy ends each health check with a reset once it has read the status: no traceback for that."""
+
+
 def replica() -> tuple[http.server.ThreadingHTTPServer, str]:
     """A stand-in replica serving in a daemon thread on a free port: (the server, 'HOST:PORT'); shutdown() ends it."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Replica)
-    server.daemon_threads = True
+    server = QuietServer(("127.0.0.1", 0), Replica)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"127.0.0.1:{server.server_address[1]}"

@@ -13,6 +13,7 @@ from llmviz.analysis import article
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.memory_calc import bundled_text
 from llmviz.paths import ASSETS
+from llmviz.ui.markdown import escape
 
 GQA_CARD = ASSETS / "llmviz-tiny-gqa4" / "card.json"
 
@@ -80,7 +81,7 @@ def redone_tables(t, name: str, config: dict, dtype: str) -> None:
                   t("memory.redo_col_here", name=name): [shown(r, r.here) for r in rows]},
                  hide_index=True, key="mem_oom")
     kv, hd = config["num_kv_heads"], config["head_dim"]
-    st.caption(t("memory.oom_note", name=name, kv=kv, hd=hd, kvhd=kv * hd, hidden=config["hidden_size"]))
+    st.caption(t("memory.oom_note", name=escape(name), kv=kv, hd=hd, kvhd=kv * hd, hidden=config["hidden_size"]))
 
 
 PAGE_SLIPS = {  # which of the article's slips each page shows (by the concept it draws)

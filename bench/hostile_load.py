@@ -85,6 +85,7 @@ def cases() -> list[Case]:
     stepper = prompt_of(MAX_UI_SEQ - LINK_STEPS - 1)  # the run still takes every step a link may ask for
     kv = prompt_of(max(KV_MAX_SEQS) - LINK_STEPS - 1)
     batch = prompt_of(PUBLIC_WORK // BATCH_ROWS - BATCH_NEW)  # a public batch's most work: rows x (prompt + new)
+    too_big = prompt_of(2 * PUBLIC_WORK // BATCH_ROWS)
     run = {"model": MODEL, "prompt": stepper, "step": str(MAX_UI_SEQ), "temperature": "0", "lang": "en"}
     en = lambda key: translate("en", key)  # noqa: E731
     return [
@@ -103,6 +104,8 @@ def cases() -> list[Case]:
              presses=[en("layouts.next8")]),
         Case("batch", "batch", {**run, "batch": "\n".join([batch] * BATCH_ROWS)},
              presses=[en("batch.run"), en("batch.to_end")], widgets={"batch_max_new_w": BATCH_NEW}),
+        Case("batch_past_bound", "batch", {**run, "batch": "\n".join([too_big] * BATCH_ROWS)},
+             presses=[en("batch.run")]),  # refused before it runs: twice a public batch's work
         Case("serving", "serving", run),
         Case("memory", "memory", run),
         Case("claims", "claims", run),

@@ -2,7 +2,9 @@
 
 Order: the local cache first (`local_files_only=True`); then, only when HF_HUB_OFFLINE is unset and
 the hub (HF_ENDPOINT, or huggingface.co) answers HTTP within a few seconds, a download of the config, tokenizer
-and safetensors files (never pickles, never code).
+and safetensors files (never pickles, never code), each of the download's requests bound to receive its first bytes
+within FIRST_BYTES_S seconds (hub_client.py: a hub that answers the probe and then drips, issue 35), the transfer
+after them unbounded (a large download, slow but progressing, goes on).
 """
 
 from __future__ import annotations
@@ -73,16 +75,41 @@ def snapshot(repo_id: str, files: list[str] = FILES) -> Path:
             raise ModelNotCachedError(f"{repo_id} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set: "
                                       "connect once to download it, or pass a local folder", code="model_not_cached",
                                       name=repo_id)
-        raise ModelNotCachedError(
-            f"{repo_id} is not in the local Hugging Face cache and {endpoint()} did not answer within "
-            f"{CONNECT_TIMEOUT_S:g} s. Two other ways: set HF_ENDPOINT to a mirror of the hub you can reach (e.g. "
-            f"HF_ENDPOINT=https://hf-mirror.com), or download the model with ModelScope's command-line tool "
-            f"(modelscope download --model {repo_id} --local_dir ./{repo_id.split('/')[-1]}) and open that folder",
-            code="model_hub_unreachable", name=repo_id, endpoint=endpoint(), seconds=f"{CONNECT_TIMEOUT_S:g}",
-            folder=repo_id.split("/")[-1])
+        raise unreachable(repo_id, CONNECT_TIMEOUT_S, "did not answer")
+    import httpx2
+
+    from llmviz.engine.loading import hub_client
+
+    hub_client.install()
     try:
         return Path(snapshot_download(repo_id, allow_patterns=files, etag_timeout=CONNECT_TIMEOUT_S))
     except (RepositoryNotFoundError, RevisionNotFoundError, GatedRepoError) as exc:
         raise ModelNotFoundError(f"{repo_id} was not found on the hub (or needs a login): {exc}") from exc
-    except OSError as exc:
+    except (OSError, httpx2.HTTPError) as exc:
+        if timed_out(exc):  # a request's first bytes did not come in time (huggingface_hub wraps the timeout)
+            raise unreachable(repo_id, hub_client.FIRST_BYTES_S, "answered the probe but did not send a request's "
+                              f"first {hub_client.FIRST_BYTES // 1024} KiB") from exc
         raise ModelNotCachedError(f"downloading {repo_id} failed: {exc}") from exc
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether a timeout is the error or what caused it (huggingface_hub raises its own errors from httpx's)."""
+    import httpx2
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, httpx2.TimeoutException | TimeoutError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def unreachable(repo_id: str, seconds: float, what: str) -> ModelNotCachedError:
+    """The hub gave nothing to download from within `seconds`: the typed error that names both other ways in."""
+    return ModelNotCachedError(
+        f"{repo_id} is not in the local Hugging Face cache and {endpoint()} {what} within {seconds:g} s. Two other "
+        f"ways: set HF_ENDPOINT to a mirror of the hub you can reach (e.g. HF_ENDPOINT=https://hf-mirror.com), or "
+        f"download the model with ModelScope's command-line tool (modelscope download --model {repo_id} --local_dir "
+        f"./{repo_id.split('/')[-1]}) and open that folder", code="model_hub_unreachable", name=repo_id,
+        endpoint=endpoint(), seconds=f"{seconds:g}", folder=repo_id.split("/")[-1])

@@ -7,7 +7,8 @@ Where the measurement comes from, in order: this session's Reveal of the claim; 
 this session, when it measured the claim (labelled with its time); in public mode, the server's latest measurement
 (ui/server.latest_claims, labelled with its time and settings), so that a class does not queue behind the one
 heavy slot; else a new measurement (the GPT-2-shaped K3 and K6 load that model first; K3 takes up to a minute, with
-a progress bar).
+a progress bar). In public mode one session at a time measures a claim (ui/claim_flight.py): the others pressing
+Reveal on it wait for that measurement and read it, and the lookup is made again once the heavy slot is granted.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ import streamlit as st
 from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import report
 from llmviz.analysis.claims import shown
+from llmviz.errors import ServerBusyError
 from llmviz.ui import claims_run, measure, server, state
 from llmviz.ui.chrome import literal
+from llmviz.ui.claim_flight import ClaimFlights
 from llmviz.ui.compare_run import load
+from llmviz.ui.errors import explain
+from llmviz.ui.public import LatestClaims
 
 REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
 STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measured now
@@ -35,17 +40,48 @@ def entry_of(claim: dict, when: str, source: str, predicted: float | None) -> di
     return {"claim": claim, "when": when, "source": source, **rv.revealed(claim, predicted)}
 
 
-def measured_now(t, claim_id: str) -> dict | None:
-    """The judged claim measured now (quick: 3 repeats), or None after a message."""
+@st.cache_resource(show_spinner=False)
+def flights() -> ClaimFlights:
+    """Which claim each session is measuring now, beside the server's latest measurements (one per process)."""
+    return ClaimFlights()
+
+
+def measured_now(t, claim_id: str, latest: LatestClaims | None = None) -> dict | None:
+    """{"claim", "when", "source"}: the judged claim measured now (quick: 3 repeats), or, when `latest` holds one by
+    the time the heavy slot is granted, the server's entry instead ("server"); None after a message."""
     from llmviz import service
 
     def work(queued):
         with queued() as progress:
+            kept = latest.get(claim_id) if latest is not None else None  # looked up again, in the slot
+            if kept is not None:
+                return {**kept, "source": "server"}
             raw = service.claims(claim_id, quick=True, device=state.settings().device, load_fn=load,
                                  progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
-        return report(raw)["claims"][0]
+        return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured"}
 
     return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id))
+
+
+def shared_reveal(t, claim_id: str) -> dict | None:
+    """Public mode: the server's entry for the claim, waiting while another session measures it (a note says so),
+    or this session's new measurement, kept for the others; None after a message."""
+    shared, latest, p, note = flights(), server.latest_claims(), server.policy(), st.empty()
+    try:
+        with shared.turn(latest, claim_id, measure.session_id(), p.heavy_wait_s + p.heavy_limit_s,
+                         lambda: note.info(t("lesson.reveal_waiting", claim=claim_id))) as kept:
+            note.empty()
+            if kept is not None:
+                return {**kept, "source": "server"}
+            found = measured_now(t, claim_id, latest)
+            if found is not None and found["source"] == "measured" and not found["claim"].get("error"):
+                shared.put(latest, claim_id, {"claim": found["claim"], "when": found["when"]})
+            return found
+    except ServerBusyError as exc:
+        explain(t, exc)
+        return None
+    finally:
+        note.empty()
 
 
 def from_claims_page(claim_id: str) -> tuple[dict, str] | None:
@@ -63,17 +99,9 @@ def do_reveal(t, claim_id: str, predicted: float | None) -> None:
     if reused is not None:
         revealed()[claim_id] = entry_of(reused[0], reused[1], "claims_page", predicted)
         return
-    latest = server.latest_claims() if server.policy().public else None
-    if latest is not None and (kept := latest.get(claim_id)) is not None:
-        revealed()[claim_id] = entry_of(kept["claim"], kept["when"], "server", predicted)
-        return
-    claim = measured_now(t, claim_id)
-    if claim is None:
-        return
-    when = claims_run.now()
-    revealed()[claim_id] = entry_of(claim, when, "measured", predicted)
-    if latest is not None and not claim.get("error"):
-        latest.put(claim_id, {"claim": claim, "when": when})
+    found = shared_reveal(t, claim_id) if server.policy().public else measured_now(t, claim_id)
+    if found is not None:
+        revealed()[claim_id] = entry_of(found["claim"], found["when"], found["source"], predicted)
 
 
 def why(t, e: dict) -> str:

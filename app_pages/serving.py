@@ -12,17 +12,17 @@ from llmviz.analysis.serving import (
     STATES,
     kv_figures,
     metrics,
-    per_step,
     round_costs,
     round_gap,
     spread_text,
-    timeline,
 )
 from llmviz.analysis.tokens import token_label
 from llmviz.ui import measure, server, state
 from llmviz.ui import serving_run as run
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.ui.navigation import KEEP
+from llmviz.ui.serving_view import batching_view
 from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
 
 UPLOAD = "upload"  # the trace select's last choice: a JSON file of the user's
@@ -61,35 +61,41 @@ def batching_tab(t, s) -> None:
     results = run.batching(t, wanted, requests) if clicked else measure.kept(run.BATCHING_KEY, wanted)
     if results is None:
         return
-    m = {name: metrics(r) for name, r in results.items()}  # once; the table, verdict and downloads read it
+    view = batching_view(results)  # derived once per result: a rerun only draws (issue 35)
+    m = view["metrics"]
     metrics_table(t, m)
-    same = results["static"]["outputs"] == results["continuous"]["outputs"]
     st.markdown(t("serving.verdict", ratio=m["continuous"]["tokens_per_s"] / m["static"]["tokens_per_s"],
                   static=m["static"]["slot_utilization"], cont=m["continuous"]["slot_utilization"],
-                  same=t("serving.same") if same else t("serving.differ")))
+                  same=t("serving.same") if view["same"] else t("serving.differ")))
     names = {k: t(f"serving.state.{k}") for k in STATES}
     which = st.radio(t("serving.show"), ("continuous", "static"), horizontal=True, key="serve_which_w", **KEEP,
                      format_func=lambda n: t(f"serving.sched.{n}"))
     result = results[which]
     steps = len(result["records"])
     step = stepper(t, f"serve_step_{which}", steps - 1)
-    ids, grid = timeline(result)
-    st.plotly_chart(gantt(ids, grid, names, t("serving.gantt", sched=t(f"serving.sched.{which}")),
-                          t("serving.x_step"), t("serving.y_request"), step), width="stretch", key="serve_gantt")
+    cells = view["timeline"][which]
+    note = t("serving.gantt_binned", rows=cells.per_row, cols=cells.per_column) if cells.aggregated else None
+    chart(t, gantt(cells, names, t("serving.gantt", sched=t(f"serving.sched.{which}")), t("serving.x_step"),
+                   t("serving.y_request"), step, note), "serve_gantt")
     rec = result["records"][step]
     st.caption(t("serving.step_note", step=step, ms=rec.ms, rows=", ".join(
         f"{rid}→{slot} ({take} {t(f'serving.state.{kind}')})" for rid, slot, take, kind in rec.rows) or "—",
         waiting=rec.waiting, blocks=rec.blocks_used))
-    util = {t(f"serving.sched.{n}"): per_step(r)["utilization"] for n, r in results.items()}
-    st.plotly_chart(series(util, t("serving.util_title"), t("serving.x_step"), t("serving.util_y"), percent=True),
-                    width="stretch", key="serve_util")
+    util = {t(f"serving.sched.{n}"): line[:2] for n, line in view["utilization"].items()}
+    chart(t, series(util, t("serving.util_title"), t("serving.x_step"), t("serving.util_y"), percent=True,
+                    note=averaged(t, max(line[2] for line in view["utilization"].values()))), "serve_util")
     if which == "continuous":
-        st.plotly_chart(series({t("serving.blocks"): per_step(result)["blocks_used"]}, t("serving.blocks_title",
-                        total=result["blocks_total"]), t("serving.x_step"), t("serving.blocks")),
-                        width="stretch", key="serve_blocks")
+        blocks = view["blocks"]
+        chart(t, series({t("serving.blocks"): blocks[:2]}, t("serving.blocks_title", total=result["blocks_total"]),
+                        t("serving.x_step"), t("serving.blocks"), note=averaged(t, blocks[2])), "serve_blocks")
     st.caption(t("serving.timed"))
     downloads(t, [{"scheduler": n, **{k: v for k, v in fig.items() if not isinstance(v, dict)}}
                   for n, fig in m.items()], "batching")
+
+
+def averaged(t, per: int) -> str | None:
+    """A series' note when its points are means over `per` steps (a long run: analysis/serving_timeline.py)."""
+    return t("serving.series_binned", per=per) if per > 1 else None
 
 
 def uploaded(t) -> tuple:
@@ -151,9 +157,8 @@ def sharing_tab(t, s) -> None:
     st.markdown(t("serving.k9", saved=saved, same=t("serving.same") if same else t("serving.differ")))
     records = results[True]["records"]
     step = stepper(t, "share_step_w", len(records) - 1, start=min(len(records) - 1, 5))
-    st.plotly_chart(block_tables(list(records[step].tables), t("serving.tables_title", step=step),
-                                 t("serving.x_block"), t("serving.y_request"), t("serving.shared"), t("serving.own")),
-                    width="stretch", key="share_tables")
+    chart(t, block_tables(list(records[step].tables), t("serving.tables_title", step=step), t("serving.x_block"),
+                          t("serving.y_request"), t("serving.shared"), t("serving.own")), "share_tables")
     rows = [{"prefix_sharing": on, **kv[on], "tokens_per_s": metrics(results[on])["tokens_per_s"]}
             for on in (False, True)]
     downloads(t, rows, "prefix_sharing")
@@ -190,8 +195,8 @@ def speculative_tab(t, s) -> None:
                "pieces": [token_label(tokens, i) for i in r.proposed], "token_piece": token_label(tokens, r.token)}
               for r in result["rounds"]]
     names = {"accepted": t("serving.accepted"), "rejected": t("serving.rejected"), "target": t("serving.target_token")}
-    st.plotly_chart(rounds_figure(rounds, names, t("serving.rounds_title", k=result["k"]), t("serving.x_position"),
-                                  t("serving.y_round")), width="stretch", key="spec_rounds")
+    chart(t, rounds_figure(rounds, names, t("serving.rounds_title", k=result["k"]), t("serving.x_position"),
+                           t("serving.y_round")), "spec_rounds")
     downloads(t, [{"round": i, "proposed": " ".join(map(str, r.proposed)), "accepted": r.accepted, "token": r.token,
                    "draft_ms": r.draft_ms, "verify_ms": r.verify_ms} for i, r in enumerate(result["rounds"])],
               "speculative")

@@ -3,6 +3,9 @@ continuous batching, prefix sharing on and off, a speculative run; each with a p
 
 from __future__ import annotations
 
+import math
+import time
+
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, SamplingConfig
 from llmviz.ui import measure, server
@@ -14,11 +17,22 @@ SERVE_MODELS = ("llmviz-tiny", "gpt2-124m-random")  # models that share that tok
 TARGET = EMBEDDED_MODEL
 DRAFTS = (EMBEDDED_DRAFT, TARGET)  # its trained 2-layer draft, or itself (self-speculation: a sanity check)
 SPEC_TOKENS = 32  # of the embedded model: short (service.speculate reports no progress, so a spinner shows)
+REPORT_EVERY_S = 0.1  # the progress bar moves at most this often
 
 
-def _steps(t, progress: measure.Progress):
-    """The serving loop's report (fraction, stage, {step: n}) as the bar's text."""
-    return lambda f, stage, values: progress(f, t("serving.progress", **values))
+def _steps(t, progress: measure.Progress, every_s: float = REPORT_EVERY_S):
+    """The serving loop's report (fraction, stage, {step: n}) as the bar's text, passed on at most every `every_s`
+    seconds: each is a message to the browser, and a run of 10,000 steps sent 10,000 (issue 35). The bar's
+    deadline is checked as often (a run past its limit stops within `every_s` of it)."""
+    last = [-math.inf]  # this run's own clock, in its closure
+
+    def report(fraction: float, stage: str, values: dict) -> None:
+        now = time.monotonic()
+        if now - last[0] >= every_s:
+            last[0] = now
+            progress(fraction, t("serving.progress", **values))
+
+    return report
 
 
 def uploaded_trace(t, data: bytes, name: str):
@@ -43,8 +57,9 @@ def batching(t, wanted: tuple, trace) -> dict | None:
     def work(queued):
         lm = server.model(model, device, "fp32")
         # before the queue: a trace too long for a sequence, or (public mode) more work than a turn may take,
-        # is refused with its figures (issue 19: 1,024 requests x 2,047 tokens held the slot for hours)
-        service.check_serving_work(lm, trace, server.policy().public)
+        # is refused with its figures (issue 19: 1,024 requests x 2,047 tokens held the slot for hours), static
+        # batching's padding in these slots included (issue 35: 1,080 tokens were 16,320 in 16 slots)
+        service.check_serving_work(lm, trace, server.policy().public, slots)
         with queued() as progress:
             service.warm_up_serving(lm, slots, device)
             return {name: service.serve(lm, trace, name, _steps(t, progress), slots=slots, device=device)

@@ -7,7 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from llmviz.analysis.serving import STATES
-from llmviz.viz.style import finish, legend_below
+from llmviz.analysis.serving_timeline import Timeline
+from llmviz.viz.style import finish, legend_below, plain
 
 STATE_COLORS = {"not_arrived": "#ffffff", "waiting": "#d9d9d9", "prefill": "#4c78a8", "decode": "#f58518",
                 "idle": "#e45756", "done": "#f2f2f2"}
@@ -20,38 +21,64 @@ def _legend(fig: go.Figure, names: dict, colors: dict) -> None:
                                          "line": {"color": "#999999", "width": 1}}))
 
 
-def gantt(ids: list[int], grid: np.ndarray, names: dict, title: str, x_title: str, y_title: str,
-          marked_step: int | None = None) -> go.Figure:
-    """[requests, steps] state codes (analysis.serving.timeline) as coloured cells."""
-    k = len(STATES)
-    scale = []
-    for i, state in enumerate(STATES):
-        scale += [[i / k, STATE_COLORS[state]], [(i + 1) / k, STATE_COLORS[state]]]
-    hover = np.array([[names[STATES[c]] for c in row] for row in grid])
-    fig = go.Figure(go.Heatmap(z=grid + 0.5, zmin=0, zmax=k, colorscale=scale, showscale=False, customdata=hover,
-                               hovertemplate="%{y} · %{x}: %{customdata}<extra></extra>", xgap=0, ygap=1))
+def gantt(view: Timeline, names: dict, title: str, x_title: str, y_title: str, marked_step: int | None = None,
+          note: str | None = None) -> go.Figure:
+    """A Timeline (analysis.serving_timeline) as coloured cells: a request per row and a step per column, or, for a
+    binned one, its rows of requests and columns of steps, each cell in its shown state with its share in the
+    hover and `note` (what was binned) under the title.
+
+    One heatmap a state, its cells where the state is shown and gaps elsewhere, named in its own hover template:
+    each cell costs 4 bytes (float32, sent as base64) a state present, whatever the states' names and the language
+    (a name per cell was up to 76 bytes in Chinese, JSON escaping each character), so that the figure stays under
+    2 MB for any trace (issue 35: a cell per request-step was a 225 MB figure)."""
+    rows = len(view.row_ids())
+    if view.aggregated:  # rows named by their ids' range on a category axis (plotly thins its ticks)
+        where = {"x": view.centers(), "y": view.row_names(), "xgap": 0, "ygap": 0}
+        hover = f"{plain(y_title)} %{{y}} · {plain(x_title)} %{{x}} ± {view.per_column // 2}: {{name}} %{{z:.1~%}}"
+        value, yaxis = view.share.astype(np.float32), {"type": "category"}
+    else:
+        where, hover = {"xgap": 0, "ygap": 1}, "%{y} · %{x}: {name}"
+        value = np.ones(view.shown.shape, dtype=np.float32)
+        yaxis = {"tickmode": "array", "tickvals": list(range(rows)), "ticktext": [str(i) for i in view.ids]}
+    fig = go.Figure()
+    for code, state in enumerate(STATES):
+        mask = view.shown == code
+        if mask.any():
+            color = STATE_COLORS[state]
+            fig.add_heatmap(z=np.where(mask, value, np.float32(np.nan)), zmin=0, zmax=1, showscale=False,
+                            colorscale=[[0, color], [1, color]], hoverongaps=False, name=names[state],
+                            hovertemplate=hover.replace("{name}", plain(names[state])) + "<extra></extra>", **where)
     _legend(fig, {s: names[s] for s in STATES if s != "not_arrived"}, STATE_COLORS)
     shapes = []
     if marked_step is not None:
         shapes.append({"type": "rect", "x0": marked_step - 0.5, "x1": marked_step + 0.5, "y0": -0.5,
-                       "y1": len(ids) - 0.5, "line": {"color": "#222222", "width": 2}})
-    return finish(fig, title, height=min(900, 140 + 16 * len(ids)), shapes=shapes, plot_bgcolor="#ffffff",
-                  xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
-                  yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
-                         "tickmode": "array", "tickvals": list(range(len(ids))), "ticktext": [str(i) for i in ids]},
-                  legend=legend_below())
+                       "y1": rows - 0.5, "line": {"color": "#222222", "width": 2}})
+    fig = finish(fig, title, height=min(900, 140 + 16 * rows), shapes=shapes, plot_bgcolor="#ffffff",
+                 xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
+                 yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
+                        **yaxis}, legend=legend_below())
+    return noted(fig, note)
 
 
-def series(lines: dict[str, list[float]], title: str, x_title: str, y_title: str, percent: bool = False) -> go.Figure:
-    """Step-indexed lines (one per scheduler or quantity)."""
+def noted(fig: go.Figure, note: str | None) -> go.Figure:
+    """`note` as the figure's subtitle (what a binned chart aggregated), the top margin widened to hold it."""
+    if note:
+        fig.update_layout(title={"subtitle": {"text": plain(note)}}, margin={"t": 72})
+    return fig
+
+
+def series(lines: dict[str, tuple[list, list]], title: str, x_title: str, y_title: str, percent: bool = False,
+           note: str | None = None) -> go.Figure:
+    """Step-indexed lines, {name: (steps, values)} (one per scheduler or quantity; analysis.serving_timeline.
+    step_series bounds their points), with `note` under the title where they were averaged."""
     fig = go.Figure()
-    for name, values in lines.items():
-        fig.add_scatter(x=list(range(len(values))), y=values, mode="lines", name=name, line={"shape": "hv"})
+    for name, (steps, values) in lines.items():
+        fig.add_scatter(x=steps, y=values, mode="lines", name=name, line={"shape": "hv"})
     yaxis = {"title": {"text": y_title}, "rangemode": "tozero"}
     if percent:
         yaxis.update(tickformat=".0%", range=[0, 1.05])
-    return finish(fig, title, height=300, xaxis={"title": {"text": x_title}}, yaxis=yaxis,
-                  legend=legend_below())
+    return noted(finish(fig, title, height=300, xaxis={"title": {"text": x_title}}, yaxis=yaxis,
+                        legend=legend_below()), note)
 
 
 def rounds_figure(rounds: list[dict], names: dict, title: str, x_title: str, y_title: str) -> go.Figure:

@@ -4,7 +4,9 @@ are the same under both schedulers and with sharing on and off, greedy speculati
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from plotly_data import array
 from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file, rendered_text
 
 from llmviz.analysis.serving import metrics
@@ -30,10 +32,38 @@ def test_batching_tab(app_model):
     assert results["static"]["outputs"] == results["continuous"]["outputs"]
     assert any("Every request's tokens are identical under both" in x for x in rendered_text(at))
     at.slider(key="serve_step_continuous").set_value(3).run()
+    drawn_as_before(at, results["continuous"], 3)
     rec = results["continuous"]["records"][3]
     assert any(x.startswith(f"Step 3 ({rec.ms:.1f} ms)") for x in rendered_text(at))
     next(b for b in at.button if b.key == "serve_step_continuous_next").click().run()
     assert at.slider(key="serve_step_continuous").value == 4
+
+
+def drawn_as_before(at, result: dict, step: int) -> None:
+    """A built-in trace's Gantt keeps a cell per request and step (issue 35 bins only larger ones): each state's
+    cells those of the old grid (analysis.serving.timeline; the same pixels in Chromium), each request a row
+    named by its id, the step marked, nothing said binned."""
+    from llmviz.analysis.serving import STATES, timeline
+    from llmviz.i18n.translator import translate
+
+    ids, grid = timeline(result)
+    spec = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("serve_gantt")).proto.spec)
+    layout = spec["layout"]
+    heats = {d["name"]: d for d in spec["data"] if d["type"] == "heatmap"}
+    for code, state in enumerate(STATES):
+        name = translate("en", f"serving.state.{state}")
+        if not (grid == code).any():
+            assert name not in heats
+            continue
+        assert (~np.isnan(array(heats[name]["z"])) == (grid == code)).all(), state
+        assert heats[name]["hovertemplate"] == f"%{{y}} · %{{x}}: {name}<extra></extra>"
+    assert {"waiting", "prefill", "decode", "done"} <= set(heats)
+    assert layout["yaxis"]["ticktext"] == [str(i) for i in ids] == [str(i) for i in range(32)]
+    assert layout["shapes"][0]["x0"] == step - 0.5 and "subtitle" not in layout["title"]
+    util = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("serve_util")).proto.spec)
+    line = next(d for d in util["data"] if d["name"] == "continuous")  # a point per step
+    assert array(line["x"]).tolist() == list(range(len(result["records"])))
+    assert "subtitle" not in util["layout"]["title"]
 
 
 def test_sharing_tab(app_model):

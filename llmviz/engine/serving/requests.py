@@ -171,10 +171,14 @@ def check_work(trace: RequestTrace, max_seq: int, limit: int | None = PUBLIC_MAX
                           f"output) but a sequence holds {max_seq:,}")
     work = trace_work(trace, slots)
     if limit is not None and work > limit:
+        tokens = trace_work(trace)
         padded = f"; static batching in {slots} slots, padding included" if slots else ""
+        # a refusal that the padding makes (issue 35: 1,080 tokens, 16,320 in 16 slots) says so in its own message
+        code = "serving_work_padded" if work > tokens else "serving_work"
         raise NotAllowedError(f"trace {_shown(trace.name)} asks for {work:,} tokens of work (prompt + output over "
                               f"its {len(trace.requests):,} requests{padded}); this server runs at most {limit:,} "
-                              "per trace", code="serving_work", work=work, limit=limit, requests=len(trace.requests))
+                              "per trace", code=code, work=work, limit=limit, requests=len(trace.requests),
+                              tokens=tokens, slots=slots or 0)
     return work
 
 

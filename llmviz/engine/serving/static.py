@@ -10,6 +10,7 @@ removes. Rows draw with their requests' own seeds and settings, so every request
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 
 from llmviz.engine.lean_steps import lean_step
 from llmviz.engine.loading.model import LoadedModel
@@ -35,9 +36,10 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
     outputs, token_steps = {}, {}
     total = sum(r.output_len for r in ordered)
     started = 0  # requests whose batch has begun
+    arrivals = [r.arrival_step for r in ordered]
 
-    def waiting() -> int:  # arrived, but their batch has not begun
-        return sum(1 for r in ordered[started:] if r.arrival_step <= len(records))
+    def waiting() -> int:  # arrived, but their batch has not begun: found by bisection, not by counting them all
+        return max(0, bisect_right(arrivals, len(records)) - started)  # at every idle step (issue 35)
 
     for batch in batches:
         while len(records) < max(r.arrival_step for r in batch):  # idle steps until the batch is complete

@@ -6,10 +6,12 @@ counts the links a real Chromium draws."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hostile_helpers import TRIED, time_limit
 from markup_scan import CARD, URL, hostile_zip, live_links, live_markdown
-from ui_helpers import APP, EMBEDDED_WEIGHTS, page_file, rendered_text
+from ui_helpers import APP, EMBEDDED_WEIGHTS, declared_pages, page_file, rendered_text
 
 from llmviz.trace.records import trace_from_zip
 
@@ -40,36 +42,49 @@ def test_the_scan_finds_each_kind_of_live_link():
     assert [live_markdown(f"x {escape(f)}") for f in forms] == [False] * len(forms)
 
 
-@pytest.mark.parametrize("page", ["trace", "home", "lesson"])
+SHOWS_CARD = ("trace", "home", "lesson", "tokens", "prefill")  # the pages that name the model or its fields
+LINK_TEXT = {"prompt": f"{URL} www.evil.example me@evil.example", "seed": URL, "engine": URL, "cmp_a": URL,
+             "cmp_b": URL, "kv_prompts": URL, "kv_lengths": URL, "batch": URL, "history": URL}
+
+
+@pytest.mark.parametrize("page", declared_pages())
 def test_a_hostile_traces_card_renders_as_text(replayed, page):
     TRIED["pages"] += 1
     with time_limit(60):
-        at = replayed.switch_page(page_file(page)).run()
+        at = replayed.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     assert live_links(at) == []
-    assert any("evil" in text for text in rendered_text(at))  # the fields are there, as text
+    if Path(page).stem in SHOWS_CARD:
+        assert any("evil" in text for text in rendered_text(at))  # the fields are there, as text
 
 
-def test_the_lesson_map_caption_names_the_model_as_text_on_a_decode_step(replayed):
-    at = replayed.switch_page(page_file("lesson"))
-    at.query_params["lesson"] = "2.1"
-    at.run()
-    captions = [c.value for c in at.caption if "evil" in c.value]
-    assert captions and live_links(at) == [], live_links(at)
+def test_the_lesson_map_caption_names_the_model_as_text_on_every_step_shown(replayed):
+    at = replayed.switch_page(page_file("lesson")).run()
+    steps = set()
+    for _ in range(5):  # into the decode steps
+        at.button(key="lesson_next").click().run()
+        steps.add(at.subheader[0].value)  # "§1.1.2 · ...": the step shown
+        captions = [c.value for c in at.caption if "evil" in c.value]
+        assert captions and live_links(at) == [], live_links(at)
+    assert len(steps) == 5, steps
 
 
-@pytest.mark.parametrize("page", ["home", "kv_layouts"])
-def test_a_link_whose_prompt_and_seed_are_urls_renders_as_text(page):
+def test_a_link_of_urls_renders_as_text_on_every_page():
+    """Every free-text setting of a link set to URLs (prompt, seed, engine, comparisons, KV layouts, batch): Home
+    names what it refused, and no page draws a link."""
     from streamlit.testing.v1 import AppTest
 
-    TRIED["pages"] += 1
     at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params.update({"prompt": f"{URL} www.evil.example me@evil.example", "seed": URL, "kv_prompts": ""})
+    at.query_params.update(LINK_TEXT)
     with time_limit(90):
         at.run()
-        assert any("evil" in w.value for w in at.warning) and live_links(at) == []  # the seed named, as text
-        if page != "home":
-            at.switch_page(page_file(page)).run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert live_links(at) == []
-    assert any("evil" in text for text in rendered_text(at))  # the prompt is shown, as text
+    assert any("evil" in w.value for w in at.warning) and live_links(at) == []  # the seed named, as text
+    shown = {}
+    for page in declared_pages():
+        TRIED["pages"] += 1
+        with time_limit(60):
+            at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert live_links(at) == [], (page, live_links(at))
+        shown[Path(page).stem] = any("evil" in text for text in rendered_text(at))
+    assert shown["home"] and shown["kv_layouts"] and shown["compare"], shown  # the prompt is shown, as text

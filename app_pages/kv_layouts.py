@@ -85,8 +85,7 @@ def live_view(t, s, live) -> None:
     st.caption(" · ".join(f"**{label}**{colon}{literal(p)}" for label, p in zip(labels, live.prompts, strict=True)))
     kept, left_out = run.kept_switches(s)
     if kept or left_out:
-        switches = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in kept.items())
-        st.caption(t("layouts.switches", kept=literal(switches) or "—",
+        st.caption(t("layouts.switches", kept=", ".join(f"{k.replace('_', '-')}={v}" for k, v in kept.items()) or "—",
                      left=", ".join(k.replace("_", "-") for k in left_out) or "—"))
     summary(t, live)
     contiguous(t, live, labels)

@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING
 
+from llmviz.errors import NotAllowedError
 from llmviz.trace.config import EMBEDDED_MODEL, KV_LAYOUTS, EngineConfig
 from llmviz.trace.progress import Progress
 from llmviz.trace.records import RunTrace, StepTrace
@@ -199,13 +200,25 @@ def compare(config: CompareConfig, load_fn=None, progress: Progress | None = Non
 
 
 def start_layouts(lm: LoadedModel, prompts: list[str], config: EngineConfig,
-                  layouts: tuple | None = None) -> dict[str, Session]:
+                  layouts: tuple | None = None, budget: int | None = None) -> dict[str, Session]:
     """One session per KV layout (default: every one a setting may choose) on the same prompts and settings, to be
-    stepped in lockstep (C8, C9)."""
+    stepped in lockstep (C8, C9). `budget`: what they may hold together (a browser session's, issue 35), each an
+    equal share; caches that alone pass it are refused (NotAllowedError) before any step runs."""
     from llmviz.engine.session import Session
 
-    return {layout: Session(lm, list(prompts), config.with_(kv_layout=layout))
-            for layout in (tuple(KV_LAYOUTS) if layouts is None else layouts)}
+    chosen = tuple(KV_LAYOUTS) if layouts is None else layouts
+    share = None if budget is None else budget // max(1, len(chosen))
+    sessions = {layout: Session(lm, list(prompts), config.with_(kv_layout=layout)) for layout in chosen}
+    held = sum(s.kv_bytes() for s in sessions.values())
+    if budget is not None and held > budget:
+        size, limit = f"{held / 1e6:,.1f} MB", f"{budget / 1e6:,.1f} MB"
+        sessions.clear()
+        raise NotAllowedError(f"these runs' KV caches alone need {size}; a session here keeps at most {limit} "
+                              "(LLMVIZ_TRACE_BUDGET_MB): use fewer or shorter prompts, a smaller model or a shorter "
+                              "max_seq_len", code="session_budget", size=size, limit=limit)
+    for session in sessions.values():
+        session.budget = share
+    return sessions
 
 
 def step_layouts(sessions: dict[str, Session]) -> dict[str, StepTrace]:

@@ -10,7 +10,7 @@ import streamlit as st
 from llmviz.analysis.work import decode_seconds, run_seconds
 from llmviz.errors import LlmvizError, NotAllowedError, PromptError
 from llmviz.trace.config import EngineConfig
-from llmviz.ui import measure, server
+from llmviz.ui import measure, server, state
 from llmviz.ui.errors import explain
 from llmviz.ui.settings import Settings
 
@@ -78,8 +78,9 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
                               sampling=s.sampling(), seed=s.seed, capture="off", logit_lens_top_k=0,
                               max_seq_len=min(lm.cfg.max_position_embeddings, max(tokens) + max_new + 1))
         with st.spinner(t("batch.running")), measure.heavy(t, run_seconds(lm.cfg.to_dict(), tokens, 0, s.dtype)):
-            session = service.start(lm, prompts, config)
+            session = service.start(lm, prompts, config, server.policy().trace_budget_bytes)
             service.step(session)
+            state.bound_sessions([session])  # within the session's budget (issue 35)
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None
@@ -100,6 +101,7 @@ def advance(t, run: BatchRun, max_new: int, to_end: bool = False) -> None:
         with st.spinner(t("batch.running")), measure.heavy(t, cost) as deadline:
             while not run.session.finished and len(run.trace.steps) < max_new:
                 service.step(run.session)
+                state.bound_sessions([run.session])
                 deadline.check()
                 if not to_end:
                     break

@@ -159,8 +159,9 @@ def current_live(t, s: Settings, o: Options) -> Live | None:
             n = [len(lm.tokenizer.encode(p)) for p in prompts]
             cost = run_seconds(lm.cfg.to_dict(), n, min(steps, config.max_seq_len - max(n)), s.dtype, len(layouts()))
             with measure.heavy(t, cost) as deadline:  # 4 long prompts x 3 layouts: in a public server's queue
-                sessions = service.start_layouts(lm, prompts, config, layouts())
+                sessions = service.start_layouts(lm, prompts, config, layouts(), server.policy().trace_budget_bytes)
                 service.step_layouts(sessions)  # the prefill
+                state.bound_sessions(sessions.values())
                 live = Live(live_key(s, o), sessions, prompts, model_config=lm.cfg.to_dict())
                 while live.cursor < steps and live.can_next:
                     advance(live)
@@ -179,6 +180,7 @@ def advance(live: Live) -> None:
         from llmviz import service
 
         service.step_layouts(live.sessions)
+        state.bound_sessions(live.sessions.values())  # within the session's budget (issue 35)
     live.cursor += 1
 
 

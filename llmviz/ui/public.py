@@ -8,8 +8,9 @@ Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1
   the model box or from `?model=`;
 - uploads: at most LLMVIZ_MAX_UPLOAD_MB megabytes per file (default 8), Streamlit's own upload limit
   (server.maxUploadSize) included, so that a larger file is refused before the server takes it in;
-- in every mode, a session's run keeps the full tensors of its newest steps within LLMVIZ_TRACE_BUDGET_MB
-  megabytes (default 10; llmviz/trace/budget.py);
+- in every mode, what a session's run holds (its KV cache and its trace's arrays, from the prefill on) stays within
+  LLMVIZ_TRACE_BUDGET_MB megabytes (default 64 on a public server, 256 in the local tool; llmviz/trace/budget.py):
+  each step copies only the tensors that fit, older steps are shed, a cache larger than the budget is refused;
 - heavy measurements (comparisons, sweeps, serving simulations): at most LLMVIZ_HEAVY_SLOTS at once on
   the whole server (default 1) and one at a time per browser session; a session waits its turn in order,
   up to LLMVIZ_HEAVY_WAIT_S seconds (default 120), and is then told the server is busy; each runs for at most
@@ -43,6 +44,11 @@ from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, RANDOM_MODELS
 DEFAULT_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2", *RANDOM_MODELS)
 LOCAL_UPLOAD_MB = 200  # Streamlit's own limit (server.maxUploadSize), the local tool's
 MAX_LINK_STEPS = 512  # the UI's longest run (settings.MAX_UI_SEQ)
+# What one browser session's run may hold (issue 35), KV cache and trace together. Public: the GPT-2-124M shape's
+# cache at the UI's 512 tokens (37.7 MB in fp32) and a prefill's queries, keys and probabilities at ~100 tokens fit;
+# ~300 such sessions fill 23 GB. Local: one person's machine, where the prefill's every map at a few hundred tokens
+# of the embedded model fits (4 layers x 8 heads x 512^2 x 4 B x 2 = 67 MB).
+PUBLIC_SESSION_MB, LOCAL_SESSION_MB = 64, 256
 
 
 def _number(env: dict, name: str, default: float, low: float, high: float, problems: list) -> float:
@@ -73,7 +79,7 @@ class Policy:
     heavy_slots: int = 0  # 0: no limit (the local tool)
     heavy_wait_s: float = 120.0
     problems: tuple = ()  # settings that were not understood (their defaults apply)
-    trace_budget_mb: float = 10.0  # the tensors one session's run keeps (llmviz/trace/budget.py)
+    trace_budget_mb: float = 256.0  # what one session's run holds, KV cache and trace (llmviz/trace/budget.py)
     heavy_limit_s: float = 0.0  # 0: no limit; else the wall-clock seconds one heavy measurement may run
     model_budget_mb: float = 0.0  # 0: no bound; else the model weights alive before a new load is refused
     link_steps: int = MAX_LINK_STEPS  # the steps a link replays when it opens (the local tool: all of them)
@@ -95,8 +101,10 @@ class Policy:
     def from_env(cls, env: dict | None = None) -> Policy:
         env = dict(os.environ if env is None else env)
         problems: list = []
-        budget = _number(env, "LLMVIZ_TRACE_BUDGET_MB", 10, 0.01, 100_000, problems)
-        if str(env.get("LLMVIZ_PUBLIC", "")).strip().lower() not in ("1", "true", "yes", "on"):
+        public = str(env.get("LLMVIZ_PUBLIC", "")).strip().lower() in ("1", "true", "yes", "on")
+        default_budget = PUBLIC_SESSION_MB if public else LOCAL_SESSION_MB
+        budget = _number(env, "LLMVIZ_TRACE_BUDGET_MB", default_budget, 0.01, 100_000, problems)
+        if not public:
             return cls(trace_budget_mb=budget, problems=tuple(problems))
         names = tuple(n.strip() for n in env.get("LLMVIZ_ALLOWED_MODELS", "").split(",") if n.strip())
         return cls(public=True, models=names or DEFAULT_MODELS,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from llmviz.ui.closed_sessions import expire_closed
 from llmviz.ui.model_cache import shared_model
 from llmviz.ui.public import HeavyGate, LatestClaims, Policy
 
@@ -75,6 +76,7 @@ def collect_forever(every_s: float, rounds: int | None = None) -> None:
     done = 0
     while rounds is None or done < rounds:
         time.sleep(every_s)
+        expire_closed()  # closed sessions past their TTL go now, not at the next connection (issue 35)
         gc.collect()
         done += 1
 

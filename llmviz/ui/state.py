@@ -175,6 +175,17 @@ def advance(run: Run) -> bool:
     return True
 
 
+def bound_sessions(sessions) -> None:
+    """After a step of the runs a page holds beside the stepper's (the KV layouts page's, one per layout; the Batch
+    page's): each within its share of the session's budget (Session.budget, set when it started), its older
+    steps' full logits shed (capture off keeps them: 1.6 MB a step for 8 rows of GPT-2's vocabulary)."""
+    from llmviz import service
+
+    for session in sessions:
+        if session.budget is not None:
+            keep_bounded(session.trace, session.budget, (), service.release_memory, session.kv_bytes())
+
+
 def bound(run: Run) -> None:
     """After a step: everything the run holds (its KV cache and its trace's arrays) within the session's budget,
     the prefill shed like any step (issue 35)."""

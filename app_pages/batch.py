@@ -8,6 +8,7 @@ import streamlit as st
 from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
 from llmviz.trace.config import PADDINGS, RANDOM_MODELS
 from llmviz.ui import article_view, batch_run, state
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.trace_file import generated_text
@@ -44,8 +45,8 @@ def grid(t, run, max_new: int) -> None:
     cols[3].metric(t("batch.utilization"), f"{g.utilization:.0%}")
     names = {k: t(f"batch.kind.{k}") for k in CATEGORIES}
     labels = [t("batch.row", i=i) for i in range(g.kinds.shape[0])]
-    st.plotly_chart(batch_grid_figure(g, pieces, names, t("batch.grid_title", steps=len(steps) - 1),
-                                      t("batch.x"), t("batch.y"), labels), width="stretch", key="batch_grid")
+    chart(t, batch_grid_figure(g, pieces, names, t("batch.grid_title", steps=len(steps) - 1),
+                               t("batch.x"), t("batch.y"), labels), key="batch_grid")
     last = steps[-1]
     st.table({t("batch.col.row"): labels, t("batch.col.prompt"): [literal(p) for p in run.trace.prompts],
               t("batch.col.output"): [literal(generated_text(run.trace, r)) for r in range(len(labels))],
@@ -64,8 +65,8 @@ def throughput(t, s) -> None:
     if result is None:
         return
     rows = throughput_table(result)
-    st.plotly_chart(throughput_figure(rows, t("batch.sweep_chart"), t("batch.size"), t("batch.tokens_per_s"),
-                                      t("batch.decode"), t("batch.prefill")), width="stretch", key="batch_sweep")
+    chart(t, throughput_figure(rows, t("batch.sweep_chart"), t("batch.size"), t("batch.tokens_per_s"),
+                               t("batch.decode"), t("batch.prefill")), key="batch_sweep")
     top = rows[-1]
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
     st.caption(t("batch.sweep_note", model=literal(str(result["model"])), device=result["device"],

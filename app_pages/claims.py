@@ -6,6 +6,7 @@ import streamlit as st
 from llmviz.analysis.claim_effects import table_rows
 from llmviz.analysis.claims import CLAIMS
 from llmviz.ui import article_view, claims_run, latency_curves, roofline_view, server, state
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.navigation import KEEP
 
@@ -25,7 +26,7 @@ def k1_details(t, rep: dict) -> None:
     if view is None:
         return
     fig, text = view
-    st.plotly_chart(fig, width="stretch", key="claims_k1")
+    chart(t, fig, key="claims_k1")
     st.markdown(text)
     st.caption(t("claims.k1_slip"))
 

@@ -8,9 +8,9 @@ from llmviz.analysis.recorded import missing_row_norms, missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.trace import hooks
-from llmviz.trace.budget import is_shed
 from llmviz.ui import article_view, latency_sweep, presenter, seed_controls, server, state
-from llmviz.ui.chrome import heading, literal, shown_run, step_timing, translator, with_bold_tail
+from llmviz.ui.charts import chart
+from llmviz.ui.chrome import heading, literal, missing_note, shown_run, step_timing, translator, with_bold_tail
 from llmviz.ui.decode_controls import (
     PLAYING,
     TICKING,
@@ -40,12 +40,12 @@ def attention_panel(t, run, layer: int, labels: list[str]) -> None:
         n = step.input_ids.shape[1]
         key = "decode.q_shape_prefill" if step.phase == "prefill" else "decode.q_shape"
         st.markdown(t(key, heads=q.shape[0], hd=q.shape[1], n=n))
-        st.plotly_chart(fig.vector_heatmap(q, t("decode.head"), "head_dim", t("decode.q_title", layer=layer),
-                                           t("decode.value")), width="stretch", key="q")
+        chart(t, fig.vector_heatmap(q, t("decode.head"), "head_dim", t("decode.q_title", layer=layer),
+                                    t("decode.value")), key="q")
     with right:
         st.markdown(t("decode.attn_text", n_k=n_k))
-        st.plotly_chart(fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title"),
-                                          t("decode.weight")), width="stretch", key="attn")
+        chart(t, fig.attention_row(probs, labels, start, t("decode.head"), t("decode.attn_title"),
+                                   t("decode.weight")), key="attn")
         if probs_rec.recomputed:
             st.caption(t("decode.recomputed", backend=literal(str(step.timings.get("attn_backend", "?")))))
 
@@ -56,8 +56,8 @@ def cache_panel(t, run, layer: int, labels: list[str], detail: bool = True) -> N
     norms = cache_norms(run.trace.steps, layer, "k", run.cursor)  # [kv, positions]
     title = t("decode.kv_title" if detail else "decode.kv_title_short", layer=layer, used=kv["seq_len"],
               max_seq=kv["max_seq"])
-    st.plotly_chart(presenter.enlarge(fig.kv_grid(norms, new, labels, t("decode.kv_head"), title)), width="stretch",
-                    key="kvgrid")
+    chart(t, presenter.enlarge(fig.kv_grid(norms, new, labels, t("decode.kv_head"), title)),
+             key="kvgrid")
     if not detail:
         return
     layout = str(kv.get("layout", "contiguous"))
@@ -80,8 +80,8 @@ def next_token_panel(t, run, settings, detail: bool = True) -> None:
     if chosen is not None and dist.ranks[chosen] > SHOWN:  # drawn from further down: one more bar, its rank said
         pieces[chosen] = f"#{dist.ranks[chosen]} {pieces[chosen]}"
         title = t("decode.dist_title_drawn", n=SHOWN, rank=int(dist.ranks[chosen]))
-    st.plotly_chart(presenter.enlarge(fig.next_token_bars(pieces, dist.probs, dist.raw_probs, dist.kept, chosen, (
-        t("decode.raw"), t("decode.shaped"), t("decode.drawn")), title)), width="stretch", key="dist")
+    chart(t, presenter.enlarge(fig.next_token_bars(pieces, dist.probs, dist.raw_probs, dist.kept, chosen, (
+        t("decode.raw"), t("decode.shaped"), t("decode.drawn")), title)), key="dist")
     if not detail:
         return
     caption = "decode.dist_caption_replay" if run.key is None else "decode.dist_caption"
@@ -91,8 +91,8 @@ def next_token_panel(t, run, settings, detail: bool = True) -> None:
         st.caption(t("decode.dist_topk_only", stored=len(ids), vocab=run.trace.model_card["config"]["vocab_size"]))
     if step.lens_ids is not None:
         lens_pieces = [[token_label(tokens, int(i)) for i in row] for row in step.lens_ids[:, 0]]
-        st.plotly_chart(fig.logit_lens(lens_pieces, step.lens_probs[:, 0], t("decode.layer"),
-                                       t("decode.lens_title")), width="stretch", key="lens")
+        chart(t, fig.logit_lens(lens_pieces, step.lens_probs[:, 0], t("decode.layer"),
+                                t("decode.lens_title")), key="lens")
         st.caption(t("decode.lens_caption"))
 
 
@@ -115,9 +115,8 @@ def timing_panel(t, run) -> None:
             line = (fit.slope, fit.intercept) if fit.meaningful else None
             names = (t("decode.ms_series"), t("decode.warmup", n=fit.left_out),
                      t("decode.fit", slope=1000 * (fit.slope or 0), se=1000 * (fit.slope_se or 0), n=fit.points))
-            st.plotly_chart(fig.latency(positions, ms, current, line, fit.left_out, names,
-                                        (t("decode.position"), t("decode.ms")), t("decode.latency_title")),
-                            width="stretch", key="latency")
+            chart(t, fig.latency(positions, ms, current, line, fit.left_out, names,
+                                 (t("decode.position"), t("decode.ms")), t("decode.latency_title")), key="latency")
             live = run.key is not None  # a live run gets the length sweep below
             st.caption(fit_caption(t, fit) + (" " + t("decode.fit_sweep_hint") if live and not fit.meaningful else ""))
         else:
@@ -155,11 +154,8 @@ def layer_and_gaps(t, run, presenting: bool) -> tuple[int, list[str], bool]:
         missing |= set(missing_row_norms(earlier, [hooks.k(layer)]))
     if run.shed and not presenting:  # the session's trace budget dropped the tensors of older steps
         st.info(t("budget.notice", n=run.shed, mb=server.policy().trace_budget_mb))
-    if missing and is_shed(run.step):
-        st.warning(t("budget.step_shed", step=run.cursor))
-    elif missing:  # a trace recorded at capture meta/off, or filtered: draw what it holds
-        st.warning(t("common.no_tensors", capture=literal(str(run.step.timings.get("capture", "?"))),
-                     names=literal(", ".join(sorted(missing)))))
+    if missing:  # not kept within the budget, or a trace recorded at capture meta/off or filtered: what it holds
+        missing_note(t, run.step, sorted(missing))
     return layer, cache_labels(run.trace, run.cursor), not missing
 
 

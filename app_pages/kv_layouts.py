@@ -9,6 +9,7 @@ import streamlit as st
 from llmviz.analysis.kv_memory import human
 from llmviz.ui import article_view, locality_view, server, state
 from llmviz.ui import layouts_run as run
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.viz import kv_layouts as fig
 
@@ -32,9 +33,9 @@ def contiguous(t, live, labels) -> None:
     kv = live.kv("contiguous")
     st.subheader(t("layouts.contiguous_title"))
     unused = kv["slots_allocated"] - sum(kv["seq_lens"])
-    st.plotly_chart(fig.contiguous_rows(kv["seq_lens"], kv["max_seq"], labels, (t("layouts.used"), t("layouts.unused")),
-                                        t("layouts.contiguous_fig", unused=unused, total=kv["slots_allocated"]),
-                                        t("layouts.slot")), width="stretch", key="kv_contig")
+    chart(t, fig.contiguous_rows(kv["seq_lens"], kv["max_seq"], labels, (t("layouts.used"), t("layouts.unused")),
+                                 t("layouts.contiguous_fig", unused=unused, total=kv["slots_allocated"]),
+                                 t("layouts.slot")), key="kv_contig")
     st.caption(t("layouts.contiguous_caption", max_seq=kv["max_seq"], rows=kv["capacity"], layers=kv["layers"],
                  kv=kv["kv_heads"], hd=kv["head_dim"], unused=unused, share=unused / kv["slots_allocated"],
                  waste=human(unused * kv["bytes_per_token"])))
@@ -44,10 +45,10 @@ def dynamic(t, live) -> None:
     steps = [s.kv for s in live.steps("dynamic")]
     kv = steps[-1]
     st.subheader(t("layouts.dynamic_title"))
-    st.plotly_chart(fig.copy_bars(list(range(len(steps))), [s["bytes_copied_step"] for s in steps],
-                                  [s["bytes_used"] for s in steps], live.cursor,
-                                  (t("layouts.copied"), t("layouts.cache_bytes")), t("layouts.dynamic_fig"),
-                                  t("layouts.step"), t("layouts.bytes")), width="stretch", key="kv_dyn")
+    chart(t, fig.copy_bars(list(range(len(steps))), [s["bytes_copied_step"] for s in steps],
+                           [s["bytes_used"] for s in steps], live.cursor,
+                           (t("layouts.copied"), t("layouts.cache_bytes")), t("layouts.dynamic_fig"),
+                           t("layouts.step"), t("layouts.bytes")), key="kv_dyn")
     n = kv["seq_lens"][0]
     key = "layouts.dynamic_caption" if live.cursor else "layouts.dynamic_caption_prefill"
     prev = human(steps[-2]["bytes_used"]) if len(steps) > 1 else human(0)
@@ -62,9 +63,8 @@ def paged(t, live, labels) -> None:
     names = {"free": t("layouts.free"), "waste": t("layouts.waste"), "block": t("layouts.block"),
              "slot": t("layouts.slot"), "position": t("layouts.position"), "row": t("layouts.blocks_row")}
     held = sum(len(tb) for tb in tables)
-    st.plotly_chart(fig.paged_pool(tables, kv["seq_lens"], bs, kv["num_blocks"], labels, names,
-                                   t("layouts.paged_fig", held=held, num=kv["num_blocks"], bs=bs)),
-                    width="stretch", key="kv_paged")
+    chart(t, fig.paged_pool(tables, kv["seq_lens"], bs, kv["num_blocks"], labels, names,
+                            t("layouts.paged_fig", held=held, num=kv["num_blocks"], bs=bs)), key="kv_paged")
     st.caption(t("layouts.paged_note"))
     pairs = list(zip(tables, kv["seq_lens"], strict=True))
     st.table({t("layouts.col.seq"): labels, t("layouts.col.tokens"): kv["seq_lens"],

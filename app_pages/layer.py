@@ -8,7 +8,8 @@ from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
 from llmviz.ui import state
-from llmviz.ui.chrome import article_shapes, heading, literal, shown_run, translator
+from llmviz.ui.charts import chart
+from llmviz.ui.chrome import article_shapes, heading, missing_note, shown_run, translator
 from llmviz.viz import layer as fig
 
 
@@ -33,27 +34,24 @@ def sections(t, run, layer: int) -> None:
     st.markdown(t("layer.stream_explain", layer=layer, gap=f"{view.residual_gap:.1e}"))
     stream = [(t("layer.in"), view.norm_in, False), (t("layer.mid"), view.norm_mid, False),
               (t("layer.out"), view.norm_out, False)]
-    st.plotly_chart(fig.per_token_lines(stream, labels,
-                                        t("layer.stream_title", layer=layer), t("layer.norm"), axis),
-                    width="stretch", key="layer_stream")
-    st.plotly_chart(fig.contribution_bars((t("layer.attn_adds"), t("layer.mlp_adds")), view.norm_attn, view.norm_mlp,
-                                          labels, t("layer.adds_title"), t("layer.norm"), axis),
-                    width="stretch", key="layer_adds")
+    chart(t, fig.per_token_lines(stream, labels,
+                                 t("layer.stream_title", layer=layer), t("layer.norm"), axis), key="layer_stream")
+    chart(t, fig.contribution_bars((t("layer.attn_adds"), t("layer.mlp_adds")), view.norm_attn, view.norm_mlp,
+                                   labels, t("layer.adds_title"), t("layer.norm"), axis), key="layer_adds")
     st.header(t("layer.norm_header"))
     st.markdown(t("layer.norm_explain", kind=t(f"layer.kind_{c.get('norm', 'rms')}"), d=c["hidden_size"],
                   sqrt_d=c["hidden_size"] ** 0.5))
     lines = [(t("layer.in"), view.norm_in, True), (t("layer.after_norm1"), view.norm_h, False),
              (t("layer.mid"), view.norm_mid, True), (t("layer.after_norm2"), view.norm_m, False)]
-    st.plotly_chart(fig.per_token_lines(lines, labels,
-                                        t("layer.norm_title"), t("layer.norm"), axis),
-                    width="stretch", key="layer_norms")
+    chart(t, fig.per_token_lines(lines, labels,
+                                 t("layer.norm_title"), t("layer.norm"), axis), key="layer_norms")
     st.header(t("layer.mlp_header"))
     f = view.act.shape[-1]
     st.markdown(t("layer.mlp_shapes", n=n, d=c["hidden_size"], f=f, ratio=f / c["hidden_size"],
                   act=c.get("activation", "?"), kind=t(f"layer.mlp_{c.get('mlp', 'gated')}")))
     shares = ly.activation_shares(view.act)
-    st.plotly_chart(fig.activation_histogram(view.act, t("layer.act_title", n=n, f=f), t("layer.act_value"),
-                                             t("layer.count")), width="stretch", key="layer_act")
+    chart(t, fig.activation_histogram(view.act, t("layer.act_title", n=n, f=f), t("layer.act_value"),
+                                      t("layer.count")), key="layer_act")
     st.caption(t("layer.act_caption", **{k: 100 * v for k, v in shares.items()}) + " " +
                t(f"layer.act_note_{c.get('mlp', 'gated')}"))
 
@@ -68,8 +66,7 @@ def main() -> None:
         inputs = [hooks.layer_input(layer)]
         missing = missing_tensors(run.step, [*ly.needed(layer), *inputs])
         if missing:
-            st.warning(t("common.no_tensors", capture=literal(str(run.step.timings.get("capture", "?"))),
-                         names=literal(", ".join(missing))))
+            missing_note(t, run.step, missing)
         else:
             sections(t, run, layer)
     state.sync_url()

@@ -19,7 +19,7 @@ from llmviz.ui import (
     locality_view,
     state,
 )
-from llmviz.ui.chrome import heading, literal, shown_run, translator
+from llmviz.ui.chrome import heading, literal, missing_note, shown_run, translator
 from llmviz.ui.errors import guarded
 from llmviz.ui.frame import PAGES
 from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
@@ -89,8 +89,7 @@ def live(t, run, step) -> None:
     layers = run.trace.model_card["config"]["num_layers"]
     missing = missing_tensors(run.trace.steps[0], lesson_prefill.needs(step.panel, layers))
     if missing:
-        st.warning(t("common.no_tensors", capture=literal(str(run.trace.steps[0].timings.get("capture", "?"))),
-                     names=literal(", ".join(missing[:6]))))
+        missing_note(t, run.trace.steps[0], missing)
         return
     PANELS[step.panel](t, run)
 

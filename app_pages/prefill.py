@@ -8,7 +8,17 @@ from llmviz.analysis.recorded import missing_tensors
 from llmviz.analysis.tokens import position_labels, trace_token_bytes
 from llmviz.trace import hooks
 from llmviz.ui import article_view, state
-from llmviz.ui.chrome import article_shapes, heading, literal, scroll_to, shown_run, step_timing, translator
+from llmviz.ui.charts import chart
+from llmviz.ui.chrome import (
+    article_shapes,
+    heading,
+    literal,
+    missing_note,
+    scroll_to,
+    shown_run,
+    step_timing,
+    translator,
+)
 from llmviz.viz.attention import attention_grid, attention_heatmap
 from llmviz.viz.kv_cache import kv_bytes_bars
 
@@ -77,11 +87,11 @@ def grid_section(t, step, layers: int, sh: at.HeadShapes, layer: int, head: int)
     maps = [step.hook(name).array[0] for name in hooks.every_layer("probs", layers)]  # L views of [h, n, n_k]
     tiled = at.tile_maps(maps, GRID_TILE)
     tile = at.pool_map(maps[0][0], GRID_TILE).shape
-    st.plotly_chart(attention_grid(tiled, layers, sh.heads, tile, 1, (layer, head),
-                                   t("prefill.grid_title", layers=layers, heads=sh.heads),
-                                   t("prefill.axis_head"), t("prefill.axis_layer")), width="stretch",
-                    key="prefill_grid", on_select=lambda: pick_from_grid(tile, layers, sh.heads),
-                    selection_mode="points")
+    chart(t, attention_grid(tiled, layers, sh.heads, tile, 1, (layer, head),
+                            t("prefill.grid_title", layers=layers, heads=sh.heads),
+                            t("prefill.axis_head"), t("prefill.axis_layer")),
+             key="prefill_grid", on_select=lambda: pick_from_grid(tile, layers, sh.heads),
+             selection_mode="points")
     st.caption(t("prefill.grid_explain", layer=layer, head=head))
 
 
@@ -110,8 +120,8 @@ def kv_section(t, run, step, layers: int) -> None:
                    help=t("prefill.kv_allocated_help", max_seq=kv["max_seq"], layout=literal(str(kv["layout"]))))
     names = [t(f"prefill.{k}") for k in ("kv_by_formula", "kv_by_tensors", "kv_used", "kv_allocated")]
     values = [formula, recorded, kv["bytes_used"], kv["bytes_allocated"]]
-    st.plotly_chart(kv_bytes_bars(names, values, t("prefill.kv_bars_title"), t("prefill.bytes")), width="stretch",
-                    key="prefill_kv")
+    chart(t, kv_bytes_bars(names, values, t("prefill.kv_bars_title"), t("prefill.bytes")),
+             key="prefill_kv")
     st.subheader(t("prefill.article_header"))
     here = kvm.KVExample(kv["seq_len"], kv["kv_heads"], kv["head_dim"], eb, kv["layers"])
     table = kvm.comparison(kvm.ARTICLE_EXAMPLE, here)
@@ -154,8 +164,7 @@ def main() -> None:
         layers = int(run.trace.model_card["config"]["num_layers"])
         missing = missing_tensors(step, [hooks.layer_hook_name(i, p) for i in range(layers) for p in DRAWN])
         if missing:
-            st.warning(t("common.no_tensors", capture=literal(str(step.timings.get("capture", "?"))),
-                         names=literal(", ".join(missing[:6])) + (" …" if len(missing) > 6 else "")))
+            missing_note(t, step, missing)
         else:
             tensor_sections(t, run, step, layers)
         timing_section(t, step)

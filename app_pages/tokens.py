@@ -6,7 +6,8 @@ from llmviz.analysis import article, positions, projection
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.ui import article_view, state
-from llmviz.ui.chrome import heading, literal, shown_run, translator
+from llmviz.ui.charts import chart
+from llmviz.ui.chrome import heading, literal, missing_note, shown_run, translator
 from llmviz.viz import embeddings
 from llmviz.viz.tokens import token_strip
 
@@ -26,8 +27,8 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
                    help=t("tokens.vocab_help", tokenizer=card.get("tokenizer_vocab", "?")))
     hexes = [tk.hex_spaced(p) for p in pieces]
     shown = [g for g in groups if g.stop <= MAX_STRIP]
-    st.plotly_chart(token_strip(texts, ids, hexes, shown, t("tokens.strip_title"), t("tokens.strip_tokens"),
-                                t("tokens.strip_chars")), width="stretch", key="tokens_strip")
+    chart(t, token_strip(texts, ids, hexes, shown, t("tokens.strip_title"), t("tokens.strip_tokens"),
+                         t("tokens.strip_chars")), key="tokens_strip")
     if len(ids) > MAX_STRIP:
         st.caption(t("tokens.truncated", shown=shown[-1].stop if shown else 0, n=len(ids)))
     entries = [run.trace.tokens[i]["piece"] for i in ids]
@@ -98,9 +99,9 @@ def embedding_section(t, step, labels: list[str]) -> None:
     n, d = embed.shape
     st.markdown(t("tokens.embed_explain", n=n, d=d))
     rows = min(n, MAX_ROWS)
-    st.plotly_chart(embeddings.matrix_heatmap(embed[:rows], labels, t("tokens.embed_title", n=n, d=d),
-                                              t("tokens.axis_dim"), t("tokens.axis_token"), t("tokens.value")),
-                    width="stretch", key="tokens_embed")
+    chart(t, embeddings.matrix_heatmap(embed[:rows], labels, t("tokens.embed_title", n=n, d=d),
+                                       t("tokens.axis_dim"), t("tokens.axis_token"), t("tokens.value")),
+          key="tokens_embed")
     if rows < n:
         st.caption(t("tokens.truncated", shown=rows, n=n))
     if n < 3:  # two points always lie on one line: a second axis would plot rounding noise
@@ -108,9 +109,9 @@ def embedding_section(t, step, labels: list[str]) -> None:
         return
     proj = projection.pca_2d(embed)
     pct = [f"{100 * e:.0f}" for e in proj.explained]
-    st.plotly_chart(embeddings.projection_scatter(
+    chart(t, embeddings.projection_scatter(
         proj.coords, labels, t("tokens.pca_title"), t("tokens.pca_axis", i=1, pct=pct[0]),
-        t("tokens.pca_axis", i=2, pct=pct[1]), t("tokens.axis_position")), width="stretch", key="tokens_pca")
+        t("tokens.pca_axis", i=2, pct=pct[1]), t("tokens.axis_position")), key="tokens_pca")
     st.caption(t("tokens.pca_explain", pct=f"{100 * proj.explained.sum():.0f}"))
 
 
@@ -121,17 +122,17 @@ def position_section(t, run, step, labels: list[str]) -> None:
     rows = min(pos.shape[0], MAX_ROWS)
     if config["position"] != "rope":
         st.markdown(t("tokens.pos_learned_explain", d=pos.shape[1], table=config["max_position_embeddings"]))
-        st.plotly_chart(embeddings.matrix_heatmap(pos[:rows], labels, t("tokens.pos_learned_title", n=pos.shape[0],
-                                                                          d=pos.shape[1]),
-                                                  t("tokens.axis_dim"), t("tokens.axis_position"),
-                                                  t("tokens.value")), width="stretch", key="tokens_pos")
+        chart(t, embeddings.matrix_heatmap(pos[:rows], labels, t("tokens.pos_learned_title", n=pos.shape[0],
+                                                                   d=pos.shape[1]),
+                                           t("tokens.axis_dim"), t("tokens.axis_position"),
+                                           t("tokens.value")), key="tokens_pos")
         return
     rates = positions.rope_rates(pos, step.positions[0])
     st.markdown(t("tokens.pos_rope_explain", pairs=pos.shape[1], hd=2 * pos.shape[1]))
-    st.plotly_chart(embeddings.angle_heatmap(positions.wrap_angles(pos[:rows]), pos[:rows], labels,
-                                             t("tokens.pos_rope_title", n=pos.shape[0], pairs=pos.shape[1]),
-                                             t("tokens.axis_pair"), t("tokens.axis_position"), t("tokens.angle")),
-                    width="stretch", key="tokens_pos")
+    chart(t, embeddings.angle_heatmap(positions.wrap_angles(pos[:rows]), pos[:rows], labels,
+                                      t("tokens.pos_rope_title", n=pos.shape[0], pairs=pos.shape[1]),
+                                      t("tokens.axis_pair"), t("tokens.axis_position"), t("tokens.angle")),
+          key="tokens_pos")
     if rates is not None:
         st.caption(t("tokens.pos_rope_rates", first=f"{rates.rates[0]:.3g}", last=f"{rates.rates[-1]:.3g}",
                      wave=f"{rates.wavelengths[-1]:,.0f}", pair=len(rates.rates) - 1))
@@ -151,8 +152,7 @@ def main() -> None:
         bert_section(t, run, ids, texts)
         missing = missing_tensors(step, ["embed", "pos"])
         if missing:
-            st.warning(t("common.no_tensors", capture=literal(str(step.timings.get("capture", "?"))),
-                         names=literal(", ".join(missing))))
+            missing_note(t, step, missing)
         else:
             labels = tk.position_labels(pieces)
             embedding_section(t, step, labels)

@@ -13,7 +13,11 @@ own websocket protocol (scripts/st_session.py: no browser on the server's cores)
   line per slot held to LLMVIZ_GATE_LOG: the process's CPU while the slot was held, exact with one session at a time)
   and the rest, outside the gate; the RSS after it and its growth. Target: under 2 s of CPU outside the gate each.
 
-Other parts (sessions' memory, the balancer) are added to PARTS.
+- sessions: --sessions (6) sessions opened at once on a Home link with gpt2-124m-random and a 505-token prompt; the
+  server's RSS before, at its peak, with all open and after they close (bench/hostile_sessions.py). Target: each
+  session's share within the session budget (64 MB).
+- balancer: `scripts/serve-class --replicas 2` and 4,100 unfinished HTTP requests from one address; a real request from
+  another answered, and how soon the held ones are closed (bench/hostile_balancer.py). Target: within 1 s.
 """
 
 from __future__ import annotations
@@ -237,13 +241,35 @@ def pages_part(args) -> dict:
             "target_met": all(r["meets_target"] for r in requests)}
 
 
-PARTS = {"pages": pages_part}
+def sessions_part(args) -> dict:
+    """Finding 1: --sessions long-prompt GPT-2-shape sessions at once (bench/hostile_sessions.py)."""
+    from hostile_sessions import sessions
+
+    ttl = 5
+    os.environ["LLMVIZ_PUBLIC"] = "1"
+    with AppServer(timeout=180, extra=("--server.disconnectedSessionTTL", str(ttl))) as app:
+        return asyncio.run(sessions(argparse.Namespace(sessions=args.sessions, tokens=505, ttl=ttl, settle=30),
+                                    app.port, app.proc.pid))
+
+
+def balancer_part(args) -> dict:
+    """Finding 5: 4,100 unfinished requests from one address against serve-class (bench/hostile_balancer.py)."""
+    from browser_kit import free_port
+    from hostile_balancer import attack
+    from serve_class import Class
+
+    with Class(2, free_port()) as served:
+        return {"replicas": 2, **attack(served.port, 4100)}
+
+
+PARTS = {"pages": pages_part, "sessions": sessions_part, "balancer": balancer_part}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=sorted(PARTS), required=True)
     parser.add_argument("--pages", default="", help="pages part: only these cases (names separated by commas)")
+    parser.add_argument("--sessions", type=int, default=6, help="sessions part: how many at once")
     parser.add_argument("--out", default=None, help="also write the JSON here")
     args = parser.parse_args()
     result = {"benchmark": "hostile_load", "part": args.part, "machine": machine("cpu"),

@@ -113,7 +113,7 @@ class BoundedArrays:
     def __getitem__(self, key: str) -> np.ndarray:
         member = self._members.get(key)
         if member is None:
-            raise KeyError(f"{key} is not an array in arrays.npz")
+            raise damaged(f"trace.json names {key}, which arrays.npz does not hold")
         if key in self._read:  # a document naming one array for many steps would read it again and again
             raise damaged(f"arrays.npz: {key} is named twice in trace.json")
         self._read.add(key)

@@ -12,8 +12,11 @@ import unicodedata
 import streamlit as st
 
 from llmviz.i18n.translator import Translator
+from llmviz.trace.budget import is_shed
 from llmviz.trace.config import RANDOM_MODELS
+from llmviz.trace.hooks import writes_cache_rows
 from llmviz.ui import demo, presenter, server, state
+from llmviz.ui.charts import chart
 from llmviz.ui.markdown import escape
 from llmviz.viz.timing import span_bars
 
@@ -50,6 +53,19 @@ def literal(text: str) -> str:
     """Text shown as typed inside markdown (a prompt or generated text may hold any character): the UI's one
     escaper (llmviz/ui/markdown.py); newlines become ↵ so a row stays one line."""
     return escape(text)
+
+
+def missing_note(t: Translator, step, missing: list[str], shown: int = 6) -> None:
+    """The one note for tensors a page draws that `step` does not hold: never copied within the session's budget
+    (the step planned its capture, issue 35: its records are there without their arrays), dropped later to keep
+    within it (only its K/V row norms are left), or a trace recorded at capture meta/off or with a filter."""
+    names = literal(", ".join(missing[:shown])) + (" …" if len(missing) > shown else "")
+    if is_shed(step) and any(not writes_cache_rows(r.name) for r in step.hooks):
+        st.warning(t("budget.not_kept", step=step.index, names=names, mb=server.policy().trace_budget_mb))
+    elif is_shed(step):
+        st.warning(t("budget.step_shed", step=step.index))
+    else:
+        st.warning(t("common.no_tensors", capture=literal(str(step.timings.get("capture", "?"))), names=names))
 
 
 _HAIR_SPACE = "\u200a"  # Unicode whitespace to CommonMark (category Zs), next to invisible
@@ -107,7 +123,7 @@ def step_timing(t: Translator, step, title: str, key: str) -> None:
     """One step's timed spans as bars, labelled in the session's language, with what the timing includes."""
     spans = step.timings.get("spans_ms") or {}
     labels = [t(SPAN_KEYS[k]) if k in SPAN_KEYS else t("span.layer", i=k.removeprefix("layer.")) for k in spans]
-    st.plotly_chart(span_bars(labels, list(spans.values()), title, t("span.ms")), width="stretch", key=key)
+    chart(t, span_bars(labels, list(spans.values()), title, t("span.ms")), key=key)
     tm = step.timings
     note = "common.capture_note" if tm.get("capture") == "full" else "common.capture_note_light"
     plan = f" {t('span.mask_note')}" if "mask" in spans else ""

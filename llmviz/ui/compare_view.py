@@ -10,6 +10,7 @@ from llmviz.analysis.kv_memory import human
 from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
 from llmviz.analysis.predict import Prediction, in_millions, ratio
 from llmviz.trace.switches import SWITCHES
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import csv_text, literal
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
 
@@ -76,9 +77,8 @@ def drift(t, result: dict) -> None:
     if d.get("max_abs_dlogit") is None:
         st.info(t("compare.no_drift"))
         return
-    st.plotly_chart(drift_bars(d["max_abs_dlogit"], d["greedy_agree"], t("compare.drift_title", max=d["max"]),
-                               t("compare.step"), "max |Δlogit|", t("compare.agree"), t("compare.differ")),
-                    width="stretch", key="cmp_drift")
+    chart(t, drift_bars(d["max_abs_dlogit"], d["greedy_agree"], t("compare.drift_title", max=d["max"]),
+                        t("compare.step"), "max |Δlogit|", t("compare.agree"), t("compare.differ")), key="cmp_drift")
     st.caption(t("compare.drift_note", share=d["greedy_agreement"]))
 
 
@@ -86,8 +86,7 @@ def attention(t, result: dict, labels: list[str]) -> None:
     maps = [result[s]["attention"]["probs"] for s in "ab"]
     titles = [f"{s.upper()}" + (f" ({t('compare.recomputed')})" if result[s]["attention"]["recomputed"] else "")
               for s in "ab"]
-    st.plotly_chart(attention_pair(maps, titles, labels, t("compare.maps_title"), t("compare.prob")),
-                    width="stretch", key="cmp_maps")
+    chart(t, attention_pair(maps, titles, labels, t("compare.maps_title"), t("compare.prob")), key="cmp_maps")
     if any(result[s]["attention"]["recomputed"] for s in "ab"):
         st.caption(t("compare.recomputed_note"))
 
@@ -103,9 +102,9 @@ def result_view(t, result: dict, labels: list[str]) -> None:
         st.warning(t("compare.noise", what=", ".join(noisy)))
     elif None in result["within_noise"].values():
         st.info(t("compare.noise_unjudged"))
-    st.plotly_chart(timing_bars(result, {"a": "A", "b": "B", "prefill_ms": t("compare.m.prefill_ms"),
-                                         "decode_ms_per_token": t("compare.m.decode_ms_per_token")},
-                                t("compare.timing_title"), "ms"), width="stretch", key="cmp_timing")
+    chart(t, timing_bars(result, {"a": "A", "b": "B", "prefill_ms": t("compare.m.prefill_ms"),
+                                  "decode_ms_per_token": t("compare.m.decode_ms_per_token")},
+                         t("compare.timing_title"), "ms"), key="cmp_timing")
     st.subheader(t("compare.vs_title"))
     st.markdown(gap_text(t, result))
     rows = table(result)

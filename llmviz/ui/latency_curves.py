@@ -8,6 +8,7 @@ import streamlit as st
 
 from llmviz.trace.config import default_max_seq
 from llmviz.ui import claims_run, latency_sweep, measure, server, state
+from llmviz.ui.charts import chart
 from llmviz.ui.markdown import escape
 from llmviz.ui.settings import Settings
 
@@ -53,6 +54,6 @@ def section(t) -> None:
     if view is None:  # a context too short for three lengths
         st.info(t("curves.too_short"))
         return
-    st.plotly_chart(view[0], width="stretch", key="curves_prefill_chart")
+    chart(t, view[0], key="curves_prefill_chart")
     st.markdown(view[1])
     st.caption(t("curves.timed", device=result["device"], threads=result["threads"], what=t.timed(result)))

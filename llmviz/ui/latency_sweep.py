@@ -13,6 +13,7 @@ import streamlit as st
 from llmviz.analysis.decode_series import MIN_FIT_POINTS, fit_latency
 from llmviz.trace.config import default_max_seq
 from llmviz.ui import measure, server
+from llmviz.ui.charts import chart
 from llmviz.ui.settings import Settings
 from llmviz.viz import decode as fig
 
@@ -66,11 +67,11 @@ def section(t, s: Settings) -> None:
     cells = result["ms_per_token"][layout]
     fit = fit_latency(result["lengths"], cells["median"], warmup=0)
     line = (fit.slope, fit.intercept) if fit.meaningful else None
-    st.plotly_chart(fig.latency_sweep(result["lengths"], cells["median"], cells["min"], cells["max"], line,
-                                      (t("decode.sweep_median"), t("decode.fit", slope=1000 * (fit.slope or 0),
-                                                                   se=1000 * (fit.slope_se or 0), n=fit.points)),
-                                      (t("decode.sweep_length"), t("decode.ms")), t("decode.sweep_chart")),
-                    width="stretch", key="dec_sweep_chart")
+    chart(t, fig.latency_sweep(result["lengths"], cells["median"], cells["min"], cells["max"], line,
+                               (t("decode.sweep_median"), t("decode.fit", slope=1000 * (fit.slope or 0),
+                                                            se=1000 * (fit.slope_se or 0), n=fit.points)),
+                               (t("decode.sweep_length"), t("decode.ms")), t("decode.sweep_chart")),
+          key="dec_sweep_chart")
     if fit.reason == "few_points":  # a model whose context holds fewer lengths
         st.caption(t("decode.sweep_few", n=fit.points, need=MIN_FIT_POINTS))
     else:

@@ -16,6 +16,7 @@ from llmviz.analysis.predict import Setup, Shape, in_millions, kv_read_bytes, st
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
 from llmviz.ui import state
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import with_bold_tail
 from llmviz.ui.lesson_prefill import cache_bytes, ctl
 from llmviz.ui.trace_file import ids_text
@@ -46,9 +47,9 @@ def decode_input(t, run) -> None:
     cols[1].metric(t("lesson.decode_input"), shape_text(step.shape[1:]))
     cols[2].metric(t("decode.kv_len"), run.trace.steps[i].kv["seq_len"])
     if step.array is not None:
-        st.plotly_chart(fig.vector_heatmap(step.array[0], t("tokens.axis_token"), t("tokens.axis_dim"),
-                                           t("lesson.new_row_title", step=i), t("decode.value")), width="stretch",
-                        key="lesson_new_row")
+        chart(t, fig.vector_heatmap(step.array[0], t("tokens.axis_token"), t("tokens.axis_dim"),
+                                    t("lesson.new_row_title", step=i), t("decode.value")),
+                 key="lesson_new_row")
 
 
 def decode_qkv(t, run) -> None:
@@ -62,9 +63,9 @@ def decode_qkv(t, run) -> None:
     for col, name, rec in zip(cols, ("q", "k", "v"), (q, k, v), strict=True):
         col.metric(t(f"lesson.new_{name}"), shape_text((rec.shape[2], rec.shape[1], rec.shape[3])))
     if q.array is not None:
-        st.plotly_chart(fig.vector_heatmap(q.array[0, :, -1, :], t("decode.head"), "head_dim",
-                                           t("decode.q_title", layer=layer), t("decode.value")), width="stretch",
-                        key="lesson_new_q")
+        chart(t, fig.vector_heatmap(q.array[0, :, -1, :], t("decode.head"), "head_dim",
+                                    t("decode.q_title", layer=layer), t("decode.value")),
+                 key="lesson_new_q")
 
 
 def cache_growth(t, run) -> None:
@@ -77,9 +78,9 @@ def cache_growth(t, run) -> None:
         norms = cache_norms(run.trace.steps, layer, "k", i)  # [kv_heads, positions]
     except ValueError:  # a trace captured without tensors: the shape stands alone
         return
-    st.plotly_chart(fig.kv_grid(norms, 1, cache_labels(run.trace, i), t("decode.kv_head"),
-                                t("decode.kv_title_short", layer=layer, used=kv["seq_len"], max_seq=kv["max_seq"])),
-                    width="stretch", key="lesson_cache_grid")
+    chart(t, fig.kv_grid(norms, 1, cache_labels(run.trace, i), t("decode.kv_head"),
+                         t("decode.kv_title_short", layer=layer, used=kv["seq_len"], max_seq=kv["max_seq"])),
+          key="lesson_cache_grid")
 
 
 def kv_bytes_1024(t, run) -> None:
@@ -124,9 +125,8 @@ def slowdown(t, run) -> None:
     st.caption(t("lesson.exact_bytes", kv=f"{kv:,}", weights=f"{weights:,}"))
     positions, ms = latency_series(run.trace.steps)
     if len(ms):
-        st.plotly_chart(fig.latency(positions, ms, None, None, 0, (t("decode.ms_series"), "", ""),
-                                    (t("decode.position"), t("decode.ms")), t("decode.latency_title")),
-                        width="stretch", key="lesson_latency")
+        chart(t, fig.latency(positions, ms, None, None, 0, (t("decode.ms_series"), "", ""),
+                             (t("decode.position"), t("decode.ms")), t("decode.latency_title")), key="lesson_latency")
 
 
 def _one_more() -> None:

@@ -22,6 +22,7 @@ from llmviz.analysis.predict import (
     weight_bytes,
 )
 from llmviz.trace.sparsity import BlockSparse
+from llmviz.ui.charts import chart
 from llmviz.ui.lesson_prefill import ctl
 from llmviz.viz import kv_layouts
 from llmviz.viz.attention import attention_heatmap
@@ -42,9 +43,9 @@ def contiguous(t, run) -> None:
     n, context = held(run), int(run.trace.model_card["config"]["max_position_embeddings"])
     max_seq = st.slider(t("lesson.ctl.max_seq"), n, context, min(context, max(n, 256)), key=ctl("contiguous"))
     slots = layer_slots("contiguous", n, max_seq)
-    st.plotly_chart(kv_layouts.contiguous_rows([n], slots, [t("lesson.your_sequence")],
-                                               (t("layouts.used"), t("layouts.unused")), t("lesson.contiguous_title"),
-                                               t("lesson.slots")), width="stretch", key="lesson_contiguous")
+    chart(t, kv_layouts.contiguous_rows([n], slots, [t("lesson.your_sequence")],
+                                        (t("layouts.used"), t("layouts.unused")), t("lesson.contiguous_title"),
+                                        t("lesson.slots")), key="lesson_contiguous")
     cols = st.columns(3)
     cols[0].metric(t("lesson.slots_used"), n)
     cols[1].metric(t("lesson.slots_held"), slots)
@@ -59,9 +60,9 @@ def paged(t, run) -> None:
     blocks = slots // block
     names = {"free": t("layouts.free"), "waste": t("layouts.waste"), "block": t("layouts.block"),
              "slot": t("layouts.slot"), "position": t("layouts.position"), "row": t("layouts.blocks_row")}
-    st.plotly_chart(kv_layouts.paged_pool([list(range(blocks))], [n], block, blocks, [t("lesson.your_sequence")],
-                                          names, t("layouts.paged_fig", held=blocks, num=blocks, bs=block)),
-                    width="stretch", key="lesson_paged")
+    chart(t, kv_layouts.paged_pool([list(range(blocks))], [n], block, blocks, [t("lesson.your_sequence")],
+                                   names, t("layouts.paged_fig", held=blocks, num=blocks, bs=block)),
+          key="lesson_paged")
     st.caption(t("layouts.paged_note"))
     cols = st.columns(3)
     cols[0].metric(t("lesson.blocks"), blocks)
@@ -132,9 +133,9 @@ def sparse(t, run) -> None:
     seen = BlockSparse(block, local=2, global_blocks=1).allows(pos[:, None], pos[None, :])  # [n, n] bool
     causal = n * (n + 1) // 2
     labels = [str(i) for i in range(n)]
-    st.plotly_chart(attention_heatmap(seen.astype(float), labels, labels, t("lesson.sparse_title", block=block),
-                                      t("prefill.axis_key"), t("prefill.axis_query"), t("lesson.visible"),
-                                      probabilities=True, hidden=~seen), width="stretch", key="lesson_sparse")
+    chart(t, attention_heatmap(seen.astype(float), labels, labels, t("lesson.sparse_title", block=block),
+                               t("prefill.axis_key"), t("prefill.axis_query"), t("lesson.visible"),
+                               probabilities=True, hidden=~seen), key="lesson_sparse")
     cols = st.columns(2)
     cols[0].metric(t("lesson.keys_seen"), int(seen.sum()))
     cols[1].metric(t("lesson.of_causal"), f"{100 * seen.sum() / causal:.0f}%")

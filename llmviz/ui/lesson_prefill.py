@@ -16,6 +16,7 @@ from llmviz.analysis.kv_memory import kv_bytes
 from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import ELEMENT_BYTES
 from llmviz.trace import hooks
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal
 from llmviz.viz import embeddings
 from llmviz.viz.attention import attention_heatmap
@@ -39,9 +40,9 @@ def tokens(t, run) -> None:
     """The prompt cut into tokens (C1); the control picks one, whose id and bytes are shown."""
     ids, pieces, texts = prompt_pieces(run)
     groups = [g for g in tk.group_by_character(pieces) if g.stop <= 96]
-    st.plotly_chart(token_strip(texts, ids, [tk.hex_spaced(p) for p in pieces], groups, t("tokens.strip_title"),
-                                t("tokens.strip_tokens"), t("tokens.strip_chars")), width="stretch",
-                    key="lesson_tokens_strip")
+    chart(t, token_strip(texts, ids, [tk.hex_spaced(p) for p in pieces], groups, t("tokens.strip_title"),
+                         t("tokens.strip_tokens"), t("tokens.strip_chars")),
+             key="lesson_tokens_strip")
     i = st.select_slider(t("lesson.ctl.token"), options=list(range(len(ids))), key=ctl("tokens"),
                          format_func=lambda i: f"{i} · {literal(tk.label(pieces[i]))}")  # its options are markdown
     cols = st.columns([1, 1, 1, 2])  # the bytes' label and hex (up to 4 bytes) need room in Chinese at 1280 px
@@ -79,10 +80,10 @@ def embedding(t, run) -> None:
     n, d = embed.shape
     shown = st.slider(t("lesson.ctl.columns"), 1, d, min(d, 64), key=ctl("embedding"))
     st.metric(t("lesson.shape"), shape_text((n, d)))
-    st.plotly_chart(embeddings.matrix_heatmap(embed[:SHOWN_ROWS, :shown], tk.position_labels(pieces)[:SHOWN_ROWS],
-                                              t("tokens.embed_title", n=n, d=d), t("tokens.axis_dim"),
-                                              t("tokens.axis_token"), t("tokens.value")), width="stretch",
-                    key="lesson_embed")
+    chart(t, embeddings.matrix_heatmap(embed[:SHOWN_ROWS, :shown], tk.position_labels(pieces)[:SHOWN_ROWS],
+                                       t("tokens.embed_title", n=n, d=d), t("tokens.axis_dim"),
+                                       t("tokens.axis_token"), t("tokens.value")),
+             key="lesson_embed")
 
 
 def head_shapes(step, layer: int = 0) -> at.HeadShapes:
@@ -102,9 +103,8 @@ def qkv(t, run) -> None:
     q = step.hook(hooks.q(0)).array[0, head]  # [n, head_dim]
     st.metric(t("lesson.shape_q"), shape_text(q.shape))
     labels = tk.position_labels(prompt_pieces(run)[1])
-    st.plotly_chart(embeddings.matrix_heatmap(q[:SHOWN_ROWS], labels[:SHOWN_ROWS], t("lesson.q_title", head=head),
-                                              "head_dim", t("tokens.axis_token"), t("tokens.value")),
-                    width="stretch", key="lesson_q")
+    chart(t, embeddings.matrix_heatmap(q[:SHOWN_ROWS], labels[:SHOWN_ROWS], t("lesson.q_title", head=head),
+                                       "head_dim", t("tokens.axis_token"), t("tokens.value")), key="lesson_q")
 
 
 def scores(t, run) -> None:
@@ -124,7 +124,7 @@ def scores(t, run) -> None:
     else:
         fig = attention_heatmap(s, labels, labels, t("prefill.scores_title", layer=0, head=0), t("prefill.axis_key"),
                                 t("prefill.axis_query"), t("prefill.score"))
-    st.plotly_chart(fig, width="stretch", key="lesson_scores")
+    chart(t, fig, key="lesson_scores")
 
 
 def kv_shape(t, run) -> None:

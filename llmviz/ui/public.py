@@ -9,7 +9,7 @@ Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1
 - uploads: at most LLMVIZ_MAX_UPLOAD_MB megabytes per file (default 8), Streamlit's own upload limit
   (server.maxUploadSize) included, so that a larger file is refused before the server takes it in;
 - in every mode, what a session's run holds (its KV cache and its trace's arrays, from the prefill on) stays within
-  LLMVIZ_TRACE_BUDGET_MB megabytes (default 64 on a public server, 256 in the local tool; llmviz/trace/budget.py):
+  LLMVIZ_TRACE_BUDGET_MB megabytes (default 64 on a public server, 1,024 in the local tool; llmviz/trace/budget.py):
   each step copies only the tensors that fit, older steps are shed, a cache larger than the budget is refused;
 - heavy measurements (comparisons, sweeps, serving simulations): at most LLMVIZ_HEAVY_SLOTS at once on
   the whole server (default 1) and one at a time per browser session; a session waits its turn in order,
@@ -46,9 +46,10 @@ LOCAL_UPLOAD_MB = 200  # Streamlit's own limit (server.maxUploadSize), the local
 MAX_LINK_STEPS = 512  # the UI's longest run (settings.MAX_UI_SEQ)
 # What one browser session's run may hold (issue 35), KV cache and trace together. Public: the GPT-2-124M shape's
 # cache at the UI's 512 tokens (37.7 MB in fp32) and a prefill's queries, keys and probabilities at ~100 tokens fit;
-# ~300 such sessions fill 23 GB. Local: one person's machine, where the prefill's every map at a few hundred tokens
-# of the embedded model fits (4 layers x 8 heads x 512^2 x 4 B x 2 = 67 MB).
-PUBLIC_SESSION_MB, LOCAL_SESSION_MB = 64, 256
+# ~300 such sessions fill 23 GB. Local: one person's machine, where the KV layouts page's largest run (4 prompts x 512
+# slots of the GPT-2 shape: 302 MB in its two preallocated layouts) and the prefill's every attention map at ~500
+# tokens of that shape (12 layers x 12 heads x 503^2 x 4 B = 146 MB) fit.
+PUBLIC_SESSION_MB, LOCAL_SESSION_MB = 64, 1024
 
 
 def _number(env: dict, name: str, default: float, low: float, high: float, problems: list) -> float:
@@ -79,7 +80,7 @@ class Policy:
     heavy_slots: int = 0  # 0: no limit (the local tool)
     heavy_wait_s: float = 120.0
     problems: tuple = ()  # settings that were not understood (their defaults apply)
-    trace_budget_mb: float = 256.0  # what one session's run holds, KV cache and trace (llmviz/trace/budget.py)
+    trace_budget_mb: float = 1024.0  # what one session's run holds, KV cache and trace (llmviz/trace/budget.py)
     heavy_limit_s: float = 0.0  # 0: no limit; else the wall-clock seconds one heavy measurement may run
     model_budget_mb: float = 0.0  # 0: no bound; else the model weights alive before a new load is refused
     link_steps: int = MAX_LINK_STEPS  # the steps a link replays when it opens (the local tool: all of them)

@@ -10,6 +10,7 @@ import streamlit as st
 from llmviz.analysis.predict import ELEMENT_BYTES, Shape, block_matrices
 from llmviz.analysis.roofline import DeviceLimits, run_points
 from llmviz.ui import measure, server, state
+from llmviz.ui.charts import chart
 from llmviz.viz.claims import roofline_figure
 
 LIMITS_KEY = "llmviz_device_limits"
@@ -66,8 +67,8 @@ def section(t) -> None:
     points = run_points(run.trace.steps, card["config"], engine)
     names = {k: t(f"roofline.{k}_line") for k in ("dram", "cache", "prefill", "decode")}
     title = t("roofline.figure_title", model=html.escape(str(card["name"])))  # plotly reads <a href> in a title
-    st.plotly_chart(roofline_figure(limits, points, names, title,
-                                    t("roofline.x"), t("roofline.y")), width="stretch", key="roofline")
+    chart(t, roofline_figure(limits, points, names, title,
+                             t("roofline.x"), t("roofline.y")), key="roofline")
     st.dataframe({t("roofline.col_step"): [p.index for p in points[:SHOWN_STEPS]],
                   t("roofline.col_tokens"): [p.new for p in points[:SHOWN_STEPS]],
                   t("roofline.col_flops"): [f"{p.flops:,}" for p in points[:SHOWN_STEPS]],

@@ -294,3 +294,21 @@ def test_a_public_server_refuses_a_replay_that_still_holds_too_much(model_dirs, 
     assert not at.exception
     assert any(translate("en", "error.NotAllowedError") in e.value for e in at.error), [e.value for e in at.error]
     assert at.session_state["llmviz_run"] is before
+
+
+def test_the_prefill_page_says_which_tensors_the_budget_left_out(model_dirs, monkeypatch):
+    """A prefill planned within the budget (issue 35) keeps its small tensors; the Prefill page names the maps it
+    did not copy and why, in the session's language, not as a trace recorded without them."""
+    from llmviz.i18n.translator import translate
+
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]))
+    long = PROMPT + " jumps over the lazy dog" * 20
+    kv = Session(lm, long, EngineConfig(capture="full", max_seq_len=min(512, lm.cfg.max_position_embeddings)))
+    monkeypatch.setenv("LLMVIZ_TRACE_BUDGET_MB", str((kv.kv_bytes() + 150_000) / 1e6))
+    at = open_app("app_pages/prefill.py", model=str(model_dirs["llama_gqa_rope3"]), prompt=long)
+    step = at.session_state["llmviz_run"].trace.steps[0]
+    kept = {r.name.rsplit(".", 1)[-1] for r in step.hooks if r.array is not None}
+    assert "embed" in kept and "probs" not in kept and is_shed(step)
+    words = translate("en", "budget.not_kept", step=0, names="@@", mb=1).split("@@")[0]
+    assert any(words in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not any("recorded at capture level" in w.value for w in at.warning)

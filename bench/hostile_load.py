@@ -6,12 +6,14 @@ Each part starts its own `streamlit run app.py` with LLMVIZ_PUBLIC=1 (one heavy 
 own websocket protocol (scripts/st_session.py: no browser on the server's cores).
 
 - pages: every page of the app opened with the largest link the settings allow (gpt2-124m-random, the longest prompt
-  its page takes, the most steps and prompts a link may ask for), and the page's buttons a link's visitor can press
-  for more work (Batch: "Run the prefill", "Run to the end" with 64 new tokens; KV layouts: "Next 8"), one fresh
-  session each, one at a time. Per request: the server's CPU seconds (psutil: user + system of the server process
-  and its children, before and after), those spent inside the heavy gate's slots (llmviz/ui/measure.slot writes one
-  line per slot held to LLMVIZ_GATE_LOG: the process's CPU while the slot was held, exact with one session at a time)
-  and the rest, outside the gate; the RSS after it and its growth. Target: under 2 s of CPU outside the gate each.
+  its page takes, the most steps and prompts a link may ask for; on the KV layouts and Batch pages the most whose KV
+  caches a public session's budget holds, asked of the engine: fitting_sizes), and the page's buttons a link's visitor
+  can press for more work (Batch: "Run the prefill", "Run to the end" with 64 new tokens; KV layouts: "Next 8"), one
+  fresh session each, one at a time. Per request: the server's CPU seconds (psutil: user + system of the server
+  process and its children, before and after), those spent inside the heavy gate's slots (llmviz/ui/measure.slot
+  writes one line per slot held to LLMVIZ_GATE_LOG: the process's CPU while the slot was held, exact with one session
+  at a time) and the rest, outside the gate; the RSS after it and its growth. Target: under 2 s of CPU outside the
+  gate each.
 
 - sessions: --sessions (6) sessions opened at once on a Home link with gpt2-124m-random and a 505-token prompt; the
   server's RSS before, at its peak, with all open and after they close (bench/hostile_sessions.py). Target: each
@@ -85,10 +87,51 @@ class Case:
     widgets: dict = field(default_factory=dict)  # number_input user key -> int value, set before the presses
 
 
+def fitting_sizes() -> tuple[int, int, int]:
+    """The largest KV layouts link (its max_seq_len, extra prompts) and Batch prompt whose KV caches a public
+    session's budget holds (64 MB: the GPT-2 shape's 8 x 960-token batch needs 604 MB and is refused before it runs,
+    so it is no longer the largest link): asked of the engine the pages call, with the page's own settings."""
+    from llmviz import service
+    from llmviz.errors import NotAllowedError
+    from llmviz.trace.config import EngineConfig
+    from llmviz.ui.layouts_run import layouts
+    from llmviz.ui.public import Policy
+
+    budget = Policy.from_env({"LLMVIZ_PUBLIC": "1"}).trace_budget_bytes
+    lm = service.load(MODEL, EngineConfig(capture="off"))
+
+    def accepted(start) -> bool:
+        try:
+            start()
+        except NotAllowedError:
+            return False
+        return True
+
+    def layouts_fit(kv_max: int, extra: int) -> bool:
+        config = EngineConfig(capture="off", max_seq_len=kv_max, kv_block_size=4)
+        prompts = [prompt_of(kv_max - LINK_STEPS - 1)] * (1 + extra)
+        return accepted(lambda: service.start_layouts(lm, prompts, config, layouts(), budget))
+
+    shapes = sorted(((m, e) for m in KV_MAX_SEQS for e in range(KV_MAX_EXTRA + 1)),
+                    key=lambda me: (-(me[0] - LINK_STEPS - 1) * (1 + me[1]), -me[0]))  # most prompt tokens first
+    kv_max, extra = next(me for me in shapes if layouts_fit(*me))
+
+    def batch_fits(tokens: int) -> bool:
+        config = EngineConfig(capture="off", max_seq_len=tokens + BATCH_NEW + 1)
+        return accepted(lambda: service.start(lm, [prompt_of(tokens)] * BATCH_ROWS, config, budget))
+
+    low, high = 1, PUBLIC_WORK // BATCH_ROWS - BATCH_NEW  # the most work a public batch may ask for
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if batch_fits(mid) else (low, mid - 1)
+    return kv_max, extra, low
+
+
 def cases() -> list[Case]:
     stepper = prompt_of(MAX_UI_SEQ - LINK_STEPS - 1)  # the run still takes every step a link may ask for
-    kv = prompt_of(max(KV_MAX_SEQS) - LINK_STEPS - 1)
-    batch = prompt_of(PUBLIC_WORK // BATCH_ROWS - BATCH_NEW)  # a public batch's most work: rows x (prompt + new)
+    kv_max, kv_extra, batch_tokens = fitting_sizes()
+    kv = prompt_of(kv_max - LINK_STEPS - 1)
+    batch = prompt_of(batch_tokens)
     too_big = prompt_of(2 * PUBLIC_WORK // BATCH_ROWS)
     run = {"model": MODEL, "prompt": stepper, "step": str(MAX_UI_SEQ), "temperature": "0", "lang": "en"}
     en = lambda key: translate("en", key)  # noqa: E731
@@ -103,8 +146,8 @@ def cases() -> list[Case]:
         Case("layer", "layer", run),
         Case("compare", "compare", {**run, "cmp_model": MODEL, "cmp_b": "kv-layout=paged", "cmp_steps": "128",
                                     "cmp_repeats": "10", "cmp_run": "1"}),
-        Case("kv_layouts", "kv-layouts", {**run, "prompt": kv, "kv_prompts": "\n".join([kv] * KV_MAX_EXTRA),
-                                          "kv_max": str(max(KV_MAX_SEQS)), "kv_bs": "4", "kv_step": str(MAX_UI_SEQ)},
+        Case("kv_layouts", "kv-layouts", {**run, "prompt": kv, "kv_prompts": "\n".join([kv] * kv_extra),
+                                          "kv_max": str(kv_max), "kv_bs": "4", "kv_step": str(MAX_UI_SEQ)},
              presses=[en("layouts.next8")]),
         Case("batch", "batch", {**run, "batch": "\n".join([batch] * BATCH_ROWS)},
              presses=[en("batch.run"), en("batch.to_end")], widgets={"batch_max_new_w": BATCH_NEW}),

@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.ui import article_view, locality_view, server, state
+from llmviz.ui import article_view, claims_run, locality_view, server, state
 from llmviz.ui import layouts_run as run
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
@@ -109,7 +109,9 @@ def sweep_view(t, s) -> None:
                        width="stretch", key="kv_sweep")
     with claim:
         st.markdown(t("layouts.k3_article"))
-        st.markdown("\n".join(f"- {line}" for line in run.verdict(t, result)))
+        claims_run.verdict_box(t, run.k3_judged(result))
+        if max(result["lengths"]) <= 1024:
+            st.caption(t("layouts.k3_none_long", context=result["context"]))
         st.caption(t("layouts.k3_why", device=result["device"], threads=result["threads"],
                      weights=human(result["weight_bytes"]), kv=human(result["kv"]["contiguous"][-1]["bytes_used"]),
                      longest=result["lengths"][-1]))

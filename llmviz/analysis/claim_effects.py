@@ -7,6 +7,9 @@ table and the CLI's JSON show beside the article's figures.
 
 from __future__ import annotations
 
+import math
+
+from llmviz.analysis import stats
 from llmviz.analysis.claims import CLAIMS, Effect, claim_verdict, saving, shown, speedup
 from llmviz.analysis.lab import side_prediction
 from llmviz.analysis.predict import Setup, Shape, qkv_traffic_bytes
@@ -15,8 +18,8 @@ from llmviz.analysis.serving import kv_figures, metrics
 
 
 def at(spreads: dict, i: int) -> dict:
-    """The i-th length's {median, min, max} from per-length lists."""
-    return {k: spreads[k][i] for k in ("median", "min", "max")}
+    """The i-th length's {median, min, max, all} from per-length lists."""
+    return {k: spreads[k][i] for k in ("median", "min", "max", "all") if k in spreads}
 
 
 def k1(f: dict):
@@ -32,13 +35,15 @@ def k1(f: dict):
             "fit_b": fit.b,
             "fit_c": fit.c, "r2": fit.r2, "takeover_tokens": fit.takeover, "longest": longest,
             "dominant_at_longest": fit.dominant(longest), **{f"share_{k}": v for k, v in fit.shares(longest).items()}}
-    return {"doubling_256_to_512": speedup(ms[double], ms[short])}, head
+    # each length's repeats ran together, not in rounds with the other length's: the two medians, each resampled
+    return {"doubling_256_to_512": speedup(ms[double], ms[short], paired=False)}, head
 
 
 def k2(f: dict):
     pred = side_prediction(f["side"], f["prompt_tokens"], f["steps"], f["bandwidth"]["gb_per_s"])
     ms = f["decode_ms_per_token"]
-    share = Effect(pred.bound_ms / ms["median"], pred.bound_ms / ms["max"], pred.bound_ms / ms["min"])
+    share = stats.paired(ms.get("all") or [ms["median"]], ms.get("all") or [ms["median"]],
+                         lambda measured, _: pred.bound_ms / measured)  # the predicted bound's share, per round
     return {"memory_share": share}, {"decode_ms_per_token": ms["median"], "bound_ms": pred.bound_ms,
                                      "bandwidth_gb_per_s": f["bandwidth"]["gb_per_s"], "read_bytes": pred.read_bytes}
 
@@ -47,11 +52,15 @@ def k3(f: dict):
     lengths, ms = f["lengths"], f["ms_per_token"]
     short = max((i for i, n in enumerate(lengths) if n <= 512), default=None)
     long = max((i for i, n in enumerate(lengths) if n > 1024), default=None)  # "past 1024 tokens"
-    if short is None or long is None or not {"paged", "contiguous"} <= set(ms):
+    if not {"paged", "contiguous"} <= set(ms):
         return {}, {}
-    effects = {"contiguous_faster_short": speedup(at(ms["paged"], short), at(ms["contiguous"], short)),
-               "paged_faster_long": speedup(at(ms["contiguous"], long), at(ms["paged"], long))}
-    head = {f"{layout}_ms_at_{lengths[i]}": ms[layout]["median"][i] for layout in ms for i in (short, long)}
+    effects = {}  # each range judged where the sweep reached it (a model of 512 tokens never passes 1024)
+    if short is not None:
+        effects["contiguous_faster_short"] = speedup(at(ms["paged"], short), at(ms["contiguous"], short))
+    if long is not None:
+        effects["paged_faster_long"] = speedup(at(ms["contiguous"], long), at(ms["paged"], long))
+    head = {f"{layout}_ms_at_{lengths[i]}": ms[layout]["median"][i] for layout in ms for i in (short, long)
+            if i is not None}
     return effects, head
 
 
@@ -73,8 +82,9 @@ def k5(f: dict):
     if 1 not in by or 8 not in by:
         return {}, {}
     one, eight = by[1], by[8]
-    gain = Effect(8 * one["median"] / eight["median"] - 1, 8 * one["min"] / eight["max"] - 1,
-                  8 * one["max"] / eight["min"] - 1)  # tokens/s at batch 8 over batch 1, minus 1
+    # tokens/s at batch 8 over batch 1, minus 1, per round (the sweep runs every size in each round)
+    gain = stats.paired(one.get("all") or [one["median"]], eight.get("all") or [eight["median"]],
+                        lambda a, b: 8 * a / b - 1)
     return {"prefill_throughput_gain": gain}, {f"prefill_ms_batch_{b}": by[b]["median"] for b in sorted(by)}
 
 
@@ -131,10 +141,17 @@ def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
     effects, head = ({}, {}) if figures is None else RULES[claim_id](figures)
     verdict, parts = claim_verdict(claim, effects, why_not)
     return {"id": claim_id, "article": claim.article, "verdict": verdict, "concepts": list(claim.concepts),
-            "effects": [{"name": name, "article": dict(claim.effects)[name], "verdict": v, "reason": reason,
-                         **({"measured": e.value, "low": e.low, "high": e.high} if (e := effects.get(name)) else {})}
-                        for name, v, reason in parts],
+            "effects": [{"name": name, "article": dict(claim.effects)[name], "verdict": j.verdict,
+                         "reason": j.reason, "band": j.band.jsonable(),
+                         **({"measured": e.value, "low": finite(e.low), "high": finite(e.high), "rounds": e.rounds,
+                             "paired": e.paired, "more_rounds": j.more_rounds} if (e := j.estimate) else {})}
+                        for name, j in parts],
             "figures": head}
+
+
+def finite(x: float) -> float | None:
+    """An interval's end for JSON: None where one round left it unbounded."""
+    return x if math.isfinite(x) else None
 
 
 def report(run: dict) -> dict:
@@ -163,11 +180,25 @@ def reason_text(t, claim: dict) -> str:
         if "measured" not in e:
             out.append(t("claims.reason.not_measured"))
             continue
-        values = {k: shown(e["name"], e[k], t) for k in ("measured", "low", "high", "article")}
-        reason = "holds_exact" if e["reason"] == "holds" and e["low"] == e["high"] else e["reason"]
-        label, sentence = t("claims.effect." + e["name"]), t("claims.reason." + reason, **values)
+        values = {k: shown(e["name"], e[k], t) for k in ("measured", "article")} | interval_values(t, e)
+        label, sentence = t("claims.effect." + e["name"]), t("claims.reason." + e["reason"], **values)
+        if e["reason"] == "cannot_tell":
+            more = e.get("more_rounds")
+            sentence += " " + (t("claims.more_rounds", n=more, rounds=e.get("rounds", 0)) if more else
+                               t("claims.more_unknown"))
         out.append(f"{label}{t('common.colon')}{sentence}")
     return " ".join(out)
+
+
+def interval_values(t, e: dict) -> dict:
+    """An effect's interval as the sentences and the table show it: its ends, the rounds, the band's edge."""
+    def end(x):
+        return shown(e["name"], x, t) if x is not None and abs(x) != float("inf") else "?"
+
+    band = e.get("band") or [None, None]
+    return {"low": end(e.get("low")), "high": end(e.get("high")), "rounds": e.get("rounds", 0),
+            "edge": end(band[0] if e["article"] > 0 else band[1]),
+            "top": end(band[1] if e["article"] > 0 else band[0])}
 
 
 def table_rows(t, rep: dict) -> list[dict]:
@@ -179,7 +210,7 @@ def table_rows(t, rep: dict) -> list[dict]:
                          t("claims.col_effect"): t(f"claims.effect.{e['name']}"),
                          t("claims.col_article_effect"): shown(e["name"], e["article"], t),
                          t("claims.col_measured"): shown(e["name"], e["measured"], t) if "measured" in e else "—",
-                         t("claims.col_range"): (f"{shown(e['name'], e['low'], t)} – {shown(e['name'], e['high'], t)}"
+                         t("claims.col_range"): (t("claims.interval", **interval_values(t, e))
                                                  if "measured" in e else "—"),
                          t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}")})
     return rows

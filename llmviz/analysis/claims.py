@@ -2,22 +2,30 @@
 
 A claim's effect is one signed number: a speed-up as ratio - 1 (1.8x faster: 0.8), a saving as the share saved
 (memory halved: 0.5), a utilization gain in points (30% -> 70%: 0.4). The measurement gives the same number with
-its range over the repeats. The verdict (issue 11):
+its 95% interval over the rounds (llmviz/analysis/stats.py). The article's band is where the claim holds: at least
+half the article's effect, in its direction; for a claim about a growth law (K1, "linear") also at most one and a
+half times it (a prefill that quadruples when the prompt doubles is not linear). The verdict (issue 36):
 
-    holds            the effect has the article's sign, at least half its size, and its range excludes zero; for a
-                     claim about a growth law (K1, "linear"), also at most one and a half times its size: a
-                     prefill that quadruples when the prompt doubles is not linear
-    does not hold    it was measured, and one of those fails (the reason says which)
+    holds            the whole interval lies within the band (so it excludes no effect)
+    does not hold    the whole interval lies outside the band (the reason says where: the opposite direction, no
+                     effect, too small, too large)
+    cannot tell      the interval reaches both inside and outside the band: this run cannot decide; the rounds
+                     that would, from the measured spread, go with it
     cannot measure   this device cannot run it (the reason says why)
 
-Pure arithmetic; the measurements come from the engine's sweeps, compares and serving runs.
+A counted figure (bytes, slots) is exact: its interval is the figure itself. Pure arithmetic; the measurements come
+from the engine's sweeps, compares and serving runs. Every page, the CLI and the exports read this verdict.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-HOLDS, DOES_NOT_HOLD, CANNOT = "holds", "does_not_hold", "cannot_measure"
+from llmviz.analysis import stats
+from llmviz.analysis.stats import Estimate
+
+HOLDS, DOES_NOT_HOLD, CANNOT_TELL, CANNOT = "holds", "does_not_hold", "cannot_tell", "cannot_measure"
 MIN_SHARE_OF_ARTICLE = 0.5
 MAX_SHARE_OF_ARTICLE = 1.5  # for BOUNDED effects only: a bigger effect contradicts the claim
 # Effects whose claim is a law (K1: time ~ linear in length), not "at least this much": bounded on both sides.
@@ -72,52 +80,90 @@ def shown(name: str, value: float, t) -> str:
     return f"{100 * value:.0f}%"
 
 
-@dataclass(frozen=True)
-class Effect:
-    """A measured effect with its range over the repeats (low == high for an exact count of bytes)."""
+Effect = Estimate  # a measured effect: its value and 95% interval over the rounds (exact for a count)
 
-    value: float
+
+def _between(a: dict, b: dict, effect, paired: bool) -> Estimate:
+    """An effect of two timing spreads ({median, min, max, all}) by the one statistics rule: per round where the
+    lab ran A and B in the same rounds (`paired`), else of the two medians."""
+    x, y = a.get("all") or [a["median"]], b.get("all") or [b["median"]]
+    if paired and len(x) == len(y):
+        return stats.paired(x, y, effect)
+    return stats.unpaired(x, y, effect)
+
+
+def speedup(slow: dict, fast: dict, paired: bool = True) -> Estimate:
+    """slow / fast - 1 from two timing spreads: how much faster `fast` is."""
+    return _between(slow, fast, stats.faster, paired)
+
+
+def saving(before: dict, after: dict, paired: bool = True) -> Estimate:
+    """1 - after / before from two spreads (time): the share `after` saves."""
+    return _between(before, after, stats.saved, paired)
+
+
+@dataclass(frozen=True)
+class Band:
+    """The effects for which a claim holds: from `low` to `high` (infinite where the claim is "at least")."""
+
     low: float
     high: float
 
     @classmethod
-    def exact(cls, value: float) -> Effect:
-        return cls(value, value, value)
+    def of(cls, article: float, bounded: bool = False) -> Band:
+        near, far = MIN_SHARE_OF_ARTICLE * article, (MAX_SHARE_OF_ARTICLE * article if bounded else
+                                                     math.copysign(math.inf, article))
+        return cls(min(near, far), max(near, far))
+
+    def jsonable(self) -> list:
+        return [x if math.isfinite(x) else None for x in (self.low, self.high)]
 
 
-def speedup(slow: dict, fast: dict) -> Effect:
-    """slow / fast - 1 from two timing spreads ({median, min, max}): how much faster `fast` is."""
-    return Effect(slow["median"] / fast["median"] - 1, slow["min"] / fast["max"] - 1, slow["max"] / fast["min"] - 1)
+@dataclass(frozen=True)
+class Judgement:
+    """One effect judged: the verdict, the reason's code, the estimate it rests on, the band it was judged against,
+    and for "cannot tell" the rounds that would decide (None when the spread cannot say)."""
+
+    verdict: str
+    reason: str
+    estimate: Estimate | None
+    band: Band
+    more_rounds: int | None = None
 
 
-def saving(before: dict, after: dict) -> Effect:
-    """1 - after / before from two spreads (bytes, or time): the share `after` saves."""
-    return Effect(1 - after["median"] / before["median"], 1 - after["max"] / before["min"],
-                  1 - after["min"] / before["max"])
-
-
-def judge(article: float, effect: Effect | None, why_not: str = "", bounded: bool = False) -> tuple[str, str]:
-    """(verdict, reason code) for one effect against the article's; `bounded`: also at most 1.5 times its size."""
+def judge(article: float, effect: Estimate | None, why_not: str = "", bounded: bool = False) -> Judgement:
+    """One effect against the article's band (the rule in this module's docstring)."""
+    band = Band.of(article, bounded)
     if effect is None:
-        return CANNOT, why_not or "not_measured"
-    if effect.value * article <= 0:
-        return DOES_NOT_HOLD, "opposite_sign" if effect.value else "no_effect"
-    if abs(effect.value) < MIN_SHARE_OF_ARTICLE * abs(article):
-        return DOES_NOT_HOLD, "too_small"
-    if bounded and abs(effect.value) > MAX_SHARE_OF_ARTICLE * abs(article):
-        return DOES_NOT_HOLD, "too_large"
-    if effect.low <= 0 <= effect.high:
-        return DOES_NOT_HOLD, "within_spread"
-    return HOLDS, "holds"
+        return Judgement(CANNOT, why_not or "not_measured", None, band)
+    low, high = effect.low, effect.high
+    if band.low <= low and high <= band.high:
+        return Judgement(HOLDS, "holds_exact" if effect.is_exact else "holds", effect, band)
+    if high < band.low or low > band.high:
+        sign = math.copysign(1, article)
+        near, far = sorted((sign * low, sign * high))  # the interval, the article's direction positive
+        if far < 0:
+            reason = "opposite_sign"
+        elif near <= 0:
+            reason = "no_effect"
+        else:
+            reason = "too_small" if sign * effect.value < abs(band.low if sign > 0 else band.high) else "too_large"
+        return Judgement(DOES_NOT_HOLD, reason, effect, band)
+    crossed = [edge for edge in (band.low, band.high) if low <= edge <= high]
+    edge = min(crossed, key=lambda e: abs(e - effect.value))
+    return Judgement(CANNOT_TELL, "cannot_tell", effect, band, stats.more_rounds(effect, edge))
 
 
 def claim_verdict(claim: Claim, effects: dict, why_not: str = "") -> tuple[str, list]:
-    """A claim's verdict from its effects ({name: Effect or None}) and each effect's own (name, verdict, reason):
-    it holds when every effect holds; it cannot be measured when none could be."""
-    parts = [(name, *judge(article, effects.get(name), why_not, name in BOUNDED)) for name, article in claim.effects]
-    verdicts = [v for _, v, _ in parts]
+    """A claim's verdict from its effects ({name: Estimate or None}) and each effect's (name, Judgement): it holds
+    when every effect holds, does not hold when one does not, cannot be measured when none could be, and otherwise
+    this run cannot tell."""
+    parts = [(name, judge(article, effects.get(name), why_not, name in BOUNDED)) for name, article in claim.effects]
+    verdicts = [j.verdict for _, j in parts]
     if all(v == HOLDS for v in verdicts):
         return HOLDS, parts
     if all(v == CANNOT for v in verdicts):
         return CANNOT, parts
-    return DOES_NOT_HOLD, parts
+    if DOES_NOT_HOLD in verdicts:
+        return DOES_NOT_HOLD, parts
+    return CANNOT_TELL, parts

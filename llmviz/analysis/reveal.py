@@ -1,6 +1,8 @@
 """Predict, then reveal (issue 23): what a student predicts of a claim, and how the prediction, this machine's
-measurement and the article's A100 figure compare. Pure arithmetic on a judged claim (claim_effects.judged); the
-verdict stays the Claims page's rule (analysis/claims.py), this only says how far apart the three numbers are.
+measurement and the article's A100 figure compare. Pure arithmetic on a judged claim (claim_effects.judged): the
+sentence under the verdict is read from that verdict (analysis/claims.judge, the one rule), never from a second
+rule on the point estimate, so the two cannot disagree (issue 36); within "holds" it says only how far apart the
+three numbers are.
 
 A prediction is made in the unit the effect reads in (claims.shown): a ratio as the factor (x1.8), a share in
 percent, a gain in points; `effect_of` turns it into the effect's own number (0.8, 0.5, 0.4).
@@ -8,9 +10,10 @@ percent, a gain in points; `effect_of` turns it into the effect's own number (0.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from llmviz.analysis.claims import CLAIMS, EFFECT_KINDS, POINTS, RATIO, SHARE
+from llmviz.analysis.claims import CANNOT_TELL, CLAIMS, DOES_NOT_HOLD, EFFECT_KINDS, HOLDS, POINTS, RATIO, SHARE
 
 # The effect a student predicts for each claim: the one the article's sentence is about
 PREDICTED = {"K1": "doubling_256_to_512", "K2": "memory_share", "K3": "paged_faster_long", "K4": "decode_speedup",
@@ -58,23 +61,47 @@ def article_effect(claim_id: str) -> float:
     return dict(CLAIMS[claim_id].effects)[PREDICTED[claim_id]]
 
 
-def outcome(article: float, measured: float) -> str:
-    """How this machine's effect stands to the article's: opposite, smaller, about, larger."""
-    if measured * article <= 0:
-        return "opposite"
-    ratio = abs(measured) / abs(article)
-    if ratio < 1 - ABOUT:
-        return "smaller"
-    return "larger" if ratio > 1 + ABOUT else "about"
+# A judged effect that does not hold, by its reason: how the sentence says it
+NOT_HOLDING = {"opposite_sign": "opposite", "no_effect": "none", "too_small": "smaller", "too_large": "larger"}
 
 
-def prediction_outcome(predicted: float, measured: dict, article: float) -> str:
-    """Where the student's prediction fell: inside the measured range, nearer this machine's figure, or nearer the
-    article's. `measured`: the effect's {measured, low, high} from the judged claim."""
-    if measured["low"] <= predicted <= measured["high"]:
+def outcome(effect: dict, claim_verdict: str) -> str | None:
+    """How this machine's effect stands to the article's, read from its verdict: opposite, none, smaller or larger
+    (does not hold), cannot_tell, and where it holds: about (its interval reaches within ABOUT of the article's
+    figure), larger, holds_smaller, or part_holds (this effect holds, the claim's other one does not). None: not
+    measured."""
+    if "measured" not in effect:
+        return None
+    if effect["verdict"] == CANNOT_TELL:
+        return "cannot_tell"
+    if effect["verdict"] == DOES_NOT_HOLD:
+        return NOT_HOLDING[effect["reason"]]
+    if effect["verdict"] != HOLDS:
+        return None
+    if claim_verdict != HOLDS:
+        return "part_holds"
+    article = effect["article"]
+    sign, size = math.copysign(1, article), abs(article)
+    low, high = sorted((sign * effect["low"], sign * effect["high"]))  # finite: an unbounded interval never holds
+    if low > (1 + ABOUT) * size:
+        return "larger"
+    return "holds_smaller" if high < (1 - ABOUT) * size else "about"
+
+
+def prediction_outcome(predicted: float, measured: dict, article: float, tolerance: float = 0.0) -> str:
+    """Where the student's prediction fell: inside the measured interval (or within `tolerance` of it: half the
+    slider's step, so a prediction the slider cannot set closer counts as inside), nearer this machine's figure,
+    or nearer the article's. `measured`: the effect's {measured, low, high} from the judged claim."""
+    low, high = measured["low"], measured["high"]
+    if low is not None and high is not None and low - tolerance <= predicted <= high + tolerance:
         return "in_range"
     here, there = abs(predicted - measured["measured"]), abs(predicted - article)
     return "nearer_here" if here <= there else "nearer_article"
+
+
+def judged_effect(entry: dict) -> dict:
+    """A revealed entry's effect as its judged claim holds it (its interval, rounds and band)."""
+    return next(x for x in entry["claim"]["effects"] if x["name"] == entry["effect"])
 
 
 def revealed(claim: dict, predicted: float | None) -> dict:
@@ -85,13 +112,14 @@ def revealed(claim: dict, predicted: float | None) -> dict:
     effect = next(e for e in claim["effects"] if e["name"] == name)
     article = effect["article"]
     out = {"id": claim["id"], "effect": name, "article": article, "predicted": predicted,
-           "verdict": claim["verdict"], "measured": None, "low": None, "high": None, "outcome": None,
+           "verdict": claim["verdict"], "measured": None, "low": None, "high": None, "rounds": 0, "outcome": None,
            "prediction": None}
     if "measured" in effect:
         out.update(measured=effect["measured"], low=effect["low"], high=effect["high"],
-                   outcome=outcome(article, effect["measured"]))
+                   rounds=effect.get("rounds", 0), outcome=outcome(effect, claim["verdict"]))
         if predicted is not None:
-            out["prediction"] = prediction_outcome(predicted, effect, article)
+            half_step = abs(effect_of(claim["id"], scale(claim["id"]).step) - effect_of(claim["id"], 0.0)) / 2
+            out["prediction"] = prediction_outcome(predicted, effect, article, half_step)
     return out
 
 

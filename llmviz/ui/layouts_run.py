@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 
 import streamlit as st
 
+from llmviz.analysis.claim_effects import judged
 from llmviz.analysis.work import decode_seconds, run_seconds
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import KV_LAYOUTS, RANDOM_MODELS, EngineConfig, SamplingConfig
@@ -35,8 +36,6 @@ from llmviz.ui.settings import (
 OPTIONS_KEY, LIVE_KEY, SWEEP_KEY, STEPS_KEY = "llmviz_kv_options", "llmviz_kv_live", "llmviz_kv_sweep", "kv_steps"
 RANDOM_GPT2 = RANDOM_MODELS[0]  # the GPT-2-124M shape
 SWEEP_STEPS, SWEEP_BLOCK = 8, 16  # decode steps timed per run; the paged layout's block size in the sweep
-NOISE = 0.05  # a measured ratio within 5% of 1 is no difference
-ARTICLE = {"short": 1.15, "long": 0.80}  # paged / contiguous time as the article reports it (K3)
 # Home's engine switches the live runs take over (storage and weights); the layout, its block size and the
 # length are this page's own, and compile or a sliding window would change what a layout is
 KEPT_SWITCHES = ("kv_dtype", "kv_heads", "fused_qkv", "quant", "quant_group", "padding")
@@ -301,20 +300,7 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
     return measure.run(t, SWEEP_KEY, sweep_key(s, o), work, text=t("layouts.progress", what="…"))
 
 
-def verdict(t, result: dict) -> list[str]:
-    """One sentence per range of K3 (≤512, >1024): the measured paged / contiguous time, and whether it
-    agrees with the article's direction."""
-    out = []
-    for part in ("short", "long"):
-        k = result["k3"][part]
-        if k is None or "paged_over_contiguous" not in k:
-            out.append(t(f"layouts.k3_none_{part}", context=result["context"]))
-            continue
-        r = k["paged_over_contiguous"]
-        kind = "same" if abs(r - 1) <= NOISE else ("contiguous" if r > 1 else "paged")
-        expected = "contiguous" if part == "short" else "paged"
-        out.append(t(f"layouts.k3_{part}", ratio=r, article=ARTICLE[part], n=len(k["lengths"]),
-                     lengths=", ".join(map(str, k["lengths"])), pct=abs(r - 1) * 100,
-                     finding=t(f"layouts.k3_found_{kind}", pct=abs(r - 1) * 100),
-                     agrees=t("layouts.k3_agrees") if kind == expected else t("layouts.k3_differs")))
-    return out
+def k3_judged(result: dict) -> dict:
+    """K3 on this sweep's own rounds, judged by the claims' one rule (analysis/claims.judge: the Claims page's and the
+    lesson's): paged against contiguous at the longest length up to 512 tokens and past 1024 (issue 36)."""
+    return judged("K3", result) | {"where": {k: result[k] for k in ("model", "device", "threads")}}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis import reveal as rv
-from llmviz.analysis.claim_effects import report
+from llmviz.analysis.claim_effects import interval_values, report
 from llmviz.analysis.claims import shown
 from llmviz.errors import ServerBusyError
 from llmviz.ui import claims_run, measure, server, state
@@ -109,10 +109,12 @@ def why(t, e: dict) -> str:
     (opposite, smaller, about, larger), and for a claim that does not carry over, its cause here."""
     where = e["claim"].get("where") or {}
     values = {"measured": shown(e["effect"], e["measured"], t), "article": shown(e["effect"], e["article"], t),
-              "device": literal(str(where.get("device", "?"))), "model": literal(str(where.get("model", "?")))}
+              **interval_values(t, rv.judged_effect(e)),
+              "device": literal(str(where.get("device", "?"))), "model": literal(str(where.get("model", "?"))),
+              "threads": where.get("threads", "?")}
     text = t(f"lesson.why.{e['outcome']}", **values)
-    if e["outcome"] in ("smaller", "opposite"):
-        text += " " + t(f"lesson.cause.{e['id']}")
+    if e["outcome"] in ("smaller", "opposite", "none"):
+        text += " " + t(f"lesson.cause.{e['id']}", **values)
     return text
 
 
@@ -125,7 +127,7 @@ def show(t, e: dict) -> None:
         cols[1].metric(t("lesson.this_machine"), "—")
     else:
         cols[1].metric(t("lesson.this_machine"), shown(name, e["measured"], t),
-                       help=t("lesson.spread", low=shown(name, e["low"], t), high=shown(name, e["high"], t)))
+                       help=t("lesson.spread", **interval_values(t, rv.judged_effect(e))))
     cols[2].metric(t("lesson.article_a100"), shown(name, e["article"], t))
     c = e["claim"]
     claims_run.verdict_box(t, c)

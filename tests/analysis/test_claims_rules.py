@@ -1,10 +1,22 @@
-"""The claims' verdict rule and the prefill fit (issue 11, K1-K11) on synthetic measurements either side of each
-threshold, and a fit that must recover coefficients it was not given."""
+"""The claims' verdict rule and the prefill fit (issue 11, K1-K11; three verdicts since issue 36) on synthetic
+measurements either side of each threshold, verdicts set by hand, and a fit that must recover coefficients it was
+not given."""
 
 import numpy as np
 import pytest
 
-from llmviz.analysis.claims import CANNOT, CLAIMS, DOES_NOT_HOLD, HOLDS, Effect, claim_verdict, judge, saving, speedup
+from llmviz.analysis.claims import (
+    CANNOT,
+    CANNOT_TELL,
+    CLAIMS,
+    DOES_NOT_HOLD,
+    HOLDS,
+    Effect,
+    claim_verdict,
+    judge,
+    saving,
+    speedup,
+)
 from llmviz.analysis.prefill_fit import fit_prefill
 
 
@@ -22,17 +34,34 @@ def test_every_claim_of_the_concept_map_is_there():
     assert dict(CLAIMS["K1"].effects)["doubling_256_to_512"] == pytest.approx(68 / 35 - 1)
 
 
+def timed(value: float, low: float, high: float, rounds: int = 5) -> Effect:
+    return Effect(value, low, high, rounds)
+
+
 @pytest.mark.parametrize("effect, verdict, reason", [
-    (Effect(0.41, 0.30, 0.50), HOLDS, "holds"),  # just over half of the article's 0.8, range clear of zero
-    (Effect(0.39, 0.30, 0.50), DOES_NOT_HOLD, "too_small"),  # just under half
-    (Effect(-0.20, -0.30, -0.10), DOES_NOT_HOLD, "opposite_sign"),  # slower, where the article says faster
-    (Effect(0.0, 0.0, 0.0), DOES_NOT_HOLD, "no_effect"),
-    (Effect(0.50, -0.05, 0.90), DOES_NOT_HOLD, "within_spread"),  # big enough, but the repeats straddle zero
-    (Effect(0.50, 0.01, 0.90), HOLDS, "holds"),
+    (timed(0.60, 0.42, 0.80), HOLDS, "holds"),  # clear: the whole interval over half the article's 0.8 (0.4)
+    (timed(0.41, 0.30, 0.50), CANNOT_TELL, "cannot_tell"),  # noisy: the interval reaches both sides of 0.4
+    (timed(0.30, 0.20, 0.39), DOES_NOT_HOLD, "too_small"),  # too small: wholly under 0.4, clear of zero
+    (timed(-0.20, -0.30, -0.10), DOES_NOT_HOLD, "opposite_sign"),  # opposite: slower, where the article says faster
+    (timed(0.01, -0.02, 0.03), DOES_NOT_HOLD, "no_effect"),  # none: around zero, wholly under the band
+    (timed(0.50, -0.05, 0.90), CANNOT_TELL, "cannot_tell"),  # big enough, but the rounds reach from none to plenty
+    (Effect.exact(0.0), DOES_NOT_HOLD, "no_effect"),  # all equal: counted, no effect
+    (Effect.exact(0.4), HOLDS, "holds_exact"),  # counted, exactly on the band's edge
     (None, CANNOT, "not_measured"),
 ])
 def test_the_verdict_rule_either_side_of_each_threshold(effect, verdict, reason):
-    assert judge(0.8, effect) == (verdict, reason)
+    got = judge(0.8, effect)
+    assert (got.verdict, got.reason) == (verdict, reason)
+    assert (got.band.low, got.band.high) == (0.4, float("inf"))
+
+
+def test_cannot_tell_says_how_many_more_rounds_would_decide():
+    """By hand: 5 rounds, value 0.5, low 0.3: the line 0.4 is 0.1 away and the interval reaches 0.2 below, so
+    5 x (0.2 / 0.1)^2 = 20 rounds would shrink it to the line: 15 more."""
+    got = judge(0.8, timed(0.5, 0.3, 0.9))
+    assert got.verdict == CANNOT_TELL and got.more_rounds == 15
+    assert judge(0.8, Effect(0.5, float("-inf"), float("inf"), 1)).more_rounds is None  # one round: no spread
+    assert judge(0.8, timed(0.4, 0.3, 0.5)).more_rounds is None  # on the line: no number of rounds decides
 
 
 K1 = 68 / 35 - 1  # the article's doubling: x1.94
@@ -48,39 +77,55 @@ K1 = 68 / 35 - 1  # the article's doubling: x1.94
 ])
 def test_k1_is_bounded_on_both_sides(ratio, verdict, reason):
     """Issue 22: "linear" has an upper bound too; by hand: 1 + 0.5 * 0.943 = 1.471, 1 + 1.5 * 0.943 = 2.414."""
-    effect = Effect(ratio - 1, ratio - 1.01, ratio - 0.99)
+    effect = timed(ratio - 1, ratio - 1.005, ratio - 0.995)
     got, parts = claim_verdict(CLAIMS["K1"], {"doubling_256_to_512": effect})
-    assert (got, parts[0][2]) == (verdict, reason)
+    assert (got, parts[0][1].reason) == (verdict, reason)
+
+
+def test_k1_inside_its_spread_across_the_upper_line_cannot_tell():
+    """Issue 36's K1: the rounds from x0.96 to x4.20 reach below the band, into it and past it: no verdict."""
+    got, parts = claim_verdict(CLAIMS["K1"], {"doubling_256_to_512": timed(1.0, -0.04, 3.2)})
+    assert got == CANNOT_TELL and parts[0][1].reason == "cannot_tell"
 
 
 def test_a_gain_is_not_bounded_above():
     """K4's 1.8x: a 3x speed-up still holds (more than the article claims is no contradiction)."""
-    effects = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": Effect(2.0, 1.9, 2.1)}
+    effects = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": timed(2.0, 1.9, 2.1)}
     assert claim_verdict(CLAIMS["K4"], effects)[0] == HOLDS
 
 
 def test_a_negative_article_effect_needs_a_negative_measurement():
-    assert judge(-0.3, Effect(-0.2, -0.25, -0.1)) == (HOLDS, "holds")
-    assert judge(-0.3, Effect(0.2, 0.1, 0.25)) == (DOES_NOT_HOLD, "opposite_sign")
+    assert judge(-0.3, timed(-0.2, -0.25, -0.16)).verdict == HOLDS
+    assert judge(-0.3, timed(0.2, 0.1, 0.25)).reason == "opposite_sign"
+    assert judge(-0.3, timed(-0.2, -0.25, -0.1)).verdict == CANNOT_TELL  # reaches -0.1, short of the band (-0.15)
 
 
-def test_effects_from_spreads_by_hand():
-    slow, fast = {"median": 10, "min": 9, "max": 11}, {"median": 5, "min": 4, "max": 6}
+def test_effects_from_spreads_per_round():
+    """Paired rounds: the effect is the median of the per-round ratios (by hand: 10/5, 12/5.5, 9/4.4 -> 1.0, 1.18,
+    1.05; median 1.045), its interval within theirs; unpaired: the ratio of the medians."""
+    slow = {"median": 10, "min": 9, "max": 12, "all": [10, 12, 9]}
+    fast = {"median": 5, "min": 4.4, "max": 5.5, "all": [5, 5.5, 4.4]}
     e = speedup(slow, fast)
-    assert (e.value, e.low, e.high) == pytest.approx((1.0, 9 / 6 - 1, 11 / 4 - 1))
-    s = saving({"median": 100, "min": 100, "max": 100}, {"median": 50, "min": 50, "max": 50})
+    assert e.value == pytest.approx(9 / 4.4 - 1) and e.rounds == 3 and e.paired
+    assert (e.low, e.high) == pytest.approx((10 / 5 - 1, 12 / 5.5 - 1))  # 3 rounds: the bootstrap's ends
+    u = speedup(slow, fast, paired=False)
+    assert u.value == pytest.approx(10 / 5 - 1) and not u.paired
+    assert u.low == pytest.approx(9 / 5.5 - 1) and u.high == pytest.approx(12 / 4.4 - 1)
+    s = saving({"median": 100, "all": [100, 100]}, {"median": 50, "all": [50, 50]})
     assert (s.value, s.low, s.high) == (0.5, 0.5, 0.5)
 
 
 def test_a_claim_holds_only_when_all_its_effects_do():
     k4 = CLAIMS["K4"]
-    both = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": Effect(0.9, 0.5, 1.2)}
+    both = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": timed(0.9, 0.5, 1.2)}
     assert claim_verdict(k4, both)[0] == HOLDS
-    slower = {**both, "decode_speedup": Effect(-0.1, -0.2, 0.0)}
+    slower = {**both, "decode_speedup": timed(-0.1, -0.2, -0.01)}
     verdict, parts = claim_verdict(k4, slower)
-    assert verdict == DOES_NOT_HOLD and parts[1] == ("decode_speedup", DOES_NOT_HOLD, "opposite_sign")
+    assert verdict == DOES_NOT_HOLD and (parts[1][0], parts[1][1].reason) == ("decode_speedup", "opposite_sign")
+    assert claim_verdict(k4, {**both, "decode_speedup": timed(0.5, 0.3, 0.7)})[0] == CANNOT_TELL
     assert claim_verdict(k4, {}, "no_cuda")[0] == CANNOT
-    assert claim_verdict(k4, {"kv_memory_saved": Effect.exact(0.5)})[0] == DOES_NOT_HOLD  # half measured
+    # half measured: what was holds, the rest could not be measured: this run cannot tell the claim as a whole
+    assert claim_verdict(k4, {"kv_memory_saved": Effect.exact(0.5)})[0] == CANNOT_TELL
 
 
 def test_the_fit_recovers_known_coefficients():

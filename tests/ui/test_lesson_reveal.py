@@ -19,7 +19,8 @@ PAGE = page_file("lesson")
 
 
 def k4(decode_b: float) -> dict:
-    spread = lambda m: {"median": m, "min": 0.9 * m, "max": 1.1 * m}  # noqa: E731
+    """Three paired rounds, both sides 2% slower in the second and 2% faster in the third."""
+    spread = lambda m: {"median": m, "min": 0.98 * m, "max": 1.02 * m, "all": [m, 1.02 * m, 0.98 * m]}  # noqa: E731
     return judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 2, "specs": ["a", "b"],
                          "decode_ms_per_token": [spread(10.0), spread(decode_b)],
                          "prefill_ms": [spread(1.0), spread(1.0)], "kv_bytes_allocated": [1000, 500]})
@@ -33,6 +34,31 @@ def test_two_results_give_two_sentences(lang):
     assert a != b
     assert "×2.50" in a and "×1.80" in a and "×0.95" in b
     assert translate(lang, "lesson.cause.K4") in b and translate(lang, "lesson.cause.K4") not in a
+    assert fast["outcome"] == "larger" and slow["outcome"] == "opposite"
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("rounds_b, verdict", [([6.0, 6.2, 5.9], "holds"), ([8.3, 8.4, 8.2], "does_not_hold"),
+                                               ([6.5, 8.0, 5.0], "cannot_tell")])
+def test_the_box_and_the_sentence_under_it_agree(lang, rounds_b, verdict):
+    """Issue 36: each verdict rendered by the Reveal, in both languages: the box's verdict and the sentence come
+    from one judged object, so a box that says "does not hold" never sits over "close to the article's: it
+    carries over", and "cannot tell" says so in both."""
+    t = Translator(lang)
+    spread = lambda ms: {"median": sorted(ms)[1], "min": min(ms), "max": max(ms), "all": ms}  # noqa: E731
+    claim = judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["a", "b"],
+                          "decode_ms_per_token": [spread([10.0] * 3), spread(rounds_b)],
+                          "prefill_ms": [spread([1.0] * 3)] * 2, "kv_bytes_allocated": [1000, 500]})
+    claim["where"] = {"model": "llmviz-tiny", "device": "cpu", "threads": 1}
+    e = entry_of(claim, "now", "measured", None)
+    sentence, box = why(t, e), translate(lang, f"claims.verdict.{claim['verdict']}")
+    assert claim["verdict"] == verdict
+    carries = translate(lang, "lesson.why.about", measured="", article="", device="cpu").split("：" if lang == "zh"
+                                                                                          else ":")[-1].strip()
+    assert (carries in sentence) == (verdict == "holds"), (box, sentence)
+    undecided = {"en": "this run cannot tell", "zh": "这次测量无法判断"}[lang]
+    assert undecided in translate(lang, "lesson.why.cannot_tell")
+    assert (undecided in sentence) == (verdict == "cannot_tell"), (box, sentence)
 
 
 def reveal(at, claim: str, predicted: float):

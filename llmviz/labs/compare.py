@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from llmviz.analysis import stats
 from llmviz.engine.lean_steps import lean_generate
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.memory import typed_out_of_memory
@@ -232,15 +233,15 @@ MIN_ROUNDS_FOR_NOISE = 3
 
 
 def within_noise(a: dict, b: dict) -> dict:
-    """Per timing: True when the medians of A and B differ by no more than the wider of their spreads (max -
-    min over the rounds), so the difference is not beyond timing noise; None with fewer than 3 rounds,
-    where the spread says nothing."""
+    """Per timing: True when the 95% interval of B's time over A's (the rounds paired: A and B ran in each, the
+    one statistics rule, llmviz/analysis/stats.py) includes no difference at all; None with fewer than 3 rounds,
+    where the interval says nothing (issue 36)."""
     out = {}
     for key in ("prefill_ms", "decode_ms_per_token"):
-        x, y = a[key], b[key]
-        if min(len(x["all"]), len(y["all"])) < MIN_ROUNDS_FOR_NOISE:
+        x, y = a[key]["all"], b[key]["all"]
+        if min(len(x), len(y)) < MIN_ROUNDS_FOR_NOISE:
             out[key] = None
             continue
-        widest = max(x["max"] - x["min"], y["max"] - y["min"])
-        out[key] = abs(x["median"] - y["median"]) <= widest
+        ratio = stats.paired(y, x, stats.faster) if len(x) == len(y) else stats.unpaired(y, x, stats.faster)
+        out[key] = ratio.low <= 0 <= ratio.high
     return out

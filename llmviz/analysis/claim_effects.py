@@ -67,14 +67,27 @@ def k3(f: dict):
 def two_sides(f: dict):
     a, b = f["decode_ms_per_token"]
     return speedup(a, b), {"decode_ms_a": a["median"], "decode_ms_b": b["median"], "spec_a": f["specs"][0],
-                           "spec_b": f["specs"][1]}
+                           "spec_b": f["specs"][1]} | bytes_read(f)
+
+
+def bytes_read(f: dict) -> dict:
+    """What a decode step of each side reads, by the arithmetic (analysis/predict.py: this run's shapes, dtypes,
+    prompt and steps), and the speed-up that predicts where a step waits on memory: A's bytes over B's, minus 1
+    (the bandwidth cancels). {} for a recording from before the sides were kept."""
+    if "sides" not in f:
+        return {}
+    pa, pb = (side_prediction(s, f["prompt_tokens"], f["steps"], None) for s in f["sides"])
+    return {"read_bytes_a": pa.read_bytes, "read_bytes_b": pb.read_bytes, "kv_read_bytes_a": pa.kv_read_bytes,
+            "kv_share_of_read_a": pa.kv_read_bytes / pa.read_bytes,
+            "predicted_speedup": pa.read_bytes / pb.read_bytes - 1}
 
 
 def k4(f: dict):
     faster, head = two_sides(f)
     before, after = f["kv_bytes_allocated"]
+    predicted = {"decode_speedup": head["predicted_speedup"]} if "predicted_speedup" in head else {}
     return {"kv_memory_saved": Effect.exact(1 - after / before), "decode_speedup": faster}, head | {
-        "kv_bytes_a": before, "kv_bytes_b": after}
+        "kv_bytes_a": before, "kv_bytes_b": after, "predicted": predicted}
 
 
 def k5(f: dict):
@@ -115,7 +128,8 @@ def k9(f: dict):
 
 def k10(f: dict):
     faster, head = two_sides(f)
-    return {"throughput_gain": faster}, head
+    predicted = {"throughput_gain": head["predicted_speedup"]} if "predicted_speedup" in head else {}
+    return {"throughput_gain": faster}, head | {"predicted": predicted}
 
 
 def k11(f: dict):
@@ -126,7 +140,8 @@ def k11(f: dict):
     unfused, fused = qkv_traffic_bytes(setup, n, False), qkv_traffic_bytes(setup, n, True)
     predicted_decode = 1 - qkv_traffic_bytes(setup, 1, True) / qkv_traffic_bytes(setup, 1, False)
     a, b = f["decode_ms_per_token"]
-    return {"time_saved": saving(a, b)}, head | {
+    predicted = {"time_saved": 1 - head["read_bytes_b"] / head["read_bytes_a"]} if "read_bytes_a" in head else {}
+    return {"time_saved": saving(a, b)}, head | {"predicted": predicted,
         "dtype": f["dtype"], "predicted_prefill_bytes_unfused": unfused, "predicted_prefill_bytes_fused": fused,
         "predicted_prefill_traffic_saved": 1 - fused / unfused, "predicted_decode_traffic_saved": predicted_decode}
 
@@ -139,10 +154,11 @@ def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
     """A claim's verdict, its effects beside the article's, and the headline numbers: JSON-ready."""
     claim = CLAIMS[claim_id]
     effects, head = ({}, {}) if figures is None else RULES[claim_id](figures)
+    predicted = head.pop("predicted", {})  # what the arithmetic predicts for this run, per effect (issue 36)
     verdict, parts = claim_verdict(claim, effects, why_not)
     return {"id": claim_id, "article": claim.article, "verdict": verdict, "concepts": list(claim.concepts),
             "effects": [{"name": name, "article": dict(claim.effects)[name], "verdict": j.verdict,
-                         "reason": j.reason, "band": j.band.jsonable(),
+                         "reason": j.reason, "band": j.band.jsonable(), "predicted": predicted.get(name),
                          **({"measured": e.value, "low": finite(e.low), "high": finite(e.high), "rounds": e.rounds,
                              "paired": e.paired, "more_rounds": j.more_rounds} if (e := j.estimate) else {})}
                         for name, j in parts],
@@ -212,5 +228,7 @@ def table_rows(t, rep: dict) -> list[dict]:
                          t("claims.col_measured"): shown(e["name"], e["measured"], t) if "measured" in e else "—",
                          t("claims.col_range"): (t("claims.interval", **interval_values(t, e))
                                                  if "measured" in e else "—"),
+                         t("claims.col_predicted"): (shown(e["name"], e["predicted"], t)
+                                                     if e.get("predicted") is not None else "—"),
                          t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}")})
     return rows

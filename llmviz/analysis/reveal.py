@@ -99,6 +99,15 @@ def prediction_outcome(predicted: float, measured: dict, article: float, toleran
     return "nearer_here" if here <= there else "nearer_article"
 
 
+def against_arithmetic(effect: dict) -> str | None:
+    """How the measurement stands to what the arithmetic predicts for this run (issue 36's third number): its
+    interval holds the prediction ("as_predicted") or not ("not_as_predicted"); None with no prediction."""
+    predicted, low, high = effect.get("predicted"), effect.get("low"), effect.get("high")
+    if predicted is None or low is None or high is None:
+        return None
+    return "as_predicted" if low <= predicted <= high else "not_as_predicted"
+
+
 def judged_effect(entry: dict) -> dict:
     """A revealed entry's effect as its judged claim holds it (its interval, rounds and band)."""
     return next(x for x in entry["claim"]["effects"] if x["name"] == entry["effect"])
@@ -113,7 +122,7 @@ def revealed(claim: dict, predicted: float | None) -> dict:
     article = effect["article"]
     out = {"id": claim["id"], "effect": name, "article": article, "predicted": predicted,
            "verdict": claim["verdict"], "measured": None, "low": None, "high": None, "rounds": 0, "outcome": None,
-           "prediction": None}
+           "prediction": None, "predicted_here": effect.get("predicted"), "arithmetic": against_arithmetic(effect)}
     if "measured" in effect:
         out.update(measured=effect["measured"], low=effect["low"], high=effect["high"],
                    rounds=effect.get("rounds", 0), outcome=outcome(effect, claim["verdict"]))

@@ -29,11 +29,13 @@ from llmviz.labs.compare import CompareConfig, compare
 from llmviz.labs.evaluation import heldout_ids
 from llmviz.labs.layout_sweep import layout_sweep
 from llmviz.labs.presets import preset
+from llmviz.labs.rounds import until_decided
 from llmviz.trace.config import EMBEDDED_MODEL, EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent, within
 from llmviz.trace.switches import load_options
 
 LONG_MODEL = "gpt2-124m-random"
+QUICK_BUDGET_S, LONG_BUDGET_S = 10.0, 60.0  # a claim's batches on the embedded model, on the GPT-2 shape
 CLAIM_IDS = tuple(f"K{i}" for i in range(1, 12))
 PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the sea,"
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
@@ -60,6 +62,18 @@ class ClaimsPlan:
         """The model of the compares and the prefill sweep: a full run uses the larger one."""
         return EMBEDDED_MODEL if self.quick else LONG_MODEL
 
+    def model_of(self, claim: str) -> str:
+        """The model a claim's measurement runs (K3 and K6 need the GPT-2 shape's 2,048 tokens)."""
+        if claim in ("K3", "K6"):
+            return LONG_MODEL
+        return self.base_model if claim in ("K1", "K2", "K4", "K10", "K11") else EMBEDDED_MODEL
+
+    def budget_s(self, claim: str) -> float:
+        """The seconds a claim's batches may take before the rule must decide with what it has (issue 36: a Reveal
+        within 10 s on the embedded model, 60 s on the GPT-2 shape; a full run three times that)."""
+        seconds = LONG_BUDGET_S if self.model_of(claim) == LONG_MODEL else QUICK_BUDGET_S
+        return seconds if self.quick else 3 * seconds
+
 
 class Measurer(ServingClaims):
     """Runs claims one by one; measurements two claims share are kept (memo) for the run."""
@@ -78,9 +92,18 @@ class Measurer(ServingClaims):
         return self.memo[key]
 
     def measure(self, claim: str) -> dict:
+        """A claim measured in batches until the one rule decides or its budget is spent (labs/rounds.py)."""
         if claim not in CLAIM_IDS:
             raise ConfigError(f"no claim {claim!r}; the claims are {', '.join(CLAIM_IDS)}")
-        return getattr(self, claim.lower())()
+        taken = []
+
+        def batch() -> dict:
+            if taken:  # a later batch measures anew what an earlier one shared (a compare); the models stay
+                self.memo = {k: v for k, v in self.memo.items() if k[0] == "model"}
+            taken.append(claim)
+            return getattr(self, claim.lower())()
+
+        return until_decided(claim, batch, self.plan.budget_s(claim))
 
     # --- shared measurements -------------------------------------------------------------------------------
     def compare(self, name: str) -> dict:
@@ -152,6 +175,9 @@ class Measurer(ServingClaims):
         """A compare result's timings and specs, both sides."""
         return {"model": result["model"], "device": result["device"], "threads": result["threads"],
                 "specs": [result[s]["spec"] for s in "ab"],
+                # what the arithmetic predicts for this run needs its shapes, dtypes and workload (issue 36)
+                "sides": [{k: result[s][k] for k in ("engine_config", "model_config", "kv")} for s in "ab"],
+                "prompt_tokens": result["prompt_tokens"], "steps": result["steps"], "bandwidth": result["bandwidth"],
                 "decode_ms_per_token": [result[s]["decode_ms_per_token"] for s in "ab"],
                 "prefill_ms": [result[s]["prefill_ms"] for s in "ab"],
                 **{k: result[k] for k in ("what_was_timed", "timed")}}

@@ -120,8 +120,8 @@ def why(t, e: dict) -> str:
 
 def show(t, e: dict) -> None:
     """The prediction, this machine's measurement and the article's figure side by side; the verdict and why."""
-    name = e["effect"]
-    cols = st.columns(3)
+    name, here = e["effect"], e.get("predicted_here")
+    cols = st.columns(3 if here is None else 4)
     cols[0].metric(t("lesson.your_prediction"), shown(name, e["predicted"], t) if e["predicted"] is not None else "—")
     if e["measured"] is None:
         cols[1].metric(t("lesson.this_machine"), "—")
@@ -129,10 +129,17 @@ def show(t, e: dict) -> None:
         cols[1].metric(t("lesson.this_machine"), shown(name, e["measured"], t),
                        help=t("lesson.spread", **interval_values(t, rv.judged_effect(e))))
     cols[2].metric(t("lesson.article_a100"), shown(name, e["article"], t))
+    if here is not None:
+        cols[3].metric(t("lesson.predicted_here"), shown(name, here, t), help=t("lesson.predicted_here_help"))
     c = e["claim"]
     claims_run.verdict_box(t, c)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
+    if e.get("arithmetic"):
+        share = (c.get("figures") or {}).get("kv_share_of_read_a", 0.0)
+        because = t("lesson.arithmetic.why_qkv") if e["id"] == "K11" else t("lesson.arithmetic.why_kv", share=share)
+        st.markdown(t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t), why=because,
+                      article=shown(name, e["article"], t)))
     if e["prediction"] is not None:
         st.caption(t(f"lesson.prediction.{e['prediction']}"))
     where = c.get("where") or {}

@@ -164,3 +164,30 @@ def test_an_effect_reads_in_its_unit_and_the_interfaces_language():
     assert shown("utilization_gain", 0.4, Translator("en")) == "+40 pts"
     assert shown("utilization_gain", -0.05, Translator("en")) == "-5 pts"
     assert shown("utilization_gain", 0.4, Translator("zh")) == "+40 个百分点"
+
+
+def test_k4s_predicted_effect_from_the_bytes_by_hand():
+    """Issue 36, the third number: what the arithmetic predicts for this run. llmviz-tiny in fp32, by hand: a layer
+    holds q, k, v, o (4 x 256 x 256) + a gated MLP (3 x 256 x 768) + 2 norms (2 x 256) = 852,480 weights; 4 layers,
+    the final norm (256) and the tied table read whole as the head (9,216 x 256): 5,769,472 weights, 23,077,888 B a
+    step. KV: 2 x 8 heads x 32 x 4 layers = 2,048 elements a token, 8,192 B in fp32, 4,096 in bf16; 16 decode
+    steps after 20 prompt tokens read 20 + 8.5 cached tokens on average: 233,472 B and 116,736 B. A decode step that
+    waits on memory is then 23,311,360 / 23,194,624 = x1.0050 faster with the half-size cache: KV is 1.0% of it."""
+    from llmviz import service
+    from llmviz.analysis.claim_effects import judged
+    from llmviz.trace.config import EngineConfig
+
+    cfg = service.model_config_dict("llmviz-tiny")
+    sides = [{"engine_config": EngineConfig(kv_dtype=kv).to_dict(), "model_config": cfg, "kv": {"max_seq": 64}}
+             for kv in ("auto", "bf16")]
+    spread = {"median": 10.0, "min": 10.0, "max": 10.0, "all": [10.0] * 3}
+    claim = judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["", "kv-dtype=bf16"],
+                          "decode_ms_per_token": [spread, spread], "prefill_ms": [spread, spread],
+                          "kv_bytes_allocated": [64 * 8192, 64 * 4096], "sides": sides, "prompt_tokens": 20,
+                          "steps": 16, "bandwidth": {"gb_per_s": 10.0}})
+    assert claim["figures"]["read_bytes_a"] == 23_077_888 + 233_472
+    assert claim["figures"]["read_bytes_b"] == 23_077_888 + 116_736
+    assert claim["figures"]["kv_share_of_read_a"] == pytest.approx(233_472 / 23_311_360)
+    speed = next(e for e in claim["effects"] if e["name"] == "decode_speedup")
+    assert speed["predicted"] == pytest.approx(23_311_360 / 23_194_624 - 1)
+    assert speed["verdict"] == DOES_NOT_HOLD and speed["reason"] == "no_effect"  # equal times: x1.00, as predicted

@@ -143,3 +143,31 @@ def test_an_untouched_slider_is_no_prediction(app_model):
     at.slider(key="lesson_predict_K4").set_value(1.0).run()
     at.button(key="lesson_reveal_K4").click().run()
     assert at.session_state[REVEALED_KEY]["K4"]["predicted"] == pytest.approx(0.0)
+
+
+def test_the_reveal_shows_what_the_arithmetic_predicts_for_this_run(app_model):
+    """Issue 36's third number: K4 on the embedded model, timed x0.995 to x1.010 by round, the bytes predicting
+    x1.005 (by hand in test_claims_rules): a fourth figure "Predicted here", and the sentence "as predicted here"
+    with KV's share of the bytes, beside a verdict of no effect."""
+    from llmviz import service
+    from llmviz.trace.config import EngineConfig
+
+    cfg = service.model_config_dict("llmviz-tiny")
+    sides = [{"engine_config": EngineConfig(kv_dtype=kv).to_dict(), "model_config": cfg, "kv": {"max_seq": 64}}
+             for kv in ("auto", "bf16")]
+    a = {"median": 10.0, "min": 9.9, "max": 10.1, "all": [10.0, 10.1, 9.9]}
+    b = {"median": 10.0, "min": 9.95, "max": 10.05, "all": [10.05, 10.0, 9.95]}  # x0.995, x1.010, x0.995
+    claim = judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["", "kv-dtype=bf16"],
+                          "decode_ms_per_token": [a, b], "prefill_ms": [a, a],
+                          "kv_bytes_allocated": [64 * 8192, 64 * 4096], "sides": sides, "prompt_tokens": 20,
+                          "steps": 16, "bandwidth": {"gb_per_s": 10.0}})
+    at = open_app(PAGE, model=app_model, lesson="2.2.2")
+    at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [claim], "when": "2026-12-05 12:00:00"}
+    reveal(at, "K4", 1.8)
+    m = metrics(at)
+    assert m[translate("en", "lesson.predicted_here")] == "×1.01"
+    assert m[translate("en", "lesson.this_machine")] == "×1.00"
+    texts = [x.value for x in at.markdown]
+    assert any(x.startswith("The arithmetic predicts ×1.01 for this run (the KV cache is 1.0% of the bytes") and
+               "as predicted here" in x for x in texts), texts
+    assert any(x.startswith("**K4 · does not hold here**") for x in (w.value for w in at.warning))

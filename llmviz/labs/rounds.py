@@ -1,0 +1,52 @@
+"""Adaptive rounds (issue 36): a claim is measured again, and its rounds pooled with the earlier ones, until the one
+rule (llmviz/analysis/claims.py) decides or the claim's time budget would be passed by one more batch.
+
+A batch is one call of the claim's measurement (its warm-up and its `repeats` rounds); batches pool into one
+measurement by concatenating every timing spread's rounds (`merge_rounds`), so the interval narrows as the rounds
+grow. Counted figures (bytes, slots) are the same in every batch: the first batch's stand.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from llmviz.analysis.claim_effects import judged
+from llmviz.analysis.claims import CANNOT_TELL
+from llmviz.engine.timing import spread
+
+MAX_BATCHES = 8
+SPREAD_KEYS = frozenset({"median", "min", "max", "all"})
+
+
+def _is_spread(x) -> bool:
+    return isinstance(x, dict) and x.keys() >= SPREAD_KEYS
+
+
+def merge_rounds(a, b):
+    """Two batches of one measurement as one: a timing spread's rounds concatenated (a per-length spread, whose
+    "all" holds one list per length, length by length); dicts and equal-length lists walked; anything else (a
+    count, a name, a length) is the first batch's."""
+    if _is_spread(a) and _is_spread(b):
+        if a["all"] and isinstance(a["all"][0], list):  # per length: {median: [...], ..., all: [[...], ...]}
+            cells = [spread(x + y) for x, y in zip(a["all"], b["all"], strict=True)]
+            return {key: [c[key] for c in cells] for key in ("median", "min", "max", "all")}
+        return spread(list(a["all"]) + list(b["all"]))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: merge_rounds(v, b[k]) if k in b else v for k, v in a.items()}
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [merge_rounds(x, y) for x, y in zip(a, b, strict=True)]
+    return a
+
+
+def until_decided(claim_id: str, measure: Callable[[], dict], budget_s: float, clock=time.perf_counter) -> dict:
+    """Batches of `measure()` pooled until the claim's verdict is not "cannot tell", MAX_BATCHES are taken, or one
+    more batch (at the mean batch's time) would pass `budget_s`. The figures say how many batches they pool."""
+    began = clock()
+    figures, batches = measure(), 1
+    while batches < MAX_BATCHES:
+        spent = clock() - began
+        if judged(claim_id, figures)["verdict"] != CANNOT_TELL or spent + spent / batches > budget_s:
+            break
+        figures, batches = merge_rounds(figures, measure()), batches + 1
+    return figures | {"batches": batches, "budget_s": budget_s}

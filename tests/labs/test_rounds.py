@@ -1,0 +1,83 @@
+"""Adaptive rounds (issue 36, llmviz/labs/rounds.py): batches of a claim's measurement pool their rounds until the
+one rule decides or the budget would be passed; hand-made figures, a hand-made clock."""
+
+import pytest
+
+from llmviz.labs.rounds import MAX_BATCHES, merge_rounds, until_decided
+
+
+def spread(*ms):
+    return {"median": sorted(ms)[len(ms) // 2], "min": min(ms), "max": max(ms), "all": list(ms)}
+
+
+def test_merge_pools_every_spreads_rounds_and_keeps_counts():
+    a = {"model": "m", "kv_bytes_allocated": [1000, 500], "decode_ms_per_token": [spread(10, 11, 12), spread(5, 6, 7)],
+         "ms_per_token": {"paged": {"median": [1, 2], "min": [1, 2], "max": [1, 2], "all": [[1, 1], [2, 2]]}}}
+    b = {"model": "m", "kv_bytes_allocated": [1000, 500], "decode_ms_per_token": [spread(13, 14, 9), spread(8, 4, 6)],
+         "ms_per_token": {"paged": {"median": [3, 4], "min": [3, 4], "max": [3, 4], "all": [[3, 3], [4, 4]]}}}
+    m = merge_rounds(a, b)
+    assert m["model"] == "m" and m["kv_bytes_allocated"] == [1000, 500]
+    assert m["decode_ms_per_token"][0]["all"] == [10, 11, 12, 13, 14, 9]
+    assert (m["decode_ms_per_token"][0]["min"], m["decode_ms_per_token"][0]["max"]) == (9, 14)
+    assert m["decode_ms_per_token"][0]["median"] == pytest.approx(11.5)  # six rounds: between 11 and 12
+    assert m["ms_per_token"]["paged"]["all"] == [[1, 1, 3, 3], [2, 2, 4, 4]]
+    assert m["ms_per_token"]["paged"]["median"] == [2, 3]
+
+
+def k4_batches(rounds_b: list[list[float]]):
+    """K4's figures batch after batch: A at 10 ms every round, B as given; the cache halved (counted)."""
+    batches = iter(rounds_b)
+
+    def measure():
+        b = next(batches)
+        return {"model": "m", "device": "cpu", "threads": 1, "specs": ["a", "b"],
+                "decode_ms_per_token": [spread(*[10.0] * len(b)), spread(*b)],
+                "prefill_ms": [spread(1.0, 1.0, 1.0)] * 2, "kv_bytes_allocated": [1000, 500]}
+    return measure
+
+
+class Clock:
+    """A hand-made clock that each batch moves on by `step` seconds."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        return self.now
+
+    def timed(self, measure):
+        def batch():
+            self.now += self.step
+            return measure()
+        return batch
+
+
+def test_a_clear_result_takes_one_batch():
+    f = until_decided("K4", k4_batches([[5.0, 5.1, 4.9]]), 10.0)
+    assert f["batches"] == 1 and f["decode_ms_per_token"][1]["all"] == [5.0, 5.1, 4.9]
+
+
+def test_an_undecided_result_gets_more_rounds_until_it_decides():
+    """x1.25-x2.0 in the first batch reaches both sides of x1.4; the next batches are all x1.67: pooled, the
+    interval of the median lies within the band."""
+    first, clear = [8.0, 5.0, 6.5], [6.0, 6.0, 6.0]
+    clock = Clock(1.0)
+    f = until_decided("K4", clock.timed(k4_batches([first] + [clear] * 5)), 10.0, clock)
+    assert f["batches"] >= 2 and f["decode_ms_per_token"][1]["all"][:3] == first
+    from llmviz.analysis.claim_effects import judged
+
+    assert judged("K4", f)["verdict"] == "holds"
+
+
+def test_the_budget_stops_it_undecided():
+    """Batches of 4 s against a 10 s budget: after two (8 s) a third would end at 12 s: it stops, cannot tell."""
+    noisy = [[8.0, 5.0, 6.5]] * MAX_BATCHES
+    clock = Clock(4.0)
+    f = until_decided("K4", clock.timed(k4_batches(noisy)), 10.0, clock)
+    assert f["batches"] == 2 and f["budget_s"] == 10.0 and len(f["decode_ms_per_token"][1]["all"]) == 6
+
+
+def test_never_past_max_batches():
+    noisy = [[8.0, 5.0, 6.5]] * MAX_BATCHES
+    clock = Clock(0.0)
+    assert until_decided("K4", clock.timed(k4_batches(noisy)), 1e9, clock)["batches"] == MAX_BATCHES

@@ -234,6 +234,14 @@ def locality_sweep(lm: LoadedModel, lengths=None, steps: int = 8, repeats: int =
     return sweep(lm, lengths, steps, repeats, progress, **options)
 
 
+def decode_slope(lm: LoadedModel, progress: Progress | None = None, **options) -> dict:
+    """Decode ms/token against the tokens in the cache over the model's whole context, and the bandwidth probe
+    (llmviz/labs/decode_slope.py, C18)."""
+    from llmviz.labs.decode_slope import decode_slope as sweep
+
+    return sweep(lm, progress=progress, **options)
+
+
 def layout_sweep(lm: LoadedModel, lengths=None, layouts: tuple | None = None, steps: int = 8,
                  repeats: int = 2, progress: Progress | None = None, **options) -> dict:
     """Decode ms/token of each KV layout (default: every choice) over cached lengths (llmviz/labs/layout_sweep.py,

@@ -117,3 +117,23 @@ def more_rounds(estimate: Estimate, line: float) -> int | None:
     if reach < distance:
         return 0
     return max(1, math.ceil(estimate.rounds * (reach / distance) ** 2 - 1e-9) - estimate.rounds)
+
+
+def slope(x: Sequence[float], y: Sequence[float], seed: int = SEED) -> Estimate:
+    """The least-squares slope of y over x and its 95% interval by the bootstrap over the points (each (x, y)
+    resampled with replacement: the pairs bootstrap of a regression); rounds is the number of points. Fewer than
+    3 points, or resamples whose x never vary, leave no interval."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xs.shape != ys.shape or xs.size < 2 or np.ptp(xs) == 0:
+        raise ValueError("a slope needs as many y as x, and at least two different x")
+    value = float(np.polyfit(xs, ys, 1)[0])
+    if xs.size < 3:
+        return Estimate(value, -math.inf, math.inf, int(xs.size))
+    picks = np.random.default_rng(seed).integers(0, xs.size, size=(RESAMPLES, xs.size))
+    px, py = xs[picks], ys[picks]
+    dx = px - px.mean(axis=1, keepdims=True)
+    sxx = (dx * dx).sum(axis=1)
+    varied = sxx > 0
+    slopes = (dx * (py - py.mean(axis=1, keepdims=True))).sum(axis=1)[varied] / sxx[varied]
+    low, high = _quantiles(slopes)
+    return Estimate(value, min(low, value), max(high, value), int(xs.size))

@@ -9,13 +9,13 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis import article
-from llmviz.analysis.decode_series import cache_norms, latency_series
+from llmviz.analysis.decode_series import cache_norms
 from llmviz.analysis.kv_memory import human, kv_bytes
 from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import Setup, Shape, in_millions, kv_read_bytes, step_flops, weight_read_bytes
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
-from llmviz.ui import state
+from llmviz.ui import slowdown_view, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import with_bold_tail
 from llmviz.ui.lesson_prefill import cache_bytes, ctl
@@ -112,7 +112,7 @@ def intensity(t, run) -> None:
 
 def slowdown(t, run) -> None:
     """A decode step reads the whole cache: its bytes grow by one token's K and V per step, O(n) (C18). The
-    control sets the cache length; beside it the run's own per-token times."""
+    control sets the cache length; below, the slowdown measured on the GPT-2 shape (ui/slowdown_view.py)."""
     config = run.trace.model_card["config"]
     cached = st.slider(t("lesson.ctl.cached"), 1, int(config["max_position_embeddings"]), 512, key=ctl("slowdown"))
     setup = Setup(Shape.from_config(config))
@@ -123,10 +123,7 @@ def slowdown(t, run) -> None:
     share = 1 - article.weight_share(weights, kv)
     cols[2].metric(t("lesson.kv_share"), f"{100 * share:.0f}%")
     st.caption(t("lesson.exact_bytes", kv=f"{kv:,}", weights=f"{weights:,}"))
-    positions, ms = latency_series(run.trace.steps)
-    if len(ms):
-        chart(t, fig.latency(positions, ms, None, None, 0, (t("decode.ms_series"), "", ""),
-                             (t("decode.position"), t("decode.ms")), t("decode.latency_title")), key="lesson_latency")
+    slowdown_view.section(t)
 
 
 def _one_more() -> None:

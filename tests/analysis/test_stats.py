@@ -67,3 +67,17 @@ def test_an_estimate_lies_in_its_interval():
 ])
 def test_more_rounds_by_hand(value, low, high, line, more):
     assert stats.more_rounds(stats.Estimate(value, low, high, 5), line) == more
+
+
+def test_a_slope_and_its_interval():
+    """An exact line has its slope and no spread; a flat cloud's interval includes zero; a rising one's does not."""
+    exact = stats.slope([1, 2, 3, 4], [2.0, 4.0, 6.0, 8.0])
+    assert (exact.value, exact.low, exact.high, exact.rounds) == (pytest.approx(2.0), pytest.approx(2.0),
+                                                                  pytest.approx(2.0), 4)
+    x = [100, 100, 500, 500, 900, 900, 1300, 1300]
+    flat = stats.slope(x, [10.0, 10.4, 10.3, 9.9, 10.1, 10.5, 10.2, 9.8])
+    assert flat.low < 0 < flat.high
+    rising = stats.slope(x, [10 + 0.005 * n + e for n, e in zip(x, [0.1, -0.1] * 4, strict=True)])
+    assert rising.value == pytest.approx(0.005) and 0 < rising.low < 0.005 < rising.high
+    with pytest.raises(ValueError, match="two different x"):
+        stats.slope([3, 3, 3], [1.0, 2.0, 3.0])

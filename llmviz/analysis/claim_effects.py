@@ -109,7 +109,9 @@ def k6(f: dict):
 
 def k7(f: dict):
     static, continuous = (metrics(f[s])["slot_utilization"] for s in ("static", "continuous"))
-    return {"utilization_gain": Effect.exact(continuous - static)}, {"static": static, "continuous": continuous}
+    depends = {k: f[k] for k in ("output_lens", "requests") if k in f}  # the trace's, which the count depends on
+    return {"utilization_gain": Effect.exact(continuous - static)}, {"static": static, "continuous": continuous,
+                                                                      **depends}
 
 
 def k8(f: dict):
@@ -122,8 +124,9 @@ def k8(f: dict):
 
 def k9(f: dict):
     without, with_ = (kv_figures(f[s])["peak_kv_bytes"] for s in ("without", "with"))
+    depends = {k: f[k] for k in ("shared_prefix_tokens", "prompt_tokens_mean") if k in f}
     return {"kv_memory_saved": Effect.exact(1 - with_ / without)}, {"peak_kv_without": without,
-                                                                    "peak_kv_with": with_}
+                                                                    "peak_kv_with": with_, **depends}
 
 
 def k10(f: dict):

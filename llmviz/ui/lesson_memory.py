@@ -76,15 +76,17 @@ def oom_budget(t, run) -> None:
     config = run.trace.model_card["config"]
     tokens = st.select_slider(t("lesson.ctl.max_seq"), options=[256, 512, 1024, 2048, 4096, 8192], value=2048,
                               key=ctl("oom_budget"))
-    theirs = article.oom_article_bytes(tokens)
-    layer = kv_bytes(tokens, config["num_kv_heads"], config["head_dim"], article.OOM_BYTES)
+    theirs = article.oom_article_bytes(tokens)  # the article's formula, at any max_seq_len
+    held = min(tokens, int(config["max_position_embeddings"]))  # this model's cache never holds past its context
+    layer = kv_bytes(held, config["num_kv_heads"], config["head_dim"], article.OOM_BYTES)
     cols = st.columns(3)
     cols[0].metric(t("lesson.oom_article"), human(theirs), help=f"{theirs:,} B")
     cols[1].metric(t("lesson.here_layer"), human(layer), help=f"{layer:,} B")
     cols[2].metric(t("lesson.here_model"), human(layer * config["num_layers"]),
                    help=f"{layer * config['num_layers']:,} B")
     st.caption(t("lesson.oom_note", tokens=tokens, hidden=article.OOM_HIDDEN, layers=config["num_layers"],
-                 kv=config["num_kv_heads"], hd=config["head_dim"]))
+                 kv=config["num_kv_heads"], hd=config["head_dim"], held=held)
+               + (" " + t("lesson.oom_context", tokens=tokens, held=held) if held < tokens else ""))
 
 
 def max_seq(t, run) -> None:

@@ -112,10 +112,27 @@ def why(t, e: dict) -> str:
               **interval_values(t, rv.judged_effect(e)),
               "device": literal(str(where.get("device", "?"))), "model": literal(str(where.get("model", "?"))),
               "threads": where.get("threads", "?")}
+    if e["rounds"] == 0 and e["outcome"] in COUNTED_OUTCOMES:  # counted on a request trace, not timed (K7, K9)
+        return t("lesson.why.counted", **values) + " " + depends(t, e)
     text = t(f"lesson.why.{e['outcome']}", **values)
     if e["outcome"] in ("smaller", "opposite", "none"):
         text += " " + t(f"lesson.cause.{e['id']}", **values)
     return text
+
+
+COUNTED_OUTCOMES = ("about", "larger", "holds_smaller", "smaller", "none", "opposite")
+
+
+def depends(t, e: dict) -> str:
+    """What a counted figure depends on, from the run's own trace (issue 36): the requests' lengths (K7), the
+    prefix the prompts share (K9)."""
+    f = e["claim"].get("figures") or {}
+    if "output_lens" in f:
+        return t("lesson.depends.lengths", low=f["output_lens"][0], high=f["output_lens"][1], n=f["requests"])
+    if "shared_prefix_tokens" in f:
+        return t("lesson.depends.prefix", shared=f["shared_prefix_tokens"], mean=f["prompt_tokens_mean"],
+                 share=f["shared_prefix_tokens"] / f["prompt_tokens_mean"])
+    return ""
 
 
 def show(t, e: dict) -> None:
@@ -142,6 +159,9 @@ def show(t, e: dict) -> None:
                       article=shown(name, e["article"], t)))
     if e["prediction"] is not None:
         st.caption(t(f"lesson.prediction.{e['prediction']}"))
+    figures = c.get("figures") or {}
+    if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
+        st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))
     where = c.get("where") or {}
     st.caption(t(f"lesson.source.{e['source']}", when=e["when"], model=literal(str(where.get("model", "?"))),
                  device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
@@ -157,7 +177,8 @@ def panel(t, claim_id: str) -> None:
     moved, slider = f"{MOVED}{claim_id}", f"lesson_predict_{claim_id}"  # what the student set; untouched: none
     if slider not in st.session_state:  # the slider starts afresh (a first visit, or back from another step)
         st.session_state.pop(moved, None)
-    value = left.slider(t(f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
+    label = f"lesson.predict_unit.{claim_id}"  # K1's ratio is of times (bigger: slower), not a speed-up
+    value = left.slider(t(label if label in t else f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
                         float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
                         key=slider, on_change=st.session_state.__setitem__, args=(moved, True))
     right.write("")

@@ -10,6 +10,7 @@ import pytest
 from page_probes import metrics
 from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file, shown
 
+from llmviz.analysis.kv_memory import human
 from llmviz.i18n.translator import translate
 
 PAGE = page_file("lesson")
@@ -178,3 +179,16 @@ def test_what_a_decode_step_reads_by_hand(config):
     params = 5_769_472  # the embedded model's card
     assert params * 4 - config["vocab_size"] * config["hidden_size"] * 4 <= exact <= params * 4
     assert m[z("lesson.weights_read")] == f"{exact / 2**20:.1f} MiB"
+
+
+def test_this_models_cache_never_holds_past_its_context(config):
+    """Issue 36: the article's formula at 2,048 tokens, but a 512-token model's cache at its 512 (by hand: layers x
+    512 x kv heads x head dim x 2 x 4 B), and the caption says so."""
+    at = at_step("4.1.2")
+    context = config["max_position_embeddings"]
+    hd = config["hidden_size"] // config["num_attention_heads"]
+    held = min(2048, context)
+    layer = held * config["num_key_value_heads"] * hd * 2 * 4
+    assert metrics(at)[z("lesson.here_layer")] == human(layer)
+    if context < 2048:
+        assert any(z("lesson.oom_context", tokens=2048, held=context) in c.value for c in at.caption)

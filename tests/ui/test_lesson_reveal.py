@@ -171,3 +171,24 @@ def test_the_reveal_shows_what_the_arithmetic_predicts_for_this_run(app_model):
     assert any(x.startswith("The arithmetic predicts ×1.01 for this run (the KV cache is 1.0% of the bytes") and
                "as predicted here" in x for x in texts), texts
     assert any(x.startswith("**K4 · does not hold here**") for x in (w.value for w in at.warning))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_count_reads_as_counted_with_what_it_depends_on(lang):
+    """Issue 36 (7): K7 and K9 are counted on a request trace, not timed: the sentence says so and names what the
+    count depends on (the requests' new tokens; the prompts' shared prefix), never "it carries over to cpu"."""
+    t = Translator(lang)
+    k7 = {"id": "K7", "verdict": "holds", "figures": {"output_lens": [4, 66], "requests": 16},
+          "where": {"device": "cpu"}, "effects": [
+              {"name": "utilization_gain", "article": 0.4, "verdict": "holds", "reason": "holds_exact",
+               "measured": 0.402, "low": 0.402, "high": 0.402, "rounds": 0, "band": [0.2, None]}]}
+    k9 = {"id": "K9", "verdict": "holds", "figures": {"shared_prefix_tokens": 200, "prompt_tokens_mean": 240.0},
+          "where": {"device": "cpu"}, "effects": [
+              {"name": "kv_memory_saved", "article": 0.3, "verdict": "holds", "reason": "holds_exact",
+               "measured": 0.615, "low": 0.615, "high": 0.615, "rounds": 0, "band": [0.15, None]}]}
+    a, b = why(t, entry_of(k7, "now", "measured", None)), why(t, entry_of(k9, "now", "measured", None))
+    assert a.startswith(translate(lang, "lesson.why.counted", measured="+40 " + t("claims.pts"),
+                                  article="+40 " + t("claims.pts"), device="cpu"))
+    assert translate(lang, "lesson.depends.lengths", low=4, high=66, n=16) in a
+    assert translate(lang, "lesson.depends.prefix", shared=200, mean=240.0, share=200 / 240) in b
+    assert translate(lang, "lesson.why.about", measured="", article="", device="cpu")[-12:] not in a + b

@@ -14,6 +14,16 @@ from llmviz.analysis.kv_memory import KVExample, kv_bytes
 from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, step_flops, weight_read_bytes
 
 MIB = 2**20
+# The article's GPU, from NVIDIA's A100 datasheet (80 GB SXM4): dense FP16 on the tensor cores, and HBM2e bandwidth.
+# Its ridge point, about 153 FLOPs per byte, is what the article's "hundreds of FLOPs per byte fetched" stands for
+# (issue 36: a CPU's text shows this machine's measured ridge beside it).
+A100_PEAK_TFLOPS, A100_BANDWIDTH_GBPS = 312.0, 2039.0
+
+
+def a100_ridge() -> float:
+    """FLOPs an A100 can do per byte it reads from HBM: 312e12 / 2,039e9, about 153."""
+    return A100_PEAK_TFLOPS * 1e12 / (A100_BANDWIDTH_GBPS * 1e9)
+
 # The article's BERT-base shapes (§1.1-§1.2): 768 wide, 12 heads x 64, 12 layers, fp32
 ARTICLE_PREFILL = KVExample(tokens=4, kv_heads=12, head_dim=64, element_bytes=4, layers=12)  # "24 KB"
 ARTICLE_DECODE = KVExample(tokens=1024, kv_heads=12, head_dim=64, element_bytes=4, layers=12)  # "6 MB at 1024"

@@ -15,7 +15,7 @@ from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import Setup, Shape, in_millions, kv_read_bytes, step_flops, weight_read_bytes
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
-from llmviz.ui import slowdown_view, state
+from llmviz.ui import measure, slowdown_view, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import with_bold_tail
 from llmviz.ui.lesson_prefill import cache_bytes, ctl
@@ -108,6 +108,27 @@ def intensity(t, run) -> None:
     cols[1].metric(t("lesson.bytes_read"), human(read), help=f"{read:,} B")
     cols[2].metric(t("lesson.intensity"), f"{flops / read:.2f}")
     st.caption(t("lesson.intensity_note", cached=cached))
+    ridges(t, flops / read)
+
+
+def ridges(t, intensity: float) -> None:
+    """The A100's ridge point beside this machine's, measured by the Claims page's probes (kept in the session, one
+    button here): the balance of FLOPs and bytes the article speaks of, on the hardware at hand (issue 36)."""
+    from llmviz.ui.roofline_view import LIMITS_KEY, limits_of, run_probes
+
+    a100 = article.a100_ridge()
+    cols = st.columns(2)
+    cols[0].metric(t("lesson.ridge_a100"), f"{a100:.0f}", help=t("lesson.ridge_a100_help"))
+    raw = measure.kept(LIMITS_KEY)
+    if raw is None:
+        if cols[1].button(t("roofline.measure"), key=ctl("ridge")):
+            raw = run_probes(t, state.settings().device, None, "fp32")
+        if raw is None:
+            return
+    here = limits_of(raw).ridge
+    cols[1].metric(t("lesson.ridge_here", device=raw["device"]), f"{here:.1f}")
+    st.caption(t("lesson.ridge_note", a100=a100, here=here, intensity=intensity,
+                 bound=t("lesson.ridge_memory" if intensity < here else "lesson.ridge_compute")))
 
 
 def slowdown(t, run) -> None:

@@ -192,3 +192,27 @@ def test_this_models_cache_never_holds_past_its_context(config):
     assert metrics(at)[z("lesson.here_layer")] == human(layer)
     if context < 2048:
         assert any(z("lesson.oom_context", tokens=2048, held=context) in c.value for c in at.caption)
+
+
+def test_the_ridge_points_of_the_a100_and_of_this_machine():
+    """Issue 36 (8): the article's "hundreds of FLOPs per byte" is the A100's ridge, 312e12 / 2,039e9 = 153 (by
+    hand); beside it this machine's, from the probes: a hand-made 58 GFLOP/s over 20 GB/s is 2.9, and a decode
+    step's intensity (about 1) lies below both."""
+    at = at_step("1.2.5")
+    assert metrics(at)[z("lesson.ridge_a100")] == "153"
+    at.session_state["llmviz_device_limits"] = {"peak": {"gflop_per_s": 58.0}, "dram": {"gb_per_s": 20.0},
+                                                "device": "cpu"}
+    at.run()
+    assert metrics(at)[z("lesson.ridge_here", device="cpu")] == "2.9"
+    note = next(c.value for c in at.caption if c.value.startswith(z("lesson.ridge_note", a100=153.02, here=2.9,
+                                                                        intensity=1.0, bound="")[:20]))
+    assert "153" in note and "2.9" in note and note.endswith(z("lesson.ridge_memory"))
+
+
+def test_the_ridge_button_measures_this_machine():
+    at = at_step("4.2.2")
+    at.button(key="lesson_ctl_ridge").click().run()
+    assert not at.exception and not at.error
+    raw = at.session_state["llmviz_device_limits"]  # measured on whatever device this machine has
+    here = float(metrics(at)[z("lesson.ridge_here", device=raw["device"])])
+    assert here == pytest.approx(raw["peak"]["gflop_per_s"] / raw["dram"]["gb_per_s"], abs=0.05)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
 from llmviz.trace.config import PADDINGS, RANDOM_MODELS
-from llmviz.ui import article_view, batch_run, state
+from llmviz.ui import article_view, batch_run, claims_run, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.ui.navigation import KEEP
@@ -69,6 +69,7 @@ def throughput(t, s) -> None:
                                t("batch.decode"), t("batch.prefill")), key="batch_sweep")
     top = rows[-1]
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
+    claims_run.verdict_box(t, claims_run.judged_here("K5", result))  # the claims' one rule, on this sweep
     st.caption(t("batch.sweep_note", model=literal(str(result["model"])), device=result["device"],
                  threads=result["threads"],
                  steps=result["steps"], repeats=result["repeats"]))

@@ -34,8 +34,11 @@ class PrefillFit:
         return self.a + self.b * n + self.c * n * n
 
     def shares(self, n: float) -> dict:
-        """Each term's share of the predicted time at length n (negative coefficients count as 0)."""
-        parts = {"fixed": max(self.a, 0.0), "linear": max(self.b * n, 0.0), "quadratic": max(self.c * n * n, 0.0)}
+        """Each term's share of the predicted time at length n (negative coefficients count as 0, and so does a
+        quadratic term the data cannot tell from zero: a sentence that calls it indistinguishable from zero never
+        sits beside a share of 30%, issue 36)."""
+        quadratic = self.c * n * n if self.quadratic_resolved else 0.0
+        parts = {"fixed": max(self.a, 0.0), "linear": max(self.b * n, 0.0), "quadratic": max(quadratic, 0.0)}
         total = sum(parts.values()) or 1.0
         return {k: v / total for k, v in parts.items()}
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import streamlit as st
 
-from llmviz.analysis.claim_effects import reason_text, report, table_rows
+from llmviz.analysis.claim_effects import judged, reason_text, report, table_rows
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
@@ -39,6 +39,12 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
 
 def now() -> str:
     return datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def judged_here(claim_id: str, result: dict) -> dict:
+    """A full page's own sweep judged by the claims' one rule (analysis/claims.judge, the Claims page's and the
+    lesson's), with where it ran: the KV layouts page's sweep as K3, the Batch page's as K5 (issue 36)."""
+    return judged(claim_id, result) | {"where": {k: result.get(k) for k in ("model", "device", "threads")}}
 
 
 def verdict_box(t, c: dict) -> None:

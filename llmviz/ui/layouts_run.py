@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, fields
 
 import streamlit as st
 
-from llmviz.analysis.claim_effects import judged
 from llmviz.analysis.work import decode_seconds, run_seconds
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import KV_LAYOUTS, RANDOM_MODELS, EngineConfig, SamplingConfig
@@ -300,7 +299,3 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
     return measure.run(t, SWEEP_KEY, sweep_key(s, o), work, text=t("layouts.progress", what="…"))
 
 
-def k3_judged(result: dict) -> dict:
-    """K3 on this sweep's own rounds, judged by the claims' one rule (analysis/claims.judge: the Claims page's and the
-    lesson's): paged against contiguous at the longest length up to 512 tokens and past 1024 (issue 36)."""
-    return judged("K3", result) | {"where": {k: result[k] for k in ("model", "device", "threads")}}

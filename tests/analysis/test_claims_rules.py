@@ -191,3 +191,14 @@ def test_k4s_predicted_effect_from_the_bytes_by_hand():
     speed = next(e for e in claim["effects"] if e["name"] == "decode_speedup")
     assert speed["predicted"] == pytest.approx(23_311_360 / 23_194_624 - 1)
     assert speed["verdict"] == DOES_NOT_HOLD and speed["reason"] == "no_effect"  # equal times: x1.00, as predicted
+
+
+def test_an_unresolved_quadratic_term_has_no_share():
+    """Issue 36: the fit called its quadratic term indistinguishable from zero and reported it as 30% at 511 tokens.
+    Noisy linear data: c cannot be told from zero, so its share is 0 and the linear term's is what a + b n gives."""
+    n = np.array([32, 64, 128, 255, 384, 510])
+    fit = fit_prefill(n, 2.0 + 0.1 * n + np.array([0.9, -1.1, 1.3, -0.8, 1.2, -1.0]))
+    assert not fit.quadratic_resolved and fit.c != 0
+    shares = fit.shares(510)
+    assert shares["quadratic"] == 0.0
+    assert shares["linear"] == pytest.approx(fit.b * 510 / (fit.a + fit.b * 510))

@@ -46,6 +46,13 @@ def test_throughput_sweep(app_model):
     assert any("batch 8 gives" in x for x in texts)
     result = at.session_state["llmviz_batch_sweep"][1]
     assert [r["batch"] for r in result["sizes"]] == [1, 2, 4, 8]
+    # K5 judged by the claims' one rule on this sweep's rounds (issue 36): the same verdict the Claims page would
+    # give these figures, in the box the Claims page and the lesson use
+    from llmviz.analysis.claim_effects import judged
+    from llmviz.i18n.translator import translate
+
+    verdict = translate("en", "claims.verdict." + judged("K5", result)["verdict"])
+    assert any(x.startswith(f"**K5 · {verdict}**") for x in texts), texts
 
 
 def test_too_many_prompts_get_a_message(app_model):

@@ -168,6 +168,14 @@ def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, pro
     return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device), load_fn or load, progress)
 
 
+def claim_workload(claim_id: str, quick: bool = True, device: str = "auto", load_fn=None) -> dict | None:
+    """What a claim's quick (or full) measurement will run, before it runs (llmviz/labs/claims.Measurer.workload):
+    the sides, shapes, prompt and steps the arithmetic predicts from; None where a claim has no such prediction."""
+    from llmviz.labs.claims import ClaimsPlan, Measurer
+
+    return Measurer(ClaimsPlan(quick=quick, device=device), load_fn or load).workload(claim_id)
+
+
 def claim_ids() -> tuple[str, ...]:
     """The ids of the article's claims, "K1" to "K11" (llmviz/labs/claims.py)."""
     from llmviz.labs.claims import CLAIM_IDS

@@ -42,8 +42,11 @@ def k1(f: dict):
 def k2(f: dict):
     pred = side_prediction(f["side"], f["prompt_tokens"], f["steps"], f["bandwidth"]["gb_per_s"])
     ms = f["decode_ms_per_token"]
-    share = stats.paired(ms.get("all") or [ms["median"]], ms.get("all") or [ms["median"]],
-                         lambda measured, _: pred.bound_ms / measured)  # the predicted bound's share, per round
+    timed = ms.get("all") or [ms["median"]]
+    probed = f["bandwidth"].get("rounds_gb_per_s") or [f["bandwidth"]["gb_per_s"]] * len(timed)
+    # per round: the bytes a step reads at that round's own probe, over that round's step: the probe's drift
+    # between rounds is in the interval too (issue 36: it moved K2 across the line between runs)
+    share = stats.paired(timed, probed, lambda step_ms, gbps: pred.read_bytes / (gbps * 1e6) / step_ms)
     return {"memory_share": share}, {"decode_ms_per_token": ms["median"], "bound_ms": pred.bound_ms,
                                      "bandwidth_gb_per_s": f["bandwidth"]["gb_per_s"], "read_bytes": pred.read_bytes}
 
@@ -82,12 +85,26 @@ def bytes_read(f: dict) -> dict:
             "predicted_speedup": pa.read_bytes / pb.read_bytes - 1}
 
 
+FROM_BYTES = {"K4": "decode_speedup", "K10": "throughput_gain", "K11": "time_saved"}  # effects the bytes predict
+
+
+def predicted_effect(claim_id: str, f: dict) -> dict:
+    """{effect: what the bytes a decode step reads predict for it} from a run's or a workload's sides (measured or
+    not yet: Measurer.workload), for the claims whose effect is a decode step's time: a speed-up (A's bytes over
+    B's, minus 1) or a saving (1 - B's over A's). {} for the others, and for a recording without its sides."""
+    read = bytes_read(f)
+    name = FROM_BYTES.get(claim_id)
+    if not read or name is None:
+        return {}
+    ratio = read["read_bytes_b"] / read["read_bytes_a"]
+    return {name: 1 - ratio if name == "time_saved" else 1 / ratio - 1}
+
+
 def k4(f: dict):
     faster, head = two_sides(f)
     before, after = f["kv_bytes_allocated"]
-    predicted = {"decode_speedup": head["predicted_speedup"]} if "predicted_speedup" in head else {}
     return {"kv_memory_saved": Effect.exact(1 - after / before), "decode_speedup": faster}, head | {
-        "kv_bytes_a": before, "kv_bytes_b": after, "predicted": predicted}
+        "kv_bytes_a": before, "kv_bytes_b": after, "predicted": predicted_effect("K4", f)}
 
 
 def k5(f: dict):
@@ -131,8 +148,7 @@ def k9(f: dict):
 
 def k10(f: dict):
     faster, head = two_sides(f)
-    predicted = {"throughput_gain": head["predicted_speedup"]} if "predicted_speedup" in head else {}
-    return {"throughput_gain": faster}, head | {"predicted": predicted}
+    return {"throughput_gain": faster}, head | {"predicted": predicted_effect("K10", f)}
 
 
 def k11(f: dict):
@@ -143,8 +159,7 @@ def k11(f: dict):
     unfused, fused = qkv_traffic_bytes(setup, n, False), qkv_traffic_bytes(setup, n, True)
     predicted_decode = 1 - qkv_traffic_bytes(setup, 1, True) / qkv_traffic_bytes(setup, 1, False)
     a, b = f["decode_ms_per_token"]
-    predicted = {"time_saved": 1 - head["read_bytes_b"] / head["read_bytes_a"]} if "read_bytes_a" in head else {}
-    return {"time_saved": saving(a, b)}, head | {"predicted": predicted,
+    return {"time_saved": saving(a, b)}, head | {"predicted": predicted_effect("K11", f),
         "dtype": f["dtype"], "predicted_prefill_bytes_unfused": unfused, "predicted_prefill_bytes_fused": fused,
         "predicted_prefill_traffic_saved": 1 - fused / unfused, "predicted_decode_traffic_saved": predicted_decode}
 

@@ -106,20 +106,37 @@ class Measurer(ServingClaims):
         return until_decided(claim, batch, self.plan.budget_s(claim))
 
     # --- shared measurements -------------------------------------------------------------------------------
+    def compare_config(self, name: str) -> CompareConfig:
+        """The Compare page's preset `name` on the plan's model, as the claims measure it."""
+        lm = self.model(self.plan.base_model)
+        p = preset(name, lm.cfg.to_dict(), lm.device.type)
+        b = p.b
+        if name == "kv-fp16" and lm.device.type == "cpu":
+            b = "kv-dtype=bf16"  # CPUs have no fast fp16 arithmetic: the half-precision cache they use
+        return CompareConfig(PROMPT, a=p.a, b=b, model=self.plan.base_model, steps=16 if self.plan.quick else 32,
+                             repeats=self.plan.repeats, device=self.plan.device,
+                             bandwidth_bytes=(256 if self.plan.quick else 512) * 2**20)
+
     def compare(self, name: str) -> dict:
         """The Compare page's preset `name` on the plan's model."""
         key = ("compare", name)
         if key not in self.memo:
-            lm = self.model(self.plan.base_model)
-            p = preset(name, lm.cfg.to_dict(), lm.device.type)
-            b = p.b
-            if name == "kv-fp16" and lm.device.type == "cpu":
-                b = "kv-dtype=bf16"  # CPUs have no fast fp16 arithmetic: the half-precision cache they use
-            config = CompareConfig(PROMPT, a=p.a, b=b, model=self.plan.base_model, steps=16 if self.plan.quick else 32,
-                                   repeats=self.plan.repeats, device=self.plan.device,
-                                   bandwidth_bytes=(256 if self.plan.quick else 512) * 2**20)
+            config = self.compare_config(name)
             self.memo[key] = compare(config, lambda name, engine: self.model(name or EMBEDDED_MODEL, engine))
         return self.memo[key]
+
+    def workload(self, claim: str) -> dict | None:
+        """What a compare-based claim (K4, K10, K11) will run, before it runs: its sides' settings, the model's
+        config, the prompt's tokens and the steps, for the arithmetic's prediction (issue 36: the app says where
+        the article's effect cannot appear here before measuring). None for the other claims."""
+        name = {"K4": "kv-fp16", "K10": "sdpa-fp8", "K11": "fused"}.get(claim)
+        if name is None:
+            return None
+        config, lm = self.compare_config(name), self.model(self.plan.base_model)
+        tokens = len(lm.tokenizer.encode(config.prompt))
+        return {"sides": [{"engine_config": config.engine_config(s).to_dict(), "model_config": lm.cfg.to_dict(),
+                           "kv": {"max_seq": tokens + config.steps + 1}} for s in "ab"],
+                "prompt_tokens": tokens, "steps": config.steps, "specs": [config.a, config.b]}
 
     # --- one method per claim ----------------------------------------------------------------------------
     def k1(self) -> dict:

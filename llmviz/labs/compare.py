@@ -154,9 +154,12 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
     progress(0.08, "probe", {})
     with typed_out_of_memory("the bandwidth probe", "free some memory"):
         bandwidth = memory_bandwidth(device, config.bandwidth_bytes, repeats=3)
-    runs = {"a": [], "b": []}
+    runs, probed = {"a": [], "b": []}, []
     rounds = config.warmup + config.repeats
     for r in range(rounds):
+        if r >= config.warmup:  # the probe again in every timed round: a share of it pairs with that round's timings
+            with typed_out_of_memory("the bandwidth probe", "free some memory"):
+                probed.append(round(memory_bandwidth(device, config.bandwidth_bytes, repeats=3)["gb_per_s"], 3))
         for j, side in enumerate("ab" if r % 2 == 0 else "ba"):
             progress(0.1 + 0.6 * (2 * r + j) / (2 * rounds), "round", {"round": r + 1, "rounds": rounds,
                                                                       "side": side.upper()})
@@ -181,7 +184,7 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
         "prompt": config.prompt, "model": models["a"].name, "device": str(device), "threads": torch.get_num_threads(),
         "steps": len(reference.steps) - 1, "steps_asked": config.steps, "repeats": config.repeats,
         "warmup": config.warmup, "seed": config.seed, "sampling": config.sampling.__dict__,
-        "a": sides["a"], "b": sides["b"], "bandwidth": bandwidth,
+        "a": sides["a"], "b": sides["b"], "bandwidth": bandwidth | {"rounds_gb_per_s": probed},
         "drift": _drift(models["b"], config, reference), "outputs": outputs,
         "prompt_tokens": len(reference.prompt_ids),
         **timed("timed.compare", warmup=config.warmup, repeats=config.repeats),

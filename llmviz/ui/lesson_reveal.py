@@ -16,9 +16,9 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis import reveal as rv
-from llmviz.analysis.claim_effects import interval_values, report
+from llmviz.analysis.claim_effects import FROM_BYTES, bytes_read, interval_values, predicted_effect, report
 from llmviz.analysis.claims import shown
-from llmviz.errors import ServerBusyError
+from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui import claims_run, measure, server, state
 from llmviz.ui.chrome import literal
 from llmviz.ui.claim_flight import ClaimFlights
@@ -153,10 +153,8 @@ def show(t, e: dict) -> None:
     if e["outcome"] is not None:
         st.markdown(why(t, e))
     if e.get("arithmetic"):
-        share = (c.get("figures") or {}).get("kv_share_of_read_a", 0.0)
-        because = t("lesson.arithmetic.why_qkv") if e["id"] == "K11" else t("lesson.arithmetic.why_kv", share=share)
-        st.markdown(t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t), why=because,
-                      article=shown(name, e["article"], t)))
+        st.markdown(t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t),
+                      why=bytes_because(t, e["id"], c.get("figures") or {}), article=shown(name, e["article"], t)))
     if e["prediction"] is not None:
         st.caption(t(f"lesson.prediction.{e['prediction']}"))
     figures = c.get("figures") or {}
@@ -166,6 +164,30 @@ def show(t, e: dict) -> None:
     st.caption(t(f"lesson.source.{e['source']}", when=e["when"], model=literal(str(where.get("model", "?"))),
                  device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
                  seconds=c.get("seconds") or 0))
+
+
+def bytes_because(t, claim_id: str, read: dict) -> str:
+    """Why the bytes predict what they do: KV's share of a decode step's bytes (K4, K10), or the input reads fusing
+    q, k and v saves (K11). `read`: claim_effects.bytes_read of the run or of the workload."""
+    if claim_id == "K11":
+        return t("lesson.arithmetic.why_qkv")
+    return t("lesson.arithmetic.why_kv", share=read.get("kv_share_of_read_a", 0.0))
+
+
+def before_measuring(t, claim_id: str) -> None:
+    """What the arithmetic predicts for the very run the Reveal will measure, said before it runs (issue 36: where
+    the article's effect cannot appear here, the app says so first): K4, K10 and K11, from their workload's bytes."""
+    if claim_id not in FROM_BYTES or not server.engine_available():
+        return
+    from llmviz import service
+
+    try:
+        work = service.claim_workload(claim_id, device=state.settings().device, load_fn=load)
+    except (LlmvizError, MemoryError):
+        return  # the Reveal itself will say what went wrong
+    name = FROM_BYTES[claim_id]
+    st.caption(t("lesson.before", predicted=shown(name, predicted_effect(claim_id, work)[name], t),
+                 why=bytes_because(t, claim_id, bytes_read(work)), article=shown(name, rv.article_effect(claim_id), t)))
 
 
 def panel(t, claim_id: str) -> None:
@@ -189,5 +211,7 @@ def panel(t, claim_id: str) -> None:
     if pressed:
         do_reveal(t, claim_id, rv.effect_of(claim_id, value) if st.session_state.get(moved) else None)
     e = revealed().get(claim_id)
-    if e is not None:
+    if e is None:
+        before_measuring(t, claim_id)
+    else:
         show(t, e)

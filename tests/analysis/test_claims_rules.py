@@ -202,3 +202,22 @@ def test_an_unresolved_quadratic_term_has_no_share():
     shares = fit.shares(510)
     assert shares["quadratic"] == 0.0
     assert shares["linear"] == pytest.approx(fit.b * 510 / (fit.a + fit.b * 510))
+
+
+def test_k2s_share_pairs_each_round_with_its_own_probe():
+    """Issue 36: the bandwidth probe drifted between runs and moved K2 across its line while its interval, of the
+    decode timings alone, stayed narrow. Now each round's share is the bytes a step reads (23,311,360 B for
+    llmviz-tiny after 20 + 16 tokens, by hand above) at that round's probe over that round's step: 10 ms at
+    23.31136, 11.65568 and 23.31136 GB/s gives 0.1, 0.2 and 0.1: median 0.1, interval 0.1 to 0.2."""
+    from llmviz import service
+    from llmviz.analysis.claim_effects import judged
+    from llmviz.trace.config import EngineConfig
+
+    side = {"engine_config": EngineConfig().to_dict(), "model_config": service.model_config_dict("llmviz-tiny"),
+            "kv": {"max_seq": 64}}
+    claim = judged("K2", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "side": side, "prompt_tokens": 20,
+                          "steps": 16, "decode_ms_per_token": {"median": 10.0, "min": 10.0, "max": 10.0,
+                                                               "all": [10.0, 10.0, 10.0]},
+                          "bandwidth": {"gb_per_s": 23.31136, "rounds_gb_per_s": [23.31136, 11.65568, 23.31136]}})
+    e = claim["effects"][0]
+    assert (e["measured"], e["low"], e["high"]) == (pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.2))

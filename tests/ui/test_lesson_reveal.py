@@ -192,3 +192,22 @@ def test_a_count_reads_as_counted_with_what_it_depends_on(lang):
     assert translate(lang, "lesson.depends.lengths", low=4, high=66, n=16) in a
     assert translate(lang, "lesson.depends.prefix", shared=200, mean=240.0, share=200 / 240) in b
     assert translate(lang, "lesson.why.about", measured="", article="", device="cpu")[-12:] not in a + b
+
+
+def test_k4s_step_says_what_the_bytes_predict_before_measuring(app_model):
+    """Issue 36 (4): before the Reveal, the K4 step says what the arithmetic predicts for the run it will time: the
+    embedded model in fp32 against a half-size (bf16) cache, the claims' prompt and its 16 decode steps; by hand
+    from the workload's tokens: weights 23,077,888 B, KV 8,192 B a token in fp32, 4,096 in bf16."""
+    from llmviz import service
+    from llmviz.analysis.claims import shown as shown_effect
+
+    work = service.claim_workload("K4", device="cpu")
+    n, steps = work["prompt_tokens"], work["steps"]
+    assert steps == 16 and [s["engine_config"]["kv_dtype"] for s in work["sides"]] == ["fp32", "bf16"]
+    mean_cached = n + (steps + 1) / 2
+    a, b = 23_077_888 + 8192 * mean_cached, 23_077_888 + 4096 * mean_cached
+    at = open_app(PAGE, model=app_model, lesson="2.2.2")
+    t = Translator("en")
+    said = t("lesson.before", predicted=shown_effect("decode_speedup", a / b - 1, t),
+             why=t("lesson.arithmetic.why_kv", share=8192 * mean_cached / a), article="×1.80")
+    assert said in [c.value for c in at.caption], [c.value for c in at.caption]

@@ -160,12 +160,15 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
     return sweep(lm, prompt, **options)
 
 
-def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None) -> dict:
+def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None,
+           patience: float = 1.0) -> dict:
     """The article's claims K1-K11 measured on this machine (llmviz/labs/claims.py): `ids` "K1,K4" or None for
-    all; load_fn(name, engine_config) lets the app use its shared model cache."""
+    all; load_fn(name, engine_config) lets the app use its shared model cache; `patience` times each claim's time
+    budget its batches may take before the rule decides with what it has."""
     from llmviz.labs.claims import ClaimsPlan, parse_ids, run_claims
 
-    return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device), load_fn or load, progress)
+    return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device, patience=patience), load_fn or load,
+                      progress)
 
 
 def claim_workload(claim_id: str, quick: bool = True, device: str = "auto", load_fn=None) -> dict | None:

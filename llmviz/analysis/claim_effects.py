@@ -197,6 +197,9 @@ def report(run: dict) -> dict:
         if error:
             entry["error"] = error
         entry["seconds"] = run["seconds"].get(claim_id)
+        # how many batches of rounds the adaptive loop pooled (labs/rounds.py), within what budget
+        entry["batches"], entry["budget_s"] = (None, None) if error else (figures.get("batches"),
+                                                                          figures.get("budget_s"))
         entry["where"] = {k: figures.get(k) for k in ("model", "device", "threads") if not error}
         entry["what_was_timed"] = None if error else figures.get("what_was_timed", figures.get("what_was_measured"))
         entry["timed"] = None if error else figures.get("timed")  # its catalogue key: pages show it translated

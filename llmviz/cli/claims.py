@@ -20,6 +20,9 @@ def add_parser(sub) -> None:
                    help="the embedded model, 3 repeats, short sweeps (all eleven in a few minutes on 2 CPU cores)")
     p.add_argument("--only", default=None, help='some claims: "K1,K4" (default: all eleven)')
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    p.add_argument("--patience", type=float, default=1.0,
+                   help="times each claim's time budget (10 s, 60 s on the GPT-2 shape) its rounds may take before "
+                        "the verdict must decide with what it has: 1 to 6 (default 1)")
     add_threads(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -33,7 +36,7 @@ def run(args) -> int:
     start(args)
     if args.only is not None and not args.only.replace(",", "").strip():  # --only "" or ",,,": no claim named
         raise ConfigError(f"--only {args.only!r} names no claim; the claims are {', '.join(service.claim_ids())}")
-    raw = service.claims(args.only, quick=args.quick, device=args.device, progress=progress)
+    raw = service.claims(args.only, quick=args.quick, device=args.device, progress=progress, patience=args.patience)
     errors = [c.get("error") for c in raw["claims"].values() if isinstance(c, dict)]
     if errors and all(errors):  # not one claim could be measured: the first reason, as every CLI error
         raise LlmvizError(errors[0])

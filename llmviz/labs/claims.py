@@ -36,6 +36,7 @@ from llmviz.trace.switches import load_options
 
 LONG_MODEL = "gpt2-124m-random"
 QUICK_BUDGET_S, LONG_BUDGET_S = 10.0, 60.0  # a claim's batches on the embedded model, on the GPT-2 shape
+MAX_PATIENCE = 6.0
 CLAIM_IDS = tuple(f"K{i}" for i in range(1, 12))
 PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the sea,"
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
@@ -48,10 +49,13 @@ class ClaimsPlan:
 
     quick: bool = True
     device: str = "auto"
+    patience: float = 1.0  # times the claim's budget its batches may take (a student who asks for the rounds)
 
     def __post_init__(self):
         if not isinstance(self.device, str) or not self.device.strip():
             raise ConfigError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        if not isinstance(self.patience, int | float) or not 1 <= self.patience <= MAX_PATIENCE:
+            raise ConfigError(f"patience must be 1 to {MAX_PATIENCE} times a claim's budget, got {self.patience!r}")
 
     @property
     def repeats(self) -> int:
@@ -72,7 +76,7 @@ class ClaimsPlan:
         """The seconds a claim's batches may take before the rule must decide with what it has (issue 36: a Reveal
         within 10 s on the embedded model, 60 s on the GPT-2 shape; a full run three times that)."""
         seconds = LONG_BUDGET_S if self.model_of(claim) == LONG_MODEL else QUICK_BUDGET_S
-        return seconds if self.quick else 3 * seconds
+        return self.patience * (seconds if self.quick else 3 * seconds)
 
 
 class Measurer(ServingClaims):

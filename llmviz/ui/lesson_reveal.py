@@ -17,7 +17,7 @@ import streamlit as st
 
 from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import FROM_BYTES, bytes_read, interval_values, predicted_effect, report
-from llmviz.analysis.claims import shown
+from llmviz.analysis.claims import CANNOT_TELL, shown
 from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui import claims_run, measure, server, state
 from llmviz.ui.chrome import literal
@@ -46,7 +46,7 @@ def flights() -> ClaimFlights:
     return ClaimFlights()
 
 
-def measured_now(t, claim_id: str, latest: LatestClaims | None = None) -> dict | None:
+def measured_now(t, claim_id: str, latest: LatestClaims | None = None, patience: float = 1.0) -> dict | None:
     """{"claim", "when", "source"}: the judged claim measured now (quick: 3 repeats), or, when `latest` holds one by
     the time the heavy slot is granted, the server's entry instead ("server"); None after a message."""
     from llmviz import service
@@ -57,7 +57,8 @@ def measured_now(t, claim_id: str, latest: LatestClaims | None = None) -> dict |
             if kept is not None:
                 return {**kept, "source": "server"}
             raw = service.claims(claim_id, quick=True, device=state.settings().device, load_fn=load,
-                                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
+                                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)),
+                                 patience=patience)
         return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured"}
 
     return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id))
@@ -102,6 +103,22 @@ def do_reveal(t, claim_id: str, predicted: float | None) -> None:
     found = shared_reveal(t, claim_id) if server.policy().public else measured_now(t, claim_id)
     if found is not None:
         revealed()[claim_id] = entry_of(found["claim"], found["when"], found["source"], predicted)
+
+
+PATIENCE = 4.0  # "measure until it decides": four times the claim's budget (a Reveal's 10 s become 40 s)
+
+
+def offer_rounds(t, e: dict) -> None:
+    """Cannot tell: the rounds that would decide are offered (issue 36), in the local tool: measured again with four
+    times the claim's budget, its batches pooled until the rule decides. A public server's queue is not held that
+    long; its students read the sentence."""
+    if e["verdict"] != CANNOT_TELL or server.policy().public or not server.engine_available():
+        return
+    if st.button(t("lesson.more_rounds", claim=e["id"], times=PATIENCE), key=f"lesson_more_{e['id']}"):
+        found = measured_now(t, e["id"], patience=PATIENCE)
+        if found is not None:
+            revealed()[e["id"]] = entry_of(found["claim"], found["when"], found["source"], e["predicted"])
+            st.rerun()
 
 
 def why(t, e: dict) -> str:
@@ -152,6 +169,7 @@ def show(t, e: dict) -> None:
     claims_run.verdict_box(t, c)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
+    offer_rounds(t, e)
     if e.get("arithmetic"):
         st.markdown(t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t),
                       why=bytes_because(t, e["id"], c.get("figures") or {}), article=shown(name, e["article"], t)))

@@ -81,3 +81,16 @@ def test_never_past_max_batches():
     noisy = [[8.0, 5.0, 6.5]] * MAX_BATCHES
     clock = Clock(0.0)
     assert until_decided("K4", clock.timed(k4_batches(noisy)), 1e9, clock)["batches"] == MAX_BATCHES
+
+
+def test_patience_scales_each_claims_budget():
+    """Issue 36: the rounds that would decide are offered; a plan's patience multiplies the claim's budget (10 s on
+    the embedded model, 60 s on the GPT-2 shape, three times that in a full run), within 1 to 6."""
+    from llmviz.errors import ConfigError
+    from llmviz.labs.claims import ClaimsPlan
+
+    assert ClaimsPlan().budget_s("K4") == 10.0 and ClaimsPlan().budget_s("K3") == 60.0
+    assert ClaimsPlan(patience=4).budget_s("K4") == 40.0 and ClaimsPlan(quick=False, patience=2).budget_s("K6") == 360
+    for bad in (0.5, 7, "4", None):
+        with pytest.raises(ConfigError, match="patience must be 1 to 6"):
+            ClaimsPlan(patience=bad)

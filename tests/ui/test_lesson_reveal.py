@@ -211,3 +211,34 @@ def test_k4s_step_says_what_the_bytes_predict_before_measuring(app_model):
     said = t("lesson.before", predicted=shown_effect("decode_speedup", a / b - 1, t),
              why=t("lesson.arithmetic.why_kv", share=8192 * mean_cached / a), article="×1.80")
     assert said in [c.value for c in at.caption], [c.value for c in at.caption]
+
+
+def test_cannot_tell_offers_the_rounds_that_would_decide(app_model, monkeypatch):
+    """Issue 36 (2): a Reveal that cannot tell offers to measure until it decides (the local tool): the button
+    measures the claim again with four times its budget, and the entry is replaced by that measurement; a public
+    server, whose queue one student must not hold that long, does not offer it."""
+    noisy = k4_rounds([6.5, 8.0, 5.0])
+    assert noisy["verdict"] == "cannot_tell"
+    at = open_app(PAGE, model=app_model, lesson="2.2.2")
+    at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [noisy], "when": "2026-12-05 12:00:00"}
+    reveal(at, "K4", 1.8)
+    button = at.button(key="lesson_more_K4")
+    assert button.label == translate("en", "lesson.more_rounds", claim="K4", times=4.0)
+    button.click().run(timeout=300)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    kept = at.session_state[REVEALED_KEY]["K4"]
+    assert kept["source"] == "measured" and kept["claim"]["budget_s"] == 40.0 and kept["claim"]["batches"] >= 1
+    assert kept["predicted"] == pytest.approx(0.8)  # the student's prediction stays with the new measurement
+
+    monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
+    public = open_app(PAGE, model=app_model, lesson="2.2.2")
+    public.session_state["llmviz_claims_report"] = {"quick": True, "claims": [noisy], "when": "2026-12-05 12:00:00"}
+    reveal(public, "K4", 1.8)
+    assert not [b for b in public.button if b.key == "lesson_more_K4"]
+
+
+def k4_rounds(b: list[float]) -> dict:
+    spread = lambda ms: {"median": sorted(ms)[1], "min": min(ms), "max": max(ms), "all": ms}  # noqa: E731
+    return judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["a", "b"],
+                         "decode_ms_per_token": [spread([10.0] * 3), spread(b)],
+                         "prefill_ms": [spread([1.0] * 3)] * 2, "kv_bytes_allocated": [1000, 500]})

@@ -46,7 +46,8 @@ def k2(f: dict):
     probed = f["bandwidth"].get("rounds_gb_per_s") or [f["bandwidth"]["gb_per_s"]] * len(timed)
     # per round: the bytes a step reads at that round's own probe, over that round's step: the probe's drift
     # between rounds is in the interval too (issue 36: it moved K2 across the line between runs)
-    share = stats.paired(timed, probed, lambda step_ms, gbps: pred.read_bytes / (gbps * 1e6) / step_ms)
+    pair = stats.paired if len(timed) == len(probed) else stats.unpaired  # a recording's rounds may not pair
+    share = pair(timed, probed, lambda step_ms, gbps: pred.read_bytes / (gbps * 1e6) / step_ms)
     return {"memory_share": share}, {"decode_ms_per_token": ms["median"], "bound_ms": pred.bound_ms,
                                      "bandwidth_gb_per_s": f["bandwidth"]["gb_per_s"], "read_bytes": pred.read_bytes}
 

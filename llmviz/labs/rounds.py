@@ -17,6 +17,7 @@ from llmviz.engine.timing import spread
 
 MAX_BATCHES = 8
 SPREAD_KEYS = frozenset({"median", "min", "max", "all"})
+ROUND_LISTS = frozenset({"rounds_gb_per_s"})  # plain lists with one value per round (a compare's probe per round)
 
 
 def _is_spread(x) -> bool:
@@ -25,15 +26,15 @@ def _is_spread(x) -> bool:
 
 def merge_rounds(a, b):
     """Two batches of one measurement as one: a timing spread's rounds concatenated (a per-length spread, whose
-    "all" holds one list per length, length by length); dicts and equal-length lists walked; anything else (a
-    count, a name, a length) is the first batch's."""
+    "all" holds one list per length, length by length), and so the plain per-round lists of ROUND_LISTS; dicts and
+    equal-length lists walked; anything else (a count, a name, a length) is the first batch's."""
     if _is_spread(a) and _is_spread(b):
         if a["all"] and isinstance(a["all"][0], list):  # per length: {median: [...], ..., all: [[...], ...]}
             cells = [spread(x + y) for x, y in zip(a["all"], b["all"], strict=True)]
             return {key: [c[key] for c in cells] for key in ("median", "min", "max", "all")}
         return spread(list(a["all"]) + list(b["all"]))
     if isinstance(a, dict) and isinstance(b, dict):
-        return {k: merge_rounds(v, b[k]) if k in b else v for k, v in a.items()}
+        return {k: (v + b[k] if k in ROUND_LISTS else merge_rounds(v, b[k])) if k in b else v for k, v in a.items()}
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [merge_rounds(x, y) for x, y in zip(a, b, strict=True)]
     return a

@@ -94,3 +94,13 @@ def test_patience_scales_each_claims_budget():
     for bad in (0.5, 7, "4", None):
         with pytest.raises(ConfigError, match="patience must be 1 to 6"):
             ClaimsPlan(patience=bad)
+
+
+def test_a_compares_probe_per_round_pools_with_its_rounds():
+    """The CI's claims page run: K2 pooled two batches of decode rounds (6) but kept the first batch's 3 probes,
+    and the paired share refused them. A plain per-round list pools like a spread's rounds."""
+    a = {"bandwidth": {"gb_per_s": 20.0, "rounds_gb_per_s": [20.0, 21.0, 19.0]}, "decode_ms_per_token": spread(1, 2, 3)}
+    b = {"bandwidth": {"gb_per_s": 18.0, "rounds_gb_per_s": [18.0, 17.0, 19.5]}, "decode_ms_per_token": spread(4, 5, 6)}
+    m = merge_rounds(a, b)
+    assert m["bandwidth"]["rounds_gb_per_s"] == [20.0, 21.0, 19.0, 18.0, 17.0, 19.5]
+    assert m["bandwidth"]["gb_per_s"] == 20.0 and len(m["decode_ms_per_token"]["all"]) == 6

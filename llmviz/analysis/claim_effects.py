@@ -239,6 +239,13 @@ def interval_values(t, e: dict) -> dict:
             "top": end(band[1] if e["article"] > 0 else band[0])}
 
 
+def interval_text(t, e: dict) -> str:
+    """An effect's interval as a table cell: its ends and rounds, "counted" for an exact figure, "—" unmeasured."""
+    if "measured" not in e:
+        return "—"
+    return t("claims.counted") if not e.get("rounds") else t("claims.interval", **interval_values(t, e))
+
+
 def table_rows(t, rep: dict) -> list[dict]:
     """One row per effect of every claim, for the page's table and the CSV (translated headers)."""
     rows = []
@@ -248,8 +255,7 @@ def table_rows(t, rep: dict) -> list[dict]:
                          t("claims.col_effect"): t(f"claims.effect.{e['name']}"),
                          t("claims.col_article_effect"): shown(e["name"], e["article"], t),
                          t("claims.col_measured"): shown(e["name"], e["measured"], t) if "measured" in e else "—",
-                         t("claims.col_range"): (t("claims.interval", **interval_values(t, e))
-                                                 if "measured" in e else "—"),
+                         t("claims.col_range"): interval_text(t, e),
                          t("claims.col_predicted"): (shown(e["name"], e["predicted"], t)
                                                      if e.get("predicted") is not None else "—"),
                          t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}")})

@@ -8,7 +8,7 @@ import json
 
 import streamlit as st
 
-from llmviz.analysis.claim_effects import interval_values, reason_text
+from llmviz.analysis.claim_effects import interval_text, reason_text
 from llmviz.analysis.claims import shown
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.reveal import judged_effect
@@ -24,8 +24,7 @@ def rows(t, entries: dict[str, dict]) -> list[dict]:
         out.append({t("claims.col_claim"): e["id"], t("claims.col_effect"): t(f"claims.effect.{name}"),
                     t("lesson.your_prediction"): shown(name, e["predicted"], t) if e["predicted"] is not None else "—",
                     t("lesson.this_machine"): shown(name, e["measured"], t) if e["measured"] is not None else "—",
-                    t("claims.col_range"): (t("claims.interval", **interval_values(t, judged_effect(e)))
-                                            if e["measured"] is not None else "—"),
+                    t("claims.col_range"): interval_text(t, judged_effect(e)),
                     t("lesson.article_a100"): shown(name, e["article"], t),
                     t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}"),
                     t("lesson.col_where"): f"{where.get('model', '?')} · {where.get('device', '?')} · {e['when']}"})

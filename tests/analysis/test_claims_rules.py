@@ -221,3 +221,17 @@ def test_k2s_share_pairs_each_round_with_its_own_probe():
                           "bandwidth": {"gb_per_s": 23.31136, "rounds_gb_per_s": [23.31136, 11.65568, 23.31136]}})
     e = claim["effects"][0]
     assert (e["measured"], e["low"], e["high"]) == (pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.2))
+
+
+def test_a_tables_interval_cell():
+    """The Claims table's and the lesson end's cell: the interval's ends and rounds; a count says it is counted."""
+    from llmviz.analysis.claim_effects import interval_text
+    from llmviz.i18n.translator import Translator
+
+    en, zh = Translator("en"), Translator("zh")
+    timed = {"name": "decode_speedup", "article": 0.8, "measured": -0.04, "low": -0.16, "high": -0.02, "rounds": 3,
+             "band": [0.4, None]}
+    assert interval_text(en, timed) == "×0.84 – ×0.98 (3 rounds)"
+    assert interval_text(zh, timed) == "×0.84 – ×0.98（3 轮）"
+    counted = {"name": "kv_memory_saved", "article": 0.5, "measured": 0.5, "low": 0.5, "high": 0.5, "rounds": 0}
+    assert interval_text(en, counted) == "counted (exact)" and interval_text(en, {"name": "x", "article": 1}) == "—"

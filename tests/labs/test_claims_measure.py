@@ -49,7 +49,10 @@ def test_k4_and_k2_share_one_compare_and_the_kv_bytes_halve(measurer):
     assert f4["specs"] == ["kv-dtype=fp32", "kv-dtype=bf16"]  # on a CPU the half-precision cache is bf16
     assert f4["kv_bytes_allocated"] == [512 * PER_TOKEN, 512 * PER_TOKEN // 2]  # max_seq 512 preallocated
     f2 = measurer.measure("K2")
-    assert f2["decode_ms_per_token"] == f4["decode_ms_per_token"][0]  # the same run, measured once
+    # K2's first batch is the compare K4 ran last (kept, not measured again); where a claim stays undecided its
+    # later batches measure anew (labs/rounds.py: a loaded machine may need them), so compare those rounds
+    repeats = measurer.plan.repeats
+    assert f2["decode_ms_per_token"]["all"][:repeats] == f4["decode_ms_per_token"][0]["all"][-repeats:]
     j = judged("K2", f2)
     # a step reads at least every weight but the embedding rows it skips: the model's own tensors, measured
     lm = measurer.model("llmviz-tiny")

@@ -179,7 +179,8 @@ def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
             "effects": [{"name": name, "article": dict(claim.effects)[name], "verdict": j.verdict,
                          "reason": j.reason, "band": j.band.jsonable(), "predicted": predicted.get(name),
                          **({"measured": e.value, "low": finite(e.low), "high": finite(e.high), "rounds": e.rounds,
-                             "paired": e.paired, "more_rounds": j.more_rounds} if (e := j.estimate) else {})}
+                             "paired": e.paired, "more_rounds": j.more_rounds, "line": j.line}
+                            if (e := j.estimate) else {})}
                         for name, j in parts],
             "figures": head}
 
@@ -219,7 +220,9 @@ def reason_text(t, claim: dict) -> str:
             out.append(t("claims.reason.not_measured"))
             continue
         values = {k: shown(e["name"], e[k], t) for k in ("measured", "article")} | interval_values(t, e)
-        label, sentence = t("claims.effect." + e["name"]), t("claims.reason." + e["reason"], **values)
+        key = "claims.reason." + e["reason"]  # a report kept from before a reason was renamed reads as unmeasured
+        label, sentence = t("claims.effect." + e["name"]), t(key if key in t else "claims.reason.not_measured",
+                                                             **values)
         if e["reason"] == "cannot_tell":
             more = e.get("more_rounds")
             sentence += " " + (t("claims.more_rounds", n=more, rounds=e.get("rounds", 0)) if more else
@@ -234,8 +237,8 @@ def interval_values(t, e: dict) -> dict:
         return shown(e["name"], x, t) if x is not None and abs(x) != float("inf") else "?"
 
     band = e.get("band") or [None, None]
-    return {"low": end(e.get("low")), "high": end(e.get("high")), "rounds": e.get("rounds", 0),
-            "edge": end(band[0] if e["article"] > 0 else band[1]),
+    edge = e.get("line") if e.get("line") is not None else (band[0] if e["article"] > 0 else band[1])
+    return {"low": end(e.get("low")), "high": end(e.get("high")), "rounds": e.get("rounds", 0), "edge": end(edge),
             "top": end(band[1] if e["article"] > 0 else band[0])}
 
 

@@ -129,6 +129,7 @@ class Judgement:
     estimate: Estimate | None
     band: Band
     more_rounds: int | None = None
+    line: float | None = None  # cannot tell: the band's edge the interval crosses nearest the estimate
 
 
 def judge(article: float, effect: Estimate | None, why_not: str = "", bounded: bool = False) -> Judgement:
@@ -150,8 +151,9 @@ def judge(article: float, effect: Estimate | None, why_not: str = "", bounded: b
             reason = "too_small" if sign * effect.value < abs(band.low if sign > 0 else band.high) else "too_large"
         return Judgement(DOES_NOT_HOLD, reason, effect, band)
     crossed = [edge for edge in (band.low, band.high) if low <= edge <= high]
-    edge = min(crossed, key=lambda e: abs(e - effect.value))
-    return Judgement(CANNOT_TELL, "cannot_tell", effect, band, stats.more_rounds(effect, edge))
+    needed = [stats.more_rounds(effect, edge) for edge in crossed]  # every crossed edge must be cleared to decide
+    more = None if None in needed else max(needed)
+    return Judgement(CANNOT_TELL, "cannot_tell", effect, band, more, min(crossed, key=lambda e: abs(e - effect.value)))
 
 
 def claim_verdict(claim: Claim, effects: dict, why_not: str = "") -> tuple[str, list]:

@@ -75,7 +75,7 @@ def outcome(effect: dict, claim_verdict: str) -> str | None:
     if effect["verdict"] == CANNOT_TELL:
         return "cannot_tell"
     if effect["verdict"] == DOES_NOT_HOLD:
-        return NOT_HOLDING[effect["reason"]]
+        return NOT_HOLDING.get(effect["reason"])
     if effect["verdict"] != HOLDS:
         return None
     if claim_verdict != HOLDS:

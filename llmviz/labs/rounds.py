@@ -47,7 +47,8 @@ def until_decided(claim_id: str, measure: Callable[[], dict], budget_s: float, c
     figures, batches = measure(), 1
     while batches < MAX_BATCHES:
         spent = clock() - began
-        if judged(claim_id, figures)["verdict"] != CANNOT_TELL or spent + spent / batches > budget_s:
+        undecided = any(e["verdict"] == CANNOT_TELL for e in judged(claim_id, figures)["effects"])
+        if not undecided or spent + spent / batches > budget_s:  # more rounds help only an effect that cannot tell
             break
         figures, batches = merge_rounds(figures, measure()), batches + 1
     return figures | {"batches": batches, "budget_s": budget_s}

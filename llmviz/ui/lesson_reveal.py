@@ -129,7 +129,7 @@ def why(t, e: dict) -> str:
               **interval_values(t, rv.judged_effect(e)),
               "device": literal(str(where.get("device", "?"))), "model": literal(str(where.get("model", "?"))),
               "threads": where.get("threads", "?")}
-    if e["rounds"] == 0 and e["outcome"] in COUNTED_OUTCOMES:  # counted on a request trace, not timed (K7, K9)
+    if e.get("rounds", 0) == 0 and e["outcome"] in COUNTED_OUTCOMES:  # counted on a request trace, not timed (K7, K9)
         return t("lesson.why.counted", **values) + " " + depends(t, e)
     text = t(f"lesson.why.{e['outcome']}", **values)
     if e["outcome"] in ("smaller", "opposite", "none"):
@@ -171,8 +171,12 @@ def show(t, e: dict) -> None:
         st.markdown(why(t, e))
     offer_rounds(t, e)
     if e.get("arithmetic"):
-        st.markdown(t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t),
-                      why=bytes_because(t, e["id"], c.get("figures") or {}), article=shown(name, e["article"], t)))
+        text = t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t),
+                 why=bytes_because(t, e["id"], c.get("figures") or {}))
+        band = rv.judged_effect(e).get("band") or [None, None]
+        if e["arithmetic"] == "as_predicted" and band[0] is not None and here < band[0]:  # the article's effect
+            text += " " + t("lesson.arithmetic.article_needs", article=shown(name, e["article"], t))  # is out of reach
+        st.markdown(text)
     if e["prediction"] is not None:
         st.caption(t(f"lesson.prediction.{e['prediction']}"))
     figures = c.get("figures") or {}

@@ -235,3 +235,22 @@ def test_a_tables_interval_cell():
     assert interval_text(zh, timed) == "×0.84 – ×0.98（3 轮）"
     counted = {"name": "kv_memory_saved", "article": 0.5, "measured": 0.5, "low": 0.5, "high": 0.5, "rounds": 0}
     assert interval_text(en, counted) == "counted (exact)" and interval_text(en, {"name": "x", "article": 1}) == "—"
+
+
+def test_cannot_tell_names_the_line_it_crosses_and_every_line_counts():
+    """Review findings: K1's interval x2.20-x2.60 crosses the band's upper line (x2.41), not its lower one (x1.47),
+    and the sentence names that one; an interval across both lines needs the rounds that clear both (here the upper
+    one, 0.7 to 1.414: 6 x (1.8 / 0.714)^2 = 38.1, so 33 more; the lower alone would need 1)."""
+    from llmviz.analysis.claim_effects import judged, reason_text
+    from llmviz.i18n.translator import Translator
+
+    upper = judge(K1, timed(1.3, 1.2, 1.6, 6), bounded=True)
+    assert upper.verdict == CANNOT_TELL and upper.line == pytest.approx(1.5 * K1)
+    both = judge(K1, timed(0.7, 0.46, 2.5, 6), bounded=True)
+    assert both.more_rounds == 33
+    claim = judged("K1", {"lengths": [64, 128, 255, 510], "prefill_ms": [
+        {"median": m, "min": m, "max": m, "all": [m] * 3} for m in (1.0, 2.0, 3.0, 6.9)]})
+    e = claim["effects"][0]
+    e.update(measured=1.3, low=1.2, high=1.6, rounds=6, verdict=CANNOT_TELL, reason="cannot_tell", line=upper.line,
+             more_rounds=3)
+    assert "(the line at ×2.41)" in reason_text(Translator("en"), claim)

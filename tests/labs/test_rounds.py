@@ -104,3 +104,19 @@ def test_a_compares_probe_per_round_pools_with_its_rounds():
     m = merge_rounds(a, b)
     assert m["bandwidth"]["rounds_gb_per_s"] == [20.0, 21.0, 19.0, 18.0, 17.0, 19.5]
     assert m["bandwidth"]["gb_per_s"] == 20.0 and len(m["decode_ms_per_token"]["all"]) == 6
+
+
+def test_no_more_batches_when_no_effect_can_tell_more():
+    """Review finding: K3 swept only up to 512 tokens has one effect that holds and one not measured; the claim
+    cannot tell, but more rounds decide nothing: one batch."""
+    def k3():
+        cell = {"median": [10.0], "min": [10.0], "max": [10.0], "all": [[10.0, 10.0, 10.0]]}
+        fast = {"median": [8.0], "min": [8.0], "max": [8.0], "all": [[8.0, 8.0, 8.0]]}
+        return {"lengths": [256], "ms_per_token": {"paged": cell, "contiguous": fast}, "model": "m"}
+    f = until_decided("K3", k3, 1e9)
+    from llmviz.analysis.claim_effects import judged
+
+    claim = judged("K3", f)
+    assert claim["verdict"] == "cannot_tell" and [e["verdict"] for e in claim["effects"]] == ["holds",
+                                                                                           "cannot_measure"]
+    assert f["batches"] == 1

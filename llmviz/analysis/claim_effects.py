@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from llmviz.analysis import stats
-from llmviz.analysis.claims import CLAIMS, Effect, claim_verdict, saving, shown, speedup
+from llmviz.analysis.claims import CLAIMS, Effect, claim_verdict, rounds_of, saving, shown, speedup
 from llmviz.analysis.lab import side_prediction
 from llmviz.analysis.predict import Setup, Shape, qkv_traffic_bytes
 from llmviz.analysis.prefill_fit import fit_prefill
@@ -42,7 +42,7 @@ def k1(f: dict):
 def k2(f: dict):
     pred = side_prediction(f["side"], f["prompt_tokens"], f["steps"], f["bandwidth"]["gb_per_s"])
     ms = f["decode_ms_per_token"]
-    timed = ms.get("all") or [ms["median"]]
+    timed = rounds_of(ms)
     probed = f["bandwidth"].get("rounds_gb_per_s") or [f["bandwidth"]["gb_per_s"]] * len(timed)
     # per round: the bytes a step reads at that round's own probe, over that round's step: the probe's drift
     # between rounds is in the interval too (issue 36: it moved K2 across the line between runs)
@@ -76,14 +76,13 @@ def two_sides(f: dict):
 
 def bytes_read(f: dict) -> dict:
     """What a decode step of each side reads, by the arithmetic (analysis/predict.py: this run's shapes, dtypes,
-    prompt and steps), and the speed-up that predicts where a step waits on memory: A's bytes over B's, minus 1
-    (the bandwidth cancels). {} for a recording from before the sides were kept."""
+    prompt and steps), and KV's share of A's (predicted_effect turns them into the effect they predict). {} for a
+    recording from before the sides were kept."""
     if "sides" not in f:
         return {}
     pa, pb = (side_prediction(s, f["prompt_tokens"], f["steps"], None) for s in f["sides"])
     return {"read_bytes_a": pa.read_bytes, "read_bytes_b": pb.read_bytes, "kv_read_bytes_a": pa.kv_read_bytes,
-            "kv_share_of_read_a": pa.kv_read_bytes / pa.read_bytes,
-            "predicted_speedup": pa.read_bytes / pb.read_bytes - 1}
+            "kv_share_of_read_a": pa.kv_read_bytes / pa.read_bytes}
 
 
 FROM_BYTES = {"K4": "decode_speedup", "K10": "throughput_gain", "K11": "time_saved"}  # effects the bytes predict
@@ -114,8 +113,7 @@ def k5(f: dict):
         return {}, {}
     one, eight = by[1], by[8]
     # tokens/s at batch 8 over batch 1, minus 1, per round (the sweep runs every size in each round)
-    gain = stats.paired(one.get("all") or [one["median"]], eight.get("all") or [eight["median"]],
-                        lambda a, b: 8 * a / b - 1)
+    gain = stats.paired(rounds_of(one), rounds_of(eight), lambda a, b: 8 * a / b - 1)
     return {"prefill_throughput_gain": gain}, {f"prefill_ms_batch_{b}": by[b]["median"] for b in sorted(by)}
 
 
@@ -234,7 +232,7 @@ def reason_text(t, claim: dict) -> str:
 def interval_values(t, e: dict) -> dict:
     """An effect's interval as the sentences and the table show it: its ends, the rounds, the band's edge."""
     def end(x):
-        return shown(e["name"], x, t) if x is not None and abs(x) != float("inf") else "?"
+        return shown(e["name"], x, t) if x is not None and math.isfinite(x) else "?"
 
     band = e.get("band") or [None, None]
     edge = e.get("line") if e.get("line") is not None else (band[0] if e["article"] > 0 else band[1])

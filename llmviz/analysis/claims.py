@@ -83,10 +83,15 @@ def shown(name: str, value: float, t) -> str:
 Effect = Estimate  # a measured effect: its value and 95% interval over the rounds (exact for a count)
 
 
+def rounds_of(spread: dict) -> list:
+    """A timing spread's rounds ({median, min, max, all}); its median alone for a recording that kept no rounds."""
+    return spread.get("all") or [spread["median"]]
+
+
 def _between(a: dict, b: dict, effect, paired: bool) -> Estimate:
     """An effect of two timing spreads ({median, min, max, all}) by the one statistics rule: per round where the
     lab ran A and B in the same rounds (`paired`), else of the two medians."""
-    x, y = a.get("all") or [a["median"]], b.get("all") or [b["median"]]
+    x, y = rounds_of(a), rounds_of(b)
     if paired and len(x) == len(y):
         return stats.paired(x, y, effect)
     return stats.unpaired(x, y, effect)

@@ -18,6 +18,17 @@ from llmviz.analysis import stats
 from llmviz.analysis.predict import Setup, Shape, kv_bytes_per_token, kv_read_bytes, weight_read_bytes
 from llmviz.analysis.stats import Estimate
 
+SHORTEST = 16  # tokens: the shortest cache a slope sweep times
+
+
+def spread_lengths(max_seq: int, points: int, steps: int) -> list[int]:
+    """`points` cached lengths spread evenly from SHORTEST to the longest with room for `steps` decode steps (the
+    lesson's sweep and the Decode page's)."""
+    longest = max_seq - steps
+    if longest <= SHORTEST:
+        return [max(1, longest)]
+    return sorted({round(SHORTEST + i * (longest - SHORTEST) / (points - 1)) for i in range(points)})
+
 
 @dataclass(frozen=True)
 class Slowdown:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from llmviz.analysis import stats
+from llmviz.analysis.claims import speedup
 from llmviz.engine.lean_steps import lean_generate
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.memory import typed_out_of_memory
@@ -245,6 +245,6 @@ def within_noise(a: dict, b: dict) -> dict:
         if min(len(x), len(y)) < MIN_ROUNDS_FOR_NOISE:
             out[key] = None
             continue
-        ratio = stats.paired(y, x, stats.faster) if len(x) == len(y) else stats.unpaired(y, x, stats.faster)
+        ratio = speedup(b[key], a[key])  # B's time over A's, minus 1: paired where the rounds pair (one rule)
         out[key] = ratio.low <= 0 <= ratio.high
     return out

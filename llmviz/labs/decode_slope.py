@@ -1,38 +1,31 @@
 """Decode slowing down, measured (C18, §4.2; issue 36): decode ms/token at `points` cached lengths from 16 tokens to
 the model's whole context (2,040 on the GPT-2-124M shape), by the layout sweep's one timing rule (its cache filled
-with seeded random K and V, no prefill: llmviz/labs/layout_sweep.py) on the contiguous layout, and the memory
-bandwidth probe in the same run, for the slope the bytes predict (llmviz/analysis/decode_slope.py reads both).
+with seeded random K and V, no prefill: llmviz/labs/layout_sweep.py) on one layout (contiguous unless asked), and
+the memory bandwidth probe in the same run, for the slope the bytes predict (analysis/decode_slope.py reads both).
 """
 
 from __future__ import annotations
 
+from llmviz.analysis.decode_slope import spread_lengths
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.devices import dtype_name
 from llmviz.labs.layout_sweep import layout_sweep, sweep_max_seq
 from llmviz.labs.probes import memory_bandwidth
 from llmviz.trace.progress import Progress, silent, within
 
-SHORTEST = 16
 POINTS, STEPS, REPEATS = 10, 8, 3
 PROBE_BYTES = 256 * 2**20  # past every CPU cache, as the claims' compares probe
 
 
-def slope_lengths(max_seq: int, points: int = POINTS, steps: int = STEPS) -> list[int]:
-    """`points` cached lengths spread evenly from SHORTEST to the longest with room for `steps` decode steps."""
-    longest = max_seq - steps
-    if longest <= SHORTEST:
-        return [max(1, longest)]
-    return sorted({round(SHORTEST + i * (longest - SHORTEST) / (points - 1)) for i in range(points)})
-
-
 def decode_slope(lm: LoadedModel, points: int = POINTS, steps: int = STEPS, repeats: int = REPEATS,
-                 progress: Progress | None = None, seed: int = 0) -> dict:
+                 progress: Progress | None = None, seed: int = 0, layout: str = "contiguous",
+                 backend: str = "sdpa") -> dict:
     """The sweep's result (lengths, ms_per_token with every round, what was timed) with "element" (the weights'
     and cache's dtype, as the arithmetic names it) and "bandwidth" (the probe, measured after the sweep)."""
     progress = progress or silent
-    lengths = slope_lengths(sweep_max_seq(lm), points, steps)
-    result = layout_sweep(lm, lengths, ("contiguous",), steps, repeats, within(progress, 0.0, 0.9, "sweep"),
-                          seed=seed)
+    lengths = spread_lengths(sweep_max_seq(lm), points, steps)
+    result = layout_sweep(lm, lengths, (layout,), steps, repeats, within(progress, 0.0, 0.9, "sweep"),
+                          seed=seed, backend=backend)
     progress(0.92, "probe", {"what": "bandwidth"})
     bandwidth = memory_bandwidth(lm.device, PROBE_BYTES, repeats=3)
     progress(1.0, "done", {"what": "✓"})

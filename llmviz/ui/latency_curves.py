@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.analysis.decode_slope import spread_lengths
 from llmviz.trace.config import default_max_seq
 from llmviz.ui import claims_run, latency_sweep, measure, server, state
 from llmviz.ui.charts import chart
@@ -13,13 +14,12 @@ from llmviz.ui.markdown import escape
 from llmviz.ui.settings import Settings
 
 PREFILL_KEY = "llmviz_prefill_sweep"
-POINTS, REPEATS, SHORTEST = 7, 3, 16
+POINTS, REPEATS = 7, 3
 
 
 def prefill_lengths(context: int, points: int = POINTS) -> list[int]:
     """`points` prompt lengths from SHORTEST to the longest prompt the context holds (one slot left)."""
-    longest = min(default_max_seq(context), context) - 1
-    return sorted({round(SHORTEST + i * (longest - SHORTEST) / (points - 1)) for i in range(points)})
+    return spread_lengths(min(default_max_seq(context), context), points, 1)
 
 
 def run_prefill(t, s: Settings) -> dict | None:

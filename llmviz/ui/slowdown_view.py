@@ -34,6 +34,30 @@ def run_sweep(t) -> dict | None:
     return result
 
 
+def draw(t, result: dict, layout: str, title: str, key: str) -> None:
+    """A decode sweep (labs/decode_slope.py) as C18 reads it, wherever it is shown (this step, the Decode page): the
+    medians with their rounds' range, the least-squares line, and the slope's verdict by its 95% interval beside the
+    bytes' slope (analysis/decode_slope.py: one rule). Fewer than 3 lengths draw no line and say why."""
+    cells = result["ms_per_token"][layout]
+    if len(result["lengths"]) < 3:  # a context too short for the sweep: no slope to speak of
+        chart(t, fig.latency_sweep(result["lengths"], cells["median"], cells["min"], cells["max"], None,
+                                   (t("decode.sweep_median"), ""), (t("decode.sweep_length"), t("decode.ms")), title),
+              key=key)
+        st.caption(t("decode.sweep_few", n=len(result["lengths"]), need=3))
+        return
+    s = slowdown(result, result["model_config"], layout)
+    us = 1000  # ms -> microseconds per cached token
+    chart(t, fig.latency_sweep(result["lengths"], cells["median"], cells["min"], cells["max"],
+                               (s.measured.value, s.intercept),
+                               (t("decode.sweep_median"), t("lesson.slope_fit", slope=us * s.measured.value)),
+                               (t("decode.sweep_length"), t("decode.ms")), title), key=key)
+    predicted = t("lesson.slope_predicted", predicted=us * s.predicted,
+                  gbps=result["bandwidth"]["gb_per_s"]) if s.predicted is not None else ""
+    st.markdown(t(f"lesson.slope_{s.verdict}", slope=us * s.measured.value, low=us * s.measured.low,
+                  high=us * s.measured.high, n=s.measured.rounds, first=s.kv_share_first, last=s.kv_share_last,
+                  shortest=s.lengths[0], longest=s.lengths[-1]) + " " + predicted)
+
+
 def section(t) -> None:
     """The button, then this session's sweep or the server's latest, drawn with its slope and the prediction."""
     result, when = measure.kept(SLOPE_KEY, MODEL), None
@@ -44,19 +68,7 @@ def section(t) -> None:
     if result is None:
         st.caption(t("lesson.slope_intro", model=MODEL))
         return
-    s = slowdown(result, result["model_config"])
-    cells = result["ms_per_token"]["contiguous"]
-    us = 1000  # ms -> microseconds per cached token
-    chart(t, fig.latency_sweep(result["lengths"], cells["median"], cells["min"], cells["max"],
-                               (s.measured.value, s.intercept),
-                               (t("decode.sweep_median"), t("lesson.slope_fit", slope=us * s.measured.value)),
-                               (t("decode.sweep_length"), t("decode.ms")), t("lesson.slope_title", model=MODEL)),
-          key="lesson_slope_chart")
-    predicted = t("lesson.slope_predicted", predicted=us * s.predicted,
-                  gbps=result["bandwidth"]["gb_per_s"]) if s.predicted is not None else ""
-    st.markdown(t(f"lesson.slope_{s.verdict}", slope=us * s.measured.value, low=us * s.measured.low,
-                  high=us * s.measured.high, n=s.measured.rounds, first=s.kv_share_first, last=s.kv_share_last,
-                  shortest=s.lengths[0], longest=s.lengths[-1]) + " " + predicted)
+    draw(t, result, "contiguous", t("lesson.slope_title", model=MODEL), "lesson_slope_chart")
     st.caption(t("lesson.slope_what", device=result["device"], threads=result["threads"], steps=result["steps"],
                  repeats=result["repeats"], seconds=result["seconds"])
                + (" " + t("lesson.slope_latest", when=when) if when else ""))

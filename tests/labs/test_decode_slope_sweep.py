@@ -5,7 +5,7 @@ hand), the bandwidth probed, and the lesson's §4.2 step drawing it (this sessio
 import pytest
 from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
 
-from llmviz.labs.decode_slope import slope_lengths
+from llmviz.analysis.decode_slope import spread_lengths
 
 pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="runs the embedded model")
 
@@ -21,8 +21,8 @@ def result():
 
 def test_the_lengths_by_hand():
     """512 - 2 = 510 the longest; 16 + i x 494 / 3: 16, 180.7, 345.3, 510."""
-    assert slope_lengths(512, 4, 2) == [16, 181, 345, 510]
-    assert slope_lengths(10, 4, 2) == [8]  # a context with no room for the sweep: its one length
+    assert spread_lengths(512, 4, 2) == [16, 181, 345, 510]
+    assert spread_lengths(10, 4, 2) == [8]  # a context with no room for the sweep: its one length
 
 
 def test_the_sweep_keeps_every_round_and_the_cache_it_timed(result):

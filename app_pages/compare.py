@@ -6,7 +6,7 @@ import streamlit as st
 from llmviz import service
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import RANDOM_MODELS
-from llmviz.ui import article_view, compare_run, compare_view, server, state
+from llmviz.ui import article_view, compare_run, compare_view, long_decode, server, state
 from llmviz.ui.chrome import heading, literal, translator
 from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
@@ -94,6 +94,7 @@ def main() -> None:
     if result is not None:
         labels = [base.tokenizer.describe([i])[i]["text"] for i in base.tokenizer.encode(s.prompt)]
         compare_view.result_view(t, result, labels)
+    long_decode.section(t, s, compare_run.model_of(s), compare_run.max_seq(s), compare_run.load)
     state.sync_url()
 
 

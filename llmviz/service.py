@@ -24,20 +24,21 @@ if TYPE_CHECKING:  # annotations only: at run time these come through __getattr_
     from llmviz.engine.serving.requests import RequestTrace
     from llmviz.engine.session import Session
     from llmviz.labs.compare import CompareConfig
+    from llmviz.labs.decode_pair import DecodePairConfig
 
 __all__ = [
-    "EMBEDDED_MODEL", "CompareConfig", "EngineConfig", "LoadedModel", "RunTrace", "Session", "StepTrace",
-    "batch_sweep", "check_serving_work", "claim_ids", "claim_workload", "claims", "compare", "config_from_text",
-    "decode_slope", "device_limits", "engine_available", "generated_text", "language_note", "layout_sweep",
-    "limit_heap_arenas", "load", "locality_sweep", "model_config_dict", "prefill_sweep", "preset", "presets",
-    "read_trace", "release_memory", "request_trace", "resolved_device", "run", "serve", "serve_alone",
-    "serve_config", "speculate", "speculation_costs", "start", "start_layouts", "step", "step_layouts",
-    "use_cpu_threads", "warm_imports", "warm_up_serving",
+    "EMBEDDED_MODEL", "CompareConfig", "DecodePairConfig", "EngineConfig", "LoadedModel", "RunTrace", "Session",
+    "StepTrace", "batch_sweep", "check_serving_work", "claim_ids", "claim_workload", "claims", "compare",
+    "config_from_text", "decode_pair", "decode_slope", "device_limits", "engine_available", "generated_text",
+    "language_note", "layout_sweep", "limit_heap_arenas", "load", "locality_sweep", "model_config_dict",
+    "prefill_sweep", "preset", "presets", "read_trace", "release_memory", "request_trace", "resolved_device", "run",
+    "serve", "serve_alone", "serve_config", "speculate", "speculation_costs", "start", "start_layouts", "step",
+    "step_layouts", "use_cpu_threads", "warm_imports", "warm_up_serving",
 ]
 
 # The engine's classes that callers take from here, and the module each lives in (imported on first access)
 ENGINE_CLASSES = {"LoadedModel": "llmviz.engine.loading.model", "Session": "llmviz.engine.session",
-                  "CompareConfig": "llmviz.labs.compare"}
+                  "CompareConfig": "llmviz.labs.compare", "DecodePairConfig": "llmviz.labs.decode_pair"}
 ENGINE_PACKAGES = ("torch", "transformers")  # what the engine needs installed
 
 
@@ -174,6 +175,18 @@ def compare(config: CompareConfig, load_fn=None, progress: Progress | None = Non
     from llmviz.labs.compare import compare as run_compare
 
     return run_compare(config, load_fn or load, progress)
+
+
+def decode_pair(config: DecodePairConfig, load_fn=None, progress: Progress | None = None) -> dict:
+    """A and B decoding after a long context (llmviz/labs/decode_pair.py: the decode claims' measurement), and
+    under "claim" the decode claim their specs are (K4, K10, K11) with the figures it is judged on, or None."""
+    from llmviz.labs.claims import claim_of_pair
+    from llmviz.labs.decode_pair import claim_figures
+    from llmviz.labs.decode_pair import decode_pair as run
+
+    result = run(config, load_fn or load, progress)
+    claim = claim_of_pair(config.a, config.b, result["a"]["model_config"], result["device"].split(":")[0])
+    return result | {"claim": claim and {"id": claim, "figures": claim_figures(claim, result)}}
 
 
 def start_layouts(lm: LoadedModel, prompts: list[str], config: EngineConfig,

@@ -70,8 +70,10 @@ def k3(f: dict):
 
 def two_sides(f: dict):
     a, b = f["decode_ms_per_token"]
+    # the A-vs-A control's interval and the cached tokens, where the run had them (a decode pair: issue 36)
+    extra = {k: f[k] for k in ("noise_floor", "context") if f.get(k) is not None}
     return speedup(a, b), {"decode_ms_a": a["median"], "decode_ms_b": b["median"], "spec_a": f["specs"][0],
-                           "spec_b": f["specs"][1]} | bytes_read(f)
+                           "spec_b": f["specs"][1], **extra} | bytes_read(f)
 
 
 def bytes_read(f: dict) -> dict:

@@ -22,6 +22,7 @@ from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.phases import decode, plan_step, prefill
 from llmviz.engine.platform.devices import dtype_name, resolve_device, same_device
 from llmviz.engine.platform.memory import check_fits, typed_out_of_memory
+from llmviz.engine.random_fill import fill_random
 from llmviz.engine.recording import FULL_LOGITS_MAX_VOCAB, TOP_K_KEPT, record_step
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
@@ -98,9 +99,24 @@ class Session:
         for seq in self.sequences:
             self.cache.add(seq.seq_id)
         self._check_budget()
+        self.filled = False  # fill_random: the prompt is in the cache, every step decodes
         self.trace = RunTrace(model_card=lm.card(), prompt=texts[0], engine_config=config.to_dict(),
                               seed=config.seed, tokens=lm.tokenizer.describe(i for r in rows for i in r),
                               prompts=texts)
+
+    def fill_random(self, seed: int = 0) -> None:
+        """Before the first step: every prompt token but each row's last goes into the cache as seeded random K
+        and V, with no forward pass (engine/random_fill.py), so step 0 decodes the last prompt token at the
+        prompt's length: a timing workload at a long context, whose drawn tokens mean nothing."""
+        if self.trace.steps or any(self.cache.length(s.seq_id) for s in self.sequences):
+            raise ConfigError("fill_random fills an empty cache, before the run's first step")
+        if any(s.prompt_len < 2 for s in self.sequences):
+            raise ConfigError("fill_random needs prompts of at least 2 tokens (the last one is decoded)")
+        gen = torch.Generator().manual_seed(seed)
+        with torch.inference_mode(), typed_out_of_memory("filling the KV cache", SHORTER):
+            for seq in self.sequences:
+                fill_random(self.cache, self.lm.cfg, seq.seq_id, seq.ids[:-1], gen, self.lm.dtype, self.lm.device)
+        self.filled = True
 
     def _check_budget(self) -> None:
         """A cache that alone fills the session's budget leaves no room for the run (issue 35)."""
@@ -245,7 +261,7 @@ class Session:
                 logits = self._compiled_decode(step)
                 ctx.mark("compile + forward" if first_call else "forward (compiled)")
             else:
-                logits = (prefill if index == 0 else decode)(lm.model, cache, step, ctx)
+                logits = (prefill if index == 0 and not self.filled else decode)(lm.model, cache, step, ctx)
             next_ids = ctx.hook("sample", sample_rows(logits, seqs))
             ctx.mark("sample")
             spans = timer.spans_ms()

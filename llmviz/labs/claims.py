@@ -4,8 +4,10 @@ compares and serving runs: nothing here times anything a second way. Each claim 
 and verdicts.
 
 Models: the embedded llmviz-tiny (context 512) with its draft, and a random GPT-2-124M-shaped model (context
-2048) where a claim needs long sequences (K3 past 1024 tokens, K6 at 2048) or, in a full run, a model whose
-weights do not sit in a CPU's caches. A shared measurement (the kv-fp16 compare serves K2 and K4) runs once.
+2048) where a claim needs long sequences (K3 past 1024 tokens, K6 at 2048), a decode step that reads a long
+context (K2, K4, K10, K11: labs/decode_pair.py at 1,024 cached tokens, 2,000 in a full run) or, for K1 in a full
+run, a model whose weights do not sit in a CPU's caches. A shared measurement (the kv-fp16 pair serves K2 and K4)
+runs once.
 """
 
 from __future__ import annotations
@@ -19,25 +21,26 @@ import torch
 from llmviz.engine.capture import RunContext
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.models.attention import ATTENTION_BACKENDS
-from llmviz.engine.session import Session
+from llmviz.engine.session import Session, max_seq_for
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.i18n.translator import timed
 from llmviz.labs.batch_sweep import batch_sweep
 from llmviz.labs.claims_serving import ServingClaims
-from llmviz.labs.compare import CompareConfig, compare
+from llmviz.labs.decode_pair import DecodePairConfig, claim_figures, decode_pair
 from llmviz.labs.evaluation import heldout_ids
 from llmviz.labs.layout_sweep import layout_sweep
 from llmviz.labs.presets import preset
 from llmviz.labs.rounds import until_decided
 from llmviz.trace.config import EMBEDDED_MODEL, EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent, within
-from llmviz.trace.switches import load_options
+from llmviz.trace.switches import load_options, parse_spec
 
 LONG_MODEL = "gpt2-124m-random"
 QUICK_BUDGET_S, LONG_BUDGET_S = 10.0, 60.0  # a claim's batches on the embedded model, on the GPT-2 shape
 MAX_PATIENCE = 6.0
 CLAIM_IDS = tuple(f"K{i}" for i in range(1, 12))
+PAIR_PRESETS = {"K2": "kv-fp16", "K4": "kv-fp16", "K10": "sdpa-fp8", "K11": "fused"}  # the decode claims' pairs
 PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the sea,"
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
 
@@ -66,11 +69,23 @@ class ClaimsPlan:
         """The model of the compares and the prefill sweep: a full run uses the larger one."""
         return EMBEDDED_MODEL if self.quick else LONG_MODEL
 
+    @property
+    def context(self) -> int:
+        """The decode claims' cached tokens (K2, K4, K10, K11): KV is ~13% of the bytes a GPT-2-124M step reads at
+        1,024 tokens in fp32, ~22% at 2,000; on the embedded model's short prompts it was ~0.3% (issue 36)."""
+        return 1024 if self.quick else 2000
+
+    @property
+    def pair_repeats(self) -> int:
+        """Rounds of a decode pair (A, B and the A-vs-A control in each): a run is ~0.5 s on 2 CPU cores."""
+        return 5 if self.quick else 9
+
     def model_of(self, claim: str) -> str:
-        """The model a claim's measurement runs (K3 and K6 need the GPT-2 shape's 2,048 tokens)."""
-        if claim in ("K3", "K6"):
+        """The model a claim's measurement runs (K3 and K6 need the GPT-2 shape's 2,048 tokens, the decode claims
+        its long context, K1 the plan's base model)."""
+        if claim in ("K3", "K6") or claim in PAIR_PRESETS:
             return LONG_MODEL
-        return self.base_model if claim in ("K1", "K2", "K4", "K10", "K11") else EMBEDDED_MODEL
+        return self.base_model if claim == "K1" else EMBEDDED_MODEL
 
     def budget_s(self, claim: str) -> float:
         """The seconds a claim's batches may take before the rule must decide with what it has (issue 36: a Reveal
@@ -102,7 +117,7 @@ class Measurer(ServingClaims):
         taken = []
 
         def batch() -> dict:
-            if taken:  # a later batch measures anew what an earlier one shared (a compare); the models stay
+            if taken:  # a later batch measures anew what an earlier one shared (a decode pair); the models stay
                 self.memo = {k: v for k, v in self.memo.items() if k[0] == "model"}
             taken.append(claim)
             return getattr(self, claim.lower())()
@@ -110,37 +125,35 @@ class Measurer(ServingClaims):
         return until_decided(claim, batch, self.plan.budget_s(claim))
 
     # --- shared measurements -------------------------------------------------------------------------------
-    def compare_config(self, name: str) -> CompareConfig:
-        """The Compare page's preset `name` on the plan's model, as the claims measure it."""
-        lm = self.model(self.plan.base_model)
-        p = preset(name, lm.cfg.to_dict(), lm.device.type)
-        b = p.b
-        if name == "kv-fp16" and lm.device.type == "cpu":
-            b = "kv-dtype=bf16"  # CPUs have no fast fp16 arithmetic: the half-precision cache they use
-        return CompareConfig(PROMPT, a=p.a, b=b, model=self.plan.base_model, steps=16 if self.plan.quick else 32,
-                             repeats=self.plan.repeats, device=self.plan.device,
-                             bandwidth_bytes=(256 if self.plan.quick else 512) * 2**20)
+    def pair_config(self, name: str) -> DecodePairConfig:
+        """The Compare page's preset `name` as the decode claims measure it (labs/decode_pair.py): decode on the
+        GPT-2-124M shape at the plan's long context, where KV's share of the bytes a step reads is no longer ~0."""
+        lm = self.model(LONG_MODEL)
+        a, b = pair_specs(name, lm.cfg.to_dict(), lm.device.type)
+        return DecodePairConfig(a=a, b=b, model=LONG_MODEL, context=self.plan.context,
+                                steps=16 if self.plan.quick else 32, repeats=self.plan.pair_repeats,
+                                device=self.plan.device, bandwidth_bytes=(256 if self.plan.quick else 512) * 2**20)
 
-    def compare(self, name: str) -> dict:
-        """The Compare page's preset `name` on the plan's model."""
-        key = ("compare", name)
+    def pair(self, name: str) -> dict:
+        """Decode with the preset's A and B at the long context (one measurement serves K2 and K4)."""
+        key = ("pair", name)
         if key not in self.memo:
-            config = self.compare_config(name)
-            self.memo[key] = compare(config, lambda name, engine: self.model(name or EMBEDDED_MODEL, engine))
+            self.memo[key] = decode_pair(self.pair_config(name), lambda name, engine: self.model(name, engine),
+                                         within(self.progress, 0.0, 1.0, name))
         return self.memo[key]
 
     def workload(self, claim: str) -> dict | None:
-        """What a compare-based claim (K4, K10, K11) will run, before it runs: its sides' settings, the model's
-        config, the prompt's tokens and the steps, for the arithmetic's prediction (issue 36: the app says where
-        the article's effect cannot appear here before measuring). None for the other claims."""
-        name = {"K4": "kv-fp16", "K10": "sdpa-fp8", "K11": "fused"}.get(claim)
-        if name is None:
+        """What a decode claim (K4, K10, K11) will run, before it runs: its sides' settings, the model's config, the
+        cached tokens and the steps, for the arithmetic's prediction (issue 36: the app says where the article's
+        effect cannot appear here before measuring). None for the other claims."""
+        name = PAIR_PRESETS.get(claim)
+        if name is None or claim == "K2":
             return None
-        config, lm = self.compare_config(name), self.model(self.plan.base_model)
-        tokens = len(lm.tokenizer.encode(config.prompt))
-        return {"sides": [{"engine_config": config.engine_config(s).to_dict(), "model_config": lm.cfg.to_dict(),
-                           "kv": {"max_seq": tokens + config.steps + 1}} for s in "ab"],
-                "prompt_tokens": tokens, "steps": config.steps, "specs": [config.a, config.b]}
+        config, lm = self.pair_config(name), self.model(LONG_MODEL)
+        sides = [{"engine_config": config.engine_config(s).to_dict(), "model_config": lm.cfg.to_dict(),
+                  "kv": {"max_seq": max_seq_for(lm, config.engine_config(s))}} for s in "ab"]
+        return {"sides": sides, "prompt_tokens": config.context + 1, "steps": config.steps,
+                "specs": [config.a, config.b], "context": config.context, "model": LONG_MODEL}
 
     # --- one method per claim ----------------------------------------------------------------------------
     def k1(self) -> dict:
@@ -151,13 +164,7 @@ class Measurer(ServingClaims):
                              progress=within(self.progress, 0.0, 1.0, "K1"))
 
     def k2(self) -> dict:
-        result = self.compare("kv-fp16")
-        a = result["a"]
-        return {"model": result["model"], "device": result["device"], "threads": result["threads"],
-                "decode_ms_per_token": a["decode_ms_per_token"], "bandwidth": result["bandwidth"],
-                "side": {k: a[k] for k in ("engine_config", "model_config", "kv")},
-                "prompt_tokens": result["prompt_tokens"], "steps": result["steps"],
-                **{k: result[k] for k in ("what_was_timed", "timed")}}
+        return claim_figures("K2", self.pair("kv-fp16"))
 
     def k3(self) -> dict:
         lm = self.model(LONG_MODEL)
@@ -169,8 +176,7 @@ class Measurer(ServingClaims):
             "model": lm.name, **self.where(lm)}
 
     def k4(self) -> dict:
-        result = self.compare("kv-fp16")
-        return self.sides(result) | {"kv_bytes_allocated": [result[s]["kv_bytes_allocated"] for s in "ab"]}
+        return claim_figures("K4", self.pair("kv-fp16"))
 
     def k5(self) -> dict:
         lm = self.model(EMBEDDED_MODEL)
@@ -192,16 +198,22 @@ class Measurer(ServingClaims):
     def where(self, lm: LoadedModel) -> dict:
         return {"device": str(lm.device), "threads": torch.get_num_threads()}
 
-    def sides(self, result: dict) -> dict:
-        """A compare result's timings and specs, both sides."""
-        return {"model": result["model"], "device": result["device"], "threads": result["threads"],
-                "specs": [result[s]["spec"] for s in "ab"],
-                # what the arithmetic predicts for this run needs its shapes, dtypes and workload (issue 36)
-                "sides": [{k: result[s][k] for k in ("engine_config", "model_config", "kv")} for s in "ab"],
-                "prompt_tokens": result["prompt_tokens"], "steps": result["steps"], "bandwidth": result["bandwidth"],
-                "decode_ms_per_token": [result[s]["decode_ms_per_token"] for s in "ab"],
-                "prefill_ms": [result[s]["prefill_ms"] for s in "ab"],
-                **{k: result[k] for k in ("what_was_timed", "timed")}}
+
+def pair_specs(name: str, config: dict, device_type: str) -> tuple[str, str]:
+    """A decode claim's preset as its A and B specs on a device type (a model's card config fits the preset)."""
+    p = preset(name, config, device_type)
+    if name == "kv-fp16" and device_type == "cpu":
+        return p.a, "kv-dtype=bf16"  # CPUs have no fast fp16 arithmetic: the half-precision cache they use
+    return p.a, p.b
+
+
+def claim_of_pair(a: str, b: str, config: dict, device_type: str) -> str | None:
+    """The decode claim (K4, K10, K11) whose pair A and B are, their switches in any order; None for another pair."""
+    def same(x: str, y: str) -> bool:
+        return parse_spec(x) == parse_spec(y)
+
+    return next((claim for claim, name in PAIR_PRESETS.items() if claim != "K2"
+                 and all(map(same, (a, b), pair_specs(name, config, device_type)))), None)
 
 
 def parse_ids(text: str | None) -> tuple[str, ...]:

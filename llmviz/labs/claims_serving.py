@@ -12,6 +12,7 @@ from llmviz.engine.serving.speculative import speculate
 from llmviz.engine.serving.static import serve, warm_up
 from llmviz.engine.timing import spread
 from llmviz.i18n.translator import timed
+from llmviz.labs.decode_pair import claim_figures
 from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 
 SLOTS = 8
@@ -73,10 +74,7 @@ class ServingClaims:
                 **timed("timed.k9")}
 
     def k10(self) -> dict:
-        return self.sides(self.compare("sdpa-fp8"))
+        return claim_figures("K10", self.pair("sdpa-fp8"))
 
     def k11(self) -> dict:
-        result = self.compare("fused")
-        return self.sides(result) | {"model_config": result["a"]["model_config"],
-                                     "prompt_tokens": result["prompt_tokens"],
-                                     "dtype": result["a"]["engine_config"]["dtype"]}
+        return claim_figures("K11", self.pair("fused"))

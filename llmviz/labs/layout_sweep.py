@@ -30,6 +30,7 @@ from llmviz.engine.kv.base import KVCache
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.phases import decode, plan_step
 from llmviz.engine.platform.memory import typed_out_of_memory
+from llmviz.engine.random_fill import fill_random
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError
@@ -73,18 +74,6 @@ def check_lengths(lengths, max_seq: int, steps: int) -> list[int]:
     return values
 
 
-def fill(cache: KVCache, lm: LoadedModel, seq_id: int, ids: list[int], gen: torch.Generator) -> None:
-    """Store len(ids) tokens of seeded random K and V, through the layout's own write (the same values in
-    every layer: a decode step's cost does not depend on them)."""
-    c = lm.cfg
-    step = plan_step(cache, [ids], [seq_id], backend="eager", windows=layer_windows(c), device=lm.device)
-    shape = (1, c.num_kv_heads, len(ids), c.head_dim)  # [b, kv, n, hd]
-    k = torch.randn(shape, generator=gen).to(lm.device, lm.dtype)
-    v = torch.randn(shape, generator=gen).to(lm.device, lm.dtype)
-    for layer in range(c.num_layers):
-        cache.write(layer, step, k, v)
-
-
 def timed_decode(lm: LoadedModel, cache: KVCache, seq_id: int, token: int, steps: int, backend: str) -> list[float]:
     """ms of each of `steps` greedy decode steps: the same timed region as a session's step."""
     windows, out = layer_windows(lm.cfg), []
@@ -109,7 +98,7 @@ def _one_run(lm: LoadedModel, layout: str, ids: list[int], steps: int, *, max_se
                           block_size=block_size)
     cache.add(0)
     with torch.inference_mode():
-        fill(cache, lm, 0, ids[:-1], torch.Generator().manual_seed(seed))
+        fill_random(cache, lm.cfg, 0, ids[:-1], torch.Generator().manual_seed(seed), lm.dtype, lm.device)
         filled = cache.snapshot()
         ms = timed_decode(lm, cache, 0, ids[-1], steps, backend)
     return ms, filled

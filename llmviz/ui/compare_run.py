@@ -36,6 +36,11 @@ def base_model(s: Settings):
     return server.model(model_of(s), s.device, "fp32")
 
 
+def max_seq(s: Settings) -> int:
+    """The slots a session of the compared model holds (its context, capped as a session caps it)."""
+    return default_max_seq(base_model(s).card()["config"]["max_position_embeddings"])
+
+
 def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
     """What arithmetic predicts for A and B before anything runs (bandwidth: this session's last probe)."""
     lm = base_model(s)

@@ -210,6 +210,13 @@ def before_measuring(t, claim_id: str) -> None:
     name = FROM_BYTES[claim_id]
     st.caption(t("lesson.before", predicted=shown(name, predicted_effect(claim_id, work)[name], t),
                  why=bytes_because(t, claim_id, bytes_read(work)), article=shown(name, rv.article_effect(claim_id), t)))
+    # one measurement per claim (issue 36): the Compare page's long-context section runs this very workload
+    if st.button(t("lesson.open_workload", claim=claim_id, n=work["context"]), key=f"lesson_workload_{claim_id}",
+                 icon=":material/open_in_new:"):
+        s = state.settings()
+        state.update(cmp_model="" if s.model == work["model"] else work["model"], cmp_a=work["specs"][0],
+                     cmp_b=work["specs"][1], cmp_ctx=work["context"], cmp_steps=work["steps"], cmp_run=0)
+        st.switch_page("app_pages/compare.py")
 
 
 def panel(t, claim_id: str) -> None:

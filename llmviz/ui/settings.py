@@ -37,7 +37,7 @@ UI_THREADS = max(1, (os.cpu_count() or 2) // 2)
 SLIDERS = {"temperature": (0.0, 2.0, 0.05), "top_k": (0, 100, 1), "top_p": (0.05, 1.0, 0.05)}  # min, max, step
 RANGES = {**{name: (low, high) for name, (low, high, _) in SLIDERS.items()}, "seed": (0, 2**32 - 1),
           "step": (0, MAX_UI_SEQ), "present": (0, 1), "cmp_steps": (1, 128), "cmp_repeats": (1, 10), "cmp_run": (0, 1),
-          "cmp_ppl": (0, 1), "kv_step": (0, MAX_UI_SEQ), "kv_repeats": (1, 10)}
+          "cmp_ppl": (0, 1), "cmp_ctx": (1, 2**20), "kv_step": (0, MAX_UI_SEQ), "kv_repeats": (1, 10)}
 KV_BLOCK_SIZES = (4, 8, 16)  # the KV layouts page's choices
 KV_MAX_SEQS = (64, 128, 256, 512)
 KV_MAX_EXTRA = 3  # prompts beside the Home one on the KV layouts page
@@ -76,6 +76,7 @@ class Settings:
     cmp_repeats: int = 3
     cmp_run: int = 0
     cmp_ppl: int = 0  # 1: also each side's held-out perplexity (C11, C19, C21: what a lossy switch costs)
+    cmp_ctx: int = 1024  # the long-context section's cached tokens (the quick decode claims', issue 36)
     # The KV layouts page (C6, C8, C9, K3): the paged layout's block size, the live runs' max_seq_len, prompts
     # beside the Home one (one per line), the step shown; the sweep's model (a built-in shape or "home"), its
     # lengths ("" = automatic) and timed rounds.

@@ -1,6 +1,7 @@
-"""The claims' measurements (issue 11) on the embedded model: bytes checked against the hand formula of the
-embedded model's shape (4 layers, 8 KV heads, head_dim 32, fp32: 8,192 B per token), a claim that cannot run
-recorded and the others measured, and claim names parsed strictly."""
+"""The claims' measurements (issue 11): bytes checked against the hand formula of the embedded model's shape (4
+layers, 8 KV heads, head_dim 32, fp32: 8,192 B per token) and, for the decode claims at their long context, the
+GPT-2-124M shape's (12 layers, 12 heads of 64: 73,728 B per token); a claim that cannot run recorded and the
+others measured, and claim names parsed strictly."""
 
 import pytest
 
@@ -12,6 +13,7 @@ from llmviz.labs.claims import CLAIM_IDS, ClaimsPlan, Measurer, parse_ids, run_c
 from llmviz.trace.config import EMBEDDED_DRAFT
 
 PER_TOKEN = 4 * 2 * 8 * 32 * 4  # layers x (K, V) x KV heads x head_dim x fp32 bytes
+GPT2_PER_TOKEN = 12 * 2 * 12 * 64 * 4  # the decode claims' GPT-2-124M shape (issue 36), fp32
 
 
 def cpu_load(name, engine):
@@ -44,18 +46,25 @@ def test_k9_prefix_sharing_counts_whole_blocks_of_the_hand_formula(measurer):
     assert j["verdict"] == HOLDS  # the shared-prompt trace shares most of its prompt blocks
 
 
-def test_k4_and_k2_share_one_compare_and_the_kv_bytes_halve(measurer):
+def test_k4_and_k2_share_one_decode_pair_at_a_long_context_and_the_kv_bytes_halve(measurer):
     f4 = measurer.measure("K4")
     assert f4["specs"] == ["kv-dtype=fp32", "kv-dtype=bf16"]  # on a CPU the half-precision cache is bf16
-    assert f4["kv_bytes_allocated"] == [512 * PER_TOKEN, 512 * PER_TOKEN // 2]  # max_seq 512 preallocated
+    # the GPT-2 shape's whole context preallocated (a session's max_seq: 2,048), half the bytes in bf16
+    assert f4["kv_bytes_allocated"] == [2048 * GPT2_PER_TOKEN, 2048 * GPT2_PER_TOKEN // 2]
+    assert (f4["model"], f4["context"], f4["prompt_tokens"]) == ("gpt2-124m-random", 1024, 1025)
+    j4 = judged("K4", f4)
+    # KV's share of what a step reads, by hand: 1,025 + k cached tokens of 73,728 B against ~497 MB of weights
+    assert 0.12 < j4["figures"]["kv_share_of_read_a"] < 0.15
+    floor = j4["figures"]["noise_floor"]
+    assert floor["low"] <= floor["value"] <= floor["high"] and floor["rounds"] == measurer.plan.pair_repeats
     f2 = measurer.measure("K2")
-    # K2's first batch is the compare K4 ran last (kept, not measured again); where a claim stays undecided its
+    # K2's first batch is the pair K4 ran last (kept, not measured again); where a claim stays undecided its
     # later batches measure anew (labs/rounds.py: a loaded machine may need them), so compare those rounds
-    repeats = measurer.plan.repeats
+    repeats = measurer.plan.pair_repeats
     assert f2["decode_ms_per_token"]["all"][:repeats] == f4["decode_ms_per_token"][0]["all"][-repeats:]
     j = judged("K2", f2)
     # a step reads at least every weight but the embedding rows it skips: the model's own tensors, measured
-    lm = measurer.model("llmviz-tiny")
+    lm = measurer.model("gpt2-124m-random")
     skipped = (lm.cfg.vocab_size - 1) * lm.cfg.hidden_size * 4 * (0 if lm.cfg.tie_embeddings else 1)
     assert j["figures"]["read_bytes"] >= lm.weight_bytes - skipped
     assert 0 < j["figures"]["bound_ms"] < j["figures"]["decode_ms_per_token"]  # Python's overhead comes on top
@@ -63,9 +72,10 @@ def test_k4_and_k2_share_one_compare_and_the_kv_bytes_halve(measurer):
 
 def test_k11_traffic_by_hand(measurer):
     f = measurer.measure("K11")
-    n, d, out = f["prompt_tokens"], 256, (8 + 2 * 8) * 32  # q, k and v outputs
-    unfused = 4 * (3 * n * d + d * out + n * out) * 4
-    fused = 4 * (n * d + d * out + n * out) * 4
+    n, d, out = f["prompt_tokens"], 768, (12 + 2 * 12) * 64  # the GPT-2 shape: q, k and v outputs
+    assert n == 1025
+    unfused = 12 * (3 * n * d + d * out + n * out) * 4
+    fused = 12 * (n * d + d * out + n * out) * 4
     j = judged("K11", f)
     figures = j["figures"]
     assert (figures["predicted_prefill_bytes_unfused"], figures["predicted_prefill_bytes_fused"]) == (unfused, fused)

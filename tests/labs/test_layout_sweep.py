@@ -12,9 +12,10 @@ from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import decode, plan_step
+from llmviz.engine.random_fill import fill_random
 from llmviz.engine.step_batch import layer_windows
 from llmviz.errors import ConfigError
-from llmviz.labs.layout_sweep import check_lengths, default_lengths, fill, layout_sweep
+from llmviz.labs.layout_sweep import check_lengths, default_lengths, layout_sweep
 from llmviz.trace.config import EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
@@ -86,7 +87,7 @@ def test_a_filled_cache_reads_the_same_in_every_layout(gqa):
         cache = make_kv_cache(layout, c, 64, block_size=4)
         cache.add(0)
         with torch.inference_mode():
-            fill(cache, gqa, 0, list(range(1, 22)), torch.Generator().manual_seed(3))
+            fill_random(cache, c, 0, list(range(1, 22)), torch.Generator().manual_seed(3), gqa.dtype, gqa.device)
             assert cache.length(0) == 21 and cache.snapshot()["bytes_used"] == 21 * 512
             step = plan_step(cache, [[5]], [0], backend="sdpa", windows=layer_windows(c), device=gqa.device)
             logits[layout] = decode(gqa.model, cache, step, RunContext())

@@ -89,8 +89,9 @@ def test_patience_scales_each_claims_budget():
     from llmviz.errors import ConfigError
     from llmviz.labs.claims import ClaimsPlan
 
-    assert ClaimsPlan().budget_s("K4") == 10.0 and ClaimsPlan().budget_s("K3") == 60.0
-    assert ClaimsPlan(patience=4).budget_s("K4") == 40.0 and ClaimsPlan(quick=False, patience=2).budget_s("K6") == 360
+    assert ClaimsPlan().budget_s("K5") == 10.0 and ClaimsPlan().budget_s("K3") == 60.0
+    assert ClaimsPlan().budget_s("K4") == 60.0  # a decode claim: the GPT-2 shape at its long context
+    assert ClaimsPlan(patience=4).budget_s("K5") == 40.0 and ClaimsPlan(quick=False, patience=2).budget_s("K6") == 360
     for bad in (0.5, 7, "4", None):
         with pytest.raises(ConfigError, match="patience must be 1 to 6"):
             ClaimsPlan(patience=bad)

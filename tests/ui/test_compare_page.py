@@ -102,3 +102,32 @@ def test_perplexity_when_asked(app_model):
         card = json.loads((ASSETS / "llmviz-tiny" / "card.json").read_text(encoding="utf-8"))
         assert abs(r["a"]["perplexity"] - card["heldout_perplexity"]) < 0.01 * card["heldout_perplexity"]
         assert r["a"]["perplexity"] < r["b"]["perplexity"] < 1.01 * r["a"]["perplexity"]
+
+
+def test_the_long_context_section_runs_the_decode_claims_measurement_and_judges_k4(app_model):
+    """Issue 36 (6): the section times A and B after the cached tokens asked for, by the decode claims' lab (the KV
+    bytes by hand: the context, the untimed step and the timed ones), with the A-vs-A floor; A and B being K4's pair
+    on a CPU (fp32 against bf16 KV), the box under it is K4 judged by the claims' one rule on these figures."""
+    from llmviz.analysis.claim_effects import judged
+    from llmviz.i18n.translator import translate
+
+    at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_a="kv-dtype=fp32", cmp_b="kv-dtype=bf16",
+                  cmp_steps=4, cmp_ctx=200, device="cpu")
+    assert at.number_input(key="cmp_ctx_w").value == 200
+    at.button(key="cmp_long_run").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    _, r = at.session_state["llmviz_compare_long"]
+    c = r["a"]["model_config"]
+    per_token = c["num_layers"] * 2 * c["num_kv_heads"] * c["head_dim"]  # elements of K and V per token
+    assert r["a"]["kv"]["bytes_used"] == (200 + 1 + 4) * per_token * 4
+    assert r["b"]["kv"]["bytes_used"] == (200 + 1 + 4) * per_token * 2
+    assert len(r["a"]["decode_ms_per_token"]["all"]) == 5 and r["control"]["noise_floor"]["rounds"] == 5
+    assert r["claim"]["id"] == "K4"
+    verdict = translate("en", "claims.verdict." + judged("K4", r["claim"]["figures"])["verdict"])
+    boxes = [x.value for x in (*at.success, *at.warning, *at.info) if x.value.startswith("**K4 · ")]
+    assert len(boxes) == 1 and boxes[0].startswith(f"**K4 · {verdict}**")
+    assert any(x.value.startswith("Noise floor: A against itself") for x in at.caption)
+    at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_a="", cmp_b="kv-layout=paged",
+                  cmp_steps=4, cmp_ctx=900, device="cpu")
+    top = at.number_input(key="cmp_ctx_w")
+    assert top.value == top.max == 512 - 1 - 4 if c["max_position_embeddings"] == 512 else top.value <= top.max

@@ -196,24 +196,28 @@ def test_a_count_reads_as_counted_with_what_it_depends_on(lang):
 
 def test_k4s_step_says_what_the_bytes_predict_before_measuring(app_model):
     """Issue 36 (4): before the Reveal, the K4 step says what the arithmetic predicts for the run it will time: the
-    embedded model in fp32 against a half-size (bf16) cache, the claims' prompt and its 16 decode steps; by hand
-    from the workload's tokens: weights 23,077,888 B, KV 8,192 B a token in fp32, 4,096 in bf16."""
+    GPT-2-124M shape in fp32 against a half-size (bf16) cache, 1,024 cached tokens and 16 decode steps; by hand
+    from GPT-2-124M's published 124,439,808 parameters, its position table widened from 1,024 rows to 2,048
+    (+786,432), in fp32, less the 2,047 position rows a step does not read: 494,616,576 B; KV 73,728 B a token in
+    fp32 (12 layers x K, V x 768), 36,864 in bf16."""
     from llmviz import service
     from llmviz.analysis.claims import shown as shown_effect
 
     work = service.claim_workload("K4", device="cpu")
     n, steps = work["prompt_tokens"], work["steps"]
-    assert steps == 16 and [s["engine_config"]["kv_dtype"] for s in work["sides"]] == ["fp32", "bf16"]
+    assert (n, steps) == (1025, 16) and [s["engine_config"]["kv_dtype"] for s in work["sides"]] == ["fp32", "bf16"]
     mean_cached = n + (steps + 1) / 2
-    a, b = 23_077_888 + 8192 * mean_cached, 23_077_888 + 4096 * mean_cached
+    weights = (124_439_808 + 1024 * 768) * 4 - 2047 * 768 * 4
+    a, b = weights + 73_728 * mean_cached, weights + 36_864 * mean_cached
     at = open_app(PAGE, model=app_model, lesson="2.2.2")
     t = Translator("en")
     said = t("lesson.before", predicted=shown_effect("decode_speedup", a / b - 1, t),
-             why=t("lesson.arithmetic.why_kv", share=8192 * mean_cached / a), article="×1.80")
+             why=t("lesson.arithmetic.why_kv", share=73_728 * mean_cached / a), article="×1.80")
     assert said in [c.value for c in at.caption], [c.value for c in at.caption]
 
 
 def test_cannot_tell_offers_the_rounds_that_would_decide(app_model, monkeypatch):
+    monkeypatch.setattr("llmviz.labs.claims.LONG_BUDGET_S", 5.0)  # 4 x 5 s, not 4 x 60 s, of the suite's time
     """Issue 36 (2): a Reveal that cannot tell offers to measure until it decides (the local tool): the button
     measures the claim again with four times its budget, and the entry is replaced by that measurement; a public
     server, whose queue one student must not hold that long, does not offer it."""
@@ -227,7 +231,7 @@ def test_cannot_tell_offers_the_rounds_that_would_decide(app_model, monkeypatch)
     button.click().run(timeout=300)
     assert not at.exception and not at.error, [e.value for e in at.error]
     kept = at.session_state[REVEALED_KEY]["K4"]
-    assert kept["source"] == "measured" and kept["claim"]["budget_s"] == 40.0 and kept["claim"]["batches"] >= 1
+    assert kept["source"] == "measured" and kept["claim"]["budget_s"] == 20.0 and kept["claim"]["batches"] >= 1
     assert kept["predicted"] == pytest.approx(0.8)  # the student's prediction stays with the new measurement
 
     monkeypatch.setenv("LLMVIZ_PUBLIC", "1")

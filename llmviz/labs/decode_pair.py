@@ -1,0 +1,186 @@
+"""Decode A against B at a long context: the decode claims' measurement (K2, K4, K10, K11; C8, C11, C14, C18;
+issue 36), the one the Claims page, the lesson's Reveal and the Compare page's long-context section all run.
+
+    workload  one sequence whose first `context` tokens are already cached as seeded random K and V (no prefill:
+              engine/random_fill.py; a step's cost depends on how many keys it reads, not their values), so a
+              decode step reads the weights and `context` + k cached tokens: where the article's decode effects
+              live (KV's share of the bytes a step reads grows with the context, ~13% at 1,024 tokens of the
+              GPT-2-124M shape in fp32); the short prompts of the Compare page leave it near 0
+    timed     per run, a fresh session of each side's settings: one untimed decode step, then `steps` decode
+              steps, each the engine's timed region of a step (plan, forward pass, greedy pick; device
+              synchronized) at capture off; ms/token of a run is their mean (a compiling step left out)
+    rounds    `warmup` untimed rounds, then `repeats` rounds; in each, A, B and (control) A again, the order
+              rotating round by round, and the memory bandwidth probe once, so every figure pairs by round
+    control   A's second run in each round against its first: an A-vs-A effect whose interval is this run's
+              noise floor (what the same rule reads as an effect where there is none)
+The drawn tokens mean nothing (the cache holds random K and V): this lab times, the Compare page's prompt runs
+show outputs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from llmviz.analysis.claims import speedup
+from llmviz.engine.lean_steps import lean_generate
+from llmviz.engine.loading.model import LoadedModel
+from llmviz.engine.platform.memory import typed_out_of_memory
+from llmviz.engine.session import Session, max_seq_for
+from llmviz.engine.timing import spread
+from llmviz.errors import ConfigError
+from llmviz.i18n.translator import timed
+from llmviz.labs.probes import memory_bandwidth
+from llmviz.trace.check import COMPILE_STATES
+from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.progress import Progress, silent
+from llmviz.trace.switches import format_spec, lossy_changes, parse_spec
+
+MAX_STEPS, MAX_REPEATS, MAX_WARMUP = 128, 30, 5
+Loader = Callable[[str | None, EngineConfig], LoadedModel]
+
+
+@dataclass(frozen=True)
+class DecodePairConfig:
+    a: str = ""  # a spec: "kv-dtype=fp16,attn=eager" (empty: the defaults)
+    b: str = ""
+    model: str | None = None  # None: the embedded model
+    context: int = 1024  # tokens cached before the timed steps
+    steps: int = 16  # timed decode steps per run
+    repeats: int = 5
+    warmup: int = 1
+    control: bool = True  # A twice per round: the A-vs-A noise floor
+    device: str = "auto"
+    seed: int = 0
+    bandwidth_bytes: int = 256 * 2**20  # the probe's buffer: beyond a CPU's caches
+
+    def __post_init__(self):
+        for name, value, low, high in (("context", self.context, 1, 2**20), ("steps", self.steps, 1, MAX_STEPS),
+                                       ("repeats", self.repeats, 1, MAX_REPEATS),
+                                       ("warmup", self.warmup, 0, MAX_WARMUP)):
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ConfigError(f"{name} must be a whole number in {low}..{high}, got {value!r}")
+        for side in "ab":  # ConfigError now on an unknown switch or a value the engine refuses
+            self.engine_config(side)
+
+    def engine_config(self, side: str) -> EngineConfig:
+        changes = parse_spec(self.a if side == "a" else self.b)
+        return EngineConfig(device=self.device, sampling=SamplingConfig(temperature=0), seed=self.seed,
+                            capture="off", logit_lens_top_k=0, stop_at_eos=False, **changes)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens each run's cache must hold: the context, the untimed step's token and the timed steps'."""
+        return self.context + 1 + self.steps
+
+
+def check_fits(lm: LoadedModel, config: DecodePairConfig, engine: EngineConfig) -> None:
+    """ConfigError naming the longest context that fits when context + steps exceed what a session holds."""
+    max_seq = max_seq_for(lm, engine)
+    if config.tokens > max_seq:
+        longest = max_seq - 1 - config.steps
+        raise ConfigError(f"a context of {config.context} tokens and {config.steps} decode steps need "
+                          f"{config.tokens} slots; a session of {lm.name} holds {max_seq}: use a context of at most "
+                          f"{longest} tokens", code="decode_context", context=config.context, longest=longest)
+
+
+def _one_run(lm: LoadedModel, engine: EngineConfig, ids: list[int], steps: int, seed: int) -> tuple[float, dict]:
+    """A fresh session with len(ids) - 1 tokens cached at random, one untimed step, then `steps` timed: their
+    mean ms (a compiling step left out) and the cache's last snapshot."""
+    session = Session(lm, prompt_ids=[ids], config=engine)
+    session.fill_random(seed)
+    trace = lean_generate(session, steps + 1)
+    steps_ = trace.steps[1:]
+    ms = [s.timings["total_ms"] for s in steps_ if s.timings.get("compile") != COMPILE_STATES[0]]
+    return statistics.fmean(ms or [s.timings["total_ms"] for s in steps_]), trace.steps[-1].kv
+
+
+def decode_pair(config: DecodePairConfig, load: Loader, progress: Progress | None = None) -> dict:
+    """Time A and B (and the control) in rounds at the configured context (module docstring); `load(model,
+    engine)` gives the model for a side's load switches (fused QKV, quantized weights, dtype)."""
+    progress = progress or silent
+    engines = {side: config.engine_config(side) for side in "ab"}
+    models = {}
+    for side in "ab":
+        progress(0.02 if side == "a" else 0.05, "load", {"side": side.upper()})
+        models[side] = load(config.model, engines[side])
+    if models["a"].device != models["b"].device:
+        raise ConfigError("A and B must run on the same device")
+    for side in "ab":
+        check_fits(models[side], config, engines[side])
+    device, cfg = models["a"].device, models["a"].cfg
+    gen = torch.Generator().manual_seed(config.seed)
+    ids = torch.randint(0, cfg.vocab_size, (config.context + 1,), generator=gen).tolist()
+    order = ["a", "b", "c"] if config.control else ["a", "b"]
+    runs = {side: [] for side in order}
+    kv, probed = {}, []
+    rounds = config.warmup + config.repeats
+    for r in range(rounds):
+        timed_round = r >= config.warmup
+        if timed_round:
+            progress(0.08 + 0.9 * r / rounds, "probe", {"round": r + 1, "rounds": rounds})
+            with typed_out_of_memory("the bandwidth probe", "free some memory"):
+                probed.append(round(memory_bandwidth(device, config.bandwidth_bytes, repeats=3)["gb_per_s"], 3))
+        shift = r % len(order)
+        for j, side in enumerate(order[shift:] + order[:shift]):  # interleaved, the order rotating
+            progress(0.08 + 0.9 * (r + (j + 1) / (len(order) + 1)) / rounds, "round",
+                     {"round": r + 1, "rounds": rounds, "side": "A′" if side == "c" else side.upper()})
+            engine = engines["a" if side == "c" else side]
+            with typed_out_of_memory(f"decoding at a context of {config.context} tokens", "use a shorter context"):
+                ms, kv[side] = _one_run(models["a" if side == "c" else side], engine, ids, config.steps,
+                                        config.seed + r)
+            if timed_round:
+                runs[side].append(ms)
+    sides = {side: _side(models[side], config, side, runs[side], kv[side], engines[side]) for side in "ab"}
+    sides["b"]["lossy"] = lossy_changes({k: v for k, v in parse_spec(config.b).items()
+                                         if parse_spec(config.a).get(k) != v})
+    result = {
+        "model": models["a"].name, "device": str(device), "threads": torch.get_num_threads(),
+        "context": config.context, "prompt_tokens": config.context + 1, "steps": config.steps,
+        "repeats": config.repeats, "warmup": config.warmup, "seed": config.seed, "a": sides["a"], "b": sides["b"],
+        "bandwidth": {"gb_per_s": statistics.median(probed), "rounds_gb_per_s": probed,
+                      "bytes": config.bandwidth_bytes},
+        **timed("timed.decode_pair", context=config.context, steps=config.steps, warmup=config.warmup,
+                repeats=config.repeats),
+    }
+    if config.control:
+        control = spread(runs["c"])
+        floor = speedup(control, sides["a"]["decode_ms_per_token"])  # A's first run over its second, minus 1
+        result["control"] = {"decode_ms_per_token": control, "noise_floor": {
+            "value": floor.value, "low": floor.low, "high": floor.high, "rounds": floor.rounds}}
+    progress(1.0, "done", {})
+    return result
+
+
+def _side(lm: LoadedModel, config: DecodePairConfig, side: str, runs: list[float], kv: dict,
+          engine: EngineConfig) -> dict:
+    changes = parse_spec(config.a if side == "a" else config.b)
+    decode = spread(runs)
+    return {"spec": format_spec(changes), "lossy": lossy_changes(changes), "engine_config": engine.to_dict(),
+            "model_config": lm.cfg.to_dict(), "kv": kv, "kv_bytes_allocated": kv["bytes_allocated"],
+            "decode_ms_per_token": decode, "tokens_per_s": 1000 / decode["median"], "weight_bytes": lm.weight_bytes,
+            "compiled": engine.compile}
+
+
+def claim_figures(claim: str, result: dict) -> dict:
+    """What a decode claim reads of a pair (analysis/claim_effects.py): K2 side A's step against the bytes it reads,
+    K4, K10 and K11 both sides (K4 their KV bytes, K11 the dtype its q, k, v traffic is counted in). The Claims
+    page, the lesson's Reveal and the Compare page's long-context section all judge these figures."""
+    where = {k: result[k] for k in ("model", "device", "threads", "prompt_tokens", "steps", "context", "bandwidth",
+                                    "what_was_timed", "timed")}
+    kept = ("engine_config", "model_config", "kv")  # what the arithmetic's prediction needs of a side
+    if claim == "K2":
+        a = result["a"]
+        return where | {"decode_ms_per_token": a["decode_ms_per_token"], "side": {k: a[k] for k in kept}}
+    both = where | {"specs": [result[s]["spec"] for s in "ab"], "sides": [{k: result[s][k] for k in kept}
+                                                                          for s in "ab"],
+                    "decode_ms_per_token": [result[s]["decode_ms_per_token"] for s in "ab"],
+                    "noise_floor": result.get("control", {}).get("noise_floor")}
+    if claim == "K4":
+        both["kv_bytes_allocated"] = [result[s]["kv_bytes_allocated"] for s in "ab"]
+    if claim == "K11":
+        both |= {"model_config": result["a"]["model_config"], "dtype": result["a"]["engine_config"]["dtype"]}
+    return both

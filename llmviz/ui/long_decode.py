@@ -1,0 +1,90 @@
+"""The Compare page's long-context section (issue 36; claims K2, K4, K10, K11; C8, C11, C14, C18): A and B decoding
+after `cmp_ctx` cached tokens by the decode claims' own lab and workload (llmviz/labs/decode_pair.py), with the
+A-vs-A noise floor, what the bytes predict, and, where A and B are a decode claim's pair, that claim judged by the
+one rule the Claims page and the lesson use. The lesson's K4, K10 and K11 steps open it with their claim's pair.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis.claim_effects import predicted_effect
+from llmviz.analysis.claims import shown, speedup
+from llmviz.ui import claims_run, measure
+from llmviz.ui.chrome import literal
+from llmviz.ui.settings import Settings
+
+RESULT_KEY = "llmviz_compare_long"
+REPEATS = 5  # the quick claims' rounds of a decode pair (labs/claims.ClaimsPlan.pair_repeats)
+
+
+def key_of(s: Settings, model: str) -> tuple:
+    return model, s.device, s.seed, s.cmp_a, s.cmp_b, s.cmp_ctx, s.cmp_steps
+
+
+def longest(context: int, steps: int) -> int:
+    """The most tokens a run may cache first: the session's slots less the untimed step and the timed ones."""
+    return max(1, context - 1 - steps)
+
+
+def run(t, s: Settings, model: str, load) -> dict | None:
+    from llmviz import service
+
+    def work(queued):
+        config = service.DecodePairConfig(a=s.cmp_a, b=s.cmp_b, model=model, context=s.cmp_ctx, steps=s.cmp_steps,
+                                          repeats=REPEATS, seed=s.seed, device=s.device)
+        with queued() as progress:
+            return service.decode_pair(config, load, lambda f, stage, values: progress(
+                f, t(f"progress.compare.{stage}", **{"side": "", "round": 0, "rounds": 0, **values})))
+
+    return measure.run(t, RESULT_KEY, key_of(s, model), work, text=t("progress.compare.load", side="A"))
+
+
+def section(t, s: Settings, model: str, max_seq: int, load) -> None:
+    """The section's heading, its context box and button, and the kept result for these settings."""
+    st.subheader(t("compare.long.title"))
+    st.caption(t("compare.long.what"))
+    top = longest(max_seq, s.cmp_steps)
+    a, b = st.columns([1, 2])
+    context = a.number_input(t("compare.long.context"), 1, top, min(s.cmp_ctx, top), step=64, key="cmp_ctx_w",
+                             help=t("compare.long.context_help", top=top))
+    if context != s.cmp_ctx:
+        from llmviz.ui import state
+
+        s = state.update(cmp_ctx=int(context))
+    b.markdown("&nbsp;")
+    if b.button(t("compare.long.run", n=s.cmp_ctx), key="cmp_long_run"):
+        run(t, s, model, load)
+    result = measure.kept(RESULT_KEY, key_of(s, model))
+    if result is not None:
+        draw(t, result)
+
+
+def draw(t, result: dict) -> None:
+    """Both sides' ms per token with their intervals, B's speed-up, the A-vs-A floor, the bytes' prediction and,
+    for a decode claim's pair, its verdict."""
+    a, b = (result[side]["decode_ms_per_token"] for side in "ab")
+    effect = speedup(a, b)  # A's time over B's, minus 1: B's speed-up, paired by round (the claims' rule)
+    floor = result["control"]["noise_floor"] if "control" in result else None
+    sides = [{k: result[side][k] for k in ("engine_config", "model_config", "kv")} for side in "ab"]
+    # K4's rule is B's decode speed-up from the bytes each side's step reads: the prediction for any pair
+    read = predicted_effect("K4", {"sides": sides, "prompt_tokens": result["prompt_tokens"], "steps": result["steps"]})
+    cols = st.columns(4)
+    for col, side, ms in ((cols[0], "A", a), (cols[1], "B", b)):
+        spec = result[side.lower()]["spec"] or t("compare.defaults")
+        col.metric(t("compare.long.ms", side=side), f"{ms['median']:.2f} ms", help=literal(spec))
+    cols[2].metric(t("compare.long.speedup"), shown("decode_speedup", effect.value, t),
+                   help=t("compare.long.interval", low=shown("decode_speedup", effect.low, t),
+                          high=shown("decode_speedup", effect.high, t), rounds=effect.rounds))
+    predicted = read.get("decode_speedup")
+    cols[3].metric(t("compare.long.predicted"), "—" if predicted is None else shown("decode_speedup", predicted, t))
+    st.markdown(t("compare.long.sentence", low=shown("decode_speedup", effect.low, t),
+                  high=shown("decode_speedup", effect.high, t), rounds=effect.rounds, n=result["context"],
+                  model=literal(result["model"]), device=result["device"], threads=result["threads"]))
+    if floor is not None:
+        st.caption(t("compare.long.floor", low=shown("decode_speedup", floor["low"], t),
+                     high=shown("decode_speedup", floor["high"], t), rounds=floor["rounds"]))
+    claim = result.get("claim")
+    if claim:
+        claims_run.verdict_box(t, claims_run.judged_here(claim["id"], claim["figures"]))
+    st.caption(t.timed(result))

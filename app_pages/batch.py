@@ -59,9 +59,14 @@ def grid(t, run, max_new: int) -> None:
 def throughput(t, s) -> None:
     st.subheader(t("batch.sweep_title"))
     st.markdown(t("batch.k5"))
-    model = st.selectbox(t("compare.model"), [s.model, *(m for m in RANDOM_MODELS if m != s.model)],
-                         key="batch_model_w", help=t("compare.model_help"))
-    result = batch_run.sweep(t, s, model) if st.button(t("batch.sweep")) else batch_run.kept_sweep(model)
+    left, right = st.columns(2)
+    model = left.selectbox(t("compare.model"), [s.model, *(m for m in RANDOM_MODELS if m != s.model)],
+                           key="batch_model_w", help=t("compare.model_help"))
+    # K5's own workload (the Claims page's and the lesson's) or the first prompt above (issue 36)
+    workload = right.radio(t("batch.workload"), batch_run.WORKLOADS, key="batch_workload_w", horizontal=True,
+                           format_func=lambda w: t(f"batch.workload.{w}"), help=t("batch.workload_help"))
+    pressed = st.button(t("batch.sweep"))
+    result = batch_run.sweep(t, s, model, workload) if pressed else batch_run.kept_sweep(s, model, workload)
     if result is None:
         return
     rows = throughput_table(result)
@@ -69,7 +74,10 @@ def throughput(t, s) -> None:
                                t("batch.decode"), t("batch.prefill")), key="batch_sweep")
     top = rows[-1]
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
-    claims_run.verdict_box(t, claims_run.judged_here("K5", result))  # the claims' one rule, on this sweep
+    if workload == "k5":  # the claims' one rule, on K5's own workload
+        claims_run.verdict_box(t, claims_run.judged_here("K5", result))
+    else:
+        st.caption(t("batch.not_k5"))
     st.caption(t("batch.sweep_note", model=literal(str(result["model"])), device=result["device"],
                  threads=result["threads"],
                  steps=result["steps"], repeats=result["repeats"]))

@@ -30,7 +30,7 @@ __all__ = [
     "EMBEDDED_MODEL", "CompareConfig", "DecodePairConfig", "EngineConfig", "LoadedModel", "RunTrace", "Session",
     "StepTrace", "batch_sweep", "check_serving_work", "claim_ids", "claim_workload", "claims", "compare",
     "config_from_text", "decode_pair", "decode_slope", "device_limits", "engine_available", "generated_text",
-    "language_note", "layout_sweep", "limit_heap_arenas", "load", "locality_sweep", "model_config_dict",
+    "k5_prompt", "language_note", "layout_sweep", "limit_heap_arenas", "load", "locality_sweep", "model_config_dict",
     "prefill_sweep", "preset", "presets", "read_trace", "release_memory", "request_trace", "resolved_device", "run",
     "serve", "serve_alone", "serve_config", "speculate", "speculation_costs", "start", "start_layouts", "step",
     "step_layouts", "use_cpu_threads", "warm_imports", "warm_up_serving",
@@ -125,6 +125,13 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
     from llmviz.labs.batch_sweep import batch_sweep as sweep
 
     return sweep(lm, prompt, **options)
+
+
+def k5_prompt(lm: LoadedModel) -> list[int]:
+    """K5's workload: the prompt whose copies make its batches (llmviz/labs/claims.k5_prompt)."""
+    from llmviz.labs.claims import k5_prompt as prompt
+
+    return prompt(lm)
 
 
 def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None,

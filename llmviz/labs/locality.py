@@ -20,10 +20,11 @@ import torch
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.memory import typed_out_of_memory
+from llmviz.engine.random_fill import fill_random
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
-from llmviz.labs.layout_sweep import MAX_REPEATS, MAX_STEPS, check_lengths, fill, sweep_max_seq, timed_decode
+from llmviz.labs.layout_sweep import MAX_REPEATS, MAX_STEPS, check_lengths, sweep_max_seq, timed_decode
 from llmviz.trace.progress import Progress, silent
 
 ORDERS = ("in_order", "scattered")
@@ -40,7 +41,7 @@ def _one_run(lm: LoadedModel, order: str, ids: list[int], steps: int, *, max_seq
         cache.pool.scatter(seed)
     cache.add(0)
     with torch.inference_mode():
-        fill(cache, lm, 0, ids[:-1], torch.Generator().manual_seed(seed))
+        fill_random(cache, lm.cfg, 0, ids[:-1], torch.Generator().manual_seed(seed), lm.dtype, lm.device)
         table = list(cache.tables[0])
         return timed_decode(lm, cache, 0, ids[-1], steps, backend), table
 

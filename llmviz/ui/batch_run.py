@@ -15,6 +15,8 @@ from llmviz.ui.errors import explain
 from llmviz.ui.settings import Settings
 
 BATCH_KEY, SWEEP_KEY = "llmviz_batch", "llmviz_batch_sweep"
+WORKLOADS = ("k5", "prompt")  # the sweep's prompt: K5's own (64 tokens of held-out text) or the page's first
+SWEEP_REPEATS = 3  # the quick claims' rounds (labs/claims.ClaimsPlan.repeats): K5 judged as the Claims page judges it
 EXAMPLES = ("The list of", "Return the value of the", "This module provides functions to read and write",
             "The")  # different lengths, so the prefill pads
 MAX_ROWS, MAX_NEW = 8, 64
@@ -109,21 +111,27 @@ def advance(t, run: BatchRun, max_new: int, to_end: bool = False) -> None:
         explain(t, exc)
 
 
-def sweep(t, s: Settings, model: str) -> dict | None:
-    """Batch 1, 2, 4, 8 copies of the page's first prompt on `model`, with a progress bar; kept for `model`."""
+def sweep_key(s: Settings, model: str, workload: str) -> tuple:
+    return (model, s.device, s.dtype, workload) + ((tuple(prompts_of(s))[:1],) if workload == "prompt" else ())
+
+
+def sweep(t, s: Settings, model: str, workload: str = "k5") -> dict | None:
+    """Batch 1, 2, 4, 8 copies of K5's prompt (workload "k5") or of the page's first prompt ("prompt") on `model`,
+    in the claims' rounds, with a progress bar; kept for what it ran."""
     from llmviz import service
 
     def work(queued):
         prompts = prompts_of(s)
         check(prompts)
         lm = server.model(model, s.device, s.dtype)
+        ids = service.k5_prompt(lm) if workload == "k5" else lm.tokenizer.encode(prompts[0])
         with queued() as progress:
-            return service.batch_sweep(lm, lm.tokenizer.encode(prompts[0]), device=s.device,
+            return service.batch_sweep(lm, ids, device=s.device, repeats=SWEEP_REPEATS,
                                        progress=lambda f, stage, values: progress(
                                            f, t(f"progress.batch.{stage}", **values)))
 
-    return measure.run(t, SWEEP_KEY, model, work)
+    return measure.run(t, SWEEP_KEY, sweep_key(s, model, workload), work)
 
 
-def kept_sweep(model: str) -> dict | None:
-    return measure.kept(SWEEP_KEY, model)
+def kept_sweep(s: Settings, model: str, workload: str = "k5") -> dict | None:
+    return measure.kept(SWEEP_KEY, sweep_key(s, model, workload))

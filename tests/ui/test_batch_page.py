@@ -46,13 +46,24 @@ def test_throughput_sweep(app_model):
     assert any("batch 8 gives" in x for x in texts)
     result = at.session_state["llmviz_batch_sweep"][1]
     assert [r["batch"] for r in result["sizes"]] == [1, 2, 4, 8]
-    # K5 judged by the claims' one rule on this sweep's rounds (issue 36): the same verdict the Claims page would
-    # give these figures, in the box the Claims page and the lesson use
+    # K5's own workload by default (issue 36: one measurement per claim): the 64 held-out tokens the Claims page
+    # and the lesson batch, in their 3 rounds, judged by the claims' one rule in the box they use
     from llmviz.analysis.claim_effects import judged
     from llmviz.i18n.translator import translate
+    from llmviz.labs.claims import ClaimsPlan
 
+    lm = service.load(app_model, EngineConfig(device="cpu"))
+    assert result["prompt_tokens"] == 64 and result["repeats"] == ClaimsPlan().repeats
     verdict = translate("en", "claims.verdict." + judged("K5", result)["verdict"])
     assert any(x.startswith(f"**K5 · {verdict}**") for x in texts), texts
+    # the first prompt above instead: another workload, measured and drawn, not judged as K5
+    at.radio(key="batch_workload_w").set_value("prompt").run()
+    click(at, "Measure batch 1, 2, 4, 8")
+    other = at.session_state["llmviz_batch_sweep"][1]
+    assert other["prompt_tokens"] == len(lm.tokenizer.encode(at.text_area(key="batch_prompts_w").value.split("\n")[0]))
+    texts = rendered_text(at)
+    assert not any(x.startswith("**K5 · ") for x in texts) and any("K5 is judged on its own workload" in x
+                                                                   for x in texts)
 
 
 def test_too_many_prompts_get_a_message(app_model):

@@ -70,8 +70,12 @@ def k3(f: dict):
 
 def two_sides(f: dict):
     a, b = f["decode_ms_per_token"]
-    # the A-vs-A control's interval and the cached tokens, where the run had them (a decode pair: issue 36)
-    extra = {k: f[k] for k in ("noise_floor", "context") if f.get(k) is not None}
+    # the cached tokens and the A-vs-A control's interval (A's first run over its second in the same rounds), where
+    # the run had them (a decode pair: issue 36)
+    extra = {k: f[k] for k in ("context",) if k in f}
+    if f.get("control_ms_per_token"):
+        floor = speedup(f["control_ms_per_token"], a)
+        extra["noise_floor"] = {"value": floor.value, "low": floor.low, "high": floor.high, "rounds": floor.rounds}
     return speedup(a, b), {"decode_ms_a": a["median"], "decode_ms_b": b["median"], "spec_a": f["specs"][0],
                            "spec_b": f["specs"][1], **extra} | bytes_read(f)
 

@@ -29,10 +29,10 @@ from llmviz.labs.batch_sweep import batch_sweep
 from llmviz.labs.claims_serving import ServingClaims
 from llmviz.labs.decode_pair import DecodePairConfig, claim_figures, decode_pair
 from llmviz.labs.evaluation import heldout_ids
-from llmviz.labs.layout_sweep import layout_sweep
+from llmviz.labs.layout_sweep import LONG, SHORT, default_lengths, layout_sweep, sweep_max_seq
 from llmviz.labs.presets import preset
 from llmviz.labs.rounds import until_decided
-from llmviz.trace.config import EMBEDDED_MODEL, EngineConfig, SamplingConfig
+from llmviz.trace.config import EMBEDDED_MODEL, LAYOUT_SWEEP_STEPS, EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent, within
 from llmviz.trace.switches import load_options, parse_spec
 
@@ -168,8 +168,8 @@ class Measurer(ServingClaims):
 
     def k3(self) -> dict:
         lm = self.model(LONG_MODEL)
-        lengths = (256, 512, 1536) if self.plan.quick else (128, 256, 512, 1024, 1536, 2000)  # K3: past 1024
-        sweep = layout_sweep(lm, list(lengths), steps=4 if self.plan.quick else 8, repeats=self.plan.repeats,
+        sweep = layout_sweep(lm, k3_lengths(sweep_max_seq(lm), self.plan.quick), steps=LAYOUT_SWEEP_STEPS,
+                             repeats=self.plan.repeats,
                              progress=within(self.progress, 0.0, 1.0, "K3"))
         return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "timed", "seconds")
                 if k in sweep} | {
@@ -254,6 +254,14 @@ def text_ids(lm: LoadedModel, n: int) -> list[int]:
     """n tokens of the held-out text (repeated as needed): real text, as a prompt would be."""
     ids = heldout_ids(lm.tokenizer)
     return (ids * (n // len(ids) + 1))[:n]
+
+
+def k3_lengths(max_seq: int, quick: bool) -> list[int]:
+    """K3's lengths are the KV layouts page's automatic ones (issue 36: one measurement per claim): in a quick run
+    only those it is judged at (512, and the longest past 1,024), all of them in a full one. Each length's rounds
+    run on their own, so the page's other lengths change nothing at these."""
+    lengths = default_lengths(max_seq, LAYOUT_SWEEP_STEPS)
+    return [n for n in lengths if n == SHORT or n == lengths[-1] > LONG] if quick else lengths
 
 
 K5_SIZES, K5_TOKENS = (1, 2, 4, 8), 64

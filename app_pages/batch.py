@@ -74,7 +74,7 @@ def throughput(t, s) -> None:
                                t("batch.decode"), t("batch.prefill")), key="batch_sweep")
     top = rows[-1]
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
-    if workload == "k5":  # the claims' one rule, on K5's own workload
+    if result.get("judged_as_k5"):  # the claims' one rule, on K5's own workload and model
         claims_run.verdict_box(t, claims_run.judged_here("K5", result))
     else:
         st.caption(t("batch.not_k5"))

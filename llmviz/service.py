@@ -30,7 +30,7 @@ __all__ = [
     "EMBEDDED_MODEL", "CompareConfig", "DecodePairConfig", "EngineConfig", "LoadedModel", "RunTrace", "Session",
     "StepTrace", "batch_sweep", "check_serving_work", "claim_ids", "claim_workload", "claims", "compare",
     "config_from_text", "decode_pair", "decode_slope", "device_limits", "engine_available", "generated_text",
-    "k5_prompt", "language_note", "layout_sweep", "limit_heap_arenas", "load", "locality_sweep", "model_config_dict",
+    "k5_workload", "language_note", "layout_sweep", "limit_heap_arenas", "load", "locality_sweep", "model_config_dict",
     "prefill_sweep", "preset", "presets", "read_trace", "release_memory", "request_trace", "resolved_device", "run",
     "serve", "serve_alone", "serve_config", "speculate", "speculation_costs", "start", "start_layouts", "step",
     "step_layouts", "use_cpu_threads", "warm_imports", "warm_up_serving",
@@ -70,11 +70,9 @@ def load(name: str | None, config: EngineConfig) -> LoadedModel:
 def model_config_dict(name: str | None) -> dict:
     """The named model's config (ModelConfig.to_dict()) read without its weights, from a folder, the local hub
     cache or config.json alone from the hub: the memory calculator's (C17)."""
-    from llmviz.engine.loading.hub import CONFIG_ONLY
-    from llmviz.engine.loading.model import read_config, resolve_path
-    from llmviz.engine.models import model_config
+    from llmviz.engine.loading.model import config_dict
 
-    return model_config(read_config(resolve_path(name, CONFIG_ONLY))).to_dict()
+    return config_dict(name)
 
 
 def use_cpu_threads(n: int) -> None:
@@ -127,11 +125,11 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
     return sweep(lm, prompt, **options)
 
 
-def k5_prompt(lm: LoadedModel) -> list[int]:
-    """K5's workload: the prompt whose copies make its batches (llmviz/labs/claims.k5_prompt)."""
-    from llmviz.labs.claims import k5_prompt as prompt
+def k5_workload(lm: LoadedModel) -> dict:
+    """K5's prompt, steps and rounds, and whether `lm` is the model it is judged on (llmviz/labs/claims.py)."""
+    from llmviz.labs.claims import k5_workload as workload
 
-    return prompt(lm)
+    return workload(lm)
 
 
 def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None,
@@ -186,14 +184,15 @@ def compare(config: CompareConfig, load_fn=None, progress: Progress | None = Non
 
 def decode_pair(config: DecodePairConfig, load_fn=None, progress: Progress | None = None) -> dict:
     """A and B decoding after a long context (llmviz/labs/decode_pair.py: the decode claims' measurement), and
-    under "claim" the decode claim their specs are (K4, K10, K11) with the figures it is judged on, or None."""
+    under "claim" the decode claim their specs are (K4, K10, K11: labs/claims.claim_of_pair), whether this was its
+    workload, and the figures it is judged on; None for another pair."""
     from llmviz.labs.claims import claim_of_pair
     from llmviz.labs.decode_pair import claim_figures
     from llmviz.labs.decode_pair import decode_pair as run
 
     result = run(config, load_fn or load, progress)
-    claim = claim_of_pair(config.a, config.b, result["a"]["model_config"], result["device"].split(":")[0])
-    return result | {"claim": claim and {"id": claim, "figures": claim_figures(claim, result)}}
+    claim = claim_of_pair(config, result["a"]["model_config"], result["device"].split(":")[0])
+    return result | {"claim": claim and claim | {"figures": claim_figures(claim["id"], result)}}
 
 
 def start_layouts(lm: LoadedModel, prompts: list[str], config: EngineConfig,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from llmviz.analysis import stats
-from llmviz.analysis.claims import CLAIMS, Effect, claim_verdict, rounds_of, saving, shown, speedup
+from llmviz.analysis.claims import CLAIMS, Effect, claim_verdict, noise_floor, rounds_of, saving, shown, speedup
 from llmviz.analysis.lab import side_prediction
 from llmviz.analysis.predict import Setup, Shape, qkv_traffic_bytes
 from llmviz.analysis.prefill_fit import fit_prefill
@@ -70,12 +70,10 @@ def k3(f: dict):
 
 def two_sides(f: dict):
     a, b = f["decode_ms_per_token"]
-    # the cached tokens and the A-vs-A control's interval (A's first run over its second in the same rounds), where
-    # the run had them (a decode pair: issue 36)
+    # the cached tokens and the A-vs-A control's interval, where the run had them (a decode pair: issue 36)
     extra = {k: f[k] for k in ("context",) if k in f}
     if f.get("control_ms_per_token"):
-        floor = speedup(f["control_ms_per_token"], a)
-        extra["noise_floor"] = {"value": floor.value, "low": floor.low, "high": floor.high, "rounds": floor.rounds}
+        extra["noise_floor"] = noise_floor(a, f["control_ms_per_token"])
     return speedup(a, b), {"decode_ms_a": a["median"], "decode_ms_b": b["median"], "spec_a": f["specs"][0],
                            "spec_b": f["specs"][1], **extra} | bytes_read(f)
 

@@ -102,6 +102,13 @@ def speedup(slow: dict, fast: dict, paired: bool = True) -> Estimate:
     return _between(slow, fast, stats.faster, paired)
 
 
+def noise_floor(a: dict, control: dict) -> dict:
+    """A-vs-A (issue 36): A's time over its second run's in the same rounds, minus 1, read as B's speed-up is read
+    (speedup(a, b)): the interval this run's noise alone gives, as JSON."""
+    e = speedup(a, control)
+    return {"value": e.value, "low": e.low, "high": e.high, "rounds": e.rounds}
+
+
 def saving(before: dict, after: dict, paired: bool = True) -> Estimate:
     """1 - after / before from two spreads (time): the share `after` saves."""
     return _between(before, after, stats.saved, paired)

@@ -4,7 +4,8 @@
 A session owns its sequences (token ids, sampling settings, generators), its KV cache (which owns each
 sequence's cached length) and its trace; the model is only read, so several sessions (Streamlit
 browser sessions are threads) can step on one cached model at once. Step 0 is the prefill of every
-prompt and produces each row's first new token; step t >= 1 decodes one token per unfinished row.
+prompt and produces each row's first new token (after fill_random, a timing workload's cache filled without a
+prefill, step 0 decodes too); step t >= 1 decodes one token per unfinished row.
 A batch of prompts of different lengths is one padded forward pass per step (static batching): a row
 that has finished stays in the pass as padding until every row is done.
 """

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from llmviz.engine.capture import RunContext
-from llmviz.engine.loading.model import LoadedModel
+from llmviz.engine.loading.model import LoadedModel, config_dict
 from llmviz.engine.models.attention import ATTENTION_BACKENDS
-from llmviz.engine.session import Session, max_seq_for
+from llmviz.engine.platform.devices import resolve_device
+from llmviz.engine.session import Session
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.i18n.translator import timed
@@ -41,7 +42,6 @@ QUICK_BUDGET_S, LONG_BUDGET_S = 10.0, 60.0  # a claim's batches on the embedded 
 MAX_PATIENCE = 6.0
 CLAIM_IDS = tuple(f"K{i}" for i in range(1, 12))
 PAIR_PRESETS = {"K2": "kv-fp16", "K4": "kv-fp16", "K10": "sdpa-fp8", "K11": "fused"}  # the decode claims' pairs
-PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time, in a small village by the sea,"
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
 
 
@@ -69,16 +69,23 @@ class ClaimsPlan:
         """The model of the compares and the prefill sweep: a full run uses the larger one."""
         return EMBEDDED_MODEL if self.quick else LONG_MODEL
 
+    def pair_workload(self, a: str, b: str) -> DecodePairConfig:
+        """A decode pair as the plan measures the decode claims (K2, K4, K10, K11): the lab's defaults in a quick
+        run (1,024 cached tokens, 16 steps, 5 rounds: what the Compare page's long-context section runs too); a
+        full run 2,000 tokens (KV ~22% of the bytes a step reads), 32 steps, 9 rounds."""
+        quick = DecodePairConfig(a=a, b=b, model=LONG_MODEL, device=self.device)
+        return quick if self.quick else replace(quick, context=2000, steps=32, repeats=9, bandwidth_bytes=512 * 2**20)
+
     @property
     def context(self) -> int:
-        """The decode claims' cached tokens (K2, K4, K10, K11): KV is ~13% of the bytes a GPT-2-124M step reads at
-        1,024 tokens in fp32, ~22% at 2,000; on the embedded model's short prompts it was ~0.3% (issue 36)."""
-        return 1024 if self.quick else 2000
+        """The decode claims' cached tokens: KV is ~13% of the bytes a GPT-2-124M step reads at 1,024 in fp32; on
+        the embedded model's short prompts it was ~0.3% (issue 36)."""
+        return self.pair_workload("", "").context
 
     @property
     def pair_repeats(self) -> int:
         """Rounds of a decode pair (A, B and the A-vs-A control in each): a run is ~0.5 s on 2 CPU cores."""
-        return 5 if self.quick else 9
+        return self.pair_workload("", "").repeats
 
     def model_of(self, claim: str) -> str:
         """The model a claim's measurement runs (K3 and K6 need the GPT-2 shape's 2,048 tokens, the decode claims
@@ -127,12 +134,10 @@ class Measurer(ServingClaims):
     # --- shared measurements -------------------------------------------------------------------------------
     def pair_config(self, name: str) -> DecodePairConfig:
         """The Compare page's preset `name` as the decode claims measure it (labs/decode_pair.py): decode on the
-        GPT-2-124M shape at the plan's long context, where KV's share of the bytes a step reads is no longer ~0."""
-        lm = self.model(LONG_MODEL)
-        a, b = pair_specs(name, lm.cfg.to_dict(), lm.device.type)
-        return DecodePairConfig(a=a, b=b, model=LONG_MODEL, context=self.plan.context,
-                                steps=16 if self.plan.quick else 32, repeats=self.plan.pair_repeats,
-                                device=self.plan.device, bandwidth_bytes=(256 if self.plan.quick else 512) * 2**20)
+        GPT-2-124M shape at the plan's long context, where KV's share of the bytes a step reads is no longer ~0.
+        Read from the model's config, its weights not built (a lesson step predicts from it before measuring)."""
+        a, b = pair_specs(name, config_dict(LONG_MODEL), resolve_device(self.plan.device).type)
+        return self.plan.pair_workload(a, b)
 
     def pair(self, name: str) -> dict:
         """Decode with the preset's A and B at the long context (one measurement serves K2 and K4)."""
@@ -149,9 +154,9 @@ class Measurer(ServingClaims):
         name = PAIR_PRESETS.get(claim)
         if name is None or claim == "K2":
             return None
-        config, lm = self.pair_config(name), self.model(LONG_MODEL)
-        sides = [{"engine_config": config.engine_config(s).to_dict(), "model_config": lm.cfg.to_dict(),
-                  "kv": {"max_seq": max_seq_for(lm, config.engine_config(s))}} for s in "ab"]
+        config, model_config = self.pair_config(name), config_dict(LONG_MODEL)
+        sides = [{"engine_config": config.engine_config(s).to_dict(), "model_config": model_config,
+                  "kv": {"max_seq": config.tokens}} for s in "ab"]  # a pair's sessions hold its tokens
         return {"sides": sides, "prompt_tokens": config.context + 1, "steps": config.steps,
                 "specs": [config.a, config.b], "context": config.context, "model": LONG_MODEL}
 
@@ -180,7 +185,7 @@ class Measurer(ServingClaims):
 
     def k5(self) -> dict:
         lm = self.model(EMBEDDED_MODEL)
-        sweep = batch_sweep(lm, k5_prompt(lm), sizes=K5_SIZES, steps=2, repeats=self.plan.repeats,
+        sweep = batch_sweep(lm, k5_prompt(lm), sizes=K5_SIZES, steps=K5_STEPS, repeats=self.plan.repeats,
                             device=self.plan.device,
                             progress=within(self.progress, 0.0, 1.0, "K5"))
         return {k: sweep[k] for k in ("sizes", "model", "device", "threads", "prompt_tokens", "what_was_timed",
@@ -207,13 +212,17 @@ def pair_specs(name: str, config: dict, device_type: str) -> tuple[str, str]:
     return p.a, p.b
 
 
-def claim_of_pair(a: str, b: str, config: dict, device_type: str) -> str | None:
-    """The decode claim (K4, K10, K11) whose pair A and B are, their switches in any order; None for another pair."""
-    def same(x: str, y: str) -> bool:
-        return parse_spec(x) == parse_spec(y)
-
-    return next((claim for claim, name in PAIR_PRESETS.items() if claim != "K2"
-                 and all(map(same, (a, b), pair_specs(name, config, device_type)))), None)
+def claim_of_pair(config: DecodePairConfig, model_config: dict, device_type: str) -> dict | None:
+    """{"id": the decode claim (K4, K10, K11) whose A and B a pair's are (switches in any order), "wants": that
+    claim's quick workload (model, context, steps, rounds), the only one it is judged on, "workload": whether the
+    pair ran it}; None for another pair."""
+    for claim, name in PAIR_PRESETS.items():
+        want = ClaimsPlan(device=config.device).pair_workload(*pair_specs(name, model_config, device_type))
+        if claim != "K2" and [parse_spec(x) for x in (config.a, config.b)] == [parse_spec(want.a),
+                                                                             parse_spec(want.b)]:
+            wants = {k: getattr(want, k) for k in ("model", "context", "steps", "repeats")}
+            return {"id": claim, "workload": all(getattr(config, k) == v for k, v in wants.items()), "wants": wants}
+    return None
 
 
 def parse_ids(text: str | None) -> tuple[str, ...]:
@@ -264,14 +273,20 @@ def k3_lengths(max_seq: int, quick: bool) -> list[int]:
     return [n for n in lengths if n == SHORT or n == lengths[-1] > LONG] if quick else lengths
 
 
-K5_SIZES, K5_TOKENS = (1, 2, 4, 8), 64
+K5_SIZES, K5_TOKENS, K5_STEPS = (1, 2, 4, 8), 64, 2
 
 
 def k5_prompt(lm: LoadedModel) -> list[int]:
-    """K5's workload (issue 36: one measurement per claim): 64 tokens of held-out text, b copies of which make
-    batch b, for the Claims page, the lesson and the Batch page's K5 sweep alike. A 3-token prompt leaves a CPU's
+    """K5's prompt: 64 tokens of held-out text, b copies of which make batch b. A 3-token prompt leaves a CPU's
     cores idle at batch 1, and batching looks far better there than on a prompt that already fills them."""
     return text_ids(lm, K5_TOKENS)
+
+
+def k5_workload(lm: LoadedModel) -> dict:
+    """K5's quick workload (issue 36: one measurement per claim) for the Batch page's sweep: its prompt, steps and
+    rounds, and whether `lm` is the model K5 is judged on (the embedded one, in fp32) so the page judges it."""
+    return {"prompt": k5_prompt(lm), "tokens": K5_TOKENS, "steps": K5_STEPS, "repeats": ClaimsPlan().repeats,
+            "judged": lm.name == EMBEDDED_MODEL and lm.dtype == torch.float32}
 
 
 SHORT_WARMUP = 128  # tokens: on a CPU, a long prompt's warm-up runs only its start (see prefill_ms)

@@ -15,8 +15,7 @@ from llmviz.ui.errors import explain
 from llmviz.ui.settings import Settings
 
 BATCH_KEY, SWEEP_KEY = "llmviz_batch", "llmviz_batch_sweep"
-WORKLOADS = ("k5", "prompt")  # the sweep's prompt: K5's own (64 tokens of held-out text) or the page's first
-SWEEP_REPEATS = 3  # the quick claims' rounds (labs/claims.ClaimsPlan.repeats): K5 judged as the Claims page judges it
+WORKLOADS = ("k5", "prompt")  # the sweep's prompt: K5's own (held-out text, labs/claims.k5_workload) or the page's
 EXAMPLES = ("The list of", "Return the value of the", "This module provides functions to read and write",
             "The")  # different lengths, so the prefill pads
 MAX_ROWS, MAX_NEW = 8, 64
@@ -116,19 +115,23 @@ def sweep_key(s: Settings, model: str, workload: str) -> tuple:
 
 
 def sweep(t, s: Settings, model: str, workload: str = "k5") -> dict | None:
-    """Batch 1, 2, 4, 8 copies of K5's prompt (workload "k5") or of the page's first prompt ("prompt") on `model`,
-    in the claims' rounds, with a progress bar; kept for what it ran."""
+    """Batch 1, 2, 4, 8 copies of K5's prompt in K5's steps and rounds (workload "k5"; "judged" when this is the
+    model K5 is judged on) or of the page's first prompt ("prompt"), with a progress bar; kept for what it ran."""
     from llmviz import service
 
     def work(queued):
-        prompts = prompts_of(s)
-        check(prompts)
         lm = server.model(model, s.device, s.dtype)
-        ids = service.k5_prompt(lm) if workload == "k5" else lm.tokenizer.encode(prompts[0])
+        if workload == "k5":
+            k5 = service.k5_workload(lm)
+            ids, options = k5["prompt"], {"steps": k5["steps"], "repeats": k5["repeats"]}
+        else:
+            prompts = prompts_of(s)
+            check(prompts)
+            ids, options, k5 = lm.tokenizer.encode(prompts[0]), {}, {"judged": False}
         with queued() as progress:
-            return service.batch_sweep(lm, ids, device=s.device, repeats=SWEEP_REPEATS,
-                                       progress=lambda f, stage, values: progress(
-                                           f, t(f"progress.batch.{stage}", **values)))
+            result = service.batch_sweep(lm, ids, device=s.device, progress=lambda f, stage, values: progress(
+                f, t(f"progress.batch.{stage}", **values)), **options)
+        return result | {"judged_as_k5": k5["judged"]}
 
     return measure.run(t, SWEEP_KEY, sweep_key(s, model, workload), work)
 

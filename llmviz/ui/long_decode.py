@@ -14,48 +14,62 @@ from llmviz.ui import claims_run, measure
 from llmviz.ui.chrome import literal
 from llmviz.ui.settings import Settings
 
-RESULT_KEY = "llmviz_compare_long"
-REPEATS = 5  # the quick claims' rounds of a decode pair (labs/claims.ClaimsPlan.pair_repeats)
+RESULT_KEY, WIDGET = "llmviz_compare_long", "cmp_ctx_w"
 
 
-def key_of(s: Settings, model: str) -> tuple:
-    return model, s.device, s.seed, s.cmp_a, s.cmp_b, s.cmp_ctx, s.cmp_steps
+def key_of(s: Settings, model: str, context: int) -> tuple:
+    return model, s.device, s.seed, s.cmp_a, s.cmp_b, context, s.cmp_steps
 
 
-def longest(context: int, steps: int) -> int:
-    """The most tokens a run may cache first: the session's slots less the untimed step and the timed ones."""
-    return max(1, context - 1 - steps)
+def longest(max_seq: int, steps: int) -> int:
+    """The most tokens a run may cache first: a session's slots less the untimed step and the timed ones (as
+    labs/decode_pair.check_fits counts them)."""
+    return max(1, max_seq - 1 - steps)
 
 
-def run(t, s: Settings, model: str, load) -> dict | None:
+def run(t, s: Settings, model: str, context: int, load) -> dict | None:
     from llmviz import service
 
     def work(queued):
-        config = service.DecodePairConfig(a=s.cmp_a, b=s.cmp_b, model=model, context=s.cmp_ctx, steps=s.cmp_steps,
-                                          repeats=REPEATS, seed=s.seed, device=s.device)
+        # the lab's own rounds: the quick decode claims' (labs/claims.ClaimsPlan.pair_workload)
+        config = service.DecodePairConfig(a=s.cmp_a, b=s.cmp_b, model=model, context=context, steps=s.cmp_steps,
+                                          seed=s.seed, device=s.device)
         with queued() as progress:
             return service.decode_pair(config, load, lambda f, stage, values: progress(
                 f, t(f"progress.compare.{stage}", **{"side": "", "round": 0, "rounds": 0, **values})))
 
-    return measure.run(t, RESULT_KEY, key_of(s, model), work, text=t("progress.compare.load", side="A"))
+    return measure.run(t, RESULT_KEY, key_of(s, model, context), work, text=t("progress.compare.load", side="A"))
+
+
+def _keep_context() -> None:
+    from llmviz.ui import state
+
+    state.update(cmp_ctx=int(st.session_state[WIDGET]))  # only what the student typed goes to the link
+
+
+def context_box(t, s: Settings, top: int) -> int:
+    """The cached tokens this model allows: the setting clamped to `top` without writing the clamp back, so a
+    model of a shorter context leaves the link's 1,024 for the next model."""
+    seeded = (s.cmp_ctx, top)
+    if st.session_state.get(WIDGET + "_seeded") != seeded or WIDGET not in st.session_state:
+        st.session_state[WIDGET], st.session_state[WIDGET + "_seeded"] = min(s.cmp_ctx, top), seeded
+    return int(st.number_input(t("compare.long.context"), 1, top, step=64, key=WIDGET, on_change=_keep_context,
+                               help=t("compare.long.context_help", top=top)))
 
 
 def section(t, s: Settings, model: str, max_seq: int, load) -> None:
     """The section's heading, its context box and button, and the kept result for these settings."""
-    st.subheader(t("compare.long.title"))
-    st.caption(t("compare.long.what"))
-    top = longest(max_seq, s.cmp_steps)
-    a, b = st.columns([1, 2])
-    context = a.number_input(t("compare.long.context"), 1, top, min(s.cmp_ctx, top), step=64, key="cmp_ctx_w",
-                             help=t("compare.long.context_help", top=top))
-    if context != s.cmp_ctx:
-        from llmviz.ui import state
+    from llmviz import service
 
-        s = state.update(cmp_ctx=int(context))
+    st.subheader(t("compare.long.title"))
+    st.caption(t("compare.long.what", rounds=service.DecodePairConfig().repeats))
+    a, b = st.columns([1, 2])
+    with a:
+        context = context_box(t, s, longest(max_seq, s.cmp_steps))
     b.markdown("&nbsp;")
-    if b.button(t("compare.long.run", n=s.cmp_ctx), key="cmp_long_run"):
-        run(t, s, model, load)
-    result = measure.kept(RESULT_KEY, key_of(s, model))
+    if b.button(t("compare.long.run", n=context), key="cmp_long_run"):
+        run(t, s, model, context, load)
+    result = measure.kept(RESULT_KEY, key_of(s, model, context))
     if result is not None:
         draw(t, result)
 
@@ -85,6 +99,10 @@ def draw(t, result: dict) -> None:
         st.caption(t("compare.long.floor", low=shown("decode_speedup", floor["low"], t),
                      high=shown("decode_speedup", floor["high"], t), rounds=floor["rounds"]))
     claim = result.get("claim")
-    if claim:
+    if claim and claim["workload"]:  # the claim's own measurement: judged by the claims' one rule
         claims_run.verdict_box(t, claims_run.judged_here(claim["id"], claim["figures"]))
+    elif claim:  # its pair on another workload: shown, not judged (the lesson and the Claims page would differ)
+        w = claim["wants"]
+        st.caption(t("compare.long.not_judged", claim=claim["id"], model=literal(w["model"]), n=w["context"],
+                     steps=w["steps"], rounds=w["repeats"]))
     st.caption(t.timed(result))

@@ -132,3 +132,26 @@ def test_k3_is_measured_at_the_kv_layouts_pages_own_lengths_and_steps():
     assert LAYOUT_SWEEP_STEPS == 8
     assert k3_lengths(2048, quick=True) == [512, 2040]
     assert k3_lengths(2048, quick=False) == [64, 256, 512, 1024, 1536, 2040]
+
+
+def test_a_decode_pairs_batches_pool_every_round_and_the_floor_reads_them_all():
+    """Two batches of K4's figures (labs/decode_pair.claim_figures) pool both sides', the control's and the probe's
+    rounds; the A-vs-A floor is then taken over all of them (here A and its control alternate 10 and 11 ms, so A's
+    time over its control's is 10/11 - 1 or 11/10 - 1 in each round, by hand)."""
+    from llmviz.analysis.claim_effects import judged
+    from llmviz.engine.timing import spread
+
+    def batch(a, b, c, probes):
+        return {"specs": ["kv-dtype=fp32", "kv-dtype=bf16"], "decode_ms_per_token": [spread(a), spread(b)],
+                "control_ms_per_token": spread(c), "bandwidth": {"gb_per_s": 30.0, "rounds_gb_per_s": probes},
+                "kv_bytes_allocated": [100, 50], "context": 1024}
+
+    first = batch([10.0, 11.0, 10.0], [9.0, 9.0, 9.0], [11.0, 10.0, 11.0], [30.0, 31.0, 32.0])
+    second = batch([11.0, 10.0], [9.0, 9.5], [10.0, 11.0], [29.0, 28.0])
+    pooled = merge_rounds(first, second)
+    assert pooled["decode_ms_per_token"][0]["all"] == [10.0, 11.0, 10.0, 11.0, 10.0]
+    assert pooled["control_ms_per_token"]["all"] == [11.0, 10.0, 11.0, 10.0, 11.0]
+    assert pooled["bandwidth"]["rounds_gb_per_s"] == [30.0, 31.0, 32.0, 29.0, 28.0]
+    floor = judged("K4", pooled)["figures"]["noise_floor"]
+    assert floor["rounds"] == 5 and floor["value"] == pytest.approx(10 / 11 - 1)  # 3 of 5 rounds: 10 over 11
+    assert floor["low"] == pytest.approx(10 / 11 - 1) and floor["high"] == pytest.approx(11 / 10 - 1)

@@ -53,9 +53,10 @@ def test_throughput_sweep(app_model):
     from llmviz.labs.claims import ClaimsPlan
 
     lm = service.load(app_model, EngineConfig(device="cpu"))
-    assert result["prompt_tokens"] == 64 and result["repeats"] == ClaimsPlan().repeats
-    verdict = translate("en", "claims.verdict." + judged("K5", result)["verdict"])
-    assert any(x.startswith(f"**K5 · {verdict}**") for x in texts), texts
+    assert (result["prompt_tokens"], result["steps"], result["repeats"]) == (64, 2, ClaimsPlan().repeats)
+    if app_model == "llmviz-tiny":  # the model K5 is judged on (a checkout without its weights runs another)
+        verdict = translate("en", "claims.verdict." + judged("K5", result)["verdict"])
+        assert any(x.startswith(f"**K5 · {verdict}**") for x in texts), texts
     # the first prompt above instead: another workload, measured and drawn, not judged as K5
     at.radio(key="batch_workload_w").set_value("prompt").run()
     click(at, "Measure batch 1, 2, 4, 8")

@@ -8,7 +8,9 @@ import pytest
 from ui_helpers import open_app, page_file, rendered_text
 from ui_helpers import shown as unescaped
 
+from llmviz import service
 from llmviz.analysis.kv_memory import human
+from llmviz.trace.config import EngineConfig
 
 PROMPT = "The quick brown fox"
 
@@ -104,13 +106,11 @@ def test_perplexity_when_asked(app_model):
         assert r["a"]["perplexity"] < r["b"]["perplexity"] < 1.01 * r["a"]["perplexity"]
 
 
-def test_the_long_context_section_runs_the_decode_claims_measurement_and_judges_k4(app_model):
+def test_the_long_context_section_runs_the_decode_claims_lab_and_judges_only_their_workload(app_model):
     """Issue 36 (6): the section times A and B after the cached tokens asked for, by the decode claims' lab (the KV
-    bytes by hand: the context, the untimed step and the timed ones), with the A-vs-A floor; A and B being K4's pair
-    on a CPU (fp32 against bf16 KV), the box under it is K4 judged by the claims' one rule on these figures."""
-    from llmviz.analysis.claim_effects import judged
-    from llmviz.i18n.translator import translate
-
+    bytes by hand: the context, the untimed step and the timed ones; the sessions hold just those tokens), with
+    the A-vs-A floor. A and B are K4's pair on a CPU (fp32 against bf16 KV), but not on K4's workload (the GPT-2
+    shape, 1,024 tokens, 16 steps): shown, not judged, and the caption says where K4 is judged."""
     at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_a="kv-dtype=fp32", cmp_b="kv-dtype=bf16",
                   cmp_steps=4, cmp_ctx=200, device="cpu")
     assert at.number_input(key="cmp_ctx_w").value == 200
@@ -119,15 +119,40 @@ def test_the_long_context_section_runs_the_decode_claims_measurement_and_judges_
     _, r = at.session_state["llmviz_compare_long"]
     c = r["a"]["model_config"]
     per_token = c["num_layers"] * 2 * c["num_kv_heads"] * c["head_dim"]  # elements of K and V per token
-    assert r["a"]["kv"]["bytes_used"] == (200 + 1 + 4) * per_token * 4
-    assert r["b"]["kv"]["bytes_used"] == (200 + 1 + 4) * per_token * 2
+    for side, element in (("a", 4), ("b", 2)):
+        assert r[side]["kv"]["bytes_used"] == (200 + 1 + 4) * per_token * element
+        assert r[side]["kv"]["bytes_allocated"] == (200 + 1 + 4) * per_token * element
     assert len(r["a"]["decode_ms_per_token"]["all"]) == 5 and r["control"]["noise_floor"]["rounds"] == 5
-    assert r["claim"]["id"] == "K4"
+    assert (r["claim"]["id"], r["claim"]["workload"]) == ("K4", False)
+    assert not [x for x in (*at.success, *at.warning, *at.info) if x.value.startswith("**K4 · ")]
+    where = "These are K4's A and B, but K4 is judged on its own workload (gpt2-124m-random, 1,024 cached tokens, 16"
+    assert any(unescaped(x.value).startswith(where + " steps, 5 rounds)") for x in at.caption)
+    assert any(x.value.startswith("Noise floor: A against itself") for x in at.caption)
+
+
+def test_the_context_box_clamps_to_the_model_without_losing_the_links_value(app_model):
+    """A context past this model's slots shows the longest that fits (a session's max_seq less 1 and the steps) and
+    leaves the setting alone, so the next model with room gets the link's value back."""
+    at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_steps=4, cmp_ctx=1900, device="cpu")
+    context = service.load(app_model, EngineConfig(device="cpu")).cfg.max_position_embeddings
+    box = at.number_input(key="cmp_ctx_w")
+    assert box.max == min(context, 2048) - 1 - 4 and box.value == min(1900, box.max)
+    assert at.session_state["llmviz_settings"].cmp_ctx == 1900
+
+
+@pytest.mark.slow
+def test_on_k4s_own_workload_the_section_gives_the_claims_verdict():
+    """The K4 pair on the GPT-2 shape at 1,024 cached tokens and 16 steps (the quick claims' workload): the box is
+    K4 judged by the claims' one rule on these figures, in the box the Claims page and the lesson use."""
+    from llmviz.analysis.claim_effects import judged
+    from llmviz.i18n.translator import translate
+
+    at = open_app(page_file("compare"), prompt=PROMPT, cmp_model="gpt2-124m-random", cmp_a="kv-dtype=fp32",
+                  cmp_b="kv-dtype=bf16", cmp_steps=16, cmp_ctx=1024, device="cpu")
+    at.button(key="cmp_long_run").click().run(timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    _, r = at.session_state["llmviz_compare_long"]
+    assert (r["claim"]["id"], r["claim"]["workload"]) == ("K4", True)
     verdict = translate("en", "claims.verdict." + judged("K4", r["claim"]["figures"])["verdict"])
     boxes = [x.value for x in (*at.success, *at.warning, *at.info) if x.value.startswith("**K4 · ")]
     assert len(boxes) == 1 and boxes[0].startswith(f"**K4 · {verdict}**")
-    assert any(x.value.startswith("Noise floor: A against itself") for x in at.caption)
-    at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_a="", cmp_b="kv-layout=paged",
-                  cmp_steps=4, cmp_ctx=900, device="cpu")
-    top = at.number_input(key="cmp_ctx_w")
-    assert top.value == top.max == 512 - 1 - 4 if c["max_position_embeddings"] == 512 else top.value <= top.max

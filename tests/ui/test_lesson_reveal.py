@@ -214,13 +214,19 @@ def test_k4s_step_says_what_the_bytes_predict_before_measuring(app_model):
     said = t("lesson.before", predicted=shown_effect("decode_speedup", a / b - 1, t),
              why=t("lesson.arithmetic.why_kv", share=73_728 * mean_cached / a), article="×1.80")
     assert said in [c.value for c in at.caption], [c.value for c in at.caption]
+    # one measurement per claim (issue 36): the step opens Compare with K4's own pair and workload
+    at.button(key="lesson_workload_K4").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    s = at.session_state["llmviz_settings"]
+    assert (s.cmp_model, s.cmp_a, s.cmp_b, s.cmp_ctx, s.cmp_steps) == ("gpt2-124m-random", "kv-dtype=fp32",
+                                                                      "kv-dtype=bf16", 1024, 16)
 
 
 def test_cannot_tell_offers_the_rounds_that_would_decide(app_model, monkeypatch):
-    monkeypatch.setattr("llmviz.labs.claims.LONG_BUDGET_S", 5.0)  # 4 x 5 s, not 4 x 60 s, of the suite's time
     """Issue 36 (2): a Reveal that cannot tell offers to measure until it decides (the local tool): the button
     measures the claim again with four times its budget, and the entry is replaced by that measurement; a public
     server, whose queue one student must not hold that long, does not offer it."""
+    monkeypatch.setattr("llmviz.labs.claims.LONG_BUDGET_S", 5.0)  # 4 x 5 s, not 4 x 60 s, of the suite's time
     noisy = k4_rounds([6.5, 8.0, 5.0])
     assert noisy["verdict"] == "cannot_tell"
     at = open_app(PAGE, model=app_model, lesson="2.2.2")

@@ -130,6 +130,12 @@ def read_config(path: Path) -> dict:
     return config.to_dict()
 
 
+def config_dict(name: str | None) -> dict:
+    """The named model's config (ModelConfig.to_dict()) read without its weights, from a folder, the local hub
+    cache or config.json alone from the hub: the memory calculator's (C17), a claim's workload before it runs."""
+    return model_config(read_config(resolve_path(name, hub.CONFIG_ONLY))).to_dict()
+
+
 def generation_eos(path: Path) -> tuple:
     """End-of-sequence ids that generation_config.json adds (Llama 3 lists several), if the folder has one."""
     try:

@@ -47,7 +47,7 @@ Loader = Callable[[str | None, EngineConfig], LoadedModel]
 
 @dataclass(frozen=True)
 class ClaimsPlan:
-    """How much to measure: quick (every claim in about 45 s on 2 CPU cores: bench/results/claims_quick_cpu.json)
+    """How much to measure: quick (all eleven in ~85 s with 2 CPU threads: bench/results/claims_stability_cpu.json)
     or full."""
 
     quick: bool = True

@@ -183,7 +183,9 @@ def show(t, e: dict) -> None:
     if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
         st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))
     where = c.get("where") or {}
-    st.caption(t(f"lesson.source.{e['source']}", when=e["when"], model=literal(str(where.get("model", "?"))),
+    rounds = max((x.get("rounds") or 0 for x in c.get("effects", [])), default=0)  # the rounds the rule judged
+    key = f"lesson.source.{e['source']}" + ("_counted" if e["source"] == "measured" and not rounds else "")
+    st.caption(t(key, when=e["when"], model=literal(str(where.get("model", "?"))), rounds=rounds,
                  device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
                  seconds=c.get("seconds") or 0))
 
@@ -211,8 +213,8 @@ def before_measuring(t, claim_id: str) -> None:
     st.caption(t("lesson.before", predicted=shown(name, predicted_effect(claim_id, work)[name], t),
                  why=bytes_because(t, claim_id, bytes_read(work)), article=shown(name, rv.article_effect(claim_id), t)))
     # one measurement per claim (issue 36): the Compare page's long-context section runs this very workload
-    if st.button(t("lesson.open_workload", claim=claim_id, n=work["context"]), key=f"lesson_workload_{claim_id}",
-                 icon=":material/open_in_new:"):
+    if st.button(t("lesson.open_workload", claim=claim_id), key=f"lesson_workload_{claim_id}",
+                 icon=":material/open_in_new:", help=t("lesson.open_workload_help", n=work["context"])):
         s = state.settings()
         state.update(cmp_model="" if s.model == work["model"] else work["model"], cmp_a=work["specs"][0],
                      cmp_b=work["specs"][1], cmp_ctx=work["context"], cmp_steps=work["steps"], cmp_run=0)

@@ -130,6 +130,22 @@ def oom_rows(config: dict) -> list[Redone]:
             Redone("oom_right_layer", None, right), Redone("oom_right_model", None, right * config["num_layers"])]
 
 
+HALF_KV_SPEEDUP = 1.8  # §2.2: the cache stored with .half(), decode 1.8x faster on an A100 (claim K4)
+
+
+def half_kv_bound(share: float) -> float:
+    """The most a decode step bound by the bytes it reads speeds up when only the cache's bytes halve: its time
+    goes from W + K to W + K/2, so 1 / (1 - s/2) with s = K / (W + K), the cache's share (issue 36, §2.2)."""
+    return 1 / (1 - share / 2)
+
+
+def kv_share(config: dict, cached: int, dtype: str, kv_dtype: str) -> float:
+    """The cache's share of the bytes a decode step reads with `cached` tokens (predict.py's byte rules)."""
+    setup = Setup(Shape.from_config(config), dtype=dtype, kv_dtype=kv_dtype)
+    kv = kv_read_bytes(setup, cached)
+    return kv / (kv + weight_read_bytes(setup))
+
+
 @dataclass(frozen=True)
 class Slip:
     """One of the article's slips: where it is (its section), what it concerns, the evidence's values."""
@@ -147,6 +163,7 @@ SLIPS = (  # in the article's order (§1.1 first, §5 last): the pages list them
     Slip("fifth_token", "1.2", ("C5",)),
     Slip("only_q", "1.2", ("C5",)),
     Slip("block_tables", "2.1", ("C9",)),
+    Slip("half_kv_bound", "2.2", ("C11", "K4")),
     Slip("prefetch", "2.2", ("C12",)),
     Slip("flash_import", "3.1", ("C14",)),
     Slip("pad_sequences", "3.1", ("C13",)),
@@ -176,6 +193,12 @@ def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -
                        "llama3_mib": three.per_layer / MIB, "llama3_total_mib": three.total() / MIB,
                        "llama3_kv": three.kv_heads, "llama3_hd": three.head_dim, "layers": three.layers},
         "slowdown": {"per_token": kv_bytes(1, gpt2["num_kv_heads"], gpt2["head_dim"], 4, gpt2["num_layers"])},
+        # the GPT-2 shape at the decode claims' 1,024 cached tokens (the Reveal's K4), all fp32; Llama-2-7B in fp16
+        # with the fp32 cache .half() halves, at the 2,048 tokens of its context
+        "half_kv_bound": {"needed": 2 * (1 - 1 / HALF_KV_SPEEDUP), "speedup": HALF_KV_SPEEDUP,
+                          **{f"{name}_{k}": v for name, share in (("gpt2", kv_share(gpt2, 1025, "fp32", "fp32")),
+                                                                  ("llama2", kv_share(llama2, 2048, "fp16", "fp32")))
+                             for k, v in (("share", share), ("bound", half_kv_bound(share)))}},
     }
     if gqa_card and "perplexity_mean_pooled" in gqa_card:
         values["gqa_config"] = {"before": gqa_card["perplexity_before"], "pooled": gqa_card["perplexity_mean_pooled"],

@@ -53,7 +53,7 @@ STEPS = (
     Step("2.1.3", "claim", "kv_layouts", ("K3", "C8", "C9"), claim="K3"),
     # §2.2 graph optimizations
     Step("2.2.1", "claim", "compare", ("K11", "C10"), claim="K11"),
-    Step("2.2.2", "claim", "compare", ("K4", "C11"), claim="K4"),
+    Step("2.2.2", "claim", "compare", ("K4", "C11"), claim="K4", slips=("half_kv_bound",)),
     Step("2.2.3", "locality", "kv_layouts", ("C12",), slips=("prefetch",)),  # the article's prefetch loop
     # §3.1 prefill tuning
     Step("3.1.1", "claim", "batch", ("K5", "C13"), claim="K5", slips=("pad_sequences",)),

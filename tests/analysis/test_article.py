@@ -58,6 +58,22 @@ def test_the_quadratic_share_of_a_prefill_by_hand():
     assert article.quadratic_share(config("gpt2"), 256) < 0.03
 
 
+def test_half_precision_kv_is_bounded_by_the_caches_share_of_the_bytes(values):
+    """Issue 36 (4, §2.2): the bound by hand. GPT-2-124M in fp32 reads 124,439,808 x 4 B of weights less the 1,023
+    position rows a step skips (494,616,576 B) and 1,025 cached tokens of 12 layers x K, V x 768 x 4 B; Llama-2-7B in
+    fp16 reads its 6,738,415,616 parameters x 2 B less 31,999 embedding rows of 4,096 (untied), and 2,048 tokens of
+    32 x 2 x 4,096 x 4 B of fp32 cache."""
+    v = values["half_kv_bound"]
+    assert v["needed"] == pytest.approx(2 * (1 - 1 / 1.8)) and v["speedup"] == 1.8  # 88.9% of the bytes: cache
+    kv, w = 1025 * 12 * 2 * 768 * 4, 124_439_808 * 4 - 1023 * 768 * 4
+    assert w == 494_616_576 and v["gpt2_share"] == pytest.approx(kv / (kv + w))
+    assert v["gpt2_bound"] == pytest.approx((w + kv) / (w + kv / 2))  # time W + K over W + K/2
+    kv, w = 2048 * 32 * 2 * 4096 * 4, 6_738_415_616 * 2 - 31_999 * 4096 * 2
+    assert v["llama2_share"] == pytest.approx(kv / (kv + w)) and v["llama2_bound"] == pytest.approx(
+        (w + kv) / (w + kv / 2))
+    assert v["gpt2_bound"] < 1.08 and v["llama2_bound"] < 1.09  # far from the article's 1.8
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_every_slip_and_term_has_its_sentences(values, lang):
     for slip in article.SLIPS:

@@ -119,8 +119,8 @@ def test_the_articles_slips_and_terms_are_listed_with_their_evidence(lang):
     assert translate(lang, "article.slips_title") in [h.value for h in at.header]
     texts = [m.value for m in at.markdown]
     says = [v for v in texts if v.startswith("**§")]  # one per slip: its section, then the article's sentence
-    order = [(1, 1), (1, 1), (1, 1), (1, 1), (1, 2), (1, 2), (2, 1), (2, 2), (3, 1), (3, 1), (4, 1), (4, 2), (4, 2),
-             (4, 2), (5,), (5,)]  # the article's sections, counted from article.SLIPS by hand
+    order = [(1, 1), (1, 1), (1, 1), (1, 1), (1, 2), (1, 2), (2, 1), (2, 2), (2, 2), (3, 1), (3, 1), (4, 1), (4, 2),
+             (4, 2), (4, 2), (5,), (5,)]  # the article's sections, counted from article.SLIPS by hand
     assert [tuple(int(p) for p in v[3:v.index("**", 3)].split(".")) for v in says] == order
     assert len(says) == len(SLIPS) and {v.split(" · ", 1)[1] for v in says} == {
         translate(lang, f"slip.{s.id}.says") for s in SLIPS}

@@ -106,7 +106,8 @@ def noise_floor(a: dict, control: dict) -> dict:
     """A-vs-A (issue 36): A's time over its second run's in the same rounds, minus 1, read as B's speed-up is read
     (speedup(a, b)): the interval this run's noise alone gives, as JSON."""
     e = speedup(a, control)
-    return {"value": e.value, "low": e.low, "high": e.high, "rounds": e.rounds}
+    bound = lambda x: x if math.isfinite(x) else None  # noqa: E731 (one round: no interval, None in JSON)
+    return {"value": e.value, "low": bound(e.low), "high": bound(e.high), "rounds": e.rounds}
 
 
 def saving(before: dict, after: dict, paired: bool = True) -> Estimate:

@@ -1,11 +1,12 @@
 """A/B comparison: one prompt, one model, one seed, two settings; timed, measured and diffed (C8-C11, C13,
 C14, C19-C21; claims K4, K6, K10, K11).
 
-    runs      warm-up rounds, then `repeats` rounds of A and B interleaved (A B, then B A, ...), each run a
-              fresh session of one prefill and `steps` decode steps at capture off; per run the engine's
-              timed region of each step (planning it: positions, masks, cache slots; the forward pass;
-              sampling; device synchronized); medians and the spread (min, max) over the rounds; a
-              difference of medians within the wider spread is timing noise (judged from 3 rounds on)
+    runs      warm-up rounds, then `repeats` rounds of A, B and (control) A again, the order rotating round
+              by round, each run a fresh session of one prefill and `steps` decode steps at capture off; per
+              run the engine's timed region of each step (planning it: positions, masks, cache slots; the forward pass;
+              sampling; device synchronized); medians and the spread (min, max) over the rounds; B's effect
+              whose 95% interval includes none is timing noise (judged from 3 rounds on); A's second run
+              against its first in the same rounds is the run's noise floor
     outputs   the tokens and text of each side, token agreement and the first position they differ
     drift     B teacher-forced on A's tokens (untimed): max |logit_A - logit_B| and whether the greedy
               pick agrees, per step (after a divergence free-running logits compare different contexts)
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from llmviz.analysis.claims import speedup
+from llmviz.analysis.claims import noise_floor, speedup
 from llmviz.engine.lean_steps import lean_generate
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.memory import typed_out_of_memory
@@ -42,6 +43,7 @@ from llmviz.trace.progress import Progress, silent
 from llmviz.trace.switches import format_spec, lossy_changes, parse_spec
 
 MAX_STEPS, MAX_REPEATS = 256, 20
+TIMINGS = (("prefill_ms", "prefill_ms"), ("decode_ms_per_token", "decode_ms"))  # a side's spread, a run's figure
 Loader = Callable[[str | None, EngineConfig], LoadedModel]
 
 
@@ -62,6 +64,7 @@ class CompareConfig:
     layer: int = 0  # the attention map shown
     head: int = 0
     bandwidth_bytes: int = 512 * 2**20  # the probe's buffer: far beyond a CPU's caches
+    control: bool = True  # A run twice in each timed round: the A-vs-A noise floor (issue 36)
 
     def __post_init__(self):
         if not isinstance(self.steps, int) or not 1 <= self.steps <= MAX_STEPS:
@@ -154,19 +157,22 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
     progress(0.08, "probe", {})
     with typed_out_of_memory("the bandwidth probe", "free some memory"):
         bandwidth = memory_bandwidth(device, config.bandwidth_bytes, repeats=3)
-    runs, probed = {"a": [], "b": []}, []
+    order = ["a", "b", "c"] if config.control else ["a", "b"]  # c: A again, the control
+    runs, probed = {side: [] for side in order}, []
     rounds = config.warmup + config.repeats
     for r in range(rounds):
         if r >= config.warmup:  # the probe again in every timed round: a share of it pairs with that round's timings
             with typed_out_of_memory("the bandwidth probe", "free some memory"):
                 probed.append(round(memory_bandwidth(device, config.bandwidth_bytes, repeats=3)["gb_per_s"], 3))
-        for j, side in enumerate("ab" if r % 2 == 0 else "ba"):
-            progress(0.1 + 0.6 * (2 * r + j) / (2 * rounds), "round", {"round": r + 1, "rounds": rounds,
-                                                                      "side": side.upper()})
+        shift = r % len(order)
+        for j, side in enumerate(order[shift:] + order[:shift]):  # interleaved, the order rotating
+            progress(0.1 + 0.6 * (len(order) * r + j) / (len(order) * rounds), "round",
+                     {"round": r + 1, "rounds": rounds, "side": "A′" if side == "c" else side.upper()})
+            of = "a" if side == "c" else side
             # The last round's A run is the drift's reference (runs["a"][-1]): the only one that keeps its logits
-            run = _timed_run(models[side], config, engines[side], keep_logits=side == "a" and r == rounds - 1)
+            run = _timed_run(models[of], config, engines[of], keep_logits=side == "a" and r == rounds - 1)
             if r >= config.warmup:
-                runs[side].append(run)
+                runs[side].append({k: v for k, v in run.items() if k != "trace"} if side == "c" else run)
     sides = {}
     for i, side in enumerate("ab"):
         progress(0.72 + 0.1 * i, "memory", {"side": side.upper()})
@@ -190,6 +196,10 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
         **timed("timed.compare", warmup=config.warmup, repeats=config.repeats),
     }
     result["within_noise"] = within_noise(sides["a"], sides["b"])
+    if config.control:  # A against itself in the same rounds, read as B's effect is read
+        control = {key: spread([r[run_key] for r in runs["c"]]) for key, run_key in TIMINGS}
+        result["control"] = control | {"noise_floor": {key: noise_floor(sides["a"][key], control[key])
+                                                       for key, _ in TIMINGS}}
     if config.perplexity:
         progress(0.93, "perplexity", {})
         for side in "ab":

@@ -5,6 +5,7 @@ published parameter counts) and against hand-computed sizes; lossless switches m
 """
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -140,10 +141,27 @@ def test_only_the_drifts_reference_keeps_its_whole_logits(model_dirs, monkeypatc
     result = compare(config, service.load)
     timed = [s for capture, s in steps if capture == "off"]
     kept = [s for s in timed if s.logits is not None]
-    # 3 rounds x 2 sides x 5 steps timed, then B's 5 teacher-forced steps; A's last run (5 steps) is the reference
-    assert len(timed) == 3 * 2 * 5 + 5 and len(kept) == 2 * 5
+    # 3 rounds x 3 runs (A, B, the control A) x 5 steps timed, then B's 5 teacher-forced steps; A's last run (5
+    # steps) is the reference
+    assert len(timed) == 3 * 3 * 5 + 5 and len(kept) == 2 * 5
     assert all(s.logits is None for capture, s in steps if capture == "meta")  # the largest-activation runs
     assert result["drift"]["steps"] == 5 and 0 < result["drift"]["max"] < 0.05  # the drift still has its logits
+
+
+def test_the_control_runs_a_again_in_every_timed_round_and_gives_the_noise_floor(model_dirs):
+    """Issue 36 (1): A, B and A again in each of 3 timed rounds; the floor is A's time over its second run's, minus
+    1, per round, its median and interval by the one rule (a hand case of that rule: tests/analysis)."""
+    from llmviz.analysis.claims import speedup
+
+    config = CompareConfig(prompt=PROMPT, a="", b="kv-dtype=fp16", model=str(model_dirs["gpt2"]), steps=3, repeats=3,
+                           device="cpu", bandwidth_bytes=4 * 2**20)
+    result = compare(config, service.load)
+    control = result["control"]
+    for key in ("prefill_ms", "decode_ms_per_token"):
+        assert len(control[key]["all"]) == 3 and all(ms > 0 for ms in control[key]["all"])
+        e, floor = speedup(result["a"][key], control[key]), control["noise_floor"][key]
+        assert (floor["value"], floor["low"], floor["high"], floor["rounds"]) == (e.value, e.low, e.high, 3)
+    assert "control" not in compare(replace(config, control=False, repeats=1), service.load)
 
 
 def test_within_noise_reads_the_paired_interval():

@@ -127,7 +127,7 @@ def test_the_long_context_section_runs_the_decode_claims_lab_and_judges_only_the
     assert not [x for x in (*at.success, *at.warning, *at.info) if x.value.startswith("**K4 · ")]
     where = "These are K4's A and B, but K4 is judged on its own workload (gpt2-124m-random, 1,024 cached tokens, 16"
     assert any(unescaped(x.value).startswith(where + " steps, 5 rounds)") for x in at.caption)
-    assert any(x.value.startswith("Noise floor: A against itself") for x in at.caption)
+    assert any(x.value.startswith("Noise floor (Decode per token): A against itself") for x in at.caption)
 
 
 def test_the_context_box_clamps_to_the_model_without_losing_the_links_value(app_model):

@@ -75,7 +75,9 @@ def throughput(t, s) -> None:
     top = rows[-1]
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
     if result.get("judged_as_k5"):  # the claims' one rule, on K5's own workload and model
-        claims_run.verdict_box(t, claims_run.judged_here("K5", result))
+        judged = claims_run.judged_here("K5", result)
+        claims_run.verdict_box(t, judged)
+        claims_run.floors(t, judged)
     else:
         st.caption(t("batch.not_k5"))
     st.caption(t("batch.sweep_note", model=literal(str(result["model"])), device=result["device"],

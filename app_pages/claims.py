@@ -37,6 +37,7 @@ def results(t, rep: dict) -> None:
     st.dataframe(table_rows(t, rep), hide_index=True, height="content", key="claims_table")
     for c in rep["claims"]:
         claims_run.verdict_box(t, c)
+        claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
         beside = claims_run.beside(t, c)
         if beside:
             st.caption(beside)

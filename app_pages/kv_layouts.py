@@ -109,7 +109,9 @@ def sweep_view(t, s) -> None:
                        width="stretch", key="kv_sweep")
     with claim:
         st.markdown(t("layouts.k3_article"))
-        claims_run.verdict_box(t, claims_run.judged_here("K3", result))  # the claims' one rule, on this sweep
+        judged = claims_run.judged_here("K3", result)  # the claims' one rule, on this sweep
+        claims_run.verdict_box(t, judged)
+        claims_run.floors(t, judged)
         if max(result["lengths"]) <= 1024:
             st.caption(t("layouts.k3_none_long", context=result["context"]))
         st.caption(t("layouts.k3_why", device=result["device"], threads=result["threads"],

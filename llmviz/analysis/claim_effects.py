@@ -65,6 +65,10 @@ def k3(f: dict):
         effects["paged_faster_long"] = speedup(at(ms["contiguous"], long), at(ms["paged"], long))
     head = {f"{layout}_ms_at_{lengths[i]}": ms[layout]["median"][i] for layout in ms for i in (short, long)
             if i is not None}
+    if "control" in f:  # the first layout against its second run in each round, at each judged length
+        again, first = f["control"]["ms_per_token"], ms[f["control"]["layout"]]
+        head["noise_floors"] = {lengths[i]: noise_floor(at(first, i), at(again, i)) for i in (short, long)
+                                if i is not None}
     return effects, head
 
 
@@ -118,13 +122,18 @@ def k5(f: dict):
     one, eight = by[1], by[8]
     # tokens/s at batch 8 over batch 1, minus 1, per round (the sweep runs every size in each round)
     gain = stats.paired(rounds_of(one), rounds_of(eight), lambda a, b: 8 * a / b - 1)
-    return {"prefill_throughput_gain": gain}, {f"prefill_ms_batch_{b}": by[b]["median"] for b in sorted(by)}
+    head = {f"prefill_ms_batch_{b}": by[b]["median"] for b in sorted(by)}
+    control = f.get("control")
+    if control and control["batch"] == 1:  # batch 1 against itself in the same rounds
+        head["noise_floor"] = noise_floor(one, control["prefill_ms"])
+    return {"prefill_throughput_gain": gain}, head
 
 
 def k6(f: dict):
     eager, sdpa = f["attention_ms"]["eager"], f["attention_ms"]["sdpa"]
+    floor = {"noise_floor": noise_floor(eager, f["control_ms"])} if "control_ms" in f else {}  # eager vs eager
     return {"attention_speedup": speedup(eager, sdpa)}, {"eager_ms": eager["median"], "sdpa_ms": sdpa["median"],
-                                                       "tokens": f["tokens"]}
+                                                       "tokens": f["tokens"], **floor}
 
 
 def k7(f: dict):

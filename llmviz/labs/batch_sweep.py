@@ -21,6 +21,7 @@ from llmviz.engine.session import Session
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
+from llmviz.labs.rounds import CONTROL, rotated
 from llmviz.trace.config import EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent
 
@@ -41,8 +42,9 @@ def _run(lm: LoadedModel, rows: list[list[int]], steps: int, padding: str, devic
 
 def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8), steps: int = 8,
                 repeats: int = 2, padding: str = "right", device: str = "auto",
-                progress: Progress | None = None) -> dict:
-    """Batch b runs b copies of `prompt` (token ids). progress(fraction, stage, values): stages "round", "done"."""
+                progress: Progress | None = None, control: bool = True) -> dict:
+    """Batch b runs b copies of `prompt` (token ids); with `control`, the first size once more in each round (its
+    A-vs-A noise floor, issue 36). progress(fraction, stage, values): stages "round", "done"."""
     if not prompt or not all(isinstance(i, int) for i in prompt):
         raise ConfigError("batch_sweep needs a prompt of at least one token id")
     if not sizes or any(not isinstance(b, int) or not 1 <= b <= MAX_BATCH for b in sizes):
@@ -51,15 +53,16 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8),
         raise ConfigError("steps must be in 1..128 and repeats in 1..10")
     progress = progress or silent
     batches = {b: [list(prompt)] * b for b in sizes}
-    runs: dict[int, list[dict]] = {b: [] for b in sizes}
-    order = list(sizes)
+    order = [*sizes, CONTROL] if control else list(sizes)
+    runs: dict = {b: [] for b in order}
     total = (repeats + 1) * len(order)
     for r in range(repeats + 1):
-        for j, b in enumerate(order if r % 2 == 0 else order[::-1]):
+        for j, run_of in enumerate(rotated(order, r)):  # interleaved, the order rotating
+            b = sizes[0] if run_of == CONTROL else run_of
             progress((r * len(order) + j) / total, "round", {"batch": b, "round": r + 1, "rounds": repeats + 1})
             run = _run(lm, batches[b], steps, padding, device)
             if r:  # round 0 warms up
-                runs[b].append(run)
+                runs[run_of].append(run)
     progress(1.0, "done", {})
     out = []
     for b in sizes:
@@ -69,7 +72,9 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8),
                     "decode_tokens_per_s": b * 1000 / decode["median"],
                     "prefill_tokens_per_s": rs[0]["prompt_tokens"] * 1000 / prefill["median"],
                     "prefill_padded_slots": rs[0]["padded_slots"]})
+    again = {"batch": sizes[0], "prefill_ms": spread([x["prefill_ms"] for x in runs[CONTROL]]),
+             "decode_ms_per_step": spread([x["decode_ms"] for x in runs[CONTROL]])} if control else None
     return {"sizes": out, "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
             "steps": steps, "repeats": repeats, "padding": padding,
-            "prompt_tokens": len(prompt),
+            "prompt_tokens": len(prompt), **({"control": again} if control else {}),
             **timed("timed.batch_sweep", repeats=repeats)}

@@ -32,7 +32,7 @@ from llmviz.labs.decode_pair import DecodePairConfig, claim_figures, decode_pair
 from llmviz.labs.evaluation import heldout_ids
 from llmviz.labs.layout_sweep import LONG, SHORT, default_lengths, layout_sweep, sweep_max_seq
 from llmviz.labs.presets import preset
-from llmviz.labs.rounds import until_decided
+from llmviz.labs.rounds import CONTROL, rotated, until_decided
 from llmviz.trace.config import EMBEDDED_MODEL, LAYOUT_SWEEP_STEPS, EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent, within
 from llmviz.trace.switches import load_options, parse_spec
@@ -176,7 +176,7 @@ class Measurer(ServingClaims):
         sweep = layout_sweep(lm, k3_lengths(sweep_max_seq(lm), self.plan.quick), steps=LAYOUT_SWEEP_STEPS,
                              repeats=self.plan.repeats,
                              progress=within(self.progress, 0.0, 1.0, "K3"))
-        return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "timed", "seconds")
+        return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "timed", "seconds", "control")
                 if k in sweep} | {
             "model": lm.name, **self.where(lm)}
 
@@ -189,15 +189,17 @@ class Measurer(ServingClaims):
                             device=self.plan.device,
                             progress=within(self.progress, 0.0, 1.0, "K5"))
         return {k: sweep[k] for k in ("sizes", "model", "device", "threads", "prompt_tokens", "what_was_timed",
-                                      "timed")}
+                                      "timed", "control")}
 
     def k6(self) -> dict:
         lm = self.model(LONG_MODEL)
         ids = text_ids(lm, lm.cfg.max_position_embeddings - 1)  # the whole context: 2047 tokens and one slot
         self.progress(0.0, "K6", {"what": "q, k, v"})
         out = attention_ms(lm, ids, ("eager", "sdpa"), self.plan.repeats,
-                           lambda i, name: self.progress((i + 1) / 3, "K6", {"what": name}))
-        return {"model": lm.name, "tokens": len(ids), "layer": 0, "attention_ms": out, **self.where(lm),
+                           lambda i, name: self.progress((i + 1) / 3, "K6", {"what": name}), control=True)
+        again = out.pop(CONTROL)  # eager once more in each round: the A-vs-A floor
+        return {"model": lm.name, "tokens": len(ids), "layer": 0, "attention_ms": out, "control_ms": again,
+                **self.where(lm),
                 **timed("timed.k6")}
 
     def where(self, lm: LoadedModel) -> dict:
@@ -307,25 +309,29 @@ def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: 
     return spread(times)
 
 
-def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int = 3, progress=None) -> dict:
+def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int = 3, progress=None,
+                 control: bool = False) -> dict:
     """Claim K6 as the article states it ("replace the original attention computation: flash_attention(q, k, v)",
     §3.1): one layer's attention alone, each backend's own function called on the q, k, v and mask that layer 0
     is handed in a prefill of `ids`, timed by the engine's StepTimer after one untimed warm-up call, the backends
-    interleaved `repeats` times. {backend: spread of ms}; progress(i, backend) before each backend's warm-up."""
+    interleaved `repeats` times, the order rotating. {backend: spread of ms}, and with `control` {"control": the
+    first backend once more in each round} (its A-vs-A floor); progress(i, backend) before each warm-up."""
     attn, fns = lm.model.layers[0].attn, {b: ATTENTION_BACKENDS.get(b) for b in backends}
-    ctx, timer, out = RunContext(), StepTimer(lm.device), {b: [] for b in backends}
+    order = [*backends, CONTROL] if control else list(backends)
+    ctx, timer, out = RunContext(), StepTimer(lm.device), {b: [] for b in order}
     q, k, v, mask = lm.model.attention_inputs(torch.tensor([ids], device=lm.device), 0)  # under inference_mode
     with torch.inference_mode():
         for i, backend in enumerate(backends):
             if progress:
                 progress(i, backend)
             fns[backend](q, k, v, mask, attn.scale, attn.names, ctx)
-        for _ in range(repeats):
-            for backend in backends:
+        for r in range(repeats):
+            for run in rotated(order, r):
+                backend = backends[0] if run == CONTROL else run
                 timer.start()
                 fns[backend](q, k, v, mask, attn.scale, attn.names, ctx)
                 timer.mark("attention")
-                out[backend].append(timer.spans_ms()["attention"])
+                out[run].append(timer.spans_ms()["attention"])
     return {b: spread(ms) for b, ms in out.items()}
 
 

@@ -36,6 +36,7 @@ from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
 from llmviz.labs.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
 from llmviz.labs.probes import memory_bandwidth
+from llmviz.labs.rounds import rotated
 from llmviz.trace import hooks
 from llmviz.trace.check import COMPILE_STATES
 from llmviz.trace.config import EngineConfig, SamplingConfig
@@ -164,8 +165,7 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
         if r >= config.warmup:  # the probe again in every timed round: a share of it pairs with that round's timings
             with typed_out_of_memory("the bandwidth probe", "free some memory"):
                 probed.append(round(memory_bandwidth(device, config.bandwidth_bytes, repeats=3)["gb_per_s"], 3))
-        shift = r % len(order)
-        for j, side in enumerate(order[shift:] + order[:shift]):  # interleaved, the order rotating
+        for j, side in enumerate(rotated(order, r)):  # interleaved, the order rotating
             progress(0.1 + 0.6 * (len(order) * r + j) / (len(order) * rounds), "round",
                      {"round": r + 1, "rounds": rounds, "side": "A′" if side == "c" else side.upper()})
             of = "a" if side == "c" else side

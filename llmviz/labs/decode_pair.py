@@ -34,6 +34,7 @@ from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
 from llmviz.labs.probes import memory_bandwidth
+from llmviz.labs.rounds import rotated
 from llmviz.trace.check import COMPILE_STATES
 from llmviz.trace.config import EngineConfig, SamplingConfig, default_max_seq
 from llmviz.trace.progress import Progress, silent
@@ -127,8 +128,7 @@ def decode_pair(config: DecodePairConfig, load: Loader, progress: Progress | Non
             progress(0.08 + 0.9 * r / rounds, "probe", {"round": r + 1, "rounds": rounds})
             with typed_out_of_memory("the bandwidth probe", "free some memory"):
                 probed.append(round(memory_bandwidth(device, config.bandwidth_bytes, repeats=3)["gb_per_s"], 3))
-        shift = r % len(order)
-        for j, side in enumerate(order[shift:] + order[:shift]):  # interleaved, the order rotating
+        for j, side in enumerate(rotated(order, r)):  # interleaved, the order rotating
             progress(0.08 + 0.9 * (r + (j + 1) / (len(order) + 1)) / rounds, "round",
                      {"round": r + 1, "rounds": rounds, "side": "A′" if side == "c" else side.upper()})
             engine = engines["a" if side == "c" else side]

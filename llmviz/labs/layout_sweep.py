@@ -12,6 +12,8 @@
     rounds    per length, one warm-up run of `warmup_steps` steps per layout (untimed), then `repeats`
               rounds over the layouts interleaved (the order rotates each round), a fresh cache each run;
               per layout and length the median over the rounds, with min and max
+    control   in each round the first layout runs once more: its time against its first run's is the
+              sweep's noise floor at each length
 Lengths stay below the model's context (capped at DEFAULT_MAX_SEQ, as a session's max_seq_len): L + steps
 tokens must fit.
 """
@@ -35,6 +37,7 @@ from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
+from llmviz.labs.rounds import CONTROL, rotated
 from llmviz.trace.config import KV_LAYOUTS, default_max_seq
 from llmviz.trace.progress import Progress, silent
 
@@ -120,7 +123,7 @@ def _ratio_over(lengths: list[int], per_layout: dict, keep) -> dict | None:
 
 def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int = 8, repeats: int = 2,
                  progress: Progress | None = None, *, block_size: int = 16, backend: str = "sdpa",
-                 warmup_steps: int = 2, seed: int = 0) -> dict:
+                 warmup_steps: int = 2, seed: int = 0, control: bool = True) -> dict:
     """Decode ms/token at each cached length for each layout (module docstring: what is filled and timed)."""
     progress = progress or silent
     if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
@@ -139,7 +142,9 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
     gen = torch.Generator().manual_seed(seed)
     runs = {x: [[] for _ in lengths] for x in layouts}
     kv = {x: [] for x in layouts}
-    total = len(lengths) * len(layouts) * (repeats + (1 if warmup_steps else 0))
+    order = [*layouts, CONTROL] if control else layouts  # the control: the first layout run again in each round
+    again = [[] for _ in lengths]
+    total = len(lengths) * (len(order) * repeats + (len(layouts) if warmup_steps else 0))
     done = 0
     for i, n in enumerate(lengths):
         # the prompt: n tokens cached, then the first token fed
@@ -152,12 +157,12 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
                     _one_run(lm, layout, ids, warmup_steps, **common)
                     done += 1
             for r in range(repeats):
-                shift = r % len(layouts)
-                for layout in layouts[shift:] + layouts[:shift]:  # interleaved, the order rotating
+                for run in rotated(order, r):  # interleaved, the order rotating
+                    layout = layouts[0] if run == CONTROL else run
                     progress(done / total, "round", {"what": f"{n} · {layout}", "tokens": n, "layout": layout})
                     ms, filled = _one_run(lm, layout, ids, steps, **common)
-                    runs[layout][i].append(statistics.fmean(ms))
-                    if r == 0:
+                    (again if run == CONTROL else runs[layout])[i].append(statistics.fmean(ms))
+                    if r == 0 and run != CONTROL:
                         kv[layout].append({k: filled[k] for k in ("bytes_allocated", "bytes_used", "slots_allocated")})
                     done += 1
     per_layout = {}
@@ -165,7 +170,7 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
         cells = [spread(v) for v in runs[layout]]
         per_layout[layout] = {key: [c[key] for c in cells] for key in ("median", "min", "max", "all")}
     progress(1.0, "done", {"what": "✓"})
-    return {
+    out = {
         "model": lm.name, "device": str(lm.device), "threads": torch.get_num_threads(),
         "dtype": str(lm.dtype).removeprefix("torch."), "attn_backend": backend, "lengths": lengths,
         "layouts": layouts, "steps": steps, "repeats": repeats, "warmup_steps": warmup_steps, "seed": seed,
@@ -176,3 +181,8 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
                "long": _ratio_over(lengths, per_layout, lambda n: n > LONG)},
         **timed("timed.layout_sweep", steps=steps, warmup_steps=warmup_steps, repeats=repeats),
     }
+    if control:
+        cells = [spread(v) for v in again]
+        out["control"] = {"layout": layouts[0], "ms_per_token": {key: [c[key] for c in cells]
+                                                                 for key in ("median", "min", "max", "all")}}
+    return out

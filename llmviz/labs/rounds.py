@@ -16,8 +16,16 @@ from llmviz.analysis.claims import CANNOT_TELL
 from llmviz.engine.timing import spread
 
 MAX_BATCHES = 8
+CONTROL = "control"  # a lab's A run once more in each round: its A-vs-A noise floor (issue 36)
 SPREAD_KEYS = frozenset({"median", "min", "max", "all"})
 ROUND_LISTS = frozenset({"rounds_gb_per_s"})  # plain lists with one value per round (a compare's probe per round)
+
+
+def rotated(items: list, r: int) -> list:
+    """Round r's order of the runs a lab interleaves: the list rotated by r, so each run goes first as often as the
+    others (A B C, B C A, C A B, ...) and no side always follows the same one."""
+    shift = r % len(items)
+    return items[shift:] + items[:shift]
 
 
 def _is_spread(x) -> bool:

@@ -9,6 +9,7 @@ from datetime import datetime
 import streamlit as st
 
 from llmviz.analysis.claim_effects import judged, reason_text, report, table_rows
+from llmviz.analysis.claims import shown
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
@@ -51,6 +52,24 @@ def verdict_box(t, c: dict) -> None:
     """A judged claim's verdict and its reason, in the box of its verdict's colour (the Claims page, the lesson)."""
     box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
     box(f"**{c['id']} · {t('claims.verdict.' + c['verdict'])}**{t('common.colon')}{reason_text(t, c)}")
+
+
+def floor_caption(t, floor: dict, what: str) -> None:
+    """An A-vs-A control's interval (analysis/claims.noise_floor), as B's speed-up is shown; nothing for one round,
+    which has no interval."""
+    if floor.get("low") is None or floor.get("high") is None:
+        return
+    st.caption(t("compare.floor", what=what, low=shown("decode_speedup", floor["low"], t),
+                 high=shown("decode_speedup", floor["high"], t), rounds=floor["rounds"]))
+
+
+def floors(t, c: dict) -> None:
+    """A judged claim's A-vs-A floors, one caption each (issue 36): K3's at each length it is judged at."""
+    figures = c.get("figures") or {}
+    if figures.get("noise_floor"):
+        floor_caption(t, figures["noise_floor"], c["id"])
+    for n, floor in (figures.get("noise_floors") or {}).items():  # JSON keys: strings
+        floor_caption(t, floor, t("claims.floor_at", claim=c["id"], n=int(n)))
 
 
 def kept() -> dict | None:

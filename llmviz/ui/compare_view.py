@@ -10,7 +10,7 @@ from llmviz.analysis.kv_memory import human
 from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
 from llmviz.analysis.predict import Prediction, in_millions, ratio
 from llmviz.trace.switches import SWITCHES
-from llmviz.ui import long_decode
+from llmviz.ui import claims_run
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import csv_text, literal
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
@@ -104,7 +104,7 @@ def result_view(t, result: dict, labels: list[str]) -> None:
     elif None in result["within_noise"].values():
         st.info(t("compare.noise_unjudged"))
     for key, floor in result.get("control", {}).get("noise_floor", {}).items():  # the A-vs-A control (issue 36)
-        long_decode.floor_caption(t, floor, t(f"compare.m.{key}"))
+        claims_run.floor_caption(t, floor, t(f"compare.m.{key}"))
     chart(t, timing_bars(result, {"a": "A", "b": "B", "prefill_ms": t("compare.m.prefill_ms"),
                                   "decode_ms_per_token": t("compare.m.decode_ms_per_token")},
                          t("compare.timing_title"), "ms"), key="cmp_timing")

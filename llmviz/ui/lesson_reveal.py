@@ -167,6 +167,7 @@ def show(t, e: dict) -> None:
         cols[3].metric(t("lesson.predicted_here"), shown(name, here, t), help=t("lesson.predicted_here_help"))
     c = e["claim"]
     claims_run.verdict_box(t, c)
+    claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
     offer_rounds(t, e)

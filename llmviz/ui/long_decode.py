@@ -74,15 +74,6 @@ def section(t, s: Settings, model: str, max_seq: int, load) -> None:
         draw(t, result)
 
 
-def floor_caption(t, floor: dict, what: str) -> None:
-    """An A-vs-A control's interval (analysis/claims.noise_floor), as B's speed-up is shown; nothing for one round,
-    which has no interval."""
-    if floor["low"] is None or floor["high"] is None:
-        return
-    st.caption(t("compare.floor", what=what, low=shown("decode_speedup", floor["low"], t),
-                 high=shown("decode_speedup", floor["high"], t), rounds=floor["rounds"]))
-
-
 def draw(t, result: dict) -> None:
     """Both sides' ms per token with their intervals, B's speed-up, the A-vs-A floor, the bytes' prediction and,
     for a decode claim's pair, its verdict."""
@@ -105,7 +96,7 @@ def draw(t, result: dict) -> None:
                   high=shown("decode_speedup", effect.high, t), rounds=effect.rounds, n=result["context"],
                   model=literal(result["model"]), device=result["device"], threads=result["threads"]))
     if floor is not None:
-        floor_caption(t, floor, t("compare.m.decode_ms_per_token"))
+        claims_run.floor_caption(t, floor, t("compare.m.decode_ms_per_token"))
     claim = result.get("claim")
     if claim and claim["workload"]:  # the claim's own measurement: judged by the claims' one rule
         claims_run.verdict_box(t, claims_run.judged_here(claim["id"], claim["figures"]))

@@ -16,9 +16,11 @@ def test_sweep_runs_b_copies_of_the_prompt(model_dirs):
     by = {r["batch"]: r for r in result["sizes"]}
     assert [r["prefill_padded_slots"] for r in result["sizes"]] == [0, 0, 0]  # copies: nothing to pad
     assert result["prompt_tokens"] == 3
-    # 2 rounds (a warm-up and one timed) of each size, sizes interleaved, then "done"
-    assert stages == [("round", 1), ("round", 2), ("round", 4), ("round", 4), ("round", 2), ("round", 1),
-                      ("done", None)]
+    # 2 rounds (a warm-up and one timed) of each size and the control (batch 1 once more), the order rotating by
+    # one each round (1 2 4 1', then 2 4 1' 1), then "done"
+    assert stages == [("round", 1), ("round", 2), ("round", 4), ("round", 1), ("round", 2), ("round", 4),
+                      ("round", 1), ("round", 1), ("done", None)]
+    assert result["control"]["batch"] == 1 and len(result["control"]["prefill_ms"]["all"]) == 1
     for r in by.values():
         assert r["decode_ms_per_step"]["min"] <= r["decode_ms_per_step"]["median"] <= r["decode_ms_per_step"]["max"]
     # at batch 4 the prefill read 4 x 3 prompt tokens in the time it took
@@ -46,6 +48,6 @@ def test_sweep_runs_keep_no_whole_logits(model_dirs, monkeypatch):
 
     monkeypatch.setattr(Session, "step", spy)
     result = batch_sweep(lm, [5, 6, 7], sizes=(1, 4), steps=3, repeats=1, device="cpu")
-    assert len(steps) == 2 * 2 * 4  # 2 rounds x 2 sizes x (prefill + 3 decode steps)
+    assert len(steps) == 2 * 3 * 4  # 2 rounds x (2 sizes and the control) x (prefill + 3 decode steps)
     assert all(s.logits is None for s in steps) and all(s.topk_ids.shape[1] == 20 for s in steps)
     assert [r["batch"] for r in result["sizes"]] == [1, 4]

@@ -22,7 +22,11 @@ def cpu_load(name, engine):
 
 @pytest.fixture(scope="module")
 def measurer():
-    return Measurer(ClaimsPlan(quick=True, device="cpu"), cpu_load)
+    # a GPT-2-shape claim's budget of 15 s, not 60: about one batch of a decode pair each, for the suite's time on 2
+    # cores (the adaptive loop that spends the budget: tests/labs/test_rounds.py)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("llmviz.labs.claims.LONG_BUDGET_S", 15.0)
+        yield Measurer(ClaimsPlan(quick=True, device="cpu"), cpu_load)
 
 
 def test_claim_names_are_parsed_strictly():

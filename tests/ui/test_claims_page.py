@@ -10,6 +10,13 @@ from ui_helpers import open_app, page_file
 from llmviz.i18n.translator import translate
 
 
+@pytest.fixture(autouse=True)
+def one_batch_of_a_decode_pair(monkeypatch):
+    """A GPT-2-shape claim's budget of 15 s, not 60: about one batch of a decode pair each, for the suite's time on
+    2 cores (the adaptive loop that spends the budget: tests/labs/test_rounds.py)."""
+    monkeypatch.setattr("llmviz.labs.claims.LONG_BUDGET_S", 15.0)
+
+
 def run_claims(at, ids: list[str]):
     at.multiselect(key="claims_ids").set_value(ids).run()
     next(b for b in at.button if b.label == translate(at.lang, "claims.run")).click().run(timeout=600)

@@ -22,10 +22,15 @@ def at(spreads: dict, i: int) -> dict:
     return {k: spreads[k][i] for k in ("median", "min", "max", "all") if k in spreads}
 
 
+def k1_pair(lengths) -> tuple[int | None, int | None]:
+    """The article doubles 256 -> 512 tokens: the measured pair (n, 2n) nearest that, (None, None) without one."""
+    have = set(lengths)
+    return max(((n, 2 * n) for n in have if 2 * n in have and 2 * n <= 512), default=(None, None))
+
+
 def k1(f: dict):
     ms = dict(zip(f["lengths"], f["prefill_ms"], strict=True))
-    # the article doubles 256 -> 512 tokens: the measured pair (n, 2n) nearest that
-    short, double = max(((n, 2 * n) for n in ms if 2 * n in ms and 2 * n <= 512), default=(None, None))
+    short, double = k1_pair(ms)
     if short is None or len(ms) < 3:
         return {}, {}
     fit = fit_prefill(f["lengths"], [m["median"] for m in f["prefill_ms"]])
@@ -35,8 +40,12 @@ def k1(f: dict):
             "fit_b": fit.b,
             "fit_c": fit.c, "r2": fit.r2, "takeover_tokens": fit.takeover, "longest": longest,
             "dominant_at_longest": fit.dominant(longest), **{f"share_{k}": v for k, v in fit.shares(longest).items()}}
-    # each length's repeats ran together, not in rounds with the other length's: the two medians, each resampled
-    return {"doubling_256_to_512": speedup(ms[double], ms[short], paired=False)}, head
+    control = f.get("control")
+    if control and control["length"] == short:  # the short length against itself in the same rounds
+        head["noise_floor"] = noise_floor(ms[short], control["prefill_ms"])
+    # a sweep in rounds over the lengths pairs them by round; one kept from before ran each length's repeats
+    # together: the two medians, each resampled
+    return {"doubling_256_to_512": speedup(ms[double], ms[short], paired=f.get("paired", False))}, head
 
 
 def k2(f: dict):
@@ -145,10 +154,12 @@ def k7(f: dict):
 
 def k8(f: dict):
     alone, spec = f["target_alone_ms_per_token"], f["speculative_ms_per_token"]
+    floor = {"noise_floor": noise_floor(alone, f["control_alone_ms_per_token"])} if (
+        "control_alone_ms_per_token" in f) else {}  # the target alone against itself in the same rounds
     return {"decode_time_saved": saving(alone, spec)}, {"target_alone_ms": alone["median"],
                                                         "speculative_ms": spec["median"],
                                                         "acceptance_rate": f["acceptance_rate"],
-                                                        "identical_outputs": f["identical_outputs"]}
+                                                        "identical_outputs": f["identical_outputs"], **floor}
 
 
 def k9(f: dict):

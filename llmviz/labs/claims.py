@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from llmviz.analysis.claim_effects import k1_pair
 from llmviz.engine.capture import RunContext
 from llmviz.engine.loading.model import LoadedModel, config_dict
 from llmviz.engine.models.attention import ATTENTION_BACKENDS
@@ -165,7 +166,8 @@ class Measurer(ServingClaims):
         lm = self.model(self.plan.base_model)
         # the article's pair is 256 -> 512 tokens; the embedded model's context (512) holds a 510-token prompt
         lengths = (32, 64, 128, 255, 384, 510) if self.plan.quick else (64, 128, 256, 512, 768, 1024, 1536, 2047)
-        return prefill_sweep(lm, lengths, self.plan.repeats, device=self.plan.device,
+        short, _ = k1_pair(lengths)  # the length K1 is judged from runs once more in each round: its noise floor
+        return prefill_sweep(lm, lengths, self.plan.repeats, device=self.plan.device, control=short,
                              progress=within(self.progress, 0.0, 1.0, "K1"))
 
     def k2(self) -> dict:
@@ -294,7 +296,8 @@ def k5_workload(lm: LoadedModel) -> dict:
 SHORT_WARMUP = 128  # tokens: on a CPU, a long prompt's warm-up runs only its start (see prefill_ms)
 
 
-def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: int = 3, device: str = "auto") -> dict:
+def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: int = 3, device: str = "auto",
+               warm: bool = True) -> dict:
     """One prompt's prefill, timed by the engine (capture off), after one untimed warm-up run. On a CPU a prompt
     longer than 4 x SHORT_WARMUP tokens warms up on its first SHORT_WARMUP: the same kernels and threads, and a
     full-length warm-up warms nothing more there (the allocator hands large buffers back to the OS after each run;
@@ -304,9 +307,10 @@ def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: 
     config = EngineConfig(device=device, attn_backend=backend, capture="off", logit_lens_top_k=0, stop_at_eos=False,
                           sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + 1)
     short = lm.device.type == "cpu" and len(ids) > 4 * SHORT_WARMUP
-    Session(lm, None, config, prompt_ids=[ids[:SHORT_WARMUP] if short else ids]).step()
+    if warm:
+        Session(lm, None, config, prompt_ids=[ids[:SHORT_WARMUP] if short else ids]).step()
     times = [Session(lm, None, config, prompt_ids=[ids]).step().timings["total_ms"] for _ in range(repeats)]
-    return spread(times)
+    return spread(times) if times else {}
 
 
 def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int = 3, progress=None,
@@ -336,17 +340,32 @@ def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int 
 
 
 def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", device: str = "auto",
-                  progress: Progress | None = None) -> dict:
-    """Prefill ms against prompt length (C18; claim K1): each length's prompt run `repeats` times after a warm-up;
-    progress(fraction, "length", {"tokens": n})."""
+                  progress: Progress | None = None, control: int | None = None) -> dict:
+    """Prefill ms against prompt length (C18; claim K1): each length's prompt warmed up once (prefill_ms' rule), then
+    `repeats` rounds over the lengths, the order rotating, so lengths pair by round; `control`: a length run once
+    more in each round (its A-vs-A floor, issue 36). progress(fraction, "length", {"tokens": n})."""
     lengths = sorted({int(n) for n in lengths})
     if not lengths or lengths[0] < 1 or lengths[-1] >= lm.cfg.max_position_embeddings:
         raise ConfigError(f"prefill lengths must be 1..{lm.cfg.max_position_embeddings - 1} tokens, got {lengths}")
-    ms = []
+    if control is not None and control not in lengths:
+        raise ConfigError(f"the control length {control} is not one of the sweep's lengths {lengths}")
+    order = [*lengths, CONTROL] if control is not None else list(lengths)
+    runs = {n: [] for n in order}
+    ids = {n: text_ids(lm, n) for n in lengths}
     for i, n in enumerate(lengths):
         if progress:
-            progress(i / len(lengths), "length", {"tokens": n})
-        ms.append(prefill_ms(lm, text_ids(lm, n), backend, repeats, device))
-    return {"model": lm.name, "lengths": lengths, "prefill_ms": ms, "backend": backend, "device": str(lm.device),
-            "threads": torch.get_num_threads(),
-            **timed("timed.prefill_sweep", repeats=repeats)}
+            progress(i / (len(lengths) * (repeats + 1)), "length", {"tokens": n})
+        prefill_ms(lm, ids[n], backend, 0, device)  # its warm-up alone
+    for r in range(repeats):
+        for j, run in enumerate(rotated(order, r)):
+            n = control if run == CONTROL else run
+            if progress:
+                progress((len(lengths) + r * len(order) + j) / (len(lengths) + repeats * len(order)), "length",
+                         {"tokens": n})
+            runs[run] += prefill_ms(lm, ids[n], backend, 1, device, warm=False)["all"]
+    out = {"model": lm.name, "lengths": lengths, "prefill_ms": [spread(runs[n]) for n in lengths], "backend": backend,
+           "device": str(lm.device), "threads": torch.get_num_threads(), "paired": True,
+           **timed("timed.prefill_sweep", repeats=repeats)}
+    if control is not None:
+        out["control"] = {"length": control, "prefill_ms": spread(runs[CONTROL])}
+    return out

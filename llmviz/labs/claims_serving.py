@@ -8,7 +8,7 @@ from dataclasses import asdict, is_dataclass
 
 from llmviz.engine.serving.continuous import ServeConfig
 from llmviz.engine.serving.requests import load_trace
-from llmviz.engine.serving.speculative import speculate
+from llmviz.engine.serving.speculative import alone_decode, speculate
 from llmviz.engine.serving.static import serve, warm_up
 from llmviz.engine.timing import spread
 from llmviz.i18n.translator import timed
@@ -47,13 +47,16 @@ class ServingClaims:
 
     def k8(self) -> dict:
         target, draft = self.model(EMBEDDED_MODEL), self.model(EMBEDDED_DRAFT)
-        runs = []
+        runs, again = [], []
         for r in range(self.plan.repeats):
             self.progress(r / self.plan.repeats, "K8", {"round": r + 1})
             runs.append(speculate(target, draft, SPECULATE_PROMPT, SPECULATE_K, SPECULATE_TOKENS))
+            # the target alone once more in the same round: the A-vs-A noise floor (issue 36)
+            again.append(alone_decode(target, runs[-1]["prompt_ids"], SPECULATE_TOKENS)[1])
         return {"model": EMBEDDED_MODEL, "draft": EMBEDDED_DRAFT, "k": SPECULATE_K, "tokens": SPECULATE_TOKENS,
                 "speculative_ms_per_token": spread([x["ms_per_token"] for x in runs]),
                 "target_alone_ms_per_token": spread([x["target_alone_ms_per_token"] for x in runs]),
+                "control_alone_ms_per_token": spread(again),
                 "acceptance_rate": runs[-1]["acceptance_rate"],
                 "identical_outputs": all(x["identical_outputs"] for x in runs), **self.where(target),
                 **timed("timed.k8", repeats=self.plan.repeats)}

@@ -117,3 +117,30 @@ def test_k6_times_one_layers_attention_over_the_whole_context(measurer):
     j = judged("K6", f)
     assert [e["name"] for e in j["effects"]] == ["attention_speedup"]
     assert j["figures"]["eager_ms"] == f["attention_ms"]["eager"]["median"]
+
+
+def test_the_prefill_sweep_runs_in_rounds_with_k1s_shorter_length_as_its_control(model_dirs):
+    """Issue 36 (1): the lengths in rounds (paired by round), the length K1 is judged from (here 16 of the pair 16,
+    32) once more in each round; K1's floor from it and its effect paired."""
+    from llmviz.engine.loading.model import load_model
+    from llmviz.labs.claims import prefill_sweep
+
+    lm = load_model(str(model_dirs["llama_gqa_rope3"]), device="cpu")
+    seen = []
+    f = prefill_sweep(lm, [8, 16, 32], repeats=2, control=16, progress=lambda x, stage, v: seen.append(v["tokens"]))
+    assert [len(m["all"]) for m in f["prefill_ms"]] == [2, 2, 2] and len(f["control"]["prefill_ms"]["all"]) == 2
+    assert seen == [*(8, 16, 32), *(8, 16, 32, 16), *(16, 32, 16, 8)]  # warm-ups, then rounds rotating by one
+    j = judged("K1", f)
+    assert j["figures"]["noise_floor"]["rounds"] == 2 and j["effects"][0]["paired"] is True
+    with pytest.raises(ConfigError, match="control length 12"):
+        prefill_sweep(lm, [8, 16, 32], repeats=1, control=12)
+
+
+def test_k8_times_the_target_alone_once_more_in_every_round(measurer):
+    """Issue 36 (1): K8's control, the target alone run again right after each round's speculative run and its own
+    alone run; its floor over every pooled round."""
+    f = measurer.measure("K8")
+    rounds = len(f["target_alone_ms_per_token"]["all"])
+    assert len(f["control_alone_ms_per_token"]["all"]) == rounds and rounds % measurer.plan.repeats == 0
+    floor = judged("K8", f)["figures"]["noise_floor"]
+    assert floor["rounds"] == rounds and floor["low"] <= floor["value"] <= floor["high"]

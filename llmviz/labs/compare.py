@@ -138,11 +138,9 @@ def agreement(a: list[int], b: list[int]) -> dict:
     return {"agreement": sum(same) / max(len(a), len(b), 1), "first_divergence": first}
 
 
-def compare(config: CompareConfig, load: Loader, progress: Progress | None = None) -> dict:
-    """Run the comparison; `load(model, engine_config)` gives the loaded model for a side's load switches.
-    `progress(fraction, stage, values)` names each stage by a key ("load", "probe", "round", "memory",
-    "drift", "perplexity", "done") so a page can say it in its own language."""
-    progress = progress or silent
+def load_sides(config, load: Loader, progress: Progress) -> tuple[dict, dict]:
+    """Each side's EngineConfig and model (`load(model, engine)`: its load switches), reported as stage "load";
+    ConfigError where the two would run on different devices. `config`: a CompareConfig or a DecodePairConfig."""
     engines = {side: config.engine_config(side) for side in "ab"}
     models = {}
     for side in "ab":
@@ -150,6 +148,15 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
         models[side] = load(config.model, engines[side])
     if models["a"].device != models["b"].device:
         raise ConfigError("A and B must run on the same device")
+    return engines, models
+
+
+def compare(config: CompareConfig, load: Loader, progress: Progress | None = None) -> dict:
+    """Run the comparison; `load(model, engine_config)` gives the loaded model for a side's load switches.
+    `progress(fraction, stage, values)` names each stage by a key ("load", "probe", "round", "memory",
+    "drift", "perplexity", "done") so a page can say it in its own language."""
+    progress = progress or silent
+    engines, models = load_sides(config, load, progress)
     cfg = models["a"].cfg
     if config.layer >= cfg.num_layers or config.head >= cfg.num_heads:
         raise ConfigError(f"layer {config.layer} / head {config.head} is outside this model "

@@ -33,6 +33,7 @@ from llmviz.engine.session import Session
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
+from llmviz.labs.compare import load_sides, lossy_against
 from llmviz.labs.probes import memory_bandwidth
 from llmviz.labs.rounds import rotated
 from llmviz.trace.check import COMPILE_STATES
@@ -107,13 +108,7 @@ def decode_pair(config: DecodePairConfig, load: Loader, progress: Progress | Non
     """Time A and B (and the control) in rounds at the configured context (module docstring); `load(model,
     engine)` gives the model for a side's load switches (fused QKV, quantized weights, dtype)."""
     progress = progress or silent
-    engines = {side: config.engine_config(side) for side in "ab"}
-    models = {}
-    for side in "ab":
-        progress(0.02 if side == "a" else 0.05, "load", {"side": side.upper()})
-        models[side] = load(config.model, engines[side])
-    if models["a"].device != models["b"].device:
-        raise ConfigError("A and B must run on the same device")
+    engines, models = load_sides(config, load, progress)
     check_fits(models["a"], config)
     device, cfg = models["a"].device, models["a"].cfg
     gen = torch.Generator().manual_seed(config.seed)
@@ -138,8 +133,7 @@ def decode_pair(config: DecodePairConfig, load: Loader, progress: Progress | Non
             if timed_round:
                 runs[side].append(ms)
     sides = {side: _side(models[side], config, side, runs[side], kv[side], engines[side]) for side in "ab"}
-    sides["b"]["lossy"] = lossy_changes({k: v for k, v in parse_spec(config.b).items()
-                                         if parse_spec(config.a).get(k) != v})
+    sides["b"]["lossy"] = lossy_against(parse_spec(config.a), parse_spec(config.b))
     result = {
         "model": models["a"].name, "device": str(device), "threads": torch.get_num_threads(),
         "context": config.context, "prompt_tokens": config.context + 1, "steps": config.steps,

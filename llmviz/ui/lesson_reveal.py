@@ -128,13 +128,32 @@ def why(t, e: dict) -> str:
     values = {"measured": shown(e["effect"], e["measured"], t), "article": shown(e["effect"], e["article"], t),
               **interval_values(t, rv.judged_effect(e)),
               "device": literal(str(where.get("device", "?"))), "model": literal(str(where.get("model", "?"))),
-              "threads": where.get("threads", "?")}
+              "threads": where.get("threads", "?"), **measured_facts(e["claim"].get("figures") or {})}
     if e.get("rounds", 0) == 0 and e["outcome"] in COUNTED_OUTCOMES:  # counted on a request trace, not timed (K7, K9)
         return t("lesson.why.counted", **values) + " " + depends(t, e)
     text = t(f"lesson.why.{e['outcome']}", **values)
     if e["outcome"] in ("smaller", "opposite", "none"):
-        text += " " + t(f"lesson.cause.{e['id']}", **values)
+        key = f"lesson.cause.{e['id']}"
+        if any(values[k] == "?" for k in CAUSE_FACTS.get(e["id"], ())):  # a recording without those figures
+            key += "_unmeasured"
+        text += " " + t(key, **values)
     return text
+
+
+CAUSE_FACTS = {"K2": ("decode_ms", "bound_ms", "bandwidth"), "K4": ("kv_share",), "K10": ("kv_share",)}
+
+
+def measured_facts(f: dict) -> dict:
+    """The run's own figures a cause names (issue 36): KV's share of the bytes a step reads, a step's time and the
+    time its bytes take at the bandwidth measured beside it; "?" where this run has none."""
+    def ms(x):
+        return f"{x:.1f} ms" if isinstance(x, int | float) else "?"
+
+    share = f.get("kv_share_of_read_a")
+    gbps = f.get("bandwidth_gb_per_s")
+    return {"kv_share": f"{share:.1%}" if isinstance(share, int | float) else "?",
+            "decode_ms": ms(f.get("decode_ms_per_token")), "bound_ms": ms(f.get("bound_ms")),
+            "bandwidth": f"{gbps:.1f} GB/s" if isinstance(gbps, int | float) else "?"}
 
 
 COUNTED_OUTCOMES = ("about", "larger", "holds_smaller", "smaller", "none", "opposite")

@@ -33,8 +33,26 @@ def test_two_results_give_two_sentences(lang):
     a, b = why(t, fast), why(t, slow)
     assert a != b
     assert "×2.50" in a and "×1.80" in a and "×0.95" in b
-    assert translate(lang, "lesson.cause.K4") in b and translate(lang, "lesson.cause.K4") not in a
+    cause = translate(lang, "lesson.cause.K4_unmeasured")  # a recording without the sides' bytes
+    assert cause in b and cause not in a
     assert fast["outcome"] == "larger" and slow["outcome"] == "opposite"
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_cause_names_the_runs_own_kv_share(lang):
+    """Issue 36 (2): the cause is computed from the run: K4's workload (the GPT-2 shape after 1,024 cached tokens,
+    fp32) reads 76,197,888 B of cache among 570,814,464 B a step on average (by hand in
+    test_k4s_step_says_what_the_bytes_predict_before_measuring's terms: 73,728 B x 1,033.5 tokens beside
+    494,616,576 B of weights): 13.3%."""
+    from llmviz import service
+
+    work = service.claim_workload("K4", device="cpu")
+    spread = lambda m: {"median": m, "min": m, "max": m, "all": [m, m, m]}  # noqa: E731
+    claim = judged("K4", {**work, "model": "gpt2-124m-random", "device": "cpu", "threads": 1,
+                          "decode_ms_per_token": [spread(30.0), spread(33.0)], "kv_bytes_allocated": [1000, 500]})
+    claim["where"] = {"model": "gpt2-124m-random", "device": "cpu", "threads": 1}
+    sentence = why(Translator(lang), entry_of(claim, "now", "measured", None))
+    assert f"{73_728 * 1033.5 / (494_616_576 + 73_728 * 1033.5):.1%}" == "13.3%" and "13.3%" in sentence
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])

@@ -1,7 +1,8 @@
 """The Compare page's long-context section (issue 36; claims K2, K4, K10, K11; C8, C11, C14, C18): A and B decoding
 after `cmp_ctx` cached tokens by the decode claims' own lab and workload (llmviz/labs/decode_pair.py), with the
-A-vs-A noise floor, what the bytes predict, and, where A and B are a decode claim's pair, that claim judged by the
-one rule the Claims page and the lesson use. The lesson's K4, K10 and K11 steps open it with their claim's pair.
+A-vs-A noise floor, what the bytes predict, and, where A and B are a decode claim's pair on that claim's own workload,
+the claim judged by the one rule the Claims page and the lesson use (on another workload: shown, not judged). The
+lesson's K4, K10 and K11 steps open it with their claim's pair and workload.
 """
 
 from __future__ import annotations

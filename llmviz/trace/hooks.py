@@ -15,7 +15,8 @@ L layers.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
+from functools import partial
 
 from llmviz.errors import ConfigError
 
@@ -61,80 +62,38 @@ LAYER_POINTS = (
 )
 
 
-@dataclass(frozen=True)
-class LayerHookNames:
-    """The concrete names of one layer's hook points, built once per layer (not per call)."""
-
-    attn_in: str
-    q: str
-    k: str
-    v: str
-    scores: str
-    probs: str
-    attn_out: str
-    mlp_in: str
-    mlp_act: str
-    mlp_out: str
-    resid: str
-
-    @classmethod
-    def for_layer(cls, layer: int) -> LayerHookNames:
-        return cls(**{p.name: layer_hook_name(layer, p.name) for p in LAYER_POINTS})
-
-
 def layer_hook_name(layer: int, point: str) -> str:
     """The concrete name of a layer point: layer_hook_name(3, "q") == "layers.3.q". The one place it is spelled."""
     return f"layers.{layer}.{point}"
 
 
-# The names helper every layer uses: hooks.q(3) == "layers.3.q", never a hand-built f-string.
-def attn_in(layer: int) -> str:
-    return layer_hook_name(layer, "attn_in")
+LAYER_POINT_NAMES = tuple(p.name for p in LAYER_POINTS)  # the one table the names below are built from
 
 
-def q(layer: int) -> str:
-    return layer_hook_name(layer, "q")
+def _for_layer(cls, layer: int):
+    return cls(**{name: layer_hook_name(layer, name) for name in LAYER_POINT_NAMES})
 
 
-def k(layer: int) -> str:
-    return layer_hook_name(layer, "k")
+# The concrete names of one layer's hook points, built once per layer (not per call): a field per LAYER_POINTS entry.
+LayerHookNames = make_dataclass("LayerHookNames", [(name, str) for name in LAYER_POINT_NAMES], frozen=True,
+                                namespace={"for_layer": classmethod(_for_layer)})
 
 
-def v(layer: int) -> str:
-    return layer_hook_name(layer, "v")
+def __getattr__(name: str):
+    """The names helper every layer uses, one per LAYER_POINTS entry: hooks.q(3) == "layers.3.q", never a hand-built
+    f-string (PEP 562: built from the table, not written out once more)."""
+    if name in LAYER_POINT_NAMES:
+        return partial(_point_name, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def scores(layer: int) -> str:
-    return layer_hook_name(layer, "scores")
-
-
-def probs(layer: int) -> str:
-    return layer_hook_name(layer, "probs")
-
-
-def attn_out(layer: int) -> str:
-    return layer_hook_name(layer, "attn_out")
-
-
-def mlp_in(layer: int) -> str:
-    return layer_hook_name(layer, "mlp_in")
-
-
-def mlp_act(layer: int) -> str:
-    return layer_hook_name(layer, "mlp_act")
-
-
-def mlp_out(layer: int) -> str:
-    return layer_hook_name(layer, "mlp_out")
-
-
-def resid(layer: int) -> str:
-    return layer_hook_name(layer, "resid")
+def _point_name(point: str, layer: int) -> str:
+    return layer_hook_name(layer, point)
 
 
 def layer_input(layer: int) -> str:
     """The name of what enters layer `layer`: the embeddings for layer 0, else the residual leaving the one before."""
-    return "embed" if layer == 0 else resid(layer - 1)
+    return "embed" if layer == 0 else layer_hook_name(layer - 1, "resid")
 
 
 def layer_of(name: str) -> int | None:
@@ -150,7 +109,7 @@ def point_of(name: str) -> str:
 
 def every_layer(point: str, num_layers: int) -> list[str]:
     """One layer point's names in every layer: every_layer("probs", 2) == ["layers.0.probs", "layers.1.probs"]."""
-    if point not in {p.name for p in LAYER_POINTS}:
+    if point not in LAYER_POINT_NAMES:
         raise ConfigError(f"{point!r} is not a layer hook point (see llmviz/trace/hooks.py)")
     return [layer_hook_name(i, point) for i in range(num_layers)]
 

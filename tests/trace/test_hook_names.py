@@ -26,6 +26,22 @@ def test_every_layer_point_has_a_helper_that_spells_the_declared_name():
         hooks.every_layer("logits", 2)
 
 
+def test_the_helpers_and_a_layers_names_are_built_from_the_one_table():
+    """Issue 37: the layer points are written once (LAYER_POINTS); a layer's names and the helpers follow it, and a
+    name that is not a layer point is no helper."""
+    from dataclasses import fields
+
+    assert [f.name for f in fields(hooks.LayerHookNames)] == [p.name for p in hooks.LAYER_POINTS]
+    names = hooks.LayerHookNames.for_layer(5)
+    assert names.q == "layers.5.q" and names.mlp_act == "layers.5.mlp_act" and names.resid == hooks.resid(5)
+    from llmviz.trace.hooks import probs  # a from-import reads the same table
+
+    assert probs(7) == "layers.7.probs"
+    for missing in ("logits", "embed", "qq"):  # global points and unknown names have no layer helper
+        with pytest.raises(AttributeError):
+            getattr(hooks, missing)
+
+
 @pytest.fixture(scope="module")
 def maps():
     from llmviz.engine.loading.model import load_model

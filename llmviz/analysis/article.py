@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmviz.analysis.kv_memory import KVExample, kv_bytes
-from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, step_flops, weight_read_bytes
+from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, predict, step_flops, weight_read_bytes
 
 MIB = 2**20
 # The article's GPU, from NVIDIA's A100 datasheet (80 GB SXM4): dense FP16 on the tensor cores, and HBM2e bandwidth.
@@ -140,10 +140,10 @@ def half_kv_bound(share: float) -> float:
 
 
 def kv_share(config: dict, cached: int, dtype: str, kv_dtype: str) -> float:
-    """The cache's share of the bytes a decode step reads with `cached` tokens (predict.py's byte rules)."""
-    setup = Setup(Shape.from_config(config), dtype=dtype, kv_dtype=kv_dtype)
-    kv = kv_read_bytes(setup, cached)
-    return kv / (kv + weight_read_bytes(setup))
+    """The cache's share of the bytes a decode step reads with `cached` tokens (the new one included): predict.py's
+    one decode step after a prompt of cached - 1 tokens."""
+    step = predict(Setup(Shape.from_config(config), dtype=dtype, kv_dtype=kv_dtype), cached - 1, 1, None)
+    return step.kv_read_bytes / step.read_bytes
 
 
 @dataclass(frozen=True)

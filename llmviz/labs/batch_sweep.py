@@ -21,7 +21,7 @@ from llmviz.engine.session import Session
 from llmviz.engine.timing import spread
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
-from llmviz.labs.rounds import CONTROL, rotated
+from llmviz.labs.rounds import CONTROL, interleaved
 from llmviz.trace.config import EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent
 
@@ -53,16 +53,15 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8),
         raise ConfigError("steps must be in 1..128 and repeats in 1..10")
     progress = progress or silent
     batches = {b: [list(prompt)] * b for b in sizes}
-    order = [*sizes, CONTROL] if control else list(sizes)
-    runs: dict = {b: [] for b in order}
-    total = (repeats + 1) * len(order)
+    runs: dict = {b: [] for b in (*sizes, CONTROL)}
+    per_round = len(sizes) + control
+    total = (repeats + 1) * per_round
     for r in range(repeats + 1):
-        for j, run_of in enumerate(rotated(order, r)):  # interleaved, the order rotating
-            b = sizes[0] if run_of == CONTROL else run_of
-            progress((r * len(order) + j) / total, "round", {"batch": b, "round": r + 1, "rounds": repeats + 1})
+        for j, (key, b) in enumerate(interleaved(sizes, r, control)):
+            progress((r * per_round + j) / total, "round", {"batch": b, "round": r + 1, "rounds": repeats + 1})
             run = _run(lm, batches[b], steps, padding, device)
             if r:  # round 0 warms up
-                runs[run_of].append(run)
+                runs[key].append(run)
     progress(1.0, "done", {})
     out = []
     for b in sizes:

@@ -33,7 +33,7 @@ from llmviz.labs.decode_pair import DecodePairConfig, claim_figures, decode_pair
 from llmviz.labs.evaluation import heldout_ids
 from llmviz.labs.layout_sweep import LONG, SHORT, default_lengths, layout_sweep, sweep_max_seq
 from llmviz.labs.presets import preset
-from llmviz.labs.rounds import CONTROL, rotated, until_decided
+from llmviz.labs.rounds import CONTROL, interleaved, until_decided
 from llmviz.trace.config import EMBEDDED_MODEL, LAYOUT_SWEEP_STEPS, EngineConfig, SamplingConfig
 from llmviz.trace.progress import Progress, silent, within
 from llmviz.trace.switches import load_options, parse_spec
@@ -296,21 +296,33 @@ def k5_workload(lm: LoadedModel) -> dict:
 SHORT_WARMUP = 128  # tokens: on a CPU, a long prompt's warm-up runs only its start (see prefill_ms)
 
 
-def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: int = 3, device: str = "auto",
-               warm: bool = True) -> dict:
+def prefill_ms(lm: LoadedModel, ids: list[int], backend: str = "sdpa", repeats: int = 3, device: str = "auto") -> dict:
     """One prompt's prefill, timed by the engine (capture off), after one untimed warm-up run. On a CPU a prompt
     longer than 4 x SHORT_WARMUP tokens warms up on its first SHORT_WARMUP: the same kernels and threads, and a
     full-length warm-up warms nothing more there (the allocator hands large buffers back to the OS after each run;
     measured before eager attention went a head at a time: GPT-2-124M's eager prefill of 2,047 tokens, 9.2 s as
     the warm-up, 10.2 s timed after it) while it costs as much as a timed run. On a GPU the warm-up is the prompt
     itself (its caching allocator keeps the buffers)."""
-    config = EngineConfig(device=device, attn_backend=backend, capture="off", logit_lens_top_k=0, stop_at_eos=False,
-                          sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + 1)
+    config = prefill_config(ids, backend, device)
+    warm_prefill(lm, ids, config)
+    return spread([timed_prefill(lm, ids, config) for _ in range(repeats)])
+
+
+def prefill_config(ids: list[int], backend: str, device: str) -> EngineConfig:
+    """A timed prefill's settings: capture off, greedy, a cache of just the prompt and its one new token."""
+    return EngineConfig(device=device, attn_backend=backend, capture="off", logit_lens_top_k=0, stop_at_eos=False,
+                        sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + 1)
+
+
+def warm_prefill(lm: LoadedModel, ids: list[int], config: EngineConfig) -> None:
+    """One untimed prefill (on a CPU of a long prompt's first SHORT_WARMUP tokens: prefill_ms says why)."""
     short = lm.device.type == "cpu" and len(ids) > 4 * SHORT_WARMUP
-    if warm:
-        Session(lm, None, config, prompt_ids=[ids[:SHORT_WARMUP] if short else ids]).step()
-    times = [Session(lm, None, config, prompt_ids=[ids]).step().timings["total_ms"] for _ in range(repeats)]
-    return spread(times) if times else {}
+    Session(lm, None, config, prompt_ids=[ids[:SHORT_WARMUP] if short else ids]).step()
+
+
+def timed_prefill(lm: LoadedModel, ids: list[int], config: EngineConfig) -> float:
+    """One prefill's ms, the engine's timed region of the step."""
+    return Session(lm, None, config, prompt_ids=[ids]).step().timings["total_ms"]
 
 
 def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int = 3, progress=None,
@@ -321,8 +333,7 @@ def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int 
     interleaved `repeats` times, the order rotating. {backend: spread of ms}, and with `control` {"control": the
     first backend once more in each round} (its A-vs-A floor); progress(i, backend) before each warm-up."""
     attn, fns = lm.model.layers[0].attn, {b: ATTENTION_BACKENDS.get(b) for b in backends}
-    order = [*backends, CONTROL] if control else list(backends)
-    ctx, timer, out = RunContext(), StepTimer(lm.device), {b: [] for b in order}
+    ctx, timer, out = RunContext(), StepTimer(lm.device), {b: [] for b in (*backends, CONTROL)}
     q, k, v, mask = lm.model.attention_inputs(torch.tensor([ids], device=lm.device), 0)  # under inference_mode
     with torch.inference_mode():
         for i, backend in enumerate(backends):
@@ -330,13 +341,12 @@ def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int 
                 progress(i, backend)
             fns[backend](q, k, v, mask, attn.scale, attn.names, ctx)
         for r in range(repeats):
-            for run in rotated(order, r):
-                backend = backends[0] if run == CONTROL else run
+            for key, backend in interleaved(backends, r, control):
                 timer.start()
                 fns[backend](q, k, v, mask, attn.scale, attn.names, ctx)
                 timer.mark("attention")
-                out[run].append(timer.spans_ms()["attention"])
-    return {b: spread(ms) for b, ms in out.items()}
+                out[key].append(timer.spans_ms()["attention"])
+    return {b: spread(ms) for b, ms in out.items() if ms}
 
 
 def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa", device: str = "auto",
@@ -349,20 +359,24 @@ def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sd
         raise ConfigError(f"prefill lengths must be 1..{lm.cfg.max_position_embeddings - 1} tokens, got {lengths}")
     if control is not None and control not in lengths:
         raise ConfigError(f"the control length {control} is not one of the sweep's lengths {lengths}")
-    order = [*lengths, CONTROL] if control is not None else list(lengths)
-    runs = {n: [] for n in order}
+    # the control length first, so that interleaved's control (the first item once more) is that length
+    order = [control, *(n for n in lengths if n != control)] if control is not None else lengths
+    runs = {n: [] for n in (*lengths, CONTROL)}
     ids = {n: text_ids(lm, n) for n in lengths}
-    for i, n in enumerate(lengths):
+    config = {n: prefill_config(ids[n], backend, device) for n in lengths}
+    per_round, done = len(lengths) + (control is not None), 0
+    total = len(lengths) + repeats * per_round
+    for n in lengths:
         if progress:
-            progress(i / (len(lengths) * (repeats + 1)), "length", {"tokens": n})
-        prefill_ms(lm, ids[n], backend, 0, device)  # its warm-up alone
+            progress(done / total, "length", {"tokens": n})
+        warm_prefill(lm, ids[n], config[n])
+        done += 1
     for r in range(repeats):
-        for j, run in enumerate(rotated(order, r)):
-            n = control if run == CONTROL else run
+        for key, n in interleaved(order, r, control is not None):
             if progress:
-                progress((len(lengths) + r * len(order) + j) / (len(lengths) + repeats * len(order)), "length",
-                         {"tokens": n})
-            runs[run] += prefill_ms(lm, ids[n], backend, 1, device, warm=False)["all"]
+                progress(done / total, "length", {"tokens": n})
+            runs[key].append(timed_prefill(lm, ids[n], config[n]))
+            done += 1
     out = {"model": lm.name, "lengths": lengths, "prefill_ms": [spread(runs[n]) for n in lengths], "backend": backend,
            "device": str(lm.device), "threads": torch.get_num_threads(), "paired": True,
            **timed("timed.prefill_sweep", repeats=repeats)}

@@ -36,7 +36,7 @@ from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
 from llmviz.labs.evaluation import engine_perplexity, heldout_ids, teacher_forced_drift
 from llmviz.labs.probes import memory_bandwidth
-from llmviz.labs.rounds import rotated
+from llmviz.labs.rounds import CONTROL, interleaved
 from llmviz.trace import hooks
 from llmviz.trace.check import COMPILE_STATES
 from llmviz.trace.config import EngineConfig, SamplingConfig
@@ -165,21 +165,20 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
     progress(0.08, "probe", {})
     with typed_out_of_memory("the bandwidth probe", "free some memory"):
         bandwidth = memory_bandwidth(device, config.bandwidth_bytes, repeats=3)
-    order = ["a", "b", "c"] if config.control else ["a", "b"]  # c: A again, the control
-    runs, probed = {side: [] for side in order}, []
+    runs, probed = {"a": [], "b": [], CONTROL: []}, []
+    per_round = 2 + config.control
     rounds = config.warmup + config.repeats
     for r in range(rounds):
         if r >= config.warmup:  # the probe again in every timed round: a share of it pairs with that round's timings
             with typed_out_of_memory("the bandwidth probe", "free some memory"):
                 probed.append(round(memory_bandwidth(device, config.bandwidth_bytes, repeats=3)["gb_per_s"], 3))
-        for j, side in enumerate(rotated(order, r)):  # interleaved, the order rotating
-            progress(0.1 + 0.6 * (len(order) * r + j) / (len(order) * rounds), "round",
-                     {"round": r + 1, "rounds": rounds, "side": "A′" if side == "c" else side.upper()})
-            of = "a" if side == "c" else side
+        for j, (key, side) in enumerate(interleaved("ab", r, config.control)):
+            progress(0.1 + 0.6 * (per_round * r + j) / (per_round * rounds), "round",
+                     {"round": r + 1, "rounds": rounds, "side": "A′" if key == CONTROL else side.upper()})
             # The last round's A run is the drift's reference (runs["a"][-1]): the only one that keeps its logits
-            run = _timed_run(models[of], config, engines[of], keep_logits=side == "a" and r == rounds - 1)
+            run = _timed_run(models[side], config, engines[side], keep_logits=key == "a" and r == rounds - 1)
             if r >= config.warmup:
-                runs[side].append({k: v for k, v in run.items() if k != "trace"} if side == "c" else run)
+                runs[key].append({k: v for k, v in run.items() if k != "trace"} if key == CONTROL else run)
     sides = {}
     for i, side in enumerate("ab"):
         progress(0.72 + 0.1 * i, "memory", {"side": side.upper()})
@@ -204,7 +203,7 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
     }
     result["within_noise"] = within_noise(sides["a"], sides["b"])
     if config.control:  # A against itself in the same rounds, read as B's effect is read
-        control = {key: spread([r[run_key] for r in runs["c"]]) for key, run_key in TIMINGS}
+        control = {key: spread([r[run_key] for r in runs[CONTROL]]) for key, run_key in TIMINGS}
         result["control"] = control | {"noise_floor": {key: noise_floor(sides["a"][key], control[key])
                                                        for key, _ in TIMINGS}}
     if config.perplexity:

@@ -35,7 +35,7 @@ from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
 from llmviz.labs.compare import load_sides, lossy_against
 from llmviz.labs.probes import memory_bandwidth
-from llmviz.labs.rounds import rotated
+from llmviz.labs.rounds import CONTROL, interleaved
 from llmviz.trace.check import COMPILE_STATES
 from llmviz.trace.config import EngineConfig, SamplingConfig, default_max_seq
 from llmviz.trace.progress import Progress, silent
@@ -113,8 +113,8 @@ def decode_pair(config: DecodePairConfig, load: Loader, progress: Progress | Non
     device, cfg = models["a"].device, models["a"].cfg
     gen = torch.Generator().manual_seed(config.seed)
     ids = torch.randint(0, cfg.vocab_size, (config.context + 1,), generator=gen).tolist()
-    order = ["a", "b", "c"] if config.control else ["a", "b"]
-    runs = {side: [] for side in order}
+    runs = {"a": [], "b": [], CONTROL: []}
+    per_round = 2 + config.control
     kv, probed = {}, []
     rounds = config.warmup + config.repeats
     for r in range(rounds):
@@ -123,15 +123,13 @@ def decode_pair(config: DecodePairConfig, load: Loader, progress: Progress | Non
             progress(0.08 + 0.9 * r / rounds, "probe", {"round": r + 1, "rounds": rounds})
             with typed_out_of_memory("the bandwidth probe", "free some memory"):
                 probed.append(round(memory_bandwidth(device, config.bandwidth_bytes, repeats=3)["gb_per_s"], 3))
-        for j, side in enumerate(rotated(order, r)):  # interleaved, the order rotating
-            progress(0.08 + 0.9 * (r + (j + 1) / (len(order) + 1)) / rounds, "round",
-                     {"round": r + 1, "rounds": rounds, "side": "A′" if side == "c" else side.upper()})
-            engine = engines["a" if side == "c" else side]
+        for j, (key, side) in enumerate(interleaved("ab", r, config.control)):
+            progress(0.08 + 0.9 * (r + (j + 1) / (per_round + 1)) / rounds, "round",
+                     {"round": r + 1, "rounds": rounds, "side": "A′" if key == CONTROL else side.upper()})
             with typed_out_of_memory(f"decoding at a context of {config.context} tokens", "use a shorter context"):
-                ms, kv[side] = _one_run(models["a" if side == "c" else side], engine, ids, config.steps,
-                                        config.seed + r)
+                ms, kv[key] = _one_run(models[side], engines[side], ids, config.steps, config.seed + r)
             if timed_round:
-                runs[side].append(ms)
+                runs[key].append(ms)
     sides = {side: _side(models[side], config, side, runs[side], kv[side], engines[side]) for side in "ab"}
     sides["b"]["lossy"] = lossy_against(parse_spec(config.a), parse_spec(config.b))
     result = {
@@ -144,7 +142,7 @@ def decode_pair(config: DecodePairConfig, load: Loader, progress: Progress | Non
                 repeats=config.repeats),
     }
     if config.control:
-        control = spread(runs["c"])
+        control = spread(runs[CONTROL])
         result["control"] = {"decode_ms_per_token": control,
                              "noise_floor": noise_floor(sides["a"]["decode_ms_per_token"], control)}
     progress(1.0, "done", {})

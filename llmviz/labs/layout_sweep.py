@@ -37,7 +37,7 @@ from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import timed
-from llmviz.labs.rounds import CONTROL, rotated
+from llmviz.labs.rounds import CONTROL, interleaved
 from llmviz.trace.config import KV_LAYOUTS, default_max_seq
 from llmviz.trace.progress import Progress, silent
 
@@ -142,9 +142,8 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
     gen = torch.Generator().manual_seed(seed)
     runs = {x: [[] for _ in lengths] for x in layouts}
     kv = {x: [] for x in layouts}
-    order = [*layouts, CONTROL] if control else layouts  # the control: the first layout run again in each round
-    again = [[] for _ in lengths]
-    total = len(lengths) * (len(order) * repeats + (len(layouts) if warmup_steps else 0))
+    again = [[] for _ in lengths]  # the control: the first layout once more in each round
+    total = len(lengths) * ((len(layouts) + control) * repeats + (len(layouts) if warmup_steps else 0))
     done = 0
     for i, n in enumerate(lengths):
         # the prompt: n tokens cached, then the first token fed
@@ -157,12 +156,11 @@ def layout_sweep(lm: LoadedModel, lengths=None, layouts=KV_LAYOUTS, steps: int =
                     _one_run(lm, layout, ids, warmup_steps, **common)
                     done += 1
             for r in range(repeats):
-                for run in rotated(order, r):  # interleaved, the order rotating
-                    layout = layouts[0] if run == CONTROL else run
+                for key, layout in interleaved(layouts, r, control):
                     progress(done / total, "round", {"what": f"{n} · {layout}", "tokens": n, "layout": layout})
                     ms, filled = _one_run(lm, layout, ids, steps, **common)
-                    (again if run == CONTROL else runs[layout])[i].append(statistics.fmean(ms))
-                    if r == 0 and run != CONTROL:
+                    (again if key == CONTROL else runs[layout])[i].append(statistics.fmean(ms))
+                    if r == 0 and key != CONTROL:
                         kv[layout].append({k: filled[k] for k in ("bytes_allocated", "bytes_used", "slots_allocated")})
                     done += 1
     per_layout = {}

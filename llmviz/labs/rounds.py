@@ -30,6 +30,13 @@ def rotated(items: list, r: int) -> list:
     return items[shift:] + items[:shift]
 
 
+def interleaved(items, r: int, control: bool = False) -> list[tuple]:
+    """Round r's runs as (key, item) pairs, rotated: each item keyed by itself, and with `control` the first item
+    once more keyed CONTROL (its A-vs-A noise floor). The one round rule of every lab that interleaves."""
+    keys = [*items, CONTROL] if control else list(items)
+    return [(key, items[0] if key == CONTROL else key) for key in rotated(keys, r)]
+
+
 def _is_spread(x) -> bool:
     return isinstance(x, dict) and x.keys() >= SPREAD_KEYS
 

@@ -129,7 +129,8 @@ def test_the_prefill_sweep_runs_in_rounds_with_k1s_shorter_length_as_its_control
     seen = []
     f = prefill_sweep(lm, [8, 16, 32], repeats=2, control=16, progress=lambda x, stage, v: seen.append(v["tokens"]))
     assert [len(m["all"]) for m in f["prefill_ms"]] == [2, 2, 2] and len(f["control"]["prefill_ms"]["all"]) == 2
-    assert seen == [*(8, 16, 32), *(8, 16, 32, 16), *(16, 32, 16, 8)]  # warm-ups, then rounds rotating by one
+    # warm-ups, then rounds rotating by one over the control's length first, the others, and the control again
+    assert seen == [*(8, 16, 32), *(16, 8, 32, 16), *(8, 32, 16, 16)]
     j = judged("K1", f)
     assert j["figures"]["noise_floor"]["rounds"] == 2 and j["effects"][0]["paired"] is True
     with pytest.raises(ConfigError, match="control length 12"):

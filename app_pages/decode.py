@@ -8,7 +8,8 @@ from llmviz.analysis.recorded import missing_row_norms, missing_tensors
 from llmviz.analysis.sampling import distribution, stored_logits
 from llmviz.analysis.tokens import cache_labels, token_label
 from llmviz.trace import hooks
-from llmviz.ui import article_view, latency_sweep, presenter, seed_controls, server, state
+from llmviz.trace.config import KV_LAYOUTS
+from llmviz.ui import article_view, latency_sweep, names, presenter, seed_controls, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, missing_note, shown_run, step_timing, translator, with_bold_tail
 from llmviz.ui.decode_controls import (
@@ -22,6 +23,7 @@ from llmviz.ui.decode_controls import (
     speed_control,
 )
 from llmviz.ui.errors import guarded
+from llmviz.ui.markdown import escape
 from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
 
@@ -61,11 +63,11 @@ def cache_panel(t, run, layer: int, labels: list[str], detail: bool = True) -> N
     if not detail:
         return
     layout = str(kv.get("layout", "contiguous"))
-    note = f"decode.kv_layout.{layout}"
+    note = names.about(t, KV_LAYOUTS, layout)  # its declaration's line; a layout not declared here: its name
     st.caption(t("decode.kv_caption", before=kv["seq_len"] - new, after=kv["seq_len"], kv=kv["kv_heads"],
                  hd=kv["head_dim"], used=kv["bytes_used"], alloc=kv["bytes_allocated"],
                  share=100 * kv["bytes_used"] / kv["bytes_allocated"],
-                 layout_note=t(note) if note in t else t("decode.kv_layout.other", layout=literal(layout))))
+                 layout_note=escape(note) if note else t("decode.kv_layout.other", layout=literal(layout))))
 
 
 def next_token_panel(t, run, settings, detail: bool = True) -> None:

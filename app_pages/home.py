@@ -3,7 +3,7 @@
 import streamlit as st
 
 from llmviz.trace.config import ATTN_BACKENDS, DTYPES
-from llmviz.ui import demo, server, state
+from llmviz.ui import demo, names, server, state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.ui.compare_view import switch_reference
 from llmviz.ui.navigation import KEEP
@@ -52,7 +52,8 @@ def picker(t) -> None:
         a, b, c = st.columns(3)
         a.selectbox(t("home.device"), DEVICES, key="home_device", **KEEP)
         b.selectbox(t("home.dtype"), DTYPES, key="home_dtype", **KEEP)
-        c.selectbox(t("home.attn"), ATTN_BACKENDS, key="home_attn", **KEEP, help=t("home.attn_help"))
+        c.selectbox(t("home.attn"), ATTN_BACKENDS, key="home_attn", **KEEP, format_func=lambda v: names.label(
+            t, ATTN_BACKENDS, v), help=f"{names.abouts(t, ATTN_BACKENDS)}\n\n{t('home.attn_help')}")
         st.text_input(t("home.engine"), key="home_engine", **KEEP, help=t("home.engine_help"),
                       placeholder="kv-layout=paged")
         switch_reference(t)

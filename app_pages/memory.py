@@ -7,7 +7,7 @@ import streamlit as st
 from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis import memory_calc as mc
 from llmviz.errors import LlmvizError
-from llmviz.ui import article_view, server, state
+from llmviz.ui import article_view, names, server, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
@@ -64,9 +64,10 @@ def question(t, config: dict) -> mc.MemoryQuestion:
     own = t("memory.kv_heads_own", n=config["num_kv_heads"])
     kv_heads = b.selectbox(t("memory.kv_heads"), options, key="mem_kv_heads", **KEEP, help=t("memory.kv_heads_help"),
                            format_func=lambda k: own if k == 0 else str(k))
-    layout = c.selectbox(t("memory.layout"), mc.LAYOUTS, key="mem_layout", **KEEP,
-                         format_func=lambda v: t(f"memory.layout_{v}"))
-    block = d.number_input(t("memory.block"), 1, 4096, 16, key="mem_block", **KEEP, disabled=layout != "paged")
+    layout = c.selectbox(t("memory.layout"), mc.priced_layouts(), key="mem_layout", **KEEP,
+                         format_func=lambda v: names.label(t, mc.LAYOUTS, v), help=names.abouts(t, mc.LAYOUTS))
+    block = d.number_input(t("memory.block"), 1, 4096, 16, key="mem_block", **KEEP,
+                           disabled=not names.takes(mc.LAYOUTS, layout, "kv_block_size"))
     quant = dtype if dtype in ("int8", "int4") else "none"
     held = None if tokens is None else min(int(tokens), int(max_seq))  # empty: each sequence fills max_seq
     return mc.MemoryQuestion(batch=int(batch), max_seq=int(max_seq), tokens=held,

@@ -31,6 +31,11 @@ from llmviz.trace.model_config import MAX_SIZES
 
 GIB = 2**30
 LAYOUTS = KV_LAYOUTS  # every layout a setting may choose (trace/config.py), each priced by its own slot rule
+
+
+def priced_layouts() -> tuple[str, ...]:
+    """The layouts the calculator can answer for: those declared with a slot rule (an extension's may have none)."""
+    return tuple(x for x in LAYOUTS if LAYOUTS.describe(x).slots is not None)
 WEIGHT_DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", *ELEMENT_BYTES)
 

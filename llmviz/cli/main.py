@@ -9,6 +9,7 @@ import sys
 
 from llmviz.cli import app, claims, compare, generate, record, serve, speculative
 from llmviz.errors import LlmvizError
+from llmviz.trace.extensions import load_plugins
 
 # command -> its module (add_parser(sub), run(args) -> int), in the order `--help` lists them
 COMMANDS = {"generate": generate, "trace": record, "compare": compare, "serve-sim": serve,
@@ -46,6 +47,9 @@ def fail(message: str) -> int:
 def main(argv=None) -> int:
     """Run one command; every error is one line on stderr starting `error:` and exit status 2."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    problems = load_plugins()  # the extensions named in LLMVIZ_EXTENSIONS: choices of every flag from here on
+    if problems:
+        return fail("; ".join(problems))
     if argv[:1] == ["app"]:  # everything after it is streamlit's (llmviz/cli/app.py)
         try:
             return app.run(argv[1:])

@@ -10,6 +10,7 @@ from llmviz import service
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.files import read_regular
 from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.extensions import Names
 from llmviz.trace.switches import SWITCHES
 
 DEFAULT_SAMPLING = SamplingConfig()
@@ -35,6 +36,13 @@ SWITCH_HELP = {  # the command line's words for each switch (the pages' are in t
 }
 
 
+def switch_help(switch) -> str:
+    """A switch's help; a table of declarations (layouts, backends, an extension's too) adds each choice's line."""
+    lines = [f"{n}: {switch.choices.describe(n).about_in('en').rstrip('.')}" for n in switch.choices
+             if switch.choices.describe(n).about_in("en")] if isinstance(switch.choices, Names) else []
+    return "; ".join([SWITCH_HELP[switch.name], *lines]).replace("%", "%%")  # argparse formats help with %
+
+
 def add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a run of the engine on prompts (generate, trace)."""
     p.add_argument("--prompt", action="append", default=[],
@@ -54,7 +62,7 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, action="store_true", help=SWITCH_HELP[switch.name])
         else:
             p.add_argument(flag, type=switch.kind, default=default, choices=switch.choices or None,
-                           help=SWITCH_HELP[switch.name])
+                           help=switch_help(switch))
     p.add_argument("--max-seq-len", type=int, default=None,
                    help="KV cache length per sequence (default: context, <= 2048)")
     add_threads(p)

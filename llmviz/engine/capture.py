@@ -103,6 +103,14 @@ class RunContext:
         if self.timer is not None:
             self.timer.mark(label)
 
+    def rebuild_later(self, scores_name: str, probs_name: str, q, k, mask, scale: float, mask_note: str) -> None:
+        """After any backend but the one that recorded them (eager): if a hook wants a layer's scores or
+        probabilities and none were recorded, keep q [b, h, n, hd] and k [b, kv, n_k, hd] to rebuild them after
+        the timed region. So a backend an extension registers shows its maps as sdpa's are shown."""
+        wanted = [n for n in (scores_name, probs_name) if self.wants(n) and n not in self.records]
+        if wanted:
+            self.pending_attention.append(PendingAttention(scores_name, probs_name, q, k, mask, scale, mask_note))
+
     def rebuild_attention(self) -> None:
         """Recompute scores/probs that a fused backend never materialized (after the timed region)."""
         for item in self.pending_attention:

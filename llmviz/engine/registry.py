@@ -2,8 +2,9 @@
 
 The names each switch accepts are declared once in `llmviz/trace/config.py` (torch-free, so the UI can list
 them); the engine module that implements them fills a Registry with exactly those names. An extension (a new
-layout or backend) is one `declare` call: it declares the name in that torch-free table and registers the
-implementation, and `remove` undoes it (a test's fixture). Asking for a name that is not there is an
+layout or backend) is one `declare` call: its declaration (llmviz.trace.extensions.Extension: name, labels, exact or
+lossy, options, slot rule) joins that torch-free table and its implementation this registry, and `remove` undoes
+it (a test's fixture). Asking for a name that is not there is an
 UnknownNameError (a ConfigError) that lists the choices, never a silent fallback.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from llmviz.errors import ConfigError, UnknownNameError
-from llmviz.trace.config import Names
+from llmviz.trace.extensions import Extension, Names
 
 T = TypeVar("T")
 
@@ -37,15 +38,15 @@ class Registry(Generic[T]):
         """Decorator form of `add`."""
         return lambda item: self.add(name, item)
 
-    def declare(self, name: str, item: T, **how) -> T:
-        """An extension in one call: its name joins the torch-free table (`how`: what that table keeps with it,
-        e.g. a KV layout's slot rule), then its implementation this registry. Done at import or in a test's
-        fixture, never per session (the tables are the process's)."""
-        self.names.add(name, **how)
+    def declare(self, declared: Extension | str, item: T) -> T:
+        """An extension in one call: its declaration joins the torch-free table (a bare name declares only the
+        name: its label is the name, no slot rule), then its implementation this registry. Done at import or in a
+        test's fixture, never per session (the tables are the process's)."""
+        ext = self.names.add(declared)
         try:
-            return self.add(name, item)
+            return self.add(ext.name, item)
         except ConfigError:
-            self.names.remove(name)
+            self.names.remove(ext.name)
             raise
 
     def remove(self, name: str) -> None:

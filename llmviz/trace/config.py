@@ -3,10 +3,11 @@ declared once.
 
 No torch here, so the UI can build and show one; every trace stores it, so two runs can be compared.
 
-The KV layouts and the attention backends are tables (`Names`) rather than tuples, because an extension adds one:
-its registration call (llmviz.engine.kv.register_kv_layout, llmviz.engine.models.attention.
-register_attention_backend) declares the name here, so EngineConfig, switch specs, the CLI, the trace checker and
-the pages' choices all take it. A KV layout comes with its slot rule, so the arithmetic of llmviz/analysis prices it.
+The KV layouts and the attention backends are tables of declarations (`Names` of `Extension`s,
+llmviz/trace/extensions.py) rather than tuples, because an extension adds one: its registration call
+(llmviz.engine.kv.register_kv_layout, llmviz.engine.models.attention.register_attention_backend) adds its declaration
+there, so EngineConfig, switch specs, the CLI, the trace checker and the pages' choices and words all take it. A KV
+layout's declaration carries its slot rule, so the arithmetic of llmviz/analysis prices it.
 
 The ring buffer is a layout of its own ("ring": its class, its slot rule, what a snapshot records), but not a
 choice: it is what contiguous becomes with a sliding window (plus rollback) shorter than max_seq, by the one rule
@@ -19,139 +20,42 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable, Iterable, KeysView, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from llmviz.errors import ConfigError, UnknownNameError
+from llmviz.errors import ConfigError
+from llmviz.trace.extensions import Extension, Names, block_slots, kept_slots, row_slots
 from llmviz.trace.sparsity import BlockSparse
-
-_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")  # fits a switch spec ("kv-layout=NAME,attn=NAME") and a URL
-
-
-class Names(KeysView):
-    """The names one setting accepts, in the order the pages list them (iteration and `in` give these), and the
-    names a run records without choosing them: `derived`, each with a phrase saying how it is chosen instead.
-
-    One table per setting, read by EngineConfig's validation, switch-spec parsing, the CLI's choices, the trace
-    checker and the pages. It is extended at import or registration time only (an engine Registry's `declare`),
-    and `remove` undoes a test's registration; never per session: Streamlit sessions are threads of one process
-    and share it. The names it is built with are stock and cannot be removed. A live view of the names (a
-    KeysView), so widgets and argparse take it as they take a tuple, and see a name registered later."""
-
-    __eq__ = object.__eq__  # one table per setting: equal only to itself (a KeysView would compare as a set)
-    __hash__ = object.__hash__
-
-    def __init__(self, kind: str, names: Iterable[str] = (), derived: Mapping[str, str] | None = None):
-        super().__init__({})  # self._mapping: the choices, in order
-        self.kind = kind
-        self._derived: dict[str, str] = {}
-        for name in names:
-            self.add(name)
-        for name, how in (derived or {}).items():
-            self.add(name, derived=how)
-        self._stock = frozenset(self.recorded)
-
-    def __contains__(self, name) -> bool:
-        return isinstance(name, str) and name in self._mapping
-
-    def __repr__(self) -> str:
-        return f"Names({self.kind!r}, {list(self)!r})"
-
-    @property
-    def recorded(self) -> tuple[str, ...]:
-        """Every name a trace or an engine registry may hold: the choices, then the derived ones."""
-        return (*self._mapping, *self._derived)
-
-    def add(self, name: str, derived: str | None = None) -> None:
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise ConfigError(f"a {self.kind} name is 1-40 of a-z, 0-9, '_', '.', '-' (it is written in switch "
-                              f"specs and links), got {name!r}")
-        if name in self.recorded:
-            raise ConfigError(f"{self.kind} {name!r} is declared twice")
-        if derived is None:
-            self._mapping[name] = None
-        else:
-            self._derived[name] = derived
-
-    def remove(self, name: str) -> None:
-        """Undo an `add` (a test's registration); a stock name stays."""
-        if name in self._stock:
-            raise ConfigError(f"{self.kind} {name!r} is declared in llmviz/trace/config.py: it cannot be removed")
-        if name not in self.recorded:
-            raise UnknownNameError(f"{self.kind} {name!r} is not declared")
-        if name in self:
-            del self._mapping[name]
-        else:
-            del self._derived[name]
-
-    def check(self, value, field: str | None = None) -> str:
-        """`value` if a setting may take it; else an UnknownNameError listing the choices (and, for a derived
-        name, how it is chosen)."""
-        if value in self:
-            return value
-        how = f" ({value} is {self._derived[value]})" if isinstance(value, str) and value in self._derived else ""
-        raise UnknownNameError(f"{field or self.kind}={value!r} is not one of {', '.join(self)}{how}")
-
-
-# (held, max_seq, window, block) -> the token slots one layer's cache takes for one sequence holding `held` tokens,
-# of which it keeps the last `window` (0: all); `block` is the paged layout's block size (C8, C9, C20).
-SlotRule = Callable[[int, int, int, int], int]
-
-
-def row_slots(held: int, max_seq: int, window: int, block: int) -> int:
-    """A preallocated row: max_seq slots, or the window's when it is shorter (a ring)."""
-    return min(max_seq, window) if window else max_seq
-
-
-def kept_slots(held: int, max_seq: int, window: int, block: int) -> int:
-    """Exactly the positions kept (the growing layout)."""
-    return min(held, window) if window else held
-
-
-def block_slots(held: int, max_seq: int, window: int, block: int) -> int:
-    """The whole blocks the kept positions touch (a window not aligned to blocks straddles one more)."""
-    first = max(0, held - window) if window else 0
-    return (math.ceil(held / block) - first // block) * block
-
-
-class LayoutNames(Names):
-    """The KV layouts, each with the slot rule that prices it (llmviz/analysis/predict.layer_slots reads it), so a
-    registered layout is priced, or refused with an UnknownNameError when it was registered without one."""
-
-    def __init__(self, kind: str, rules: Mapping[str, SlotRule], derived: Mapping[str, tuple[str, SlotRule]]):
-        super().__init__(kind)
-        self._slots: dict[str, SlotRule | None] = {}
-        for name, rule in rules.items():
-            self.add(name, rule)
-        for name, (how, rule) in derived.items():
-            self.add(name, rule, derived=how)
-        self._stock = frozenset(self.recorded)
-
-    def add(self, name: str, slots: SlotRule | None = None, derived: str | None = None) -> None:
-        super().add(name, derived)
-        self._slots[name] = slots
-
-    def remove(self, name: str) -> None:
-        super().remove(name)
-        del self._slots[name]
-
-    def slots(self, name: str) -> SlotRule:
-        rule = self._slots.get(name) if isinstance(name, str) else None
-        if rule is None:
-            what = "was registered without a slot rule" if name in self.recorded else "is not a KV layout"
-            priced = ", ".join(n for n in self.recorded if self._slots[n] is not None)
-            raise UnknownNameError(f"kv_layout {name!r} {what}: the layouts priced are {priced}")
-        return rule
-
 
 # The names every switch accepts, declared once (no torch here); each engine registry
 # (llmviz/engine/registry.py users) implements exactly these and a test checks that they agree.
 DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")  # auto: the model's dtype; fp8/int8 keep scales
-ATTN_BACKENDS = Names("attn_backend", ("eager", "sdpa", "flash"))
-KV_LAYOUTS = LayoutNames("kv_layout", {"contiguous": row_slots, "dynamic": kept_slots, "paged": block_slots},
-                         {"ring": ("what contiguous becomes with a sliding_window shorter than max_seq_len: choose "
-                                   "kv_layout contiguous and a window", row_slots)})
+ATTN_BACKENDS = Names("attn_backend", (
+    Extension("eager", about={"en": "materializes softmax(QKᵀ/√d): the article's formula, readable, O(n²) memory",
+                              "zh": "显式计算 softmax(QKᵀ/√d)：文章里的公式，易读，内存 O(n²)"}),
+    Extension("sdpa", about={"en": "PyTorch picks a fused kernel per device (flash, memory-efficient or math)",
+                             "zh": "由 PyTorch 按设备选择融合内核（flash、memory-efficient 或 math）"}),
+    Extension("flash", about={"en": "pins PyTorch's flash-attention kernel (CPU: any dtype; CUDA: fp16 or bf16)",
+                              "zh": "固定使用 PyTorch 的 flash-attention 内核（CPU 上任意精度，CUDA 上需 fp16/bf16）"}),
+))
+KV_LAYOUTS = Names("kv_layout", (
+    Extension("contiguous", {"en": "Contiguous", "zh": "连续"}, slots=row_slots,
+              about={"en": "The contiguous layout reserves max_seq_len slots per sequence up front.",
+                     "zh": "连续布局为每个序列预先保留 max_seq_len 个槽位。"}),
+    Extension("dynamic", {"en": "Growing (torch.cat)", "zh": "增长（torch.cat）"}, slots=kept_slots,
+              about={"en": "The dynamic layout grows each tensor by one row with torch.cat at every step (a copy of "
+                           "the whole cache): nothing is reserved.",
+                     "zh": "动态布局每一步用 torch.cat 把每个张量加长一行（复制整个缓存）：不预留任何槽位。"}),
+    Extension("paged", {"en": "Paged", "zh": "分页"}, slots=block_slots, options=("kv_block_size", "kv_pool_blocks"),
+              about={"en": "The paged layout takes fixed-size blocks from a pool as the sequence grows: only the last "
+                           "block has unused slots.",
+                     "zh": "分页布局随着序列增长从池中取固定大小的块：只有最后一块有空槽位。"}),
+    Extension("ring", {"en": "Ring", "zh": "环形"}, slots=row_slots,
+              about={"en": "The ring keeps only the sliding window's slots and overwrites the oldest.",
+                     "zh": "环形布局只保留滑动窗口那么多的槽位，覆盖最旧的位置。"},
+              derived="what contiguous becomes with a sliding_window shorter than max_seq_len: choose kv_layout "
+                      "contiguous and a window"),
+))
 FUSED_CHOICES = ("auto", "on", "off")  # fused projections: as the checkpoint stores them, or forced (C10)
 QUANT_MODES = ("none", "int8", "int4")  # weight-only quantization of the blocks' projections (C21)
 PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)

@@ -4,7 +4,8 @@ is exact (the same arithmetic, up to float rounding) or lossy (C8-C11, C13, C14,
 
 The CLI, the compare spec ("kv-dtype=fp16,attn=eager"), the Compare page and the Home page all read this
 table; the pages' one-line explanations live in the message catalogs under `switch.<name>`. No torch here.
-The KV layouts and attention backends are config.Names tables, so one an extension registers is a choice here too.
+The KV layouts and attention backends are tables of declarations (trace/extensions.py), so one an extension
+registers is a choice here too, exact or lossy as its declaration says.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from llmviz.trace.config import (
     PADDINGS,
     QUANT_MODES,
     EngineConfig,
-    Names,
 )
+from llmviz.trace.extensions import Names
 
 LOAD_FIELDS = ("dtype", "kv_heads", "fused_qkv", "quant", "quant_group")  # each rewrites the weights at load
 
@@ -33,8 +34,8 @@ class Switch:
     name: str  # as written on the command line and in a compare spec: "kv-dtype"
     field: str  # the EngineConfig field: "kv_dtype"
     kind: type  # str, int or bool
-    choices: Collection[str] = ()  # for str switches: a tuple, or a table an extension extends (config.Names)
-    exact: bool = True  # False: the outputs may change (a lossy approximation)
+    choices: Collection[str] = ()  # for str switches: a tuple, or a table an extension extends (extensions.Names)
+    exact: bool = True  # False: the outputs may change (a lossy approximation); a Names value: its declaration's
     concept: str = ""  # the concept id of shared/concepts.md it shows
 
     @property
@@ -67,6 +68,12 @@ class Switch:
         if text not in self.choices:
             raise ConfigError(f"{self.name}={raw!r} is not one of {', '.join(self.choices)}")
         return text
+
+    def exact_at(self, value) -> bool:
+        """Whether this switch at `value` computes what the default does (up to float rounding)."""
+        if isinstance(self.choices, Names) and value in self.choices.recorded:
+            return self.choices.describe(value).exact
+        return self.exact or value in _EXACT_VALUES.get(self.name, ())
 
     def show(self, value) -> str:
         if self.kind is bool:
@@ -127,12 +134,9 @@ def format_spec(changes: dict) -> str:
 
 
 def lossy_changes(changes: dict) -> list[str]:
-    """The switches in `changes` that may change the outputs (their names)."""
-    out = []
-    for s in SWITCHES.values():
-        if s.field in changes and not s.exact and changes[s.field] not in _EXACT_VALUES.get(s.name, ()):
-            out.append(s.name)
-    return out
+    """The switches in `changes` that may change the outputs (their names): a lossy switch set to another value
+    than its exact ones, or a layout or backend whose declaration says it is lossy."""
+    return [s.name for s in SWITCHES.values() if s.field in changes and not s.exact_at(changes[s.field])]
 
 
 def load_options(config: EngineConfig) -> dict:

@@ -9,8 +9,9 @@ import streamlit as st
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
 from llmviz.analysis.predict import Prediction, in_millions, ratio
+from llmviz.trace.extensions import Names
 from llmviz.trace.switches import SWITCHES
-from llmviz.ui import claims_run
+from llmviz.ui import claims_run, names
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import csv_text, literal
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
@@ -57,7 +58,7 @@ def metrics(t, result: dict) -> None:
             st.caption(alloc)
             if "perplexity" in s:
                 st.metric(t("compare.m.perplexity"), f"{s['perplexity']:.2f}", help=t("compare.ppl_help"))
-            if s["kv"]["layout"] == "paged":
+            if s["kv"].get("block_tables"):  # a layout of blocks (paged, or an extension's that records them)
                 st.caption(t("compare.blocks", n=len(s["kv"]["block_tables"][0]), bs=s["kv"]["block_size"],
                              table=s["kv"]["block_tables"][0][:32]))
 
@@ -133,8 +134,25 @@ def switch_reference(t) -> None:
         switches = list(SWITCHES.values())
         st.table({t("compare.col.switch"): [s.name for s in switches],
                   t("compare.col.values"): [" | ".join(s.choices) if s.choices else t(_kind(s)) for s in switches],
-                  t("compare.col.exact"): [t("switch.exact") if s.exact else t("switch.lossy") for s in switches],
-                  t("compare.col.what"): [t(f"switch.{s.name}") for s in switches]})
+                  t("compare.col.exact"): [_exactness(t, s) for s in switches],
+                  t("compare.col.what"): [_what(t, s) for s in switches]})
+
+
+def _exactness(t, switch) -> str:
+    """Exact or lossy; for a table of declarations, each choice as its declaration says (an extension's may be
+    lossy)."""
+    if not isinstance(switch.choices, Names):
+        return t("switch.exact") if switch.exact else t("switch.lossy")
+    lossy = [n for n in switch.choices if not switch.exact_at(n)]
+    return t("switch.lossy_only", names=", ".join(lossy)) if lossy else t("switch.exact")
+
+
+def _what(t, switch) -> str:
+    """The switch's line; for a table of declarations, each choice's own line after it."""
+    if not isinstance(switch.choices, Names):
+        return t(f"switch.{switch.name}")
+    lines = [f"{n}: {names.about(t, switch.choices, n)}" for n in switch.choices if names.about(t, switch.choices, n)]
+    return "; ".join([t(f"switch.{switch.name}"), *lines])
 
 
 def _kind(switch) -> str:

@@ -36,7 +36,7 @@ PAGES = (
 )
 
 
-def sidebar() -> Translator:
+def sidebar(plugin_problems=()) -> Translator:
     """Draw the language switch; return the translator of this browser session."""
     current = state.settings()
     with st.sidebar:
@@ -49,7 +49,7 @@ def sidebar() -> Translator:
     policy = server.policy()
     if policy.public:
         st.sidebar.caption(t("public.banner"))
-    for problem in policy.problems:  # for whoever runs the server
+    for problem in (*policy.problems, *map(escape, plugin_problems)):  # for whoever runs the server
         st.sidebar.warning(problem)
     problems = st.session_state.pop("llmviz_url_problems", None)
     if problems:
@@ -59,9 +59,9 @@ def sidebar() -> Translator:
 
 def run() -> None:
     st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
-    imported()  # the heavy imports once per process, never by two sessions at the same time
+    plugins = imported()  # the extensions, then the heavy imports, once per process (never two sessions at once)
     apply_upload_limit()  # public mode: Streamlit refuses a file over the app's limit before taking it in
-    t = sidebar()
+    t = sidebar(plugins)
     pages = [st.Page(APP_PAGES / file, title=t(title), icon=icon, url_path=path or None, default=not path)
              for file, title, icon, path in PAGES]
     page = st.navigation(pages, expanded=True)  # all thirteen pages listed (past ten Streamlit folds the rest)

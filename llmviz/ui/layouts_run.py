@@ -13,7 +13,7 @@ import streamlit as st
 from llmviz.analysis.work import decode_seconds, run_seconds
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import KV_LAYOUTS, LAYOUT_SWEEP_STEPS, RANDOM_MODELS, EngineConfig, SamplingConfig
-from llmviz.ui import measure, server, state
+from llmviz.ui import measure, names, server, state
 from llmviz.ui.errors import explain
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import KEEP
@@ -79,9 +79,8 @@ def layouts() -> tuple[str, ...]:
 
 
 def layout_name(t, layout: str) -> str:
-    """A layout's name on the page: the catalog's, or its own for one an extension registered (no message)."""
-    key = f"layouts.name.{layout}"
-    return t(key) if key in t else layout
+    """A layout's name on the page: its declaration's label (llmviz/trace/extensions.py), stock or registered."""
+    return names.label(t, KV_LAYOUTS, layout)
 
 
 # --- the live runs -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from llmviz.trace.extensions import load_plugins
 from llmviz.ui.closed_sessions import expire_closed
 from llmviz.ui.model_cache import shared_model
 from llmviz.ui.public import HeavyGate, LatestClaims, Policy
@@ -26,12 +27,16 @@ if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them
 
 
 @st.cache_resource(show_spinner=False)
-def imported() -> bool:
+def imported() -> tuple[str, ...]:
     """Import the heavy libraries once, under this cache entry's lock. Sessions that start together would
     otherwise import them at the same time, and a package with import cycles inside it (pandas) can then hand
     one session a half-initialized module ("partially initialized module 'pandas' has no attribute 'Series'",
-    seen with 3 browser sessions opened at once). Before them, the C heap is kept to one arena (issue 9)."""
+    seen with 3 browser sessions opened at once). Before them, the C heap is kept to one arena (issue 9). First
+    of all the out-of-tree extensions (LLMVIZ_EXTENSIONS, entry points), so that their names are choices before
+    any link is read; what failed to load, one line each, for whoever runs the server."""
     from llmviz import service  # torch-free to import: it loads the engine only when a function runs
+
+    problems = tuple(load_plugins())
 
     service.limit_heap_arenas()
     for name in ("pandas", "plotly.graph_objects", "llmviz.service"):
@@ -41,7 +46,7 @@ def imported() -> bool:
         service.warm_imports()
     settle_long_lived()
     collector()
-    return True
+    return problems
 
 
 def settle_long_lived() -> None:

@@ -307,3 +307,27 @@ def test_every_command_module_adds_its_parser_and_runs():
     assert list(commands) == list(COMMANDS) == ["generate", "trace", "compare", "serve-sim", "speculative", "claims",
                                                 "app"]
     assert all(callable(m.add_parser) and callable(m.run) for m in COMMANDS.values())
+
+
+def test_a_plugin_named_in_the_environment_is_a_choice_of_every_flag():
+    """Issue 37: LLMVIZ_EXTENSIONS=toy_plugin (tests/support) makes --attn online and --kv-layout chunked choices,
+    with their lines in --help, and they give the stock run's greedy tokens; a plugin that is not there is one
+    error line."""
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "LLMVIZ_AUTO_DEVICE": "cpu",
+           "PYTHONPATH": str(ROOT / "tests" / "support"), "LLMVIZ_EXTENSIONS": "toy_plugin"}
+
+    def call(*args):
+        return subprocess.run([sys.executable, "-m", "llmviz", *args], capture_output=True, text=True, cwd=ROOT,
+                              timeout=120, env=env)
+
+    helped = call("generate", "--help")
+    assert helped.returncode == 0 and "online: The keys 16 at a time" in " ".join(helped.stdout.split())
+    flags = ("generate", "--prompt", "The quick brown fox", "--max-new-tokens", "5", "--temperature", "0", "--json")
+    toy = call(*flags, "--attn", "online", "--kv-layout", "chunked", "--kv-block-size", "4")
+    stock = call(*flags)
+    assert toy.returncode == 0 and stock.returncode == 0, toy.stderr
+    got, want = json.loads(toy.stdout), json.loads(stock.stdout)
+    assert (got["attn"], got["kv_layout"]) == ("online", "chunked") and got["output_ids"] == want["output_ids"]
+    env["LLMVIZ_EXTENSIONS"] = "llmviz_no_such_plugin"
+    missing = call("generate", "--help")
+    assert missing.returncode == 2 and missing.stderr.startswith("error: LLMVIZ_EXTENSIONS: llmviz_no_such_plugin")

@@ -62,7 +62,7 @@ def test_make_kv_cache_refuses_unknown_names():
 def test_pricing_an_unknown_layout_is_a_typed_error_not_the_dynamic_price():
     """predict.layer_slots once priced any name it did not know as dynamic."""
     assert layer_slots("dynamic", 5, 64) == 5 and layer_slots("ring", 50, 64, 8) == 8
-    with pytest.raises(UnknownNameError, match="'nope' is not a KV layout"):
+    with pytest.raises(UnknownNameError, match="kv_layout 'nope' is not declared"):
         layer_slots("nope", 5, 64)
     for layout in ("nope", "ring"):  # a setting names a choice; the ring is what contiguous is built as
         with pytest.raises(UnknownNameError, match=f"kv_layout='{layout}'"):

@@ -219,7 +219,7 @@ def test_the_cache_caption_says_what_its_own_layout_reserves(model_dirs, layout,
     at = open_decode(model_dirs["llama_gqa_rope3"], engine=f"kv-layout={layout}")
     click(at, "Next ▶")
     caption = next(c.value for c in at.caption if c.value.startswith("This step grew every layer's cache"))
-    assert says in caption
+    assert says in shown(caption)  # the layout's line, escaped as markdown where it renders
     kv = at.session_state["llmviz_run"].step.kv
     assert kv["layout"] == layout and f"Bytes used {kv['bytes_used']:,} of {kv['bytes_allocated']:,}" in caption
     if layout == "dynamic":

@@ -5,10 +5,12 @@ the torch-free table of llmviz/trace/config.py, `stored_layout` there says what 
 a sliding window shorter than max_seq is the ring, never chosen by name), and that name's class is looked up
 here: an unknown name is an UnknownNameError listing the choices.
 
-A new layout is one call, `register_kv_layout(name, cls, slots=rule)`: a KVCache subclass whose `layout` is
-`name`, and the slot rule that prices it (llmviz/analysis/predict.layer_slots; without one, pricing it is an
-UnknownNameError). Its name is then a choice everywhere (EngineConfig, switch specs, the CLI, the trace checker,
-the KV-layouts page). Registration happens at import, or in a test whose fixture calls `unregister_kv_layout`.
+A new layout is one call, `register_kv_layout(Extension(name, label, about, slots=rule, ...), cls)`: its torch-free
+declaration (llmviz/trace/extensions.py: its words in each language, the options it reads, the slot rule that
+prices it for llmviz/analysis/predict.layer_slots; without one, pricing it is an UnknownNameError) and a KVCache
+subclass whose `layout` is its name. Its name is then a choice everywhere (EngineConfig, switch specs, the CLI,
+the trace checker, every page, in its own words). Registration happens at import, or in a test whose fixture
+calls `unregister_kv_layout`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from llmviz.engine.kv.paged import PagedKVCache
 from llmviz.engine.kv.ring import RingKVCache
 from llmviz.engine.registry import Registry
 from llmviz.errors import ConfigError
-from llmviz.trace.config import KV_LAYOUTS, SlotRule, stored_layout
+from llmviz.trace.config import KV_LAYOUTS, stored_layout
+from llmviz.trace.extensions import Extension
 from llmviz.trace.model_config import ModelConfig
 
 KV_LAYOUT_CLASSES: Registry[type[KVCache]] = Registry("kv_layout", KV_LAYOUTS)
@@ -34,13 +37,14 @@ __all__ = ["KV_CODECS", "KV_LAYOUT_CLASSES", "KVCache", "make_kv_cache", "regist
            "unregister_kv_layout"]
 
 
-def register_kv_layout(name: str, cls: type[KVCache], *, slots: SlotRule | None = None) -> type[KVCache]:
-    """Make `cls` the layout `name` (a choice of kv_layout from now on); `slots(held, max_seq, window, block)`
-    prices it (llmviz.trace.config.SlotRule)."""
+def register_kv_layout(declared: Extension | str, cls: type[KVCache]) -> type[KVCache]:
+    """Make `cls` the layout `declared` declares (a choice of kv_layout from now on; a bare name: no words, no
+    price)."""
+    name = declared.name if isinstance(declared, Extension) else declared
     if not (isinstance(cls, type) and issubclass(cls, KVCache)) or cls.layout != name:
         raise ConfigError(f"a KV layout is a KVCache subclass whose `layout` is its name {name!r} (its snapshots "
                           f"record that name), got {cls!r}")
-    return KV_LAYOUT_CLASSES.declare(name, cls, slots=slots)
+    return KV_LAYOUT_CLASSES.declare(declared, cls)
 
 
 def unregister_kv_layout(name: str) -> None:

@@ -7,8 +7,9 @@ flash: pinned to PyTorch's flash-attention kernel (CPU: any float dtype, masks a
        causal or no mask). It calls the kernel's own op rather than `sdpa_kernel(...)`, because that
        context manager flips process-wide flags, and Streamlit sessions are threads of one process.
 Backends are looked up by name in ATTENTION_BACKENDS; each is one function of the same signature. A new one is
-one call, `register_attention_backend(name, fn)`: its name is then a choice everywhere (EngineConfig, switch
-specs, the CLI, Home's choices); `unregister_attention_backend` undoes a test's.
+one call, `register_attention_backend(Extension(name, label, about, exact=...), fn)`: its name is then a choice
+everywhere (EngineConfig, switch specs, the CLI, every page) with its own words; `unregister_attention_backend`
+undoes a test's.
 """
 
 from __future__ import annotations
@@ -19,25 +20,27 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from llmviz.engine.capture import PendingAttention, RunContext
+from llmviz.engine.capture import RunContext
 from llmviz.engine.models.layers import Rotary
 from llmviz.engine.registry import Registry
 from llmviz.engine.step_batch import StepBatch, StepMask
 from llmviz.errors import ConfigError
 from llmviz.trace.config import ATTN_BACKENDS
+from llmviz.trace.extensions import Extension
 from llmviz.trace.hooks import LayerHookNames
 from llmviz.trace.model_config import ModelConfig
 
 ATTENTION_BACKENDS: Registry = Registry("attn_backend", ATTN_BACKENDS)
 
 
-def register_attention_backend(name: str, fn):
-    """`fn(q, keys, values, mask, scale, names, ctx)` -> [b, h, n, hd] becomes the backend `name` (as eager below:
-    q [b, h, n, hd], keys/values [b, kv, n_k, hd], mask a StepMask whose bool mask is None when every key is
-    visible); at import or in a test's fixture, never per session."""
+def register_attention_backend(declared: Extension | str, fn):
+    """`fn(q, keys, values, mask, scale, names, ctx)` -> [b, h, n, hd] becomes the backend `declared` declares
+    (llmviz/trace/extensions.py: its words, exact or lossy; a bare name has none). As eager below: q [b, h, n, hd],
+    keys/values [b, kv, n_k, hd], mask a StepMask whose bool mask is None when every key is visible. At import
+    or in a test's fixture, never per session."""
     if not callable(fn):
         raise ConfigError(f"an attention backend is a function, got {fn!r}")
-    return ATTENTION_BACKENDS.declare(name, fn)
+    return ATTENTION_BACKENDS.declare(declared, fn)
 
 
 def unregister_attention_backend(name: str) -> None:
@@ -94,8 +97,6 @@ def _attend(q, keys, values, hidden, scale: float, out, names: LayerHookNames, c
 
 @ATTENTION_BACKENDS.register("sdpa")
 def sdpa_attention(q, keys, values, mask: StepMask, scale: float, names: LayerHookNames, ctx: RunContext):
-    if ctx.wants(names.scores) or ctx.wants(names.probs):
-        ctx.pending_attention.append(PendingAttention(names.scores, names.probs, q, keys, mask.mask, scale, mask.note))
     gqa = q.shape[1] != keys.shape[1]
     if mask.causal_square:
         return F.scaled_dot_product_attention(q, keys, values, is_causal=True, scale=scale, enable_gqa=gqa)
@@ -107,8 +108,6 @@ _FLASH_DEVICES = "flash attention runs on the CPU (fp32, fp16, bf16) and on CUDA
 
 @ATTENTION_BACKENDS.register("flash")
 def flash_attention(q, keys, values, mask: StepMask, scale: float, names: LayerHookNames, ctx: RunContext):
-    if ctx.wants(names.scores) or ctx.wants(names.probs):
-        ctx.pending_attention.append(PendingAttention(names.scores, names.probs, q, keys, mask.mask, scale, mask.note))
     group = q.shape[1] // keys.shape[1]
     if group > 1:  # the kernel's own op wants one K/V head per query head
         keys, values = keys.repeat_interleave(group, dim=1), values.repeat_interleave(group, dim=1)
@@ -217,6 +216,8 @@ class Attention(nn.Module):
             out = packed_attention(q, keys, values, mask, self.scale, names, step)  # [1, h, m, hd]
         else:
             out = ATTENTION_BACKENDS.get(step.backend)(q, keys, values, mask, self.scale, names, ctx)
+            # a backend that built no map (sdpa, flash, an extension's): rebuilt after the timed region
+            ctx.rebuild_later(names.scores, names.probs, q, keys, mask.mask, self.scale, mask.note)
         b, _, n, _ = out.shape
         out = out.transpose(1, 2).reshape(b, n, -1)  # [b, h, n, hd] -> [b, n, h*hd]
         return ctx.hook(names.attn_out, self.o_proj(out))

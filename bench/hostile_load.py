@@ -47,7 +47,8 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
 from llmviz.i18n.translator import translate  # noqa: E402
 from llmviz.ui.batch_run import PUBLIC_WORK  # noqa: E402
-from llmviz.ui.settings import KV_MAX_EXTRA, KV_MAX_SEQS, MAX_UI_SEQ  # noqa: E402
+from llmviz.ui.layouts_url import KV_MAX_EXTRA, KV_MAX_SEQS  # noqa: E402
+from llmviz.ui.settings import MAX_UI_SEQ  # noqa: E402
 
 MODEL = "gpt2-124m-random"  # the largest model a public server allows by default
 LINK_STEPS = 32  # a public link's step cap (LLMVIZ_LINK_STEPS' default)

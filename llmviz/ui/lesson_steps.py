@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmviz.ui.url_fields import Field, Section, one_of
+
 END = "end"
 
 
@@ -93,3 +95,7 @@ def position_of(text: str) -> int:
         raise ValueError(f"no lesson step {text!r}")
     return POSITIONS.index(text)
 
+
+
+# The lesson's URL section (ui/url_fields.py): the step shown, "1.2.3" or "end"; a chapter ("4.2") opens its first
+SECTION = Section("lesson", (Field("lesson", STEP_IDS[0], one_of(POSITIONS), parse=opened),))

@@ -14,14 +14,14 @@ import streamlit as st
 from llmviz.ui import state
 from llmviz.ui.chrome import with_bold_tail
 from llmviz.ui.decode_controls import STEP_ERROR
-from llmviz.ui.settings import RANGES, decode_reseed, encode_reseed
+from llmviz.ui.settings import SEEDS, decode_reseed, encode_reseed
 from llmviz.ui.trace_file import ids_text
 
 SEED_KEY, BEFORE_KEY = "dec_seed", "llmviz_dec_before"
 
 
 def fresh_seed() -> int:
-    return secrets.randbelow(RANGES["seed"][1] + 1)
+    return secrets.randbelow(SEEDS[1] + 1)
 
 
 def _keep_before(run, label: str) -> None:
@@ -71,7 +71,7 @@ def controls(t, run) -> None:
     live = run.key is not None and run.session is not None
     written = state.seed_widgets({"seed": SEED_KEY})
     a, b, c = st.columns([1, 1, 2])
-    low, high = RANGES["seed"]
+    low, high = SEEDS
     # The setting as the box's default too (state.seed_widgets): under load a browser that lost the box's state
     # sent its default (0) back as a change, and _apply_seed resampled the run with seed 0 (issue 19).
     default = "min" if SEED_KEY in written else state.settings().seed

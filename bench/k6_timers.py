@@ -26,6 +26,7 @@ from common import machine  # noqa: E402
 from llmviz import service  # noqa: E402
 from llmviz.engine.capture import RunContext  # noqa: E402
 from llmviz.engine.models.attention import ATTENTION_BACKENDS  # noqa: E402
+from llmviz.labs.attention_inputs import attention_inputs  # noqa: E402
 from llmviz.labs.claims import attention_ms, text_ids  # noqa: E402
 from llmviz.trace.config import EngineConfig  # noqa: E402
 
@@ -44,7 +45,7 @@ def interleaved(lm, ids, runs: int) -> dict:
 
 def blocked(lm, ids, runs: int, min_run: float) -> dict:
     attn, ctx = lm.model.layers[0].attn, RunContext()
-    q, k, v, mask = lm.model.attention_inputs(torch.tensor([ids], device=lm.device), 0)
+    q, k, v, mask = attention_inputs(lm.model, torch.tensor([ids], device=lm.device), 0)
     ratios, walls = [], []
     with torch.inference_mode():
         for _ in range(runs):

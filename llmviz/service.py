@@ -311,7 +311,7 @@ def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
 
 def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
     """Each model alone, greedy, timed the same way (llmviz/engine/serving/speculative.py)."""
-    from llmviz.engine.serving.speculative import speculation_costs as costs
+    from llmviz.labs.speculative import speculation_costs as costs
 
     return costs(target, draft, ids, n)
 
@@ -320,7 +320,7 @@ def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_
               sampling=None, seed: int = 0) -> dict:
     """Speculative decoding of `prompt` beside the target alone and the draft alone (C16; claim K8)
     (llmviz/engine/serving/speculative.py)."""
-    from llmviz.engine.serving.speculative import speculate as run_speculative
+    from llmviz.labs.speculative import speculate as run_speculative
 
     return run_speculative(target, draft, prompt, k, max_new, sampling, seed)
 

@@ -10,6 +10,7 @@ static batch, or an empty slot, counts as unused).
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 
 import numpy as np
@@ -134,3 +135,10 @@ def round_gap(costs: dict) -> str:
     if part == "tokens":
         return "tokens_more" if effects[part] > 0 else "tokens_fewer"
     return f"{part}_{'cheaper' if effects[part] > 0 else 'dearer'}"
+
+
+def predicted_speedup(acceptance: float, k: int, cost_ratio: float) -> float:
+    """Expected tokens per round over its cost in target steps, for a per-token acceptance rate a and a
+    draft step costing `cost_ratio` target steps: (1 - a^(k+1)) / (1 - a) / (k c + 1) (Leviathan et al.)."""
+    tokens = k + 1 if acceptance >= 1 else (1 - acceptance ** (k + 1)) / (1 - acceptance)
+    return tokens / (k * cost_ratio + 1) if math.isfinite(tokens) else float("nan")

@@ -27,6 +27,7 @@ from llmviz.engine.session import Session
 from llmviz.engine.timing import StepTimer, spread
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.i18n.translator import timed
+from llmviz.labs.attention_inputs import attention_inputs
 from llmviz.labs.batch_sweep import batch_sweep
 from llmviz.labs.claims_serving import ServingClaims
 from llmviz.labs.decode_pair import DecodePairConfig, claim_figures, decode_pair
@@ -334,7 +335,7 @@ def attention_ms(lm: LoadedModel, ids: list[int], backends: tuple, repeats: int 
     first backend once more in each round} (its A-vs-A floor); progress(i, backend) before each warm-up."""
     attn, fns = lm.model.layers[0].attn, {b: ATTENTION_BACKENDS.get(b) for b in backends}
     ctx, timer, out = RunContext(), StepTimer(lm.device), {b: [] for b in (*backends, CONTROL)}
-    q, k, v, mask = lm.model.attention_inputs(torch.tensor([ids], device=lm.device), 0)  # under inference_mode
+    q, k, v, mask = attention_inputs(lm.model, torch.tensor([ids], device=lm.device), 0)  # under inference_mode
     with torch.inference_mode():
         for i, backend in enumerate(backends):
             if progress:

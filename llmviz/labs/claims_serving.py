@@ -8,11 +8,11 @@ from dataclasses import asdict, is_dataclass
 
 from llmviz.engine.serving.continuous import ServeConfig
 from llmviz.engine.serving.requests import load_trace
-from llmviz.engine.serving.speculative import alone_decode, speculate
 from llmviz.engine.serving.static import serve, warm_up
 from llmviz.engine.timing import spread
 from llmviz.i18n.translator import timed
 from llmviz.labs.decode_pair import claim_figures
+from llmviz.labs.speculative import alone_decode, speculate
 from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
 
 SLOTS = 8

@@ -6,8 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from llmviz.analysis.serving import CLOSE, round_costs, round_gap
-from llmviz.engine.serving.speculative import predicted_speedup
+from llmviz.analysis.serving import CLOSE, predicted_speedup, round_costs, round_gap
 
 
 def result(draft_ms: float, verify_ms: float, tokens: int, measured: float, predicted: float, rounds: int = 4,

@@ -4,8 +4,9 @@ the rejection rule gives the target's distribution, and bad pairs are typed erro
 import pytest
 import torch
 
+from llmviz.analysis.serving import predicted_speedup
 from llmviz.engine.loading.model import load_model
-from llmviz.engine.serving.speculative import Speculator, accept, predicted_speedup
+from llmviz.engine.serving.speculative import Speculator, accept
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 from llmviz.trace.config import EngineConfig, SamplingConfig
@@ -112,7 +113,7 @@ def test_a_seed_torch_cannot_take_is_a_config_error(pair, seed):
 
 
 def test_the_largest_seed_runs_and_the_baseline_keeps_no_logits(pair, monkeypatch):
-    from llmviz.engine.serving.speculative import alone_decode
+    from llmviz.labs.speculative import alone_decode
 
     target, draft = pair
     result = Speculator(target, draft, [5, 6, 7], 2, SamplingConfig(temperature=1.0, top_k=0), 2**64 - 1, 4).run()

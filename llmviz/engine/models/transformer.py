@@ -76,7 +76,7 @@ class DecoderModel(nn.Module):
             if ctx.active:
                 raise ConfigError("a packed step records no hooks: run it at capture off")
             ids, positions = step.ids[step.real][None], step.real_positions[None]
-        x, rope = self._embed(ids, positions, ctx)
+        x, rope = self.embed_step(ids, positions, ctx)
         for i, block in enumerate(self.layers):
             x = block(x, rope, cache, step, step.masks[step.layer_windows[i]], ctx)
             if ctx.keep_lens:
@@ -96,7 +96,7 @@ class DecoderModel(nn.Module):
         ctx.mark("head")
         return logits
 
-    def _embed(self, ids: torch.Tensor, positions: torch.Tensor, ctx: RunContext):
+    def embed_step(self, ids: torch.Tensor, positions: torch.Tensor, ctx: RunContext):
         """ids, positions [b, n] -> x [b, n, d] and rope: (cos, sin) [b, 1, n, hd] each, or None."""
         x = ctx.hook("embed", self.embed(ids))  # [b, n, d] ([1, m, d] packed)
         rope = None
@@ -107,22 +107,6 @@ class DecoderModel(nn.Module):
             rope = Rotary.cos_sin(angles, x.dtype)  # ([b, 1, n, hd], [b, 1, n, hd])
         ctx.mark("embed")
         return x, rope
-
-    @torch.inference_mode()
-    def attention_inputs(self, ids: torch.Tensor, layer: int = 0, backend: str = "sdpa"):
-        """What layer `layer`'s attention backend is handed for the whole sequence ids [b, n] (positions 0..n-1,
-        no cache): q [b, h, n, hd], keys and values [b, kv, n, hd] and the StepMask. Only the layers before it
-        run (claim K6 times the backends alone on these)."""
-        if not 0 <= layer < self.cfg.num_layers:
-            raise ConfigError(f"layer must be 0..{self.cfg.num_layers - 1}, got {layer}")
-        step = whole_sequence(ids, backend, layer_windows(self.cfg))
-        ctx = RunContext()
-        x, rope = self._embed(step.ids, step.positions, ctx)
-        for i, block in enumerate(self.layers[:layer]):
-            x = block(x, rope, None, step, step.masks[step.layer_windows[i]], ctx)
-        block = self.layers[layer]
-        q, k, v = block.attn.qkv(block.attn_norm(x), rope)
-        return q, k, v, step.masks[step.layer_windows[layer]]
 
     @staticmethod
     def _last(x: torch.Tensor, step: StepBatch) -> torch.Tensor:

@@ -7,7 +7,7 @@ finished), so a page can tell it from a token.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -23,38 +23,51 @@ TOP_K_KEPT = 20
 PAD = -1
 
 
-def record_step(session, index: int, step: StepBatch, logits: torch.Tensor, next_ids: torch.Tensor,
-                ctx: RunContext, spans: dict, run_finished: str, compiled_now: bool = False) -> StepTrace:
-    lm, config = session.lm, session.config
+@dataclass(frozen=True)
+class Recorder:
+    """What a run records each step with, whoever schedules it (a Session, the continuous scheduler): its model,
+    its cache, its capture level, backend and logit lens, and its trace's token table (extended with every id a
+    step shows)."""
+
+    lm: object  # LoadedModel
+    cache: object  # KVCache
+    capture: str
+    backend: str
+    lens_top_k: int
+    tokens: dict
+
+
+def record_step(rec: Recorder, index: int, phase: str, step: StepBatch, logits: torch.Tensor,
+                next_ids: torch.Tensor, ctx: RunContext, spans: dict, *, sampling: dict, row_finished: list,
+                run_finished: str = "", compiled_now: bool = False) -> StepTrace:
+    lm = rec.lm
     real = step.real.cpu().numpy()
     input_ids = np.where(real, step.ids.cpu().numpy(), PAD).astype(np.int64)
     positions = np.where(real, step.positions.cpu().numpy(), PAD).astype(np.int64)
     logits32 = logits.float()
     top = logits32.topk(min(TOP_K_KEPT, logits32.shape[-1]), dim=-1)
-    lens_ids, lens_probs = _logit_lens(lm.model, ctx, config.logit_lens_top_k)
+    lens_ids, lens_probs = _logit_lens(lm.model, ctx, rec.lens_top_k)
     sampled = next_ids.cpu().numpy().astype(np.int64)
     record = StepTrace(
-        index=index, phase="prefill" if index == 0 else "decode",
+        index=index, phase=phase,
         input_ids=input_ids, positions=positions, sampled=sampled,
         logits=logits32.cpu().numpy() if logits32.shape[-1] <= FULL_LOGITS_MAX_VOCAB else None,
         topk_ids=top.indices.cpu().numpy().astype(np.int64), topk_logits=top.values.cpu().numpy(),
         logsumexp=logits32.logsumexp(-1).cpu().numpy(), lens_ids=lens_ids, lens_probs=lens_probs,
-        hooks=[HookRecord(**r) for r in ctx.finish()], kv=session.cache.snapshot(),
+        hooks=[HookRecord(**r) for r in ctx.finish()], kv=rec.cache.snapshot(),
         timings={"spans_ms": spans, "total_ms": sum(spans.values()), "device": str(lm.device),
-                 "threads": torch.get_num_threads(), "capture": config.capture,
-                 "attn_backend": config.attn_backend, "tokens": int(sum(step.n_real)),
+                 "threads": torch.get_num_threads(), "capture": rec.capture,
+                 "attn_backend": rec.backend, "tokens": int(sum(step.n_real)),
                  "padded_slots": int(step.batch * step.width - sum(step.n_real)),
                  **({"logit_lens": "not recorded: a compiled decode step keeps no hook data"}
-                    if step.static and config.logit_lens_top_k else {}),
+                    if step.static and rec.lens_top_k else {}),
                  **({"compile": COMPILE_STATES[0] if compiled_now else COMPILE_STATES[1]} if step.static else {})},
-        memory=process_memory(lm.device), sampling={**asdict(session.sampling), "seed": session.sequences[0].seed},
-        finished=run_finished, row_finished=[s.finished for s in session.sequences],
+        memory=process_memory(lm.device), sampling=sampling, finished=run_finished, row_finished=row_finished,
     )
     shown = [*input_ids.ravel(), *sampled.ravel(), *record.topk_ids.ravel()]
     if lens_ids is not None:
         shown += list(lens_ids.ravel())
-    tokens = session.trace.tokens
-    tokens.update(lm.tokenizer.describe(t for t in shown if t >= 0 and t not in tokens))
+    rec.tokens.update(lm.tokenizer.describe(t for t in shown if t >= 0 and t not in rec.tokens))
     return record
 
 

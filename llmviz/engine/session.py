@@ -13,6 +13,7 @@ that has finished stays in the pass as padding until every row is done.
 from __future__ import annotations
 
 import operator
+from dataclasses import asdict
 from numbers import Integral
 
 import torch
@@ -20,14 +21,15 @@ import torch
 from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
-from llmviz.engine.phases import decode, plan_step, prefill
+from llmviz.engine.phases import decode, prefill
 from llmviz.engine.platform.devices import dtype_name, resolve_device, same_device
 from llmviz.engine.platform.memory import check_fits, typed_out_of_memory
 from llmviz.engine.random_fill import fill_random
-from llmviz.engine.recording import FULL_LOGITS_MAX_VOCAB, TOP_K_KEPT, record_step
+from llmviz.engine.recording import FULL_LOGITS_MAX_VOCAB, TOP_K_KEPT, Recorder, record_step
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
 from llmviz.engine.step_batch import layer_windows
+from llmviz.engine.step_loop import Feed, run_step
 from llmviz.engine.timing import StepTimer
 from llmviz.errors import (
     CaptureTooLargeError,
@@ -104,6 +106,8 @@ class Session:
         self.trace = RunTrace(model_card=lm.card(), prompt=texts[0], engine_config=config.to_dict(),
                               seed=config.seed, tokens=lm.tokenizer.describe(i for r in rows for i in r),
                               prompts=texts)
+        self.recorder = Recorder(lm, self.cache, config.capture, config.attn_backend, config.logit_lens_top_k,
+                                 self.trace.tokens)
 
     def fill_random(self, seed: int = 0) -> None:
         """Before the first step: every prompt token but each row's last goes into the cache as seeded random K
@@ -244,32 +248,29 @@ class Session:
         return step
 
     def _run(self, index: int) -> StepTrace:
+        """The one step loop (engine/step_loop.py) with this session's policy: every unfinished row each step, the
+        prefill first (eager: its length differs run to run), then one token per row, compiled when asked."""
         cfg, lm, cache = self.config, self.lm, self.cache
         timer = StepTimer(lm.device)
         ctx = RunContext(cfg.capture, cfg.capture_filter, timer, keep_lens=cfg.logit_lens_top_k > 0)
         seqs = self.sequences
+        compiled = cfg.compile and index > 0
+        first_call = compiled and self._compiled_decode_needs_compiling()
+        phase = prefill if index == 0 and not self.filled else decode
+
+        def forward(step) -> torch.Tensor:
+            if not compiled:
+                return phase(lm.model, cache, step, ctx)
+            logits = self._compiled_decode(step)
+            ctx.mark("compile + forward" if first_call else "forward (compiled)")
+            return logits
+
+        rows = [[] if s.finished else s.ids[cache.length(s.seq_id):] for s in seqs]
+        feed = Feed(rows, [s.seq_id for s in seqs], cfg.attn_backend, self.windows, lm.device, cfg.padding, compiled)
         with torch.inference_mode(), typed_out_of_memory(f"step {index}", SHORTER):
-            timer.start()
-            rows = [[] if s.finished else s.ids[cache.length(s.seq_id):] for s in seqs]
-            compiled = cfg.compile and index > 0  # the prefill runs eager: its length differs run to run
-            first_call = False
-            step = plan_step(cache, rows, [s.seq_id for s in seqs], backend=cfg.attn_backend,
-                             windows=self.windows, device=lm.device, padding=cfg.padding, static=compiled)
-            ctx.mark("mask")
-            ctx.copy_points = self._copy_plan(step)
-            if compiled:
-                first_call = self._compiled_decode_needs_compiling()
-                logits = self._compiled_decode(step)
-                ctx.mark("compile + forward" if first_call else "forward (compiled)")
-            else:
-                logits = (prefill if index == 0 and not self.filled else decode)(lm.model, cache, step, ctx)
-            next_ids = ctx.hook("sample", sample_rows(logits, seqs))
-            ctx.mark("sample")
-            spans = timer.spans_ms()
-            cache.check_overflow()
-            # Everything below is outside the timed region.
-            ctx.rebuild_attention()
-            sampled = next_ids.tolist()
+            ran = run_step(cache, feed, ctx, timer, forward, lambda logits: sample_rows(logits, seqs),
+                           self._copy_plan)
+            sampled = ran.next_ids.tolist()
             open_before = [not s.finished for s in seqs]
             for seq, token, was_open in zip(seqs, sampled, open_before, strict=True):
                 if was_open:
@@ -277,7 +278,10 @@ class Session:
                     seq.finished = self._finished_reason(seq)
             ended = [s.finished for s, was_open in zip(seqs, open_before, strict=True) if was_open and s.finished]
             run_finished = ended[0] if ended and all(s.finished for s in seqs) else ""
-            return record_step(self, index, step, logits, next_ids, ctx, spans, run_finished, compiled_now=first_call)
+            return record_step(self.recorder, index, "prefill" if index == 0 else "decode", ran.step, ran.logits,
+                               ran.next_ids, ctx, ran.spans, run_finished=run_finished, compiled_now=first_call,
+                               sampling={**asdict(self.sampling), "seed": seqs[0].seed},
+                               row_finished=[s.finished for s in seqs])
 
     def _shape_key(self) -> tuple:
         c = self.config

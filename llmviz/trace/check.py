@@ -192,8 +192,9 @@ KV = {"layout": KV_LAYOUT, "seq_len": COUNT, "max_seq": _at_most(MAX_SIZES["max_
       "kv_heads": _at_most(MAX_SIZES["num_kv_heads"]), "head_dim": _at_most(MAX_SIZES["head_dim"]),
       "element_bytes": _at_most(8), "bytes_used": COUNT, "bytes_allocated": POSITIVE, "layers": POSITIVE,
       "batch": COUNT, "dtype": TEXT}
-KV_OPTIONAL = {"kv_dtype": TEXT, "seq_lens": COUNTS, "bytes_per_token": COUNT, "slots_allocated": COUNT,
-               "wasted_slots": WHOLE, "rows": COUNTS, "capacity": COUNT, "block_size": POSITIVE, "num_blocks": COUNT,
+KV_OPTIONAL = {"kv_dtype": TEXT, "seq_lens": COUNTS, "seq_ids": COUNTS, "bytes_per_token": COUNT,
+               "slots_allocated": COUNT, "wasted_slots": WHOLE, "rows": COUNTS, "capacity": COUNT,
+               "block_size": POSITIVE, "num_blocks": COUNT,
                "blocks_free": COUNT, "block_tables": TABLES, "bytes_held": COUNT, "bytes_copied_step": COUNT,
                "bytes_copied_total": COUNT, "window": POSITIVE, "rollback": COUNT, "slots_per_row": POSITIVE}
 # A compiled decode step's timings["compile"]: whether its forward pass included compiling the graph (a timing to

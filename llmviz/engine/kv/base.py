@@ -174,6 +174,7 @@ class KVCache(ABC):
         return {
             "layout": self.layout, "dtype": str(data).removeprefix("torch."), "kv_dtype": self.codec.name,
             "batch": len(lengths), "seq_len": lengths[0] if lengths else 0, "seq_lens": lengths,
+            "seq_ids": list(self._lengths),  # which sequence each of seq_lens (and a block table) belongs to
             "max_seq": self.max_seq, "layers": c.num_layers, "kv_heads": c.num_kv_heads, "head_dim": c.head_dim,
             "element_bytes": torch.empty((), dtype=data).element_size(),
             "bytes_per_token": self.bytes_per_token(),

@@ -21,20 +21,25 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 
+from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
-from llmviz.engine.phases import feed
 from llmviz.engine.platform.devices import synchronize
+from llmviz.engine.recording import Recorder, record_step
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
 from llmviz.engine.serving.requests import Request, RequestTrace
+from llmviz.engine.step_batch import layer_windows
+from llmviz.engine.step_loop import NOT_DRAWN, Feed, run_step
+from llmviz.engine.timing import StepTimer
 from llmviz.errors import ConfigError
-from llmviz.trace.config import default_max_seq
+from llmviz.trace.config import CAPTURE_LEVELS, default_max_seq
 from llmviz.trace.progress import Progress
+from llmviz.trace.records import StepTrace
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class ServeConfig:
     device: str = "auto"
     backend: str = "sdpa"
     prefix_sharing: bool = False  # requests reuse full blocks another request filled with the same tokens (C22)
+    capture: str = "off"  # on: every step padded and recorded as a StepTrace (its hooks at this level)
 
     def __post_init__(self):
         for name in ("slots", "block_size", "token_budget"):
@@ -56,6 +62,8 @@ class ServeConfig:
         if self.token_budget < self.slots:
             raise ConfigError(f"token_budget ({self.token_budget}) must cover one decode token per slot "
                               f"({self.slots})")
+        if self.capture not in CAPTURE_LEVELS:
+            raise ConfigError(f"capture must be one of {', '.join(CAPTURE_LEVELS)}, got {self.capture!r}")
         if self.pool_blocks is not None and (not isinstance(self.pool_blocks, int) or self.pool_blocks < 1):
             raise ConfigError(f"pool_blocks must be >= 1, got {self.pool_blocks}")
 
@@ -117,6 +125,10 @@ class ContinuousScheduler:
         self.running: list[Running] = []
         self.done: dict[int, Running] = {}
         self.records: list[StepRecord] = []
+        self.windows = layer_windows(lm.cfg)
+        self.tokens: dict = {}  # the recorded steps' token table (capture on)
+        self.steps: dict[int, StepTrace] = {}  # step index -> what it recorded (capture on; idle steps have none)
+        self.recorder = Recorder(lm, self.cache, c.capture, c.backend, 0, self.tokens)
 
     @property
     def finished(self) -> bool:
@@ -180,26 +192,47 @@ class ContinuousScheduler:
             preempted.append(victim.request.id)
         return plan, preempted
 
-    def _feed(self, group: list[tuple[Running, int]], index: int) -> list[Running]:
-        """One forward pass over these rows; the rows that fed all their pending tokens draw their next one."""
+    def _feed(self, group: list[tuple[Running, int]], index: int, kinds: list[str]) -> list[Running]:
+        """The one step loop (engine/step_loop.py) over these rows: the rows that feed all their pending tokens draw
+        their next one. Packed at capture off; padded, recorded as the StepTrace every page reads, otherwise."""
+        c, lm, cache = self.config, self.lm, self.cache
         rows = [run.seq.ids[self.cache_len(run):self.cache_len(run) + take] for run, take in group]
+        picked = [i for i, (run, take) in enumerate(group) if take == self._pending_tokens(run)]  # fed all it had
+        ready = [group[i][0] for i in picked]
+        timer = StepTimer(lm.device) if c.capture != "off" else None
+        ctx = RunContext(c.capture, (), timer)
+
+        def draw(logits: torch.Tensor) -> torch.Tensor:  # [b, V] -> [b], NOT_DRAWN for a row still prefilling
+            ids = torch.full((len(group),), NOT_DRAWN, dtype=torch.long, device=logits.device)
+            if picked:
+                ids[picked] = sample_rows(logits[picked], [run.seq for run in ready])
+            return ids
+
+        feed = Feed(rows, [run.seq.seq_id for run, _ in group], c.backend, self.windows, lm.device,
+                    packed=c.capture == "off")
         with torch.inference_mode():
-            logits = feed(self.lm.model, self.cache, rows, [run.seq.seq_id for run, _ in group],
-                          backend=self.config.backend, packed=True)  # [b, V]: each row's last fed token
+            ran = run_step(cache, feed, ctx, timer, lambda step: lm.model(step, cache=cache, ctx=ctx, last_only=True),
+                           draw)
             for run, _ in group:
-                self.cache.register_prefix(run.seq.seq_id, run.seq.ids)
-            ready = [run for run, _ in group if self._pending_tokens(run) == 0]
-            if not ready:
-                return []
-            picked = [i for i, (run, _) in enumerate(group) if self._pending_tokens(run) == 0]
-            tokens = sample_rows(logits[picked], [run.seq for run in ready]).tolist()
-        for run, token in zip(ready, tokens, strict=True):
+                cache.register_prefix(run.seq.seq_id, run.seq.ids)
+            tokens = ran.next_ids.tolist()
+        for run, token in zip(ready, [tokens[i] for i in picked], strict=True):
             run.seq.ids.append(int(token))
             run.recomputing = False
             run.token_steps.append(index)
             if run.first_token_step is None:
                 run.first_token_step = index
+        if c.capture != "off":
+            self._record(index, group, "decode" if set(kinds) == {"decode"} else "prefill", ran, ctx)
         return ready
+
+    def _record(self, index: int, group: list[tuple[Running, int]], phase: str, ran, ctx: RunContext) -> None:
+        """The step as a StepTrace (row i: the request `self.records[index].rows[i]` names), as a Session's."""
+        first = group[0][0]
+        done = ["max_new_tokens" if run.drawn >= run.request.output_len else "" for run, _ in group]
+        self.steps[index] = record_step(self.recorder, index, phase, ran.step, ran.logits, ran.next_ids, ctx,
+                                        ran.spans, sampling={**asdict(first.request.sampling), "seed": first.seq.seed},
+                                        row_finished=done)
 
     def step(self) -> StepRecord:
         index = len(self.records)
@@ -212,7 +245,7 @@ class ContinuousScheduler:
         # One forward pass over every scheduled row, packed: decode tokens and prefill chunks end to end, so a
         # chunk beside one-token rows costs its own tokens and no padding (only attention sees the rows).
         if plan:
-            for run in self._feed(plan, index):
+            for run in self._feed(plan, index, kinds):
                 drawn.append(run.request.id)
                 if run.drawn >= run.request.output_len:
                     self.running.remove(run)

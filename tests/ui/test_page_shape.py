@@ -1,0 +1,72 @@
+"""The shape the pages keep (issue 37): a page file is widgets and layout, 50-150 lines, and a verdict is decided
+in llmviz/analysis only (one rule for every page, the CLI and the exports), never written by a ui/ module or a page.
+
+The line rule is a ratchet: the pages still over 150 lines are listed with their length today and the issue
+that splits them; a listed page may only shrink, and one back under 150 must leave the list (so the list only
+shortens). Each rule also runs on planted source to show that it fails.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_PAGE_LINES = 150
+OVER = {  # page -> its lines when issue 37's first steps landed; split into ui/ views as the issue goes on
+    "decode.py": 228, "serving.py": 222, "prefill.py": 174, "tokens.py": 163, "kv_layouts.py": 156,
+}
+VERDICTS = {"holds", "does_not_hold", "cannot_tell"}
+
+
+def page_lines() -> dict[str, int]:
+    return {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in sorted((ROOT / "app_pages").glob("*.py"))}
+
+
+def over_the_line(lines: dict[str, int], over: dict[str, int]) -> list[str]:
+    """What breaks the ratchet: a page over the limit that is not listed or grew, a listed one back under it."""
+    wrong = [f"{page}: {n} lines (at most {over.get(page, MAX_PAGE_LINES)})" for page, n in lines.items()
+             if n > over.get(page, MAX_PAGE_LINES)]
+    return wrong + [f"{page}: {lines.get(page, 0)} lines, take it off the list" for page in over
+                    if lines.get(page, 0) <= MAX_PAGE_LINES]
+
+
+def test_no_page_file_grows_past_its_lines():
+    assert over_the_line(page_lines(), OVER) == []
+
+
+def test_the_line_rule_fails_on_a_grown_page_and_on_a_stale_entry():
+    assert over_the_line({"a.py": 151, "b.py": 150}, {}) == ["a.py: 151 lines (at most 150)"]
+    assert over_the_line({"a.py": 200}, {"a.py": 190, "b.py": 140}) == ["a.py: 200 lines (at most 190)",
+                                                                          "b.py: 0 lines, take it off the list"]
+
+
+def verdicts_written(source: str) -> list[int]:
+    """Lines where code writes a verdict: a "verdict" key given a value in a dict or a subscript assignment, or a
+    verdict's name returned or assigned."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict):
+            found += [k.lineno for k in node.keys if isinstance(k, ast.Constant) and k.value == "verdict"]
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Return) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            keyed = any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+                        and t.slice.value == "verdict" for t in targets)
+            named = isinstance(node.value, ast.Constant) and node.value.value in VERDICTS
+            if keyed or named:
+                found.append(node.lineno)
+    return sorted(found)
+
+
+def test_no_ui_module_or_page_decides_a_verdict():
+    files = [*sorted((ROOT / "llmviz" / "ui").rglob("*.py")), *sorted((ROOT / "app_pages").glob("*.py"))]
+    written = {str(p.relative_to(ROOT)): lines for p in files
+               if (lines := verdicts_written(p.read_text(encoding="utf-8")))}
+    assert written == {}, f"a verdict is analysis/claims.judge's alone: {written}"
+
+
+def test_the_verdict_rule_fails_on_planted_code():
+    planted = ('def decide(x):\n    if x > 1.2:\n        return "holds"\n    c = {}\n    c["verdict"] = "cannot_tell"\n'
+               '    return {"id": "K3", "verdict": x}\n')
+    assert verdicts_written(planted) == [3, 5, 6]
+    assert verdicts_written('shown = c["verdict"] == "holds"\nbox = {"holds": 1}.get(c["verdict"])\n') == []

@@ -2,7 +2,6 @@
 the real engine, stepped through like the decode stepper (C15, C16, C22; claims K7, K8, K9)."""
 
 import hashlib
-import json
 
 import streamlit as st
 
@@ -14,15 +13,15 @@ from llmviz.analysis.serving import (
     metrics,
     round_costs,
     round_gap,
-    spread_text,
 )
 from llmviz.analysis.tokens import token_label
 from llmviz.ui import measure, server, state
 from llmviz.ui import serving_run as run
 from llmviz.ui.charts import chart
-from llmviz.ui.chrome import heading, literal, table_csv, translator
+from llmviz.ui.chrome import heading, literal, translator
 from llmviz.ui.navigation import KEEP
-from llmviz.ui.serving_view import batching_view
+from llmviz.ui.serving_step import section as look_inside
+from llmviz.ui.serving_view import averaged, batching_view, downloads, metrics_table, stepper
 from llmviz.viz.serving import block_tables, gantt, rounds_figure, series
 
 UPLOAD = "upload"  # the trace select's last choice: a JSON file of the user's
@@ -31,17 +30,6 @@ FORMAT_EXAMPLE = """{"name": "my-trace", "note": "two requests",
   {"id": 0, "arrival_step": 0, "prompt_ids": [412, 87, 1290], "output_len": 16},
   {"id": 1, "arrival_step": 3, "prompt_ids": [5, 77], "output_len": 8,
    "temperature": 0.8, "top_k": 40, "top_p": 0.95, "seed": 7}]}"""
-
-
-def metrics_table(t, figures: dict) -> None:
-    rows = []
-    for name, m in figures.items():
-        rows.append({t("serving.col.scheduler"): t(f"serving.sched.{name}"), t("serving.col.tokens_s"):
-                     f"{m['tokens_per_s']:.1f}", t("serving.col.tokens_step"): f"{m['tokens_per_step']:.2f}",
-                     t("serving.col.steps"): m["steps"], t("serving.col.util"): f"{m['slot_utilization']:.0%}",
-                     t("serving.col.ttft"): spread_text(m["ttft_ms"], 0),
-                     t("serving.col.itl"): spread_text(m["itl_ms"], 1)})
-    st.table(rows)
 
 
 def batching_tab(t, s) -> None:
@@ -81,6 +69,8 @@ def batching_tab(t, s) -> None:
     st.caption(t("serving.step_note", step=step, ms=rec.ms, rows=", ".join(
         f"{rid}→{slot} ({take} {t(f'serving.state.{kind}')})" for rid, slot, take, kind in rec.rows) or "—",
         waiting=rec.waiting, blocks=rec.blocks_used))
+    if which == "continuous":  # that step re-run and recorded: its rows, their blocks, their attention
+        look_inside(t, wanted, requests, step)
     util = {t(f"serving.sched.{n}"): line[:2] for n, line in view["utilization"].items()}
     chart(t, series(util, t("serving.util_title"), t("serving.x_step"), t("serving.util_y"), percent=True,
                     note=averaged(t, max(line[2] for line in view["utilization"].values()))), "serve_util")
@@ -91,11 +81,6 @@ def batching_tab(t, s) -> None:
     st.caption(t("serving.timed"))
     downloads(t, [{"scheduler": n, **{k: v for k, v in fig.items() if not isinstance(v, dict)}}
                   for n, fig in m.items()], "batching")
-
-
-def averaged(t, per: int) -> str | None:
-    """A series' note when its points are means over `per` steps (a long run: analysis/serving_timeline.py)."""
-    return t("serving.series_binned", per=per) if per > 1 else None
 
 
 def uploaded(t) -> tuple:
@@ -115,25 +100,6 @@ def uploaded(t) -> tuple:
         return None, None
     st.caption(t("serving.uploaded", name=literal(file.name), n=len(requests.requests)))
     return requests, "upload:" + hashlib.sha256(data).hexdigest()
-
-
-def stepper(t, key: str, last: int, start: int = 0) -> int:
-    """A step slider with Previous / Next beside it, as the decode stepper steps."""
-    st.session_state.setdefault(key, start)
-
-    def shift(delta: int) -> None:
-        st.session_state[key] = min(last, max(0, st.session_state[key] + delta))
-
-    a, b, c = st.columns([1, 1, 6])
-    a.button(t("decode.prev"), key=f"{key}_prev", on_click=shift, args=(-1,))
-    b.button(t("decode.next"), key=f"{key}_next", on_click=shift, args=(1,))
-    return c.slider(t("serving.step"), 0, last, key=key)
-
-
-def downloads(t, rows: list[dict], name: str) -> None:
-    a, b = st.columns(2)
-    a.download_button(t("compare.json"), json.dumps(rows), f"{name}.json", "application/json", key=f"{name}_json")
-    b.download_button(t("compare.csv"), table_csv(rows), f"{name}.csv", "text/csv", key=f"{name}_csv")
 
 
 def sharing_tab(t, s) -> None:

@@ -264,13 +264,14 @@ def serve_config(**options) -> ServeConfig:
 
 
 def serve(lm: LoadedModel, trace, scheduler: str, progress: Progress | None = None, config: ServeConfig | None = None,
-          **options) -> dict:
+          until: int | None = None, **options) -> dict:
     """A request trace (built-in name, JSON file or RequestTrace) through static or continuous batching
-    (llmviz/engine/serving/); `config` from serve_config(), or `options` its fields."""
+    (llmviz/engine/serving/); `config` from serve_config(), or `options` its fields; `until`: continuous batching
+    stops after that step (with capture and capture_steps: a look inside it, result["steps"])."""
     from llmviz.engine.serving.static import serve as run_serving
 
     requests = request_trace(trace) if isinstance(trace, str) else trace
-    return run_serving(lm, requests, scheduler, config or serve_config(**options), progress)
+    return run_serving(lm, requests, scheduler, config or serve_config(**options), progress, until)
 
 
 def serve_alone(lm: LoadedModel, trace: RequestTrace, device: str) -> dict:
@@ -310,7 +311,7 @@ def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
 
 
 def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
-    """Each model alone, greedy, timed the same way (llmviz/engine/serving/speculative.py)."""
+    """Each model alone, greedy, timed the same way (llmviz/labs/speculative.py)."""
     from llmviz.labs.speculative import speculation_costs as costs
 
     return costs(target, draft, ids, n)
@@ -319,7 +320,7 @@ def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n
 def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32,
               sampling=None, seed: int = 0) -> dict:
     """Speculative decoding of `prompt` beside the target alone and the draft alone (C16; claim K8)
-    (llmviz/engine/serving/speculative.py)."""
+    (llmviz/labs/speculative.py)."""
     from llmviz.labs.speculative import speculate as run_speculative
 
     return run_speculative(target, draft, prompt, k, max_new, sampling, seed)

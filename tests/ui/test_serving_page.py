@@ -160,3 +160,33 @@ def test_self_speculation_and_sampled_speculation(app_model):
     result = at.session_state["llmviz_serve_spec"][1]
     assert result["identical_outputs"] is None and not result["greedy"] and len(result["output_ids"]) == 32
     assert any("drawn from the target's own distribution" in x for x in rendered_text(at))
+
+
+def test_a_look_inside_a_continuous_step_shows_its_recorded_rows(app_model):
+    """Issue 37: the step under the continuous stepper re-run and recorded as a StepTrace: the rows table is the
+    scheduler's record of that step (request, slot, tokens fed) with what the trace holds for each row (positions,
+    cache length, blocks, the token drawn), and the attention figure greys exactly the slots past each row's own
+    position (counted here from the positions, by hand)."""
+    at = open_app(page_file("serving"))
+    at.number_input(key="serve_slots_w").set_value(4).run()
+    click(at, "Run static and continuous")
+    timed = at.session_state["llmviz_serve_batching"][1]["continuous"]
+    at.slider(key="serve_step_continuous").set_value(3).run()
+    click(at, "Look inside step 3")
+    look = at.session_state["llmviz_serve_look"][1]
+    record, step = look["records"][3], look["steps"][3]
+    assert record.rows == timed["records"][3].rows  # the same schedule as the timed (packed, unrecorded) run
+    shown = next(d.value for d in at.dataframe if "request" in d.value.columns)
+    assert list(shown["request"]) == [r[0] for r in record.rows] and list(shown["tokens fed"]) == [r[2] for r in
+                                                                                                  record.rows]
+    for i, (rid, *_rest) in enumerate(record.rows):
+        positions = step.positions[i][step.positions[i] >= 0]
+        assert shown["positions"][i] == f"{positions[0]}–{positions[-1]}"
+        assert shown["cached after"][i] == positions[-1] + 1  # the cache holds every position fed so far
+        blocks = step.kv["block_tables"][step.kv["seq_ids"].index(rid)]
+        assert shown["its blocks"][i] == " ".join(map(str, blocks)) and len(blocks) == -(-(positions[-1] + 1) // 16)
+    spec = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("serve_look_attention")).proto.spec)
+    z = array(spec["data"][0]["z"])  # [rows, key slots], grey (NaN) where the row may not look
+    last = [int(step.positions[i][step.positions[i] >= 0][-1]) for i in range(len(record.rows))]
+    assert (np.isnan(z) == (np.arange(z.shape[1])[None, :] > np.array(last)[:, None])).all()
+    assert np.allclose(np.nansum(z, axis=1), 1.0, atol=1e-4)  # each row's attention sums to one over what it sees

@@ -53,6 +53,7 @@ class ServeConfig:
     backend: str = "sdpa"
     prefix_sharing: bool = False  # requests reuse full blocks another request filled with the same tokens (C22)
     capture: str = "off"  # on: every step padded and recorded as a StepTrace (its hooks at this level)
+    capture_steps: tuple = ()  # with capture on: only these steps recorded (the others packed); () = every one
 
     def __post_init__(self):
         for name in ("slots", "block_size", "token_budget"):
@@ -64,6 +65,9 @@ class ServeConfig:
                               f"({self.slots})")
         if self.capture not in CAPTURE_LEVELS:
             raise ConfigError(f"capture must be one of {', '.join(CAPTURE_LEVELS)}, got {self.capture!r}")
+        if not isinstance(self.capture_steps, tuple) or not all(isinstance(i, int) and i >= 0
+                                                                  for i in self.capture_steps):
+            raise ConfigError(f"capture_steps is a tuple of step indices, got {self.capture_steps!r}")
         if self.pool_blocks is not None and (not isinstance(self.pool_blocks, int) or self.pool_blocks < 1):
             raise ConfigError(f"pool_blocks must be >= 1, got {self.pool_blocks}")
 
@@ -199,8 +203,9 @@ class ContinuousScheduler:
         rows = [run.seq.ids[self.cache_len(run):self.cache_len(run) + take] for run, take in group]
         picked = [i for i, (run, take) in enumerate(group) if take == self._pending_tokens(run)]  # fed all it had
         ready = [group[i][0] for i in picked]
-        timer = StepTimer(lm.device) if c.capture != "off" else None
-        ctx = RunContext(c.capture, (), timer)
+        recorded = c.capture != "off" and (not c.capture_steps or index in c.capture_steps)
+        timer = StepTimer(lm.device) if recorded else None
+        ctx = RunContext(c.capture if recorded else "off", (), timer)
 
         def draw(logits: torch.Tensor) -> torch.Tensor:  # [b, V] -> [b], NOT_DRAWN for a row still prefilling
             ids = torch.full((len(group),), NOT_DRAWN, dtype=torch.long, device=logits.device)
@@ -209,7 +214,7 @@ class ContinuousScheduler:
             return ids
 
         feed = Feed(rows, [run.seq.seq_id for run, _ in group], c.backend, self.windows, lm.device,
-                    packed=c.capture == "off")
+                    packed=not recorded)
         with torch.inference_mode():
             ran = run_step(cache, feed, ctx, timer, lambda step: lm.model(step, cache=cache, ctx=ctx, last_only=True),
                            draw)
@@ -222,7 +227,7 @@ class ContinuousScheduler:
             run.token_steps.append(index)
             if run.first_token_step is None:
                 run.first_token_step = index
-        if c.capture != "off":
+        if recorded:
             self._record(index, group, "decode" if set(kinds) == {"decode"} else "prefill", ran, ctx)
         return ready
 
@@ -275,12 +280,13 @@ class ContinuousScheduler:
                          for index in range(first, until)]
         return max(0, until - first)
 
-    def run(self, progress: Progress | None = None, max_steps: int = 100_000) -> dict:
-        """Steps until every request is done; returns the outputs and the per-step records. Progress is reported
-        after each step that drew a token (the tokens drawn so far, counted as they are drawn: summing every
-        request's tokens at every step cost requests x steps)."""
+    def run(self, progress: Progress | None = None, max_steps: int = 100_000, until: int | None = None) -> dict:
+        """Steps until every request is done (or step `until` has run: a look inside that step); returns the
+        outputs and the per-step records. Progress is reported after each step that drew a token (the tokens
+        drawn so far, counted as they are drawn: summing every request's tokens at every step cost requests x
+        steps)."""
         total, drawn = sum(r.output_len for r in self.trace.requests), 0
-        while not self.finished:
+        while not self.finished and (until is None or len(self.records) <= until):
             self.idle_until_arrival()
             if len(self.records) >= max_steps:
                 raise ConfigError(f"the schedule did not finish in {max_steps} steps")
@@ -296,4 +302,5 @@ class ContinuousScheduler:
                 "token_steps": {rid: run.token_steps for rid, run in sorted(self.done.items())},
                 "arrival_steps": {r.id: r.arrival_step for r in self.trace.requests},
                 "blocks_total": self.cache.pool.num_blocks, "block_size": self.config.block_size,
-                "bytes_per_block": self.cache.bytes_per_token() * self.config.block_size}
+                "bytes_per_block": self.cache.bytes_per_token() * self.config.block_size,
+                **({"steps": self.steps, "tokens": self.tokens} if self.steps else {})}

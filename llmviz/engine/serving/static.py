@@ -77,15 +77,19 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
 
 
 def serve(lm: LoadedModel, requests: RequestTrace, scheduler: str, config: ServeConfig,
-          progress: Progress | None = None) -> dict:
-    """A request trace through static or continuous batching: the one entry the app, the CLI and the claims use."""
+          progress: Progress | None = None, until: int | None = None) -> dict:
+    """A request trace through static or continuous batching: the one entry the app, the CLI and the claims use.
+    `until`: continuous batching stops after that step (a look inside it)."""
     from llmviz.engine.serving.continuous import ContinuousScheduler
 
     if scheduler == "static":
+        if until is not None or config.capture != "off":
+            raise ConfigError("static batching runs whole and unrecorded here: `until` and capture are continuous "
+                              "batching's")
         return run_static(lm, requests, config, progress)
     if scheduler != "continuous":
         raise ConfigError(f"scheduler must be static or continuous, got {scheduler!r}")
-    return ContinuousScheduler(lm, requests, config).run(progress)
+    return ContinuousScheduler(lm, requests, config).run(progress, until=until)
 
 
 def warm_up(lm: LoadedModel, config: ServeConfig) -> None:

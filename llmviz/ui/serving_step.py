@@ -1,0 +1,64 @@
+"""A look inside one step of continuous batching (issue 37): the trace run again up to that step, the step itself
+padded and recorded at capture full as the StepTrace every page reads (engine/step_loop.py). What it shows is read
+from that trace (analysis/serving_step.py): which request holds which row, what each fed at which positions, what
+its cache holds after the step and in which blocks, the token it drew, and each row's attention over the keys the
+step read, the slots it may not see greyed."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis.serving_step import last_query_attention, step_rows
+from llmviz.analysis.tokens import token_label
+from llmviz.ui import measure, server
+from llmviz.ui.charts import chart
+from llmviz.ui.serving_run import _steps
+from llmviz.viz.attention import attention_heatmap
+
+LOOK_KEY = "llmviz_serve_look"
+
+
+def look(t, wanted: tuple, requests, step: int) -> dict | None:
+    """wanted = (device, model, trace key, slots): continuous batching of `requests` up to `step`, that step
+    recorded. The result is kept for (wanted, step)."""
+    from llmviz import service
+
+    device, model, _, slots = wanted
+
+    def work(queued):
+        lm = server.model(model, device, "fp32")
+        with queued() as progress:
+            return service.serve(lm, requests, "continuous", _steps(t, progress), slots=slots, device=device,
+                                 capture="full", capture_steps=(step,), until=step)
+
+    return measure.run(t, LOOK_KEY, (*wanted, step), work, text=t("serving.progress", step=0))
+
+
+def section(t, wanted: tuple, requests, step: int) -> None:
+    """The button under the continuous stepper, and what the step recorded once it has run."""
+    if st.button(t("serving.look", step=step), key="serve_look_w"):
+        result = look(t, wanted, requests, step)
+    else:
+        result = measure.kept(LOOK_KEY, (*wanted, step))
+    if result is None:
+        return
+    trace = result.get("steps", {}).get(step)
+    if trace is None:  # no request was scheduled: an idle step records nothing
+        st.info(t("serving.look_idle", step=step))
+        return
+    rows = step_rows(trace, result["records"][step])
+    tokens = result["tokens"]
+    st.dataframe([{t("serving.look.row"): i, t("serving.look.request"): r["request"], t("serving.look.slot"): r["slot"],
+                   t("serving.look.kind"): t(f"serving.state.{r['kind']}"), t("serving.look.fed"): r["fed"],
+                   t("serving.look.positions"): f"{r['first']}–{r['last']}", t("serving.look.cached"): r["cached"],
+                   t("serving.look.blocks"): " ".join(map(str, r["blocks"] or [])),
+                   t("serving.look.drew"): "—" if r["drew"] is None else token_label(tokens, r["drew"])}
+                  for i, r in enumerate(rows)], hide_index=True, key="serve_look_rows")
+    layer = trace.kv["layers"] - 1
+    z, hidden = last_query_attention(trace, layer)
+    labels = [t("serving.look.row_label", row=i, request=r["request"]) for i, r in enumerate(rows)]
+    chart(t, attention_heatmap(z, labels, [str(s) for s in range(z.shape[1])],
+                               t("serving.look.title", step=step, layer=layer), t("serving.look.x"),
+                               t("serving.look.y"), t("serving.look.value"), probabilities=True, hidden=hidden),
+          "serve_look_attention")
+    st.caption(t("serving.look.caption", block=trace.kv["block_size"], padded=trace.timings["padded_slots"]))

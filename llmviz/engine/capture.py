@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import torch
@@ -25,6 +26,11 @@ from llmviz.errors import ConfigError
 from llmviz.trace.config import CAPTURE_LEVELS
 from llmviz.trace.hooks import matches, point_of, writes_cache_rows
 from llmviz.trace.records import RECOMPUTED_NOTE
+
+# torch.float32 -> "float32" for the dtypes a hook holds (read-only; another dtype is named when it is met)
+_DTYPE_NAMES = MappingProxyType({d: str(d).removeprefix("torch.") for d in (
+    torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int8, torch.uint8,
+    torch.bool)})
 
 
 @dataclass
@@ -95,9 +101,12 @@ class RunContext:
             copy = np.empty(t.shape, np.float32)
             torch.from_numpy(copy).copy_(t)
         elif self.capture == "full" and writes_cache_rows(name):
-            row_norms = values.norm(dim=-1)  # [b, kv, n, hd] -> [b, kv, n]
-        return _Pending(tuple(t.shape), sys.intern(str(t.dtype).removeprefix("torch.")), t.numel() * t.element_size(),
-                        values.norm(), copy, note, recomputed, row_norms)
+            row_norms = torch.linalg.vector_norm(values, dim=-1)  # [b, kv, n, hd] -> [b, kv, n]
+        # linalg's norm, not Tensor.norm: the same value without torch.functional's Python dispatch, ~140 calls a
+        # step at capture meta (issue 37: meta within 1.10x of off)
+        dtype = _DTYPE_NAMES.get(t.dtype) or sys.intern(str(t.dtype).removeprefix("torch."))
+        return _Pending(tuple(t.shape), dtype, t.numel() * t.element_size(), torch.linalg.vector_norm(values), copy,
+                        note, recomputed, row_norms)
 
     def mark(self, label: str) -> None:
         if self.timer is not None:

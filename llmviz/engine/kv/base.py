@@ -128,12 +128,17 @@ class KVCache(ABC):
         return self._load(layer, step)
 
     def new_rows(self, layer: int, step: StepBatch) -> torch.Tensor:
-        """What this step stored for one layer, read back from the cache: [2, b, kv, n, hd], pad slots 0."""
+        """What this step stored for one layer, read back from the cache: [2, b, kv, n, hd], pad slots 0. The new
+        columns are gathered from each stored plane first and only they are decoded (a codec decodes each row on
+        its own), not the whole cache."""
+        cols = step.positions.clamp(min=0, max=step.key_len - 1)  # [b, n]
+
+        def picked(planes: list) -> torch.Tensor:  # planes [b, kv, key_len, w] -> rows [b, kv, n, hd] in fp32
+            return self.codec.decode([p.gather(2, cols[:, None, :, None].expand(-1, p.shape[1], -1, p.shape[-1]))
+                                      for p in planes], torch.float32)
+
         keys, values = self._load(layer, step)
-        kv = torch.stack([self.codec.decode(keys, torch.float32), self.codec.decode(values, torch.float32)])
-        cols = step.positions.clamp(max=step.key_len - 1)  # [b, n]
-        index = cols[None, :, None, :, None].expand(2, -1, kv.shape[2], -1, kv.shape[-1])
-        rows = kv.gather(3, index)  # [2, b, kv, n, hd]
+        rows = torch.stack([picked(keys), picked(values)])  # [2, b, kv, n, hd]
         return rows * step.real[None, :, None, :, None]
 
     def check_overflow(self) -> None:

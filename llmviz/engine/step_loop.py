@@ -6,7 +6,8 @@
              that draws nothing this step records -1
 
 A Session (static batching: every row each step, one run), the continuous scheduler (which request takes which
-row, chunked prefill, preemption) and the lean timing loops call `run_step`; what they differ in is their policy,
+row, chunked prefill, preemption) and speculative decoding (the draft's steps, the target's verification of k + 1
+positions, its own acceptance rule in place of a draw) call `run_step`; what they differ in is their policy,
 which rows they feed and what they do with the tokens drawn. The step then records the same StepTrace
 (engine/recording.py) whoever scheduled it, so a page opens a serving step as it opens a Session's.
 """
@@ -30,11 +31,11 @@ NOT_DRAWN = -1  # the sampled id of a row that drew no token this step
 @dataclass
 class Ran:
     """What one step did: its batch (inputs, positions, the cache's addressing), the next-token logits [b, V], the
-    ids drawn [b] (NOT_DRAWN where a row drew none) and the timed spans in ms."""
+    ids drawn [b] (NOT_DRAWN where a row drew none; None where the caller draws) and the timed spans in ms."""
 
     step: StepBatch
     logits: torch.Tensor
-    next_ids: torch.Tensor
+    next_ids: torch.Tensor | None
     spans: dict
 
 
@@ -54,10 +55,11 @@ class Feed:
 
 
 def run_step(cache: KVCache, feed: Feed, ctx: RunContext, timer: StepTimer | None,
-             forward: Callable[[StepBatch], torch.Tensor], draw: Callable[[torch.Tensor], torch.Tensor],
+             forward: Callable[[StepBatch], torch.Tensor], draw: Callable[[torch.Tensor], torch.Tensor] | None,
              copy_plan: Callable[[StepBatch], frozenset | None] | None = None) -> Ran:
     """plan -> run -> sample under `timer`; `forward(step)` -> logits [b, V] (the model, or its compiled decode),
-    `draw(logits)` -> ids [b] (NOT_DRAWN for a row that draws nothing), `copy_plan(step)`: the hook points a
+    `draw(logits)` -> ids [b] (NOT_DRAWN for a row that draws nothing; no draw: the caller draws by its own rule,
+    speculative decoding's acceptance, and next_ids is None), `copy_plan(step)`: the hook points a
     capture may copy this step. Outside the timed region: the cache's overflow check, the maps a backend did not
     build rebuilt. No timer: no spans (a scheduler that times the whole step on the wall clock). The caller holds
     torch.inference_mode."""
@@ -69,8 +71,10 @@ def run_step(cache: KVCache, feed: Feed, ctx: RunContext, timer: StepTimer | Non
     if copy_plan is not None:
         ctx.copy_points = copy_plan(step)
     logits = forward(step)
-    next_ids = ctx.hook("sample", draw(logits))
-    ctx.mark("sample")
+    next_ids = None
+    if draw is not None:
+        next_ids = ctx.hook("sample", draw(logits))
+        ctx.mark("sample")
     spans = timer.spans_ms() if timer is not None else {}
     cache.check_overflow()
     ctx.rebuild_attention()  # everything from here on is outside the timed region

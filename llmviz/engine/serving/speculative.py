@@ -23,11 +23,13 @@ from dataclasses import dataclass
 
 import torch
 
+from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
-from llmviz.engine.phases import feed
 from llmviz.engine.platform.devices import synchronize
 from llmviz.engine.sampling import check_finite, filter_logits
+from llmviz.engine.step_batch import layer_windows
+from llmviz.engine.step_loop import Feed, run_step
 from llmviz.errors import ConfigError
 from llmviz.trace.config import SamplingConfig, check_seed
 
@@ -103,8 +105,14 @@ class Speculator:
         self.prefill_ms = 0.0
 
     def _feed(self, which: str, tokens: list[int], all_positions: bool = False) -> torch.Tensor:
-        lm = self.target if which == "target" else self.draft
-        logits = feed(lm.model, self.caches[which], [tokens], [0], last_only=not all_positions)[0]
+        """One step of the one step loop (engine/step_loop.py) for the draft or the target, drawing nothing (the
+        round draws by its own rule): logits [V], or [n, V] for every fed position (the verification)."""
+        lm, cache = (self.target, self.caches["target"]) if which == "target" else (self.draft, self.caches["draft"])
+        ctx = RunContext()
+        feed = Feed([tokens], [0], "sdpa", layer_windows(lm.cfg), lm.device)
+        ran = run_step(cache, feed, ctx, None, lambda step: lm.model(step, cache=cache, ctx=ctx,
+                                                                      last_only=not all_positions), None)
+        logits = ran.logits[0]
         check_finite(logits)
         return logits
 

@@ -248,7 +248,8 @@ class ContinuousScheduler:
         kinds = ["decode" if run.drawn and self._pending_tokens(run) == 1 and not run.recomputing else "prefill"
                  for run, _ in plan]
         # One forward pass over every scheduled row, packed: decode tokens and prefill chunks end to end, so a
-        # chunk beside one-token rows costs its own tokens and no padding (only attention sees the rows).
+        # chunk beside one-token rows costs its own tokens and no padding (only attention sees the rows); a step
+        # recorded (capture on) is padded instead, as a Session's rows are, so its hooks hold one row per request.
         if plan:
             for run in self._feed(plan, index, kinds):
                 drawn.append(run.request.id)

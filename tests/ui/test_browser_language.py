@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import sys
 import urllib.parse
+from contextlib import suppress
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from ui_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import CHROMIUM, AppServer, chromium, exceptions, wait_idle
 
 from llmviz.i18n.translator import translate
+
+PROMPT_SHOWN = "() => { const box = document.querySelector('.st-key-home_prompt textarea'); return box && box.value; }"
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "
                                 "fonts-noto-cjk; never `playwright install`)")
@@ -31,6 +35,10 @@ def opened(browser, url: str, locale: str) -> tuple[str, dict, int, str]:
         page.wait_for_selector("h1", timeout=30_000)
         heading = page.locator("h1").first.inner_text().strip()
         query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query))
+        # a rerun may redraw the box just after the app first reads idle: wait for its text (an empty box stays
+        # empty, and the assertion says so)
+        with suppress(PlaywrightTimeout):
+            page.wait_for_function(PROMPT_SHOWN, timeout=10_000)
         prompt = page.locator(".st-key-home_prompt textarea").input_value()
         return heading, query, len(exceptions(page)), prompt
     finally:

@@ -2,15 +2,14 @@
 extension registered, in the summary), drawn as they stand after each step; then a length sweep of decode
 ms/token for each, beside the article's claim."""
 
-import json
 
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.ui import article_view, claims_run, locality_view, server, state
+from llmviz.ui import article_view, layouts_sweep, locality_view, server, state
 from llmviz.ui import layouts_run as run
 from llmviz.ui.charts import chart
-from llmviz.ui.chrome import heading, literal, table_csv, translator
+from llmviz.ui.chrome import heading, literal, translator
 from llmviz.viz import kv_layouts as fig
 
 
@@ -93,47 +92,6 @@ def live_view(t, s, live) -> None:
     paged(t, live, labels)
 
 
-def sweep_view(t, s) -> None:
-    st.header(t("layouts.sweep_title"))
-    st.markdown(t("layouts.sweep_intro"))
-    pressed = run.sweep_controls(t, s)
-    o = run.options()
-    result = run.run_sweep(t, s, o) if pressed else run.shown_sweep(s, o)
-    if result is None:
-        return
-    chart, claim = st.columns([3, 2])
-    names = {x: run.layout_name(t, x) for x in result["layouts"]}
-    marks = {512: t("layouts.mark_short"), 1024: t("layouts.mark_long")}
-    title = t("layouts.sweep_fig", model=result["model"])
-    chart.plotly_chart(fig.sweep_lines(result, names, title, t("layouts.length"), t("layouts.ms_token"), marks),
-                       width="stretch", key="kv_sweep")
-    with claim:
-        st.markdown(t("layouts.k3_article"))
-        judged = claims_run.judged_here("K3", result)  # the claims' one rule, on this sweep
-        claims_run.verdict_box(t, judged)
-        claims_run.floors(t, judged)
-        if max(result["lengths"]) <= 1024:
-            st.caption(t("layouts.k3_none_long", context=result["context"]))
-        st.caption(t("layouts.k3_why", device=result["device"], threads=result["threads"],
-                     weights=human(result["weight_bytes"]), kv=human(result["kv"]["contiguous"][-1]["bytes_used"]),
-                     longest=result["lengths"][-1]))
-    with st.expander(t("layouts.sweep_numbers")):
-        ms = result["ms_per_token"]
-        st.table({t("layouts.length"): result["lengths"],
-                  **{names[x]: [f"{m:.2f} ({lo:.2f}–{hi:.2f})" for m, lo, hi in zip(ms[x]["median"], ms[x]["min"],
-                                                                                   ms[x]["max"], strict=True)]
-                     for x in result["layouts"]}})
-    st.caption(t("layouts.sweep_timed", steps=result["steps"], warmup=result["warmup_steps"], repeats=result["repeats"],
-                 bs=result["block_size"], device=result["device"], threads=result["threads"],
-                 backend=result["attn_backend"], dtype=result["dtype"], seconds=result["seconds"]))
-    rows = [{"layout": x, "cached_tokens": n, "ms_per_token_median": ms[x]["median"][i], "min": ms[x]["min"][i],
-             "max": ms[x]["max"][i]} for x in result["layouts"] for i, n in enumerate(result["lengths"])]
-    a, b = st.columns(2)
-    a.download_button(t("compare.json"), json.dumps(result), "kv_layout_sweep.json", "application/json",
-                      key="kv_sweep_json")
-    b.download_button(t("compare.csv"), table_csv(rows), "kv_layout_sweep.csv", "text/csv", key="kv_sweep_csv")
-
-
 def main() -> None:
     t = translator()
     heading(t, "layouts")
@@ -148,7 +106,7 @@ def main() -> None:
         st.page_link("app_pages/home.py", label=t("error.go_home"), icon=":material/home:")
     else:
         live_view(t, s, live)
-    sweep_view(t, s)
+    layouts_sweep.section(t, s)
     locality_view.section(t, s)
     run.sync_url()
 

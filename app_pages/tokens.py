@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from llmviz.analysis import article, positions, projection
+from llmviz.analysis import positions, projection
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.recorded import missing_tensors
-from llmviz.ui import article_view, state
+from llmviz.ui import article_view, state, tokens_view
 from llmviz.ui.charts import chart
-from llmviz.ui.chrome import heading, literal, missing_note, shown_run, translator
+from llmviz.ui.chrome import heading, missing_note, shown_run, translator
 from llmviz.viz import embeddings
 from llmviz.viz.tokens import token_strip
 
@@ -39,7 +39,7 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
                  column_config={t("tokens.col_piece"): st.column_config.TextColumn(help=t("tokens.piece_note"))})
     if entries != texts:  # the vocabulary spells some token otherwise than its text (Ġ, ▁, å for a byte)
         st.caption(t("tokens.piece_note"))
-    character_section(t, groups)
+    tokens_view.character_section(t, groups)
     st.subheader(t("tokens.bytes_title"))
     if not split:
         st.caption(t("tokens.no_split"))
@@ -54,43 +54,6 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
                  hide_index=True, key="tokens_groups")
     if any(not c.isascii() for c in run.trace.prompt):
         st.caption(t("tokens.article_note"))
-
-
-def character_section(t, groups) -> None:
-    """Which characters the vocabulary holds whole and which it spells in bytes (issue 21)."""
-    chars = tk.non_ascii_characters(groups)
-    if not chars:
-        return
-    st.subheader(t("tokens.chars_title"))
-    as_bytes = [c.char for c in chars if not c.whole]
-    st.markdown(t("tokens.chars_explain", n=len(chars), whole=len(chars) - len(as_bytes), bytes=len(as_bytes),
-                  listed=literal("".join(as_bytes)) if as_bytes else "—"))
-    st.dataframe({t("tokens.col_char"): [c.char for c in chars], t("tokens.col_first"): [c.first for c in chars],
-                  t("tokens.col_utf8"): [len(c.char.encode("utf-8")) for c in chars],
-                  t("tokens.col_count"): [c.tokens for c in chars],
-                  t("tokens.col_kind"): [t("tokens.kind_whole") if c.whole else t("tokens.kind_bytes", n=c.tokens)
-                                         for c in chars]},
-                 hide_index=True, key="tokens_chars")
-
-
-def bert_section(t, run, ids: list[int], texts: list[str]) -> None:
-    """The article's 济南的冬天 as BERT reads it (facts, no weights) beside what the loaded model reads (issue 22)."""
-    st.header(t("tokens.bert_header"))
-    bert = article.bert_view("济南的冬天")
-    st.markdown(t("tokens.bert_explain", vocab=bert["vocab"], n=len(bert["tokens"]), last=bert["positions"][-1]))
-    card = run.trace.model_card
-    left, right = st.columns(2)
-    left.dataframe({t("tokens.bert_col_position"): bert["positions"], t("tokens.bert_col_token"): bert["tokens"],
-                    t("tokens.bert_col_segment"): bert["segments"]}, hide_index=True, key="tokens_bert")
-    right.dataframe({t("tokens.bert_col_position"): list(range(len(ids))), t("tokens.col_id"): ids,
-                     t("tokens.col_text"): [tk.visible(x) for x in texts]}, hide_index=True, key="tokens_bert_here")
-    scheme = "rope" if card["config"]["position"] == "rope" else "learned"
-    bos = card["config"].get("bos_token_id")
-    st.markdown(t("tokens.bert_here", model=literal(str(card["name"])), n=len(ids),
-                  vocab=card["config"]["vocab_size"], scheme=t(f"tokens.bert_scheme_{scheme}"),
-                  bos="" if bos is not None and ids and ids[0] == bos else t("tokens.bert_bos")))
-    if run.trace.prompt != "济南的冬天":
-        st.caption(t("tokens.bert_other_prompt"))
 
 
 def embedding_section(t, step, labels: list[str]) -> None:
@@ -149,7 +112,7 @@ def main() -> None:
         pieces = tk.trace_token_bytes(run.trace.tokens, ids)
         texts = [tk.alone(p) for p in pieces]
         token_section(t, run, ids, texts, pieces)
-        bert_section(t, run, ids, texts)
+        tokens_view.bert_section(t, run, ids, texts)
         missing = missing_tensors(step, ["embed", "pos"])
         if missing:
             missing_note(t, step, missing)

@@ -73,7 +73,7 @@ def decode_reseed(text: str) -> dict[int, int]:
     out: dict[int, int] = {}
     for part in filter(None, text.split(";")):
         step, seed = (int(x) for x in part.split(":"))
-        if not 1 <= step <= MAX_UI_SEQ or not 0 <= seed < 2**32:
+        if not 1 <= step <= MAX_UI_SEQ or not SEEDS[0] <= seed <= SEEDS[1]:
             raise ValueError(f"bad reseed entry {part}")
         out[step] = seed
     return out

@@ -5,7 +5,7 @@
 Random weights in GPT-2-124M's shape (fp32, CPU unless --device). Interleaved rounds after a warm-up round, each
 timing, on the same prompt ids: the peer, a transformers forward-pass loop with its StaticCache (greedy,
 logits_to_keep=1: bench/engine_switches.hf_loop); llmviz's Session.step() wall clock per decode step (sampling
-and recording included) at capture off and at capture meta. Medians with the
+and recording included) at capture off and at capture meta (bench/decode_speed.time_engine). Medians with the
 min and max; the targets: the peer's ms over the engine's >= 1.2, meta over off <= 1.10. Run the same script on
 an older commit (copy it there) for a before/after on the same machine.
 """
@@ -17,7 +17,6 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -27,25 +26,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import gpt2_124m_folder, machine  # noqa: E402
+from decode_speed import time_engine  # noqa: E402
 from engine_switches import hf_loop  # noqa: E402
 
 from llmviz.engine.loading.model import load_model  # noqa: E402
-from llmviz.engine.session import Session  # noqa: E402
-from llmviz.trace.config import EngineConfig, SamplingConfig  # noqa: E402
-
-
-def engine_ms(lm, ids: list[int], n: int, capture: str, device: str) -> float:
-    """Session.step() wall clock per decode step, greedy, the prefill left out (as engine_switches.engine_run)."""
-    cfg = EngineConfig(device=device, capture=capture, logit_lens_top_k=0, stop_at_eos=False,
-                       sampling=SamplingConfig(temperature=0), max_seq_len=len(ids) + n + 1)
-    session = Session(lm, config=cfg, prompt_ids=[ids])
-    session.step()
-    walls = []
-    for _ in range(n - 1):
-        start = time.perf_counter()
-        session.step()
-        walls.append((time.perf_counter() - start) * 1000)
-    return statistics.fmean(walls)
 
 
 def spread(values: list[float]) -> dict:
@@ -72,8 +56,8 @@ def main() -> None:
         sides = {"transformers loop": [], "engine off": [], "engine meta": []}
         for r in range(args.repeats + 1):  # round 0 warms up
             measured = {"transformers loop": hf_loop(hf, torch.tensor([ids], device=lm.device), args.new_tokens),
-                        "engine off": engine_ms(lm, ids, args.new_tokens, "off", args.device),
-                        "engine meta": engine_ms(lm, ids, args.new_tokens, "meta", args.device)}
+                        "engine off": time_engine(lm, ids, args.new_tokens, "off", args.device),
+                        "engine meta": time_engine(lm, ids, args.new_tokens, "meta", args.device)}
             if r:
                 for k, v in measured.items():
                     sides[k].append(v)

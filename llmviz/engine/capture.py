@@ -116,8 +116,9 @@ class RunContext:
         """After any backend but the one that recorded them (eager): if a hook wants a layer's scores or
         probabilities and none were recorded, keep q [b, h, n, hd] and k [b, kv, n_k, hd] to rebuild them after
         the timed region. So a backend an extension registers shows its maps as sdpa's are shown."""
-        wanted = [n for n in (scores_name, probs_name) if self.wants(n) and n not in self.records]
-        if wanted:
+        if not self.active:  # capture off: every layer of every step passes here
+            return
+        if any(self.wants(n) and n not in self.records for n in (scores_name, probs_name)):
             self.pending_attention.append(PendingAttention(scores_name, probs_name, q, k, mask, scale, mask_note))
 
     def rebuild_attention(self) -> None:

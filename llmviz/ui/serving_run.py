@@ -1,5 +1,6 @@
 """The Serving page's runs, kept in this browser session (C15, C16, C22): a trace through static and
-continuous batching, prefix sharing on and off, a speculative run; each with a progress bar (llmviz.ui.measure)."""
+continuous batching, one of its steps run again and recorded, prefix sharing on and off, a speculative run; each
+with a progress bar (llmviz.ui.measure)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from llmviz.ui import measure, server
 from llmviz.ui.errors import explain
 
 BATCHING_KEY, SHARING_KEY, SPEC_KEY = "llmviz_serve_batching", "llmviz_serve_sharing", "llmviz_serve_spec"
+LOOK_KEY = "llmviz_serve_look"  # a look inside one step of continuous batching (ui/serving_step.py draws it)
 TRACES = ("mixed", "mixed-poisson", "shared-prompt")  # built in (assets/traces); their ids are the embedded tokenizer's
 SERVE_MODELS = ("llmviz-tiny", "gpt2-124m-random")  # models that share that tokenizer
 TARGET = EMBEDDED_MODEL
@@ -95,3 +97,19 @@ def speculative(t, wanted: tuple) -> dict | None:
                                      seed)
 
     return measure.run(t, SPEC_KEY, wanted, work, spinner=t("serving.spec_running"))
+
+
+def look(t, wanted: tuple, requests, step: int) -> dict | None:
+    """wanted = (device, model, trace key, slots): continuous batching of `requests` up to `step`, that step
+    recorded. The result is kept for (wanted, step)."""
+    from llmviz import service
+
+    device, model, _, slots = wanted
+
+    def work(queued):
+        lm = server.model(model, device, "fp32")
+        with queued() as progress:
+            return service.serve(lm, requests, "continuous", _steps(t, progress), slots=slots, device=device,
+                                 capture="full", capture_steps=(step,), until=step)
+
+    return measure.run(t, LOOK_KEY, (*wanted, step), work, text=t("serving.progress", step=0))

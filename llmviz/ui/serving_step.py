@@ -10,28 +10,10 @@ import streamlit as st
 
 from llmviz.analysis.serving_step import last_query_attention, step_rows
 from llmviz.analysis.tokens import token_label
-from llmviz.ui import measure, server
+from llmviz.ui import measure
 from llmviz.ui.charts import chart
-from llmviz.ui.serving_run import _steps
+from llmviz.ui.serving_run import LOOK_KEY, look
 from llmviz.viz.attention import attention_heatmap
-
-LOOK_KEY = "llmviz_serve_look"
-
-
-def look(t, wanted: tuple, requests, step: int) -> dict | None:
-    """wanted = (device, model, trace key, slots): continuous batching of `requests` up to `step`, that step
-    recorded. The result is kept for (wanted, step)."""
-    from llmviz import service
-
-    device, model, _, slots = wanted
-
-    def work(queued):
-        lm = server.model(model, device, "fp32")
-        with queued() as progress:
-            return service.serve(lm, requests, "continuous", _steps(t, progress), slots=slots, device=device,
-                                 capture="full", capture_steps=(step,), until=step)
-
-    return measure.run(t, LOOK_KEY, (*wanted, step), work, text=t("serving.progress", step=0))
 
 
 def section(t, wanted: tuple, requests, step: int) -> None:

@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.engine.kv import register_kv_layout, unregister_kv_layout
-from llmviz.engine.kv.base import KVCache, storage_bytes, view_bytes
+from llmviz.engine.kv.base import view_bytes
+from llmviz.engine.kv.dynamic import DynamicKVCache
 from llmviz.engine.models.attention import register_attention_backend, unregister_attention_backend
 from llmviz.trace.extensions import Extension
 
@@ -42,31 +43,23 @@ ONLINE = Extension(
            "zh": "每次 16 个键，随时维护最大值与累加和：flash attention 的递推，逐步写出。"})
 
 
-class ChunkedKVCache(KVCache):
+class ChunkedKVCache(DynamicKVCache):
+    """The growing layout's per-sequence tensors (its `_store_of`, its byte counts), grown a chunk at a time."""
+
     layout = "chunked"
 
     def __init__(self, cfg, max_seq, capacity, codec, device, block_size: int = 16, **_):
         super().__init__(cfg, max_seq, capacity, codec, device)
         self.chunk = block_size
-        self._rows: dict[int, list[list[torch.Tensor]]] = {}  # seq_id -> per layer -> per plane -> [2, kv, slots, w]
-
-    def _empty(self) -> list[torch.Tensor]:
-        kv = self.cfg.num_kv_heads
-        return [torch.zeros((2, kv, 0, p.width), dtype=p.dtype, device=self.device) for p in self.planes]
-
-    def _on_add(self, seq_id):
-        self._rows[seq_id] = [self._empty() for _ in range(self.cfg.num_layers)]
-
-    def _on_free(self, seq_id):
-        del self._rows[seq_id]
 
     def _resize(self, seq_id: int, tokens: int) -> None:
-        """Every layer's planes to the whole chunks that hold `tokens` (a copy when that changes)."""
+        """Every layer's planes [2, kv, slots, w] to the whole chunks that hold `tokens` (a copy when that
+        changes)."""
         slots = chunk_slots(tokens, self.max_seq, 0, self.chunk)
-        for planes in self._rows[seq_id]:
+        for planes in self._store_of[seq_id]:
             for j, p in enumerate(planes):
                 if p.shape[2] != slots:
-                    grown = p.new_zeros((*p.shape[:2], slots, p.shape[3]))  # [2, kv, slots, w]
+                    grown = p.new_zeros((*p.shape[:2], slots, p.shape[3]))
                     keep = min(slots, p.shape[2])
                     grown[:, :, :keep] = p[:, :, :keep]
                     planes[j] = grown
@@ -76,7 +69,7 @@ class ChunkedKVCache(KVCache):
 
     def _reserve(self, step):
         for seq_id, start, n in zip(step.seq_ids, step.start_list, step.n_real, strict=True):
-            if start + n > self._rows[seq_id][0][0].shape[2]:
+            if start + n > self._store_of[seq_id][0][0].shape[2]:
                 self._resize(seq_id, start + n)
         return None
 
@@ -86,7 +79,7 @@ class ChunkedKVCache(KVCache):
                 continue
             last = int(step.last_cols[i])
             cols = slice(last - n + 1, last + 1)  # the step's columns of this row's real tokens
-            for p, k, v in zip(self._rows[seq_id][layer], kp, vp, strict=True):
+            for p, k, v in zip(self._store_of[seq_id][layer], kp, vp, strict=True):
                 p[0, :, start:start + n] = k[i, :, cols]
                 p[1, :, start:start + n] = v[i, :, cols]
 
@@ -94,22 +87,19 @@ class ChunkedKVCache(KVCache):
         t = step.key_len
         out = []
         for j in range(len(self.planes)):
-            rows = [self._rows[s][layer][j][:, :, :t] for s in step.seq_ids]  # [2, kv, <=t, w]
+            rows = [self._store_of[s][layer][j][:, :, :t] for s in step.seq_ids]  # [2, kv, <=t, w]
             out.append(torch.stack([F.pad(r, (0, 0, 0, t - r.shape[2])) for r in rows], dim=1))  # [2, b, kv, t, w]
         return [p[0] for p in out], [p[1] for p in out]
 
-    def _tensors(self):
-        return [p for layers in self._rows.values() for planes in layers for p in planes]
-
-    def bytes_allocated(self) -> int:
-        return storage_bytes(self._tensors())
-
     def bytes_used(self) -> int:
-        return sum(view_bytes(p[:, :, :self.length(s)]) for s, layers in self._rows.items() for planes in layers
+        return sum(view_bytes(p[:, :, :self.length(s)]) for s, layers in self._store_of.items() for planes in layers
                    for p in planes)
 
     def slots_allocated(self) -> int:
-        return sum(layers[0][0].shape[2] for layers in self._rows.values())
+        return sum(layers[0][0].shape[2] for layers in self._store_of.values())
+
+    def _snapshot_extra(self) -> dict:
+        return {}  # it copies a chunk at a time, not each step: the growing layout's counters would mislead
 
 
 class OnlineAttention:

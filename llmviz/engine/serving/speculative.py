@@ -95,6 +95,7 @@ class Speculator:
                 raise ConfigError(f"{len(prompt_ids)} prompt tokens + {max_new} new + k={k} exceed {lm.name}'s "
                                   f"context of {lm.cfg.max_position_embeddings}")
         self.caches = {}
+        self.windows = {"target": layer_windows(target.cfg), "draft": layer_windows(draft.cfg)}  # per step: read
         for name, lm in (("target", target), ("draft", draft)):
             self.caches[name] = make_kv_cache("contiguous", lm.cfg, max_seq, model_dtype=lm.dtype, device=lm.device)
             self.caches[name].add(0)
@@ -109,7 +110,7 @@ class Speculator:
         round draws by its own rule): logits [V], or [n, V] for every fed position (the verification)."""
         lm, cache = (self.target, self.caches["target"]) if which == "target" else (self.draft, self.caches["draft"])
         ctx = RunContext()
-        feed = Feed([tokens], [0], "sdpa", layer_windows(lm.cfg), lm.device)
+        feed = Feed([tokens], [0], "sdpa", self.windows[which], lm.device)
         ran = run_step(cache, feed, ctx, None, lambda step: lm.model(step, cache=cache, ctx=ctx,
                                                                       last_only=not all_positions), None)
         logits = ran.logits[0]

@@ -34,7 +34,7 @@ def use_preset(table: dict) -> None:
 
 def controls(t, s, config: dict, device: str) -> bool:
     seed_widgets()
-    table = service.presets(config, device)
+    table = service.measure.presets(config, device)
     home = s.model
     models = [""] + [m for m in RANDOM_MODELS if m != home]
     st.selectbox(t("compare.model"), models, key="cmp_model_w", on_change=apply,
@@ -92,7 +92,7 @@ def main() -> None:
             state.sync_url()
             st.rerun()  # draw the prediction again with the bandwidth just measured
     if result is not None:
-        labels = [base.tokenizer.describe([i])[i]["text"] for i in base.tokenizer.encode(s.prompt)]
+        labels = service.models.token_texts(base, s.prompt)
         compare_view.result_view(t, result, labels)
     long_decode.section(t, s, compare_run.model_of(s), compare_run.max_seq(s), compare_run.load)
     state.sync_url()

@@ -14,7 +14,7 @@ from llmviz.viz import kv_layouts as fig
 
 
 def summary(t, live) -> None:
-    snaps = {layout: live.kv(layout) for layout in live.sessions}
+    snaps = {layout: live.kv(layout) for layout in live.runs}
     k = snaps["contiguous"]
     phase = t("layouts.phase_prefill") if live.cursor == 0 else t("layouts.phase_decode")
     st.markdown(t("layouts.step_line", step=live.cursor, phase=phase,

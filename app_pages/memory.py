@@ -33,15 +33,15 @@ def source(t, s) -> tuple[str, dict] | None:
                 return None
             from llmviz import service
 
-            return t("memory.pasted"), service.config_from_text(text)
+            return t("memory.pasted"), service.models.config_from_text(text)
         if pick == HOME:
             server.policy().check_model(s.model)
             from llmviz import service
 
-            return s.model, service.model_config_dict(s.model)
+            return s.model, service.models.model_config_dict(s.model)
         from llmviz import service
 
-        return pick, service.config_from_text(mc.bundled_text(pick), pick)
+        return pick, service.models.config_from_text(mc.bundled_text(pick), pick)
     except (LlmvizError, OSError) as exc:
         explain(t, exc)
         return None

@@ -36,9 +36,9 @@ def main() -> None:
     p.add_argument("--device", default="auto")
     args = p.parse_args()
     if args.threads:
-        service.use_cpu_threads(args.threads)
+        service.models.use_cpu_threads(args.threads)
     began = time.perf_counter()
-    rep = report(service.claims(None, quick=args.quick, device=args.device))
+    rep = report(service.measure.claims(None, quick=args.quick, device=args.device))
     wall = time.perf_counter() - began
     t = Translator("en")
     out = {"benchmark": "claims K1-K11 (issue 11)", "command": " ".join(["python bench/claims.py", *sys.argv[1:]]),

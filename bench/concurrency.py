@@ -346,12 +346,11 @@ def engine_alone(lm, plan: Plan, temperatures: list[float]):
     from llmviz.ui.settings import Settings
 
     s = Settings(prompt=plan.prompt, seed=plan.seed, temperature=plan.temperature)
-    session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
-    session.step()  # the prefill
+    run = service.runs.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
+    run.step()  # the prefill
     for temp in temperatures[1:]:
-        session.sampling = s.with_(temperature=temp).sampling()
-        session.step()
-    return session.trace
+        run.step(s.with_(temperature=temp).sampling())
+    return run.trace
 
 
 def compare_alone(lm, c: Client) -> dict:
@@ -425,8 +424,8 @@ async def check(server: AppServer, sessions: int, steps: int, tour: tuple[str, .
     from llmviz.trace.config import EngineConfig
     from llmviz.ui.settings import UI_THREADS
 
-    service.use_cpu_threads(UI_THREADS)  # as the server does: the same kernels, so the same rounding
-    lm = service.load("llmviz-tiny", EngineConfig(device="auto", dtype="fp32"))
+    service.models.use_cpu_threads(UI_THREADS)  # as the server does: the same kernels, so the same rounding
+    lm = service.models.load("llmviz-tiny", EngineConfig(device="auto", dtype="fp32"))
     every = plans(max(sessions, 1) + 1, steps)
     prompt_tokens = {p.prompt: len(lm.tokenizer.encode(p.prompt)) for p in every}
     runs = {}

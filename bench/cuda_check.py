@@ -173,7 +173,7 @@ def lab_presets() -> dict:
     for name in ("fp16", "gqa", "flash", "kv-fp8"):
         p = presets(lm.cfg.to_dict(), "cuda" if DEV.startswith("cuda") else DEV)[name]
         r = compare(CompareConfig(prompt="The list of", a=p.a, b=p.b, model="gpt2-124m-random", steps=16, device=DEV),
-                    service.load)
+                    service.models.load)
         keep = ("decode_ms_per_token", "prefill_ms", "weight_bytes", "kv_bytes_used", "peak_memory")
         out[name] = jsonable({"a": {"spec": r["a"]["spec"], **{k: r["a"][k] for k in keep}},
                               "b": {"spec": r["b"]["spec"], **{k: r["b"][k] for k in keep}},

@@ -35,10 +35,10 @@ def main() -> None:
     p.add_argument("--device", default="auto")
     args = p.parse_args()
     if args.threads:
-        service.use_cpu_threads(args.threads)
-    lm = service.load(args.model, EngineConfig(device=args.device, capture="off"))
+        service.models.use_cpu_threads(args.threads)
+    lm = service.models.load(args.model, EngineConfig(device=args.device, capture="off"))
     began = time.perf_counter()
-    result = service.decode_slope(lm, points=args.points, repeats=args.repeats)
+    result = service.measure.decode_slope(lm, points=args.points, repeats=args.repeats)
     wall = time.perf_counter() - began
     s = slowdown(result, result["model_config"])
     us = 1000  # ms -> us per cached token

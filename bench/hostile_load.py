@@ -99,7 +99,7 @@ def fitting_sizes() -> tuple[int, int, int]:
     from llmviz.ui.public import Policy
 
     budget = Policy.from_env({"LLMVIZ_PUBLIC": "1"}).trace_budget_bytes
-    lm = service.load(MODEL, EngineConfig(capture="off"))
+    lm = service.models.load(MODEL, EngineConfig(capture="off"))
 
     def accepted(start) -> bool:
         try:
@@ -111,7 +111,7 @@ def fitting_sizes() -> tuple[int, int, int]:
     def layouts_fit(kv_max: int, extra: int) -> bool:
         config = EngineConfig(capture="off", max_seq_len=kv_max, kv_block_size=4)
         prompts = [prompt_of(kv_max - LINK_STEPS - 1)] * (1 + extra)
-        return accepted(lambda: service.start_layouts(lm, prompts, config, layouts(), budget))
+        return accepted(lambda: service.runs.start_layouts(lm, prompts, config, layouts(), budget))
 
     shapes = sorted(((m, e) for m in KV_MAX_SEQS for e in range(KV_MAX_EXTRA + 1)),
                     key=lambda me: (-(me[0] - LINK_STEPS - 1) * (1 + me[1]), -me[0]))  # most prompt tokens first
@@ -119,7 +119,7 @@ def fitting_sizes() -> tuple[int, int, int]:
 
     def batch_fits(tokens: int) -> bool:
         config = EngineConfig(capture="off", max_seq_len=tokens + BATCH_NEW + 1)
-        return accepted(lambda: service.start(lm, [prompt_of(tokens)] * BATCH_ROWS, config, budget))
+        return accepted(lambda: service.runs.start(lm, [prompt_of(tokens)] * BATCH_ROWS, config, budget))
 
     low, high = 1, PUBLIC_WORK // BATCH_ROWS - BATCH_NEW  # the most work a public batch may ask for
     while low < high:

@@ -65,7 +65,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--min-run", type=float, default=1.0)
     args = p.parse_args()
-    lm = service.load("gpt2-124m-random", EngineConfig(device="auto", capture="off"))
+    lm = service.models.load("gpt2-124m-random", EngineConfig(device="auto", capture="off"))
     ids = text_ids(lm, lm.cfg.max_position_embeddings - 1)
     out = {"benchmark": "K6 timers (issue 36)", "command": " ".join(["python bench/k6_timers.py", *sys.argv[1:]]),
            "machine": machine("auto"), "tokens": len(ids), "threads": torch.get_num_threads(),

@@ -89,9 +89,9 @@ def engine_part(steps: int, warmup: int, every: int, budget: bool) -> dict:
     from llmviz.ui.public import Policy
     from llmviz.ui.settings import UI_THREADS, Settings
 
-    service.use_cpu_threads(UI_THREADS)
+    service.models.use_cpu_threads(UI_THREADS)
     me = psutil.Process()
-    lm = service.load("llmviz-tiny", EngineConfig(device="auto", dtype="fp32"))
+    lm = service.models.load("llmviz-tiny", EngineConfig(device="auto", dtype="fp32"))
     s = Settings(prompt=PROMPT, seed=SEED, temperature=TEMPERATURE)
     config = s.engine_config(lm.cfg.max_position_embeddings)
     budget_bytes = Policy.from_env().trace_budget_bytes if budget else None
@@ -106,13 +106,13 @@ def engine_part(steps: int, warmup: int, every: int, budget: bool) -> dict:
                 ends.append({"steps": len(session.trace.steps), "finished": session.finished,
                              "rss_mib": mib(me.memory_info().rss)})
                 trace_peak = max(trace_peak, trace_numpy_bytes(session.trace))
-            session = service.start(lm, s.prompt, config)  # the old run is dropped here
+            session = service.runs.start(lm, s.prompt, config)  # the old run is dropped here
             session.step()  # the prefill
             generations += 1
             continue
         session.step()
         if budget_bytes is not None:  # what the app's state.advance does after each step
-            keep_bounded(session.trace, budget_bytes, (len(session.trace.steps) - 1,), service.release_memory)
+            keep_bounded(session.trace, budget_bytes, (len(session.trace.steps) - 1,), service.models.release_memory)
         done += 1
         rss = me.memory_info().rss
         peak = max(peak, rss)

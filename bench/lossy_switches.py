@@ -41,7 +41,7 @@ SPECS = ("", "kv-dtype=fp16", "kv-dtype=bf16", "kv-dtype=int8", "kv-dtype=fp8", 
 
 def measure(model: str, spec: str, chinese: bool) -> dict:
     config = EngineConfig(device="cpu", **parse_spec(spec))
-    lm = service.load(model, config)
+    lm = service.models.load(model, config)
     logits = through_cache(lm, config.kv_dtype, config.kv_layout, config.attn_backend, config.attention_mask)
     count = chars_counter(lm.tokenizer)
     en = heldout_ids(lm.tokenizer, CORPUS / "heldout.txt")

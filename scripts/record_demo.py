@@ -25,9 +25,9 @@ from llmviz.ui.settings import UI_THREADS, Settings  # noqa: E402
 
 def record(lang: str = "en"):
     s = Settings.fresh(lang).with_(device="cpu")
-    service.use_cpu_threads(UI_THREADS)
-    lm = service.load(s.model, EngineConfig(device="cpu"))
-    return service.run(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings), DEMO_STEPS + 1)
+    service.models.use_cpu_threads(UI_THREADS)
+    lm = service.models.load(s.model, EngineConfig(device="cpu"))
+    return service.runs.run(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings), DEMO_STEPS + 1)
 
 
 if __name__ == "__main__":

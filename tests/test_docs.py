@@ -56,7 +56,7 @@ def test_the_readmes_python_example_runs_and_prints_the_oracles_continuation(tmp
     from transformers import AutoTokenizer
 
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 1 and "service.run(" in blocks[0]
+    assert len(blocks) == 1 and "service.runs.run(" in blocks[0]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)

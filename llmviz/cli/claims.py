@@ -35,8 +35,10 @@ def run(args) -> int:
 
     start(args)
     if args.only is not None and not args.only.replace(",", "").strip():  # --only "" or ",,,": no claim named
-        raise ConfigError(f"--only {args.only!r} names no claim; the claims are {', '.join(service.claim_ids())}")
-    raw = service.claims(args.only, quick=args.quick, device=args.device, progress=progress, patience=args.patience)
+        ids = ", ".join(service.measure.claim_ids())
+        raise ConfigError(f"--only {args.only!r} names no claim; the claims are {ids}")
+    raw = service.measure.claims(args.only, quick=args.quick, device=args.device, progress=progress,
+                                 patience=args.patience)
     errors = [c.get("error") for c in raw["claims"].values() if isinstance(c, dict)]
     if errors and all(errors):  # not one claim could be measured: the first reason, as every CLI error
         raise LlmvizError(errors[0])

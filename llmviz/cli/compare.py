@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
                    help="hub id, local folder, the embedded llmviz-tiny or the built-in gpt2-124m-random")
     p.add_argument("--a", default="", help='setting A as switches: "kv-dtype=fp16,attn=sdpa" (empty: defaults)')
     p.add_argument("--b", default="", help="setting B, the same way")
-    p.add_argument("--preset", default=None, choices=list(service.presets(NAMES_CONFIG)),
+    p.add_argument("--preset", default=None, choices=list(service.measure.presets(NAMES_CONFIG)),
                    help="A and B of a preset (--a/--b then add to it)")
     p.add_argument("--steps", type=int, default=16, help="decode steps after the prefill")
     p.add_argument("--repeats", type=int, default=3, help="timed rounds of A and B, interleaved")
@@ -45,9 +45,9 @@ def specs(args) -> tuple[str, str]:
     only if it is not set twice: a preset and --a naming one switch is an error)."""
     if not args.preset:
         return args.a, args.b
-    cfg = service.model_config_dict(args.model)
-    device = service.resolved_device("auto") if args.device == "auto" else args.device
-    p = service.preset(args.preset, cfg, "cuda" if device.startswith("cuda") else device)  # a device type
+    cfg = service.models.model_config_dict(args.model)
+    device = service.models.resolved_device("auto") if args.device == "auto" else args.device
+    p = service.measure.preset(args.preset, cfg, "cuda" if device.startswith("cuda") else device)  # a device type
     return ",".join(filter(None, (p.a, args.a))), ",".join(filter(None, (p.b, args.b)))
 
 
@@ -60,7 +60,7 @@ def run(args) -> int:
                                    sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k,
                                                            top_p=args.top_p),
                                    perplexity=args.perplexity, layer=args.layer, head=args.head)
-    result = service.compare(config)
+    result = service.measure.compare(config)
     key, _ = verdict(result)
     result["prediction"] = [{"what": r.what, "predicted_a": r.predicted_a, "predicted_b": r.predicted_b,
                              "measured_a": r.measured_a, "measured_b": r.measured_b,

@@ -26,15 +26,15 @@ def run(args) -> int:
     prompts = prompts_of(args)
     config = engine_config(args, capture="off", lens=0)
     start(args)
-    lm = service.load(args.model, config)
-    trace = service.run(lm, prompts, config, args.max_new_tokens)
+    lm = service.models.load(args.model, config)
+    trace = service.runs.run(lm, prompts, config, args.max_new_tokens)
     c, last = lm.cfg, trace.steps[-1]
     decode_ms = [s.timings["total_ms"] for s in trace.steps[1:]]
     first_compiled_ms = None
     if args.compile and decode_ms:  # the first decode step compiles: report it apart from the steady state
         first_compiled_ms, decode_ms = decode_ms[0], decode_ms[1:]
     rows = [{"prompt": p, "prompt_ids": trace.row_prompt_ids(i), "output_ids": trace.row_output_ids(i),
-             "text": service.generated_text(lm, trace, i),
+             "text": service.models.generated_text(lm, trace, i),
              "finished": (last.row_finished[i] if last.row_finished else last.finished) or "max_new_tokens"}
             for i, p in enumerate(prompts)]
     result = {
@@ -51,7 +51,7 @@ def run(args) -> int:
         "kv_cache_bytes": last.kv["bytes_used"], "kv_cache_bytes_allocated": last.kv["bytes_allocated"],
         "kv_wasted_slots": last.kv["wasted_slots"],
     }
-    notes = sorted({n for n in (service.language_note(lm, p) for p in prompts) if n})
+    notes = sorted({n for n in (service.models.language_note(lm, p) for p in prompts) if n})
     if notes:
         result["note"] = " ".join(notes)
     if args.json:

@@ -104,4 +104,4 @@ def prompts_of(args) -> list[str]:
 def start(args) -> None:
     """Process-wide settings, once, before any model loads."""
     if args.threads is not None:
-        service.use_cpu_threads(args.threads)
+        service.models.use_cpu_threads(args.threads)

@@ -32,8 +32,8 @@ def run(args) -> int:
     prompts = prompts_of(args)
     config = engine_config(args, capture=args.capture, lens=5, patterns=args.filter)
     start(args)
-    lm = service.load(args.model, config)
-    trace = service.run(lm, prompts, config, args.steps + 1)
+    lm = service.models.load(args.model, config)
+    trace = service.runs.run(lm, prompts, config, args.steps + 1)
     if zipped:
         where = save_zip(trace, args.out)
         print(f"wrote {len(trace.steps)} steps ({args.capture} capture) to {where}: open it on the app's Trace page")

@@ -34,15 +34,16 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     start(args)
-    trace = service.request_trace(args.trace)  # the trace and the settings are checked before the model loads
-    config = service.serve_config(slots=args.slots, token_budget=args.token_budget, block_size=args.block_size,
-                                  pool_blocks=args.pool_blocks, device=args.device, prefix_sharing=args.prefix_sharing)
+    trace = service.replay.request_trace(args.trace)  # the trace and the settings are checked before the model loads
+    config = service.serving.serve_config(slots=args.slots, token_budget=args.token_budget,
+                                          block_size=args.block_size, pool_blocks=args.pool_blocks,
+                                          device=args.device, prefix_sharing=args.prefix_sharing)
     if args.prefix_sharing and args.scheduler == "static":
         raise ConfigError("--prefix-sharing needs --scheduler continuous (static batching has no paged pool)")
-    lm = service.load(args.model, service.EngineConfig(device=args.device))
-    result = service.serve(lm, trace, args.scheduler, config=config)
+    lm = service.models.load(args.model, service.EngineConfig(device=args.device))
+    result = service.serving.serve(lm, trace, args.scheduler, config=config)
     m = metrics(result)
-    identical = None if args.no_check else result["outputs"] == service.serve_alone(lm, trace, args.device)
+    identical = None if args.no_check else result["outputs"] == service.serving.serve_alone(lm, trace, args.device)
     doc = {"trace": trace.name, "note": trace.note, "scheduler": args.scheduler, "model": lm.name,
            "device": str(lm.device), "slots": args.slots, **m, "identical_outputs": identical,
            "preemptions": sum(len(r.preempted) for r in result["records"]), "prefix_sharing": args.prefix_sharing,

@@ -27,9 +27,9 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     start(args)
     config = service.EngineConfig(device=args.device)
-    target, draft = service.load(args.model, config), service.load(args.draft, config)
+    target, draft = service.models.load(args.model, config), service.models.load(args.draft, config)
     sampling = SamplingConfig(temperature=args.temperature)
-    result = service.speculate(target, draft, args.prompt, args.k, args.max_new_tokens, sampling, args.seed)
+    result = service.measure.speculate(target, draft, args.prompt, args.k, args.max_new_tokens, sampling, args.seed)
     doc = {"model": target.name, "draft": draft.name, "k": args.k, "device": str(target.device),
            "temperature": args.temperature, "output_ids": result["output_ids"],
            "text": target.tokenizer.hf.decode(result["output_ids"], skip_special_tokens=True),

@@ -73,7 +73,8 @@ def shed(trace: RunTrace, budget: int, keep: tuple = (), held_elsewhere: int = 0
 
 def keep_bounded(trace: RunTrace, budget: int, keep: tuple, release, held_elsewhere: int = 0) -> int:
     """After each step of a live run: shed within the budget, and every RELEASE_EVERY steps call release()
-    (service.release_memory) so the freed arrays leave the process, not only the trace. Returns shed()'s count."""
+    (service.models.release_memory) so the freed arrays leave the process, not only the trace. Returns shed()'s
+    count."""
     count = shed(trace, budget, keep, held_elsewhere)
     if len(trace.steps) % RELEASE_EVERY == 0:
         release()

@@ -21,7 +21,8 @@ GQA_CARD = ASSETS / "llmviz-tiny-gqa4" / "card.json"
 @st.cache_data(show_spinner=False)
 def values() -> dict[str, dict]:
     """Each slip's numbers, from the bundled configs and the GQA model's card (the same for every session)."""
-    gpt2, llama2, llama3 = (service.config_from_text(bundled_text(n)) for n in ("gpt2", "llama-2-7b", "llama-3-8b"))
+    gpt2, llama2, llama3 = (service.models.config_from_text(bundled_text(n))
+                            for n in ("gpt2", "llama-2-7b", "llama-3-8b"))
     card = json.loads(GQA_CARD.read_text(encoding="utf-8")) if GQA_CARD.is_file() else None
     return article.slip_values(gpt2, llama2, llama3, card)
 

@@ -46,13 +46,13 @@ def check_work(rows: int, width: int, public: bool) -> None:
 @dataclass
 class BatchRun:
     key: tuple
-    session: object  # llmviz.engine.session.Session
+    handle: object  # llmviz.service.runs.RunHandle
     longest: int = 0  # the longest prompt's tokens (the padded batch's width at the prefill)
     model_config: dict = field(default_factory=dict)  # the model card's config (what a step costs: analysis/work)
 
     @property
     def trace(self):
-        return self.session.trace
+        return self.handle.trace
 
 
 def key_of(s: Settings, max_new: int) -> tuple:
@@ -73,19 +73,19 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
         prompts = prompts_of(s)
         check(prompts)
         lm = server.model(s.model, s.device, s.dtype)
-        tokens = [len(lm.tokenizer.encode(p)) for p in prompts]
+        tokens = [len(service.models.tokens(lm, p)) for p in prompts]
         check_work(len(tokens), max(tokens) + max_new, server.policy().public)
         config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=s.padding,
                               sampling=s.sampling(), seed=s.seed, capture="off", logit_lens_top_k=0,
                               max_seq_len=min(lm.cfg.max_position_embeddings, max(tokens) + max_new + 1))
         with st.spinner(t("batch.running")), measure.heavy(t, run_seconds(lm.cfg.to_dict(), tokens, 0, s.dtype)):
-            session = service.start(lm, prompts, config, server.policy().trace_budget_bytes)
-            service.step(session)
-            state.bound_sessions([session])  # within the session's budget (issue 35)
+            handle = service.runs.start(lm, prompts, config, server.policy().trace_budget_bytes)
+            handle.step()
+            state.bound_runs([handle])  # within the session's budget (issue 35)
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None
-    run = BatchRun(key_of(s, max_new), session, max(tokens), lm.cfg.to_dict())
+    run = BatchRun(key_of(s, max_new), handle, max(tokens), lm.cfg.to_dict())
     st.session_state[BATCH_KEY] = run
     return run
 
@@ -93,16 +93,14 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
 def advance(t, run: BatchRun, max_new: int, to_end: bool = False) -> None:
     """One step, or every step to the end (in a public server's queue when that is heavy: 63 steps of 8 rows of
     2,000 tokens on gpt2-124m-random, ~8 s of CPU); a step that fails says why, and the steps before it stay."""
-    from llmviz import service
-
     done = len(run.trace.steps)
     steps = max(0, max_new - done) if to_end else 1
     cost = decode_seconds(run.model_config, len(run.trace.prompts), run.longest + done - 1, steps)
     try:
         with st.spinner(t("batch.running")), measure.heavy(t, cost) as deadline:
-            while not run.session.finished and len(run.trace.steps) < max_new:
-                service.step(run.session)
-                state.bound_sessions([run.session])
+            while not run.handle.finished and len(run.trace.steps) < max_new:
+                run.handle.step()
+                state.bound_runs([run.handle])
                 deadline.check()
                 if not to_end:
                     break
@@ -122,14 +120,14 @@ def sweep(t, s: Settings, model: str, workload: str = "k5") -> dict | None:
     def work(queued):
         lm = server.model(model, s.device, s.dtype)
         if workload == "k5":
-            k5 = service.k5_workload(lm)
+            k5 = service.measure.k5_workload(lm)
             ids, options = k5["prompt"], {"steps": k5["steps"], "repeats": k5["repeats"]}
         else:
             prompts = prompts_of(s)
             check(prompts)
-            ids, options, k5 = lm.tokenizer.encode(prompts[0]), {}, {"judged": False}
+            ids, options, k5 = service.models.tokens(lm, prompts[0]), {}, {"judged": False}
         with queued() as progress:
-            result = service.batch_sweep(lm, ids, device=s.device, progress=lambda f, stage, values: progress(
+            result = service.measure.batch_sweep(lm, ids, device=s.device, progress=lambda f, stage, values: progress(
                 f, t(f"progress.batch.{stage}", **values)), **options)
         return result | {"judged_as_k5": k5["judged"]}
 

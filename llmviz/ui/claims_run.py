@@ -28,8 +28,9 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
 
     def work(queued):
         with queued() as progress:
-            raw = service.claims(",".join(ids), quick=quick, device=device, load_fn=load,
-                                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
+            raw = service.measure.claims(
+                ",".join(ids), quick=quick, device=device, load_fn=load,
+                progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
         rep = report(raw)
         rep["raw_k1"] = raw["claims"].get("K1")  # the sweep the K1 figure and fit are drawn from
         rep["when"] = now()  # the lesson labels a claim it reuses from here with its time

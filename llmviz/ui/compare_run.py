@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz import service
 from llmviz.analysis.predict import Prediction, Setup, Shape, predict
 from llmviz.trace.config import SamplingConfig, default_max_seq
 from llmviz.trace.switches import parse_spec
@@ -46,7 +47,7 @@ def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
     lm = base_model(s)
     config = lm.card()["config"]
     shape = Shape.from_config(config)
-    n = len(lm.tokenizer.encode(s.prompt))
+    n = len(service.models.tokens(lm, s.prompt))
     max_seq = default_max_seq(config["max_position_embeddings"])
     gbps = st.session_state.get(BANDWIDTH_KEY, {}).get(str(lm.device))  # this device's last probe
     sides = [predict(Setup.of(shape, parse_spec(spec), max_seq), n, s.cmp_steps, gbps) for spec in (s.cmp_a, s.cmp_b)]
@@ -59,14 +60,12 @@ def shown_result(s: Settings) -> dict | None:
 
 def run(t, s: Settings) -> dict | None:
     """Run the comparison the settings name, with a progress bar; None (and a message) when it cannot run."""
-    from llmviz import service
-
     def work(queued):
         config = service.CompareConfig(prompt=s.prompt, a=s.cmp_a, b=s.cmp_b, model=model_of(s), steps=s.cmp_steps,
                                        repeats=s.cmp_repeats, seed=s.seed, device=s.device,
                                        sampling=SamplingConfig(temperature=0), perplexity=bool(s.cmp_ppl))
         with queued() as progress:
-            return service.compare(config, load, lambda f, stage, values: progress(
+            return service.measure.compare(config, load, lambda f, stage, values: progress(
                 f, t(f"progress.compare.{stage}", **values)))
 
     result = measure.run(t, RESULT_KEY, key_of(s), work, text=t("progress.compare.load", side="A"))

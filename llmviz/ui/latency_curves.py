@@ -28,8 +28,8 @@ def run_prefill(t, s: Settings) -> dict | None:
     def work(queued):
         lm = server.model(s.model, s.device, s.dtype, **s.load_options())
         with queued() as progress:
-            return service.prefill_sweep(lm, prefill_lengths(lm.cfg.max_position_embeddings), REPEATS, s.attn,
-                                         lambda f, stage, values: progress(f, t("curves.progress", **values)))
+            return service.measure.prefill_sweep(lm, prefill_lengths(lm.cfg.max_position_embeddings), REPEATS, s.attn,
+                                                 lambda f, stage, values: progress(f, t("curves.progress", **values)))
 
     # the Decode page's sweep's inputs: the same settings time both curves
     return measure.run(t, PREFILL_KEY, latency_sweep.key_of(s), work, text=t("curves.progress", tokens="…"))

@@ -37,8 +37,8 @@ def run_sweep(t, s: Settings) -> dict | None:
                 progress(f, t("decode.sweep_progress", what=values.get("what", "…")))
 
             # the lesson's C18 sweep (labs/decode_slope.py) on this run's model, layout and attention
-            return service.decode_slope(lm, report, points=POINTS, steps=STEPS, repeats=REPEATS, seed=s.seed,
-                                        layout=layout_of(s), backend=s.attn)
+            return service.measure.decode_slope(lm, report, points=POINTS, steps=STEPS, repeats=REPEATS, seed=s.seed,
+                                                layout=layout_of(s), backend=s.attn)
 
     return measure.run(t, SWEEP_KEY, key_of(s), work, text=t("decode.sweep_progress", what="…"))
 

@@ -1,4 +1,4 @@
-"""The KV layouts page's state (C6, C8, C9; claim K3): its own URL settings (kv_*), live sessions (one per
+"""The KV layouts page's state (C6, C8, C9; claim K3): its own URL settings (kv_*), live runs (one per
 layout a run may choose, same prompts, stepped in lockstep), the controls that step them, and the length sweep's
 result, all kept in this browser session. The layouts are read from the table of llmviz/trace/config.py each run,
 so one an extension registers is run and listed too.
@@ -78,24 +78,24 @@ def layout_name(t, layout: str) -> str:
 @dataclass
 class Live:
     key: tuple
-    sessions: dict  # layout -> Session
+    runs: dict  # layout -> RunHandle (service/runs.py)
     prompts: list
     cursor: int = 0
     model_config: dict = field(default_factory=dict)  # the model card's config (what a step costs: analysis/work)
 
     @property
     def recorded(self) -> int:
-        return len(self.sessions["contiguous"].trace.steps)
+        return len(self.runs["contiguous"].trace.steps)
 
     def steps(self, layout: str) -> list:
-        return self.sessions[layout].trace.steps[: self.cursor + 1]
+        return self.runs[layout].trace.steps[: self.cursor + 1]
 
     def kv(self, layout: str) -> dict:
-        return self.sessions[layout].trace.steps[self.cursor].kv
+        return self.runs[layout].trace.steps[self.cursor].kv
 
     @property
     def can_compute(self) -> bool:
-        return not any(s.finished for s in self.sessions.values())
+        return not any(r.finished for r in self.runs.values())
 
     @property
     def can_next(self) -> bool:
@@ -104,8 +104,8 @@ class Live:
     def cost(self, count: int) -> float:
         """Estimated seconds of `count` Nexts: only the steps not recorded yet are computed, on every layout."""
         new = max(0, self.cursor + count - (self.recorded - 1))
-        cached = max(self.sessions["contiguous"].trace.steps[-1].kv["seq_lens"])
-        return decode_seconds(self.model_config, len(self.prompts), cached, new, copies=len(self.sessions))
+        cached = max(self.runs["contiguous"].trace.steps[-1].kv["seq_lens"])
+        return decode_seconds(self.model_config, len(self.prompts), cached, new, copies=len(self.runs))
 
 
 def prompts_of(s: Settings, o: Options) -> list[str]:
@@ -131,7 +131,7 @@ def engine_config(s: Settings, o: Options, context: int) -> EngineConfig:
 
 
 def current_live(t, s: Settings, o: Options) -> Live | None:
-    """The sessions for these settings, one per layout: reused, or started (prefill, then up to the URL's step).
+    """The runs for these settings, one per layout: reused, or started (prefill, then up to the URL's step).
     ImportError (no torch) is left to the page."""
     live = st.session_state.get(LIVE_KEY)
     if live is not None and live.key == live_key(s, o):
@@ -145,13 +145,13 @@ def current_live(t, s: Settings, o: Options) -> Live | None:
             lm = server.model(s.model, s.device, s.dtype,
                               **{k: v for k, v in kept.items() if k in s.load_options()})
             prompts, config = prompts_of(s, o), engine_config(s, o, lm.cfg.max_position_embeddings)
-            n = [len(lm.tokenizer.encode(p)) for p in prompts]
+            n = [len(service.models.tokens(lm, p)) for p in prompts]
             cost = run_seconds(lm.cfg.to_dict(), n, min(steps, config.max_seq_len - max(n)), s.dtype, len(layouts()))
             with measure.heavy(t, cost) as deadline:  # 4 long prompts x 3 layouts: in a public server's queue
-                sessions = service.start_layouts(lm, prompts, config, layouts(), server.policy().trace_budget_bytes)
-                service.step_layouts(sessions)  # the prefill
-                state.bound_sessions(sessions.values())
-                live = Live(live_key(s, o), sessions, prompts, model_config=lm.cfg.to_dict())
+                runs = service.runs.start_layouts(lm, prompts, config, layouts(), server.policy().trace_budget_bytes)
+                service.runs.step_layouts(runs)  # the prefill
+                state.bound_runs(runs.values())
+                live = Live(live_key(s, o), runs, prompts, model_config=lm.cfg.to_dict())
                 while live.cursor < steps and live.can_next:
                     advance(live)
                     deadline.check()
@@ -164,12 +164,12 @@ def current_live(t, s: Settings, o: Options) -> Live | None:
 
 
 def advance(live: Live) -> None:
-    """Show the recorded next step, or compute it on every session."""
+    """Show the recorded next step, or compute it on every run."""
     if live.cursor + 1 >= live.recorded:
         from llmviz import service
 
-        service.step_layouts(live.sessions)
-        state.bound_sessions(live.sessions.values())  # within the session's budget (issue 35)
+        service.runs.step_layouts(live.runs)
+        state.bound_runs(live.runs.values())  # within the session's budget (issue 35)
     live.cursor += 1
 
 
@@ -284,8 +284,8 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
             def report(f, stage, values):
                 progress(f, t("layouts.progress", what=values["what"]))
 
-            return service.layout_sweep(lm, lengths, layouts(), SWEEP_STEPS, o.repeats, report,
-                                        block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
+            return service.measure.layout_sweep(lm, lengths, layouts(), SWEEP_STEPS, o.repeats, report,
+                                                block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
 
     return measure.run(t, SWEEP_KEY, sweep_key(s, o), work, text=t("layouts.progress", what="…"))
 

@@ -56,9 +56,9 @@ def measured_now(t, claim_id: str, latest: LatestClaims | None = None, patience:
             kept = latest.get(claim_id) if latest is not None else None  # looked up again, in the slot
             if kept is not None:
                 return {**kept, "source": "server"}
-            raw = service.claims(claim_id, quick=True, device=state.settings().device, load_fn=load,
-                                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)),
-                                 patience=patience)
+            raw = service.measure.claims(
+                claim_id, quick=True, device=state.settings().device, load_fn=load,
+                progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)), patience=patience)
         return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured"}
 
     return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id))
@@ -226,7 +226,7 @@ def before_measuring(t, claim_id: str) -> None:
     from llmviz import service
 
     try:
-        work = service.claim_workload(claim_id, device=state.settings().device, load_fn=load)
+        work = service.measure.claim_workload(claim_id, device=state.settings().device, load_fn=load)
     except (LlmvizError, MemoryError):
         return  # the Reveal itself will say what went wrong
     name = FROM_BYTES[claim_id]

@@ -26,7 +26,7 @@ def run(t, s: Settings, o) -> dict | None:
             def report(f, stage, values):
                 progress(f, t("layouts.progress", what=values["what"]))
 
-            return service.locality_sweep(lm, None, STEPS, o.repeats, report, backend=s.attn, seed=s.seed)
+            return service.measure.locality_sweep(lm, None, STEPS, o.repeats, report, backend=s.attn, seed=s.seed)
 
     return measure.run(t, LOCALITY_KEY, key_of(s, o), work, text=t("layouts.progress", what="…"))
 

@@ -36,7 +36,7 @@ def run(t, s: Settings, model: str, context: int, load) -> dict | None:
         config = service.DecodePairConfig(a=s.cmp_a, b=s.cmp_b, model=model, context=context, steps=s.cmp_steps,
                                           seed=s.seed, device=s.device)
         with queued() as progress:
-            return service.decode_pair(config, load, lambda f, stage, values: progress(
+            return service.measure.decode_pair(config, load, lambda f, stage, values: progress(
                 f, t(f"progress.compare.{stage}", **{"side": "", "round": 0, "rounds": 0, **values})))
 
     return measure.run(t, RESULT_KEY, key_of(s, model, context), work, text=t("progress.compare.load", side="A"))

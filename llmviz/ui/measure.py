@@ -4,7 +4,7 @@ simulation, the claims, the device's ceilings.
     def work(queued):
         lm = server.model(...)                      # before the queue: loading is not measuring
         with queued() as progress:                  # the queue slot; progress(fraction, text) moves the bar
-            return service.layout_sweep(..., lambda f, stage, values: progress(f, t("...", **values)))
+            return service.measure.layout_sweep(..., lambda f, stage, values: progress(f, t("...", **values)))
 
     result = measure.run(t, SWEEP_KEY, key_of(s), work, text=t("decode.sweep_progress", what="…"))
     ...

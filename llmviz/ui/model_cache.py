@@ -46,7 +46,7 @@ def load_key(name: str, device: str, dtype: str, kv_heads: int | None = None, fu
     """What a load depends on, in one form: (name, device, dtype, kv_heads, fused_qkv, quant, quant_group).
     `device` is already resolved (auto -> cpu); `family` and `stored_kv_heads` are the checkpoint's, when known
     (without them kv_heads and fused_qkv are kept as asked). Pure: no streamlit, no torch."""
-    # A blank name stays as typed: the load refuses it (service.load would read "" as the embedded model)
+    # A blank name stays as typed: the load refuses it (service.models.load would read "" as the embedded model)
     name = name.strip() or name
     dtype, fused_qkv, quant = dtype.strip().lower(), fused_qkv.strip().lower(), quant.strip()
     if kv_heads is not None and stored_kv_heads is not None and int(kv_heads) == stored_kv_heads:
@@ -121,9 +121,9 @@ def cached_model(name: str, device: str, dtype: str, kv_heads: int | None = None
     """One shared model per load_key (each load-time switch rewrites the weights, so each is its own entry)."""
     from llmviz import service
 
-    service.use_cpu_threads(UI_THREADS)  # once per model load, for the whole server process
-    return service.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
-                                           quant=quant, quant_group=quant_group))
+    service.models.use_cpu_threads(UI_THREADS)  # once per model load, for the whole server process
+    return service.models.load(name, EngineConfig(device=device, dtype=dtype, kv_heads=kv_heads, fused_qkv=fused_qkv,
+                                                  quant=quant, quant_group=quant_group))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -133,7 +133,7 @@ def stored_shape(name: str) -> tuple[str | None, int | None]:
     from llmviz import service
 
     try:
-        config = service.model_config_dict(name)
+        config = service.models.model_config_dict(name)
     except (LlmvizError, OSError, ValueError):  # the load's to report, in its own words
         return None, None
     return config.get("family"), config.get("num_kv_heads")
@@ -147,7 +147,7 @@ def key_of(name: str, device: str, dtype: str, kv_heads: int | None, fused_qkv: 
     family = stored = None
     if kv_heads is not None or fused_qkv != "auto":
         family, stored = stored_shape(name.strip())
-    return load_key(name, service.resolved_device(device), dtype, kv_heads, fused_qkv, quant, quant_group,
+    return load_key(name, service.models.resolved_device(device), dtype, kv_heads, fused_qkv, quant, quant_group,
                     family=family, stored_kv_heads=stored)
 
 

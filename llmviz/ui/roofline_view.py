@@ -31,7 +31,7 @@ def run_probes(t, device: str, config: dict | None, dtype: str) -> dict | None:
 
     def work(queued):
         with queued():  # the probes report no progress: a spinner shows
-            return service.device_limits(device, layer_bytes(config, dtype) if config else 4 * 2**20)
+            return service.measure.device_limits(device, layer_bytes(config, dtype) if config else 4 * 2**20)
 
     return measure.run(t, LIMITS_KEY, None, work, spinner=t("roofline.measuring"))
 

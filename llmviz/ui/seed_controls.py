@@ -51,15 +51,14 @@ def _new_sample() -> None:
 def _resample() -> None:
     """Draw the token of the step shown again, with a fresh seed, and go on from there."""
     run = state.held_run()
-    if run is None or run.session is None:
+    if run is None or run.handle is None:
         return
     try:
         step, seed = run.cursor, fresh_seed()
         _keep_before(run, f"seed {run.step.sampling.get('seed', state.settings().seed)}")
-        run.session.rewind(step)
-        run.session.reseed(seed)
+        run.handle.rewind(step)
         kept = {k: v for k, v in decode_reseed(state.settings().reseed).items() if k < step}
-        state.update(reseed=encode_reseed({**kept, step: seed}))
+        state.update(reseed=encode_reseed({**kept, step: seed}))  # state.advance draws step `step` from `seed`
         run.cursor = step - 1
         state.advance(run)
     except Exception as exc:  # a callback runs outside the page's guard
@@ -68,7 +67,7 @@ def _resample() -> None:
 
 def controls(t, run) -> None:
     """Seed box, New sample, Resample from this step (live runs only: a replayed trace has no model)."""
-    live = run.key is not None and run.session is not None
+    live = run.key is not None and run.handle is not None
     written = state.seed_widgets({"seed": SEED_KEY})
     a, b, c = st.columns([1, 1, 2])
     low, high = SEEDS

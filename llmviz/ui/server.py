@@ -38,12 +38,12 @@ def imported() -> tuple[str, ...]:
 
     problems = tuple(load_plugins())
 
-    service.limit_heap_arenas()
+    service.models.limit_heap_arenas()
     for name in ("pandas", "plotly.graph_objects", "llmviz.service"):
         with suppress(ImportError):  # a replay-only install has no torch: its pages never import the engine
             importlib.import_module(name)
-    with suppress(ImportError):  # transformers' lazy names too (service.warm_imports), under this entry's lock
-        service.warm_imports()
+    with suppress(ImportError):  # transformers' lazy names too (service.models.warm_imports), under this entry's lock
+        service.models.warm_imports()
     settle_long_lived()
     collector()
     return problems

@@ -18,7 +18,7 @@ TRACES = ("mixed", "mixed-poisson", "shared-prompt")  # built in (assets/traces)
 SERVE_MODELS = ("llmviz-tiny", "gpt2-124m-random")  # models that share that tokenizer
 TARGET = EMBEDDED_MODEL
 DRAFTS = (EMBEDDED_DRAFT, TARGET)  # its trained 2-layer draft, or itself (self-speculation: a sanity check)
-SPEC_TOKENS = 32  # of the embedded model: short (service.speculate reports no progress, so a spinner shows)
+SPEC_TOKENS = 32  # of the embedded model: short (service.measure.speculate reports no progress, so a spinner shows)
 REPORT_EVERY_S = 0.1  # the progress bar moves at most this often
 
 
@@ -43,7 +43,7 @@ def uploaded_trace(t, data: bytes, name: str):
 
     try:
         server.policy().check_upload(len(data))
-        return service.read_trace(data, name)
+        return service.replay.read_trace(data, name)
     except LlmvizError as exc:
         explain(t, exc)
         return None
@@ -61,10 +61,10 @@ def batching(t, wanted: tuple, trace) -> dict | None:
         # before the queue: a trace too long for a sequence, or (public mode) more work than a turn may take,
         # is refused with its figures (issue 19: 1,024 requests x 2,047 tokens held the slot for hours), static
         # batching's padding in these slots included (issue 35: 1,080 tokens were 16,320 in 16 slots)
-        service.check_serving_work(lm, trace, server.policy().public, slots)
+        service.serving.check_serving_work(lm, trace, server.policy().public, slots)
         with queued() as progress:
-            service.warm_up_serving(lm, slots, device)
-            return {name: service.serve(lm, trace, name, _steps(t, progress), slots=slots, device=device)
+            service.serving.warm_up_serving(lm, slots, device)
+            return {name: service.serving.serve(lm, trace, name, _steps(t, progress), slots=slots, device=device)
                     for name in ("static", "continuous")}
 
     return measure.run(t, BATCHING_KEY, wanted, work, text=t("serving.progress", step=0))
@@ -77,8 +77,8 @@ def sharing(t, device: str, model: str, slots: int) -> dict | None:
     def work(queued):
         lm = server.model(model, device, "fp32")
         with queued() as progress:
-            return {on: service.serve(lm, "shared-prompt", "continuous", _steps(t, progress), slots=slots,
-                                      device=device, prefix_sharing=on) for on in (False, True)}
+            return {on: service.serving.serve(lm, "shared-prompt", "continuous", _steps(t, progress), slots=slots,
+                                              device=device, prefix_sharing=on) for on in (False, True)}
 
     return measure.run(t, SHARING_KEY, (device, model, slots), work, text=t("serving.progress", step=0))
 
@@ -93,8 +93,8 @@ def speculative(t, wanted: tuple) -> dict | None:
     def work(queued):
         target, draft = server.model(TARGET, device, "fp32"), server.model(draft_name, device, "fp32")
         with queued():
-            return service.speculate(target, draft, prompt, k, SPEC_TOKENS, SamplingConfig(temperature=temperature),
-                                     seed)
+            return service.measure.speculate(target, draft, prompt, k, SPEC_TOKENS,
+                                             SamplingConfig(temperature=temperature), seed)
 
     return measure.run(t, SPEC_KEY, wanted, work, spinner=t("serving.spec_running"))
 
@@ -109,7 +109,7 @@ def look(t, wanted: tuple, requests, step: int) -> dict | None:
     def work(queued):
         lm = server.model(model, device, "fp32")
         with queued() as progress:
-            return service.serve(lm, requests, "continuous", _steps(t, progress), slots=slots, device=device,
-                                 capture="full", capture_steps=(step,), until=step)
+            return service.serving.serve(lm, requests, "continuous", _steps(t, progress), slots=slots, device=device,
+                                         capture="full", capture_steps=(step,), until=step)
 
     return measure.run(t, LOOK_KEY, (*wanted, step), work, text=t("serving.progress", step=0))

@@ -26,7 +26,8 @@ def run_sweep(t) -> dict | None:
     def work(queued):
         lm = server.model(MODEL, "auto", "fp32")
         with queued() as progress:
-            return service.decode_slope(lm, progress=lambda f, stage, values: progress(f, t("lesson.slope_progress")))
+            return service.measure.decode_slope(
+                lm, progress=lambda f, stage, values: progress(f, t("lesson.slope_progress")))
 
     result = measure.run(t, SLOPE_KEY, MODEL, work, text=t("lesson.slope_progress"))
     if result is not None:

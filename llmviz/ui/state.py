@@ -16,7 +16,6 @@ import streamlit as st
 from llmviz.analysis.work import run_seconds
 from llmviz.errors import LlmvizError
 from llmviz.i18n.translator import Translator
-from llmviz.trace.budget import keep_bounded
 from llmviz.trace.records import RunTrace
 from llmviz.ui import measure
 from llmviz.ui.errors import explain
@@ -26,18 +25,18 @@ from llmviz.ui.server import engine_available, imported, model, policy  # noqa: 
 from llmviz.ui.settings import Settings, encode_history, language_of
 
 if TYPE_CHECKING:  # the engine (and torch) load only when a live run needs them, so replay works without
-    from llmviz.service import Session
+    from llmviz.service.runs import RunHandle
 
 RUN_KEY, SETTINGS_KEY = "llmviz_run", "llmviz_settings"
 
 
 @dataclass
 class Run:
-    """One run in one browser session: a live engine session, or a trace loaded for replay."""
+    """One run in one browser session: a live run (its handle, service/runs.py), or a trace loaded for replay."""
 
     key: tuple | None  # Settings.run_key() of a live run; None for a replayed trace
     trace: RunTrace
-    session: Session | None = None
+    handle: RunHandle | None = None
     cursor: int = 0  # the step shown
     shed: int = 0  # steps whose tensors were dropped to keep within the session's trace budget
 
@@ -47,7 +46,7 @@ class Run:
 
     @property
     def can_compute(self) -> bool:
-        return self.session is not None and not self.session.finished
+        return self.handle is not None and not self.handle.finished
 
 
 def settings() -> Settings:
@@ -120,12 +119,12 @@ def current_run(t: Translator) -> Run | None:
             lm = model(s.model, s.device, s.dtype, **s.load_options())
             st.session_state.pop(RUN_KEY, None)  # the old run's tensors go before the new run's are made
             budget, config = policy().trace_budget_bytes, s.engine_config(lm.cfg.max_position_embeddings)
-            n = len(lm.tokenizer.encode(s.prompt))
+            n = len(service.models.tokens(lm, s.prompt))
             cost = run_seconds(lm.cfg.to_dict(), [n], min(steps, config.max_seq_len - n), s.dtype)
             with measure.heavy(t, cost) as deadline:  # a long prompt or many steps: in a public server's queue
-                session = service.start(lm, s.prompt, config, budget)
-                service.step(session)  # the prefill, its capture planned within the budget (issue 35)
-                run = Run(s.run_key(), session.trace, session)
+                handle = service.runs.start(lm, s.prompt, config, budget)
+                handle.step()  # the prefill, its capture planned within the budget (issue 35)
+                run = Run(s.run_key(), handle.trace, handle)
                 bound(run)
                 while run.cursor < steps and advance(run):
                     deadline.check()
@@ -134,7 +133,7 @@ def current_run(t: Translator) -> Run | None:
         explain(t, exc)
         return None
     st.session_state[RUN_KEY] = run
-    service.release_memory()  # the old run's, and those of sessions that have closed since (issue 9)
+    service.models.release_memory()  # the old run's, and those of sessions that have closed since (issue 9)
     return run
 
 
@@ -162,37 +161,27 @@ def advance(run: Run) -> bool:
         return True
     if not run.can_compute:
         return False
-    from llmviz import service
-
     current, index = settings(), len(run.trace.steps)
-    run.session.sampling = current.sampling_for(index)  # the sliders, or the link's record
-    seed = current.reseed_at(index)
-    if seed is not None:  # the run was resampled from this step: its draw starts from that seed
-        run.session.reseed(seed)
-    service.step(run.session)
+    # the sliders (or the link's record); a seed when the run was resampled from this step: its draw starts there
+    run.handle.step(current.sampling_for(index), current.reseed_at(index))
     run.cursor += 1
     bound(run)
     return True
 
 
-def bound_sessions(sessions) -> None:
+def bound_runs(handles) -> None:
     """After a step of the runs a page holds beside the stepper's (the KV layouts page's, one per layout; the Batch
-    page's): each within its share of the session's budget (Session.budget, set when it started), its older
+    page's): each within its share of the session's budget (its handle's budget, set when it started), its older
     steps' full logits shed (capture off keeps them: 1.6 MB a step for 8 rows of GPT-2's vocabulary)."""
-    from llmviz import service
-
-    for session in sessions:
-        if session.budget is not None:
-            keep_bounded(session.trace, session.budget, (), service.release_memory, session.kv_bytes())
+    for handle in handles:
+        if handle.budget is not None:
+            handle.bound(handle.budget)
 
 
 def bound(run: Run) -> None:
     """After a step: everything the run holds (its KV cache and its trace's arrays) within the session's budget,
     the prefill shed like any step (issue 35)."""
-    from llmviz import service
-
-    run.shed = keep_bounded(run.trace, policy().trace_budget_bytes, (run.cursor,), service.release_memory,
-                            run.session.kv_bytes())
+    run.shed = run.handle.bound(policy().trace_budget_bytes, (run.cursor,))
 
 
 def back() -> None:

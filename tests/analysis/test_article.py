@@ -11,7 +11,7 @@ MIB = 2**20
 
 
 def config(name: str) -> dict:
-    return service.config_from_text(bundled_text(name))
+    return service.models.config_from_text(bundled_text(name))
 
 
 @pytest.fixture(scope="module")

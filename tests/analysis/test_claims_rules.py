@@ -177,7 +177,7 @@ def test_k4s_predicted_effect_from_the_bytes_by_hand():
     from llmviz.analysis.claim_effects import judged
     from llmviz.trace.config import EngineConfig
 
-    cfg = service.model_config_dict("llmviz-tiny")
+    cfg = service.models.model_config_dict("llmviz-tiny")
     sides = [{"engine_config": EngineConfig(kv_dtype=kv).to_dict(), "model_config": cfg, "kv": {"max_seq": 64}}
              for kv in ("auto", "bf16")]
     spread = {"median": 10.0, "min": 10.0, "max": 10.0, "all": [10.0] * 3}
@@ -213,7 +213,7 @@ def test_k2s_share_pairs_each_round_with_its_own_probe():
     from llmviz.analysis.claim_effects import judged
     from llmviz.trace.config import EngineConfig
 
-    side = {"engine_config": EngineConfig().to_dict(), "model_config": service.model_config_dict("llmviz-tiny"),
+    side = {"engine_config": EngineConfig().to_dict(), "model_config": service.models.model_config_dict("llmviz-tiny"),
             "kv": {"max_seq": 64}}
     claim = judged("K2", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "side": side, "prompt_tokens": 20,
                           "steps": 16, "decode_ms_per_token": {"median": 10.0, "min": 10.0, "max": 10.0,

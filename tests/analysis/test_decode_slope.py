@@ -6,7 +6,7 @@ import pytest
 from llmviz import service
 from llmviz.analysis.decode_slope import slowdown
 
-GPT2 = service.model_config_dict("gpt2-124m-random")
+GPT2 = service.models.model_config_dict("gpt2-124m-random")
 
 
 def sweep(ms_by_length: dict[int, list[float]], gbps: float | None = 10.0) -> dict:

@@ -143,6 +143,6 @@ def test_the_home_models_config_is_read_without_its_weights(monkeypatch, tmp_pat
         return str(tmp_path)
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
-    config = service.model_config_dict("meta-llama/Meta-Llama-3-8B")
+    config = service.models.model_config_dict("meta-llama/Meta-Llama-3-8B")
     assert asked == [("meta-llama/Meta-Llama-3-8B", ["config.json"], True)]  # the local cache, config only
     assert (config["num_layers"], config["num_kv_heads"]) == (32, 8)

@@ -14,7 +14,7 @@ def shapes(config: dict, new: int, cached: int = 0) -> dict:
 
 def test_the_articles_shapes_in_prefill_and_decode():
     """GPT-2-124M is the article's 768 x 12 x 64 x 12: its four tokens, then the fifth with four cached."""
-    gpt2 = service.config_from_text(bundled_text("gpt2"))
+    gpt2 = service.models.config_from_text(bundled_text("gpt2"))
     prefill, decode = shapes(gpt2, 4), shapes(gpt2, 1, cached=4)
     assert prefill["embed"] == (4, 768) and decode["embed"] == (1, 768)  # the article's [4,768] -> [1,768]
     assert prefill["q"] == (4, 12, 64) and decode["q"] == (1, 12, 64)
@@ -25,7 +25,7 @@ def test_the_articles_shapes_in_prefill_and_decode():
 
 
 def test_gqa_keeps_fewer_kv_heads_than_query_heads():
-    llama3 = service.config_from_text(bundled_text("llama-3-8b"))
+    llama3 = service.models.config_from_text(bundled_text("llama-3-8b"))
     step = shapes(llama3, 1, cached=2047)
     assert step["q"] == (1, 32, 128) and step["k"] == (1, 8, 128) and step["cache"] == (2048, 8, 128)
 

@@ -36,12 +36,12 @@ def test_a_run_is_its_prefill_and_its_decode_steps_by_hand():
 
 @pytest.fixture(scope="module")
 def gpt2() -> dict:
-    return service.config_from_text(bundled_text("gpt2"))  # GPT-2 124M's shape, gpt2-124m-random's too
+    return service.models.config_from_text(bundled_text("gpt2"))  # GPT-2 124M's shape, gpt2-124m-random's too
 
 
 @pytest.fixture(scope="module")
 def embedded() -> dict:
-    return service.model_config_dict("llmviz-tiny")
+    return service.models.model_config_dict("llmviz-tiny")
 
 
 def test_the_findings_links_are_heavy(gpt2):

@@ -67,7 +67,7 @@ def test_compare_peak_memory_on_cuda():
     from llmviz.labs.compare import CompareConfig, compare
 
     result = compare(CompareConfig(prompt=PROMPT, a="dtype=fp32", b="dtype=fp16", model="llmviz-tiny", steps=4,
-                                   repeats=1, device="cuda"), service.load)
+                                   repeats=1, device="cuda"), service.models.load)
     a, b = result["a"], result["b"]
     assert a["peak_memory"]["kind"] == "cuda" and b["weight_bytes"] * 2 == a["weight_bytes"]
     assert a["weight_bytes"] + a["kv_bytes_allocated"] <= a["peak_memory"]["bytes"]

@@ -14,6 +14,7 @@ from ui_helpers import PROMPT, open_app, page_file, shown
 from llmviz import service
 from llmviz.analysis.predict import Setup, Shape, kv_allocated_bytes, layer_slots
 from llmviz.engine.kv import register_kv_layout, unregister_kv_layout
+from llmviz.engine.session import Session
 from llmviz.errors import UnknownNameError
 from llmviz.trace.config import ATTN_BACKENDS, KV_LAYOUTS, EngineConfig, SamplingConfig
 from llmviz.trace.extensions import Extension
@@ -35,12 +36,12 @@ def backend():
 
 @pytest.fixture(scope="module")
 def lm():
-    return service.load(MODEL, EngineConfig())
+    return service.models.load(MODEL, EngineConfig())
 
 
 def run(lm, config: EngineConfig):
-    session = service.start(lm, PROMPT, config)
-    steps = [service.step(session) for _ in range(STEPS)]
+    session = Session(lm, PROMPT, config)  # the engine's own: the test reads its cache's class
+    steps = [session.step() for _ in range(STEPS)]
     return session, steps
 
 
@@ -114,7 +115,7 @@ def test_the_layouts_page_runs_and_lists_the_new_layout(backend):
     summary = next(t.value for t in at.table if t.value.columns[0] == "Layout").set_index("Layout")
     assert list(summary.index) == ["Contiguous", "Growing (torch.cat)", "Paged", "Chunked"]  # its own label
     live = at.session_state["llmviz_kv_live"]
-    held = live.sessions[LAYOUT].trace.steps[-1].kv["seq_lens"]
+    held = live.runs[LAYOUT].trace.steps[-1].kv["seq_lens"]
     block = at.session_state["llmviz_settings"].kv_bs  # the page's block size is the chunk
     assert summary.loc["Chunked", "Token slots reserved"] == sum(math.ceil(n / block) * block for n in held)
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from llmviz import service
+from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 from llmviz.trace.config import EngineConfig, SamplingConfig
 
@@ -15,13 +16,13 @@ CONFIG = dict(device="cpu", seed=0, sampling=SamplingConfig(temperature=1.0, top
 
 @pytest.fixture(scope="module")
 def lm():
-    return service.load("llmviz-tiny", EngineConfig(device="cpu"))
+    return service.models.load("llmviz-tiny", EngineConfig(device="cpu"))
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "paged", "dynamic"])
 def test_rewind_then_reseed_equals_a_run_reseeded_there(lm, layout):
     config = EngineConfig(**CONFIG, kv_layout=layout, kv_block_size=4)
-    first = service.start(lm, "The list of", config)
+    first = Session(lm, "The list of", config)
     for _ in range(7):
         first.step()
     original = [s.logits.copy() for s in first.trace.steps]
@@ -35,7 +36,7 @@ def test_rewind_then_reseed_equals_a_run_reseeded_there(lm, layout):
     # step 3 reads the same tokens as before: the same logits, to the bit
     assert np.array_equal(first.trace.steps[3].logits, original[3])
     assert first.trace.steps[3].sampling["seed"] == 9 and first.trace.steps[2].sampling["seed"] == 0
-    other = service.start(lm, "The list of", config)  # reseeded at step 3 without going back
+    other = Session(lm, "The list of", config)  # reseeded at step 3 without going back
     for i in range(7):
         if i == 3:
             other.reseed(9)
@@ -47,12 +48,12 @@ def test_rewind_then_reseed_equals_a_run_reseeded_there(lm, layout):
 
 
 def test_rewind_refuses_what_it_cannot_do(lm):
-    session = service.start(lm, ["The list of", "Return"], EngineConfig(**CONFIG))
+    session = Session(lm, ["The list of", "Return"], EngineConfig(**CONFIG))
     session.step()
     session.step()
     with pytest.raises(ConfigError, match="one-row"):
         session.rewind(1)
-    single = service.start(lm, "The list of", EngineConfig(**CONFIG))
+    single = Session(lm, "The list of", EngineConfig(**CONFIG))
     single.step()
     for bad in (0, 1, -1, "1"):
         with pytest.raises(ConfigError):

@@ -286,9 +286,9 @@ def test_a_traces_work_is_bounded_before_it_runs(tiny_lm):
         trace = load_trace(name)
         expected = sum(len(r.prompt_ids) + r.output_len for r in trace.requests)
         assert check_work(trace, 512) == trace_work(trace) == expected <= PUBLIC_MAX_TRACE_TOKENS
-        assert service.check_serving_work(tiny_lm, name, public=True) == expected
+        assert service.serving.check_serving_work(tiny_lm, name, public=True) == expected
         for slots in range(1, 17):
-            assert expected <= service.check_serving_work(tiny_lm, name, public=True, slots=slots) \
+            assert expected <= service.serving.check_serving_work(tiny_lm, name, public=True, slots=slots) \
                 <= PUBLIC_MAX_TRACE_TOKENS
     # static batching's padding counts: a 512-token request beside fifteen 2-token ones is sixteen 512-token rows
     padded = RequestTrace("pad", (Request(0, 0, (5,), 511), *(Request(i, 0, (5,), 1) for i in range(1, 17))))
@@ -296,7 +296,7 @@ def test_a_traces_work_is_bounded_before_it_runs(tiny_lm):
     assert trace_work(padded, slots=16) == 16 * 512 + 2 and trace_work(padded, slots=8) == 8 * 512 + 8 * 2 + 2
     assert check_work(padded, 512, slots=8) == 4114
     with pytest.raises(NotAllowedError, match="static batching in 16 slots, padding included"):
-        service.check_serving_work(tiny_lm, padded, public=True, slots=16)
+        service.serving.check_serving_work(tiny_lm, padded, public=True, slots=16)
     # the red team's upload: 1,024 requests x (1 + 2,047) tokens, ~6 hours of one core
     attack = RequestTrace("attack", tuple(Request(i, 0, (5,), 2047) for i in range(1024)))
     with pytest.raises(NotAllowedError, match=r"2,097,152 tokens.* at most 8,192") as caught:
@@ -307,11 +307,11 @@ def test_a_traces_work_is_bounded_before_it_runs(tiny_lm):
     assert check_work(at_limit, 512) == PUBLIC_MAX_TRACE_TOKENS
     over = RequestTrace("over", (*at_limit.requests, Request(99, 0, (5,), 1)))
     with pytest.raises(NotAllowedError):
-        service.check_serving_work(tiny_lm, over, public=True)
-    assert service.check_serving_work(tiny_lm, over, public=False) == PUBLIC_MAX_TRACE_TOKENS + 2
+        service.serving.check_serving_work(tiny_lm, over, public=True)
+    assert service.serving.check_serving_work(tiny_lm, over, public=False) == PUBLIC_MAX_TRACE_TOKENS + 2
     too_long = RequestTrace("long", (Request(0, 0, (5,) * 500, 13),))  # 513 tokens; tiny holds 512
     with pytest.raises(ConfigError, match=r"request 0 .* needs 513 tokens .* holds 512"):
-        service.check_serving_work(tiny_lm, too_long, public=False)
+        service.serving.check_serving_work(tiny_lm, too_long, public=False)
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,7 @@ def test_a_last_round_that_keeps_every_draft_is_described(pair):
     from llmviz import service
 
     target, _ = pair
-    result = service.speculate(target, target, "import numpy as np", 2, max_new=7)
+    result = service.measure.speculate(target, target, "import numpy as np", 2, max_new=7)
     assert result["identical_outputs"] and result["acceptance_rate"] == 1.0
     assert all(r.token in result["tokens"] and set(r.proposed) <= set(result["tokens"]) for r in result["rounds"])
     # rounds of 3 and 3 tokens, then k clipped to the 1 token left: 1 draft + the bonus, one token too many

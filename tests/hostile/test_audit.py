@@ -1,4 +1,4 @@
-"""A static audit of the code the CLI and the pages reach (llmviz/engine/**, trace/**, labs/**, cli/**, service.py,
+"""A static audit of the code the CLI and the pages reach (llmviz/engine/**, trace/**, labs/**, cli/**, service/**,
 files.py): errors are typed (no bare builtin exception is raised), no remote code, no pickles (issue 9).
 
 One builtin is allowed where Python's protocol demands it: AttributeError raised by a module's `__getattr__`
@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 AUDITED = sorted([*(ROOT / "llmviz" / "engine").rglob("*.py"), *(ROOT / "llmviz" / "trace").rglob("*.py"),
                   *(ROOT / "llmviz" / "labs").rglob("*.py"), *(ROOT / "llmviz" / "cli").rglob("*.py"),
-                  ROOT / "llmviz" / "service.py", ROOT / "llmviz" / "files.py"])
+                  *(ROOT / "llmviz" / "service").rglob("*.py"), ROOT / "llmviz" / "files.py"])
 PROTOCOL = {"__getattr__": {"AttributeError"}}  # function name -> the builtin its protocol requires it to raise
 BUILTIN_EXCEPTIONS = {name for name in dir(builtins)
                       if isinstance(getattr(builtins, name), type) and issubclass(getattr(builtins, name),
@@ -91,7 +91,8 @@ def test_no_bare_exception_no_remote_code_no_pickle(path):
 
 def test_the_audit_covers_the_engine_the_service_and_the_cli():
     names = {str(p.relative_to(ROOT)) for p in AUDITED}
-    assert {"llmviz/service.py", "llmviz/cli/main.py", "llmviz/cli/serve.py", "llmviz/trace/records.py",
+    assert {"llmviz/service/runs.py", "llmviz/service/measure.py", "llmviz/cli/main.py", "llmviz/cli/serve.py",
+            "llmviz/trace/records.py",
             "llmviz/engine/loading/model.py", "llmviz/engine/session.py", "llmviz/labs/compare.py",
             "llmviz/cli/generate.py", "llmviz/files.py"} <= names and len(names) > 60
 

@@ -38,7 +38,7 @@ LOADS: dict = {}  # loaded models shared by every case here (loading is not what
 
 @pytest.fixture
 def run(capsys, monkeypatch, tiny):
-    real_load = service.load
+    real_load = service.models.load
 
     def cached_load(name, config):
         key = (name or service.EMBEDDED_MODEL, config.dtype, config.kv_heads, config.fused_qkv, config.quant,
@@ -48,7 +48,7 @@ def run(capsys, monkeypatch, tiny):
                 else real_load(name, config)
         return LOADS[key]
 
-    monkeypatch.setattr(service, "load", cached_load)
+    monkeypatch.setattr(service.models, "load", cached_load)
     import llmviz.labs.compare as compare_module
 
     probe = compare_module.memory_bandwidth  # the real probe on a 4 MiB buffer instead of 512 MiB
@@ -331,7 +331,7 @@ def _raiser(exc):
 @pytest.mark.parametrize("cls", ERROR_CLASSES, ids=lambda c: c.__name__)
 def test_every_error_class_is_one_line(run, monkeypatch, tmp_path, cls):
     """The message may hold newlines (a library's message); the CLI still prints one line and exits 2."""
-    monkeypatch.setattr(service, "load", _raiser(cls(f"forced {cls.__name__}\nwith a second line", code="x")))
+    monkeypatch.setattr(service.models, "load", _raiser(cls(f"forced {cls.__name__}\nwith a second line", code="x")))
     line = check(run(*_command("generate", tmp_path)), ERROR)
     assert line == f"error: forced {cls.__name__} with a second line"
 
@@ -343,7 +343,7 @@ def test_every_command_reports_a_forced_error(run, monkeypatch, tmp_path, comman
     step loop, run_step)."""
     exc = errors.OutOfMemoryError("forced during the run; try a smaller model")
     if where == "load":
-        monkeypatch.setattr(service, "load", _raiser(exc))
+        monkeypatch.setattr(service.models, "load", _raiser(exc))
     else:
         import llmviz.engine.serving.continuous as continuous
         import llmviz.engine.serving.speculative as speculative

@@ -84,7 +84,7 @@ def busy(at) -> bool:
 
 
 def test_the_sizes_here_are_what_the_estimate_calls_heavy_and_light(tiny):
-    gpt2, lm_tokens = service.model_config_dict("gpt2-124m-random"), len(tiny.tokenizer.encode(LONG))
+    gpt2, lm_tokens = service.models.model_config_dict("gpt2-124m-random"), len(tiny.tokenizer.encode(LONG))
     tiny = tiny.cfg.to_dict()
     assert 400 <= lm_tokens <= 512 - 33, lm_tokens
     assert not work.is_light(work.run_seconds(tiny, [lm_tokens] * 4, 8, copies=3))  # the layouts link: heavy

@@ -110,24 +110,24 @@ def _numeric_run(tiny, control, value):
         return Session(tiny, PROMPT, EngineConfig(sampling=sampling, stop_at_eos=False)).generate(4)
     if control.where == "engine":
         config = EngineConfig(**{"sampling": GREEDY, "stop_at_eos": False, **setup, control.name: value})
-        lm = tiny if config.quant == "none" else service.load(None, config)
+        lm = tiny if config.quant == "none" else service.models.load(None, config)
         return Session(lm, PROMPT, config).generate(4)
     if control.where == "generate":
         return Session(tiny, PROMPT, EngineConfig(sampling=GREEDY, stop_at_eos=False, **setup)).generate(value)
     if control.where == "threads":
-        return service.use_cpu_threads(value)
+        return service.models.use_cpu_threads(value)
     if control.where == "compare":  # refused on construction, or by compare() once it knows the model's shape
         config = service.CompareConfig(prompt=PROMPT, **{control.name: value})
-        return config if value == 0 else service.compare(config, load_fn=lambda name, engine: tiny)
+        return config if value == 0 else service.measure.compare(config, load_fn=lambda name, engine: tiny)
     if control.where == "serve":
         from llmviz.engine.serving.requests import parse_trace_bytes
 
         requests = parse_trace_bytes(REQUEST_TRACES[-1].value)
-        return service.serve(tiny, requests, "continuous", **{control.name: value})
+        return service.serving.serve(tiny, requests, "continuous", **{control.name: value})
     if control.where == "speculative":
         from llmviz.engine.serving.speculative import Speculator
 
-        draft = service.load("llmviz-tiny-draft", EngineConfig())
+        draft = service.models.load("llmviz-tiny-draft", EngineConfig())
         args = {"k": 2, "max_new": 4, control.name: value}
         return Speculator(tiny, draft, tiny.tokenizer.encode(PROMPT), args["k"], GREEDY, 0, args["max_new"]).run()
     raise AssertionError(control.where)
@@ -182,7 +182,7 @@ def test_numeric_control(tiny, control, value):
 
 @pytest.mark.parametrize("case", DEVICES, ids=lambda c: c.name)
 def test_device_names(case):
-    check_typed(outcome(lambda: service.load(None, EngineConfig(device=case.value)), case.expect), case.error)
+    check_typed(outcome(lambda: service.models.load(None, EngineConfig(device=case.value)), case.expect), case.error)
 
 
 def test_set_threads_refuses_what_would_abort_the_process():
@@ -190,7 +190,7 @@ def test_set_threads_refuses_what_would_abort_the_process():
 
     before = torch.get_num_threads()
     for value in (10**9, 2**31, 0, -4, 1.5, True, "8"):
-        check_typed(outcome(lambda v=value: service.use_cpu_threads(v), ERROR), "ConfigError")
+        check_typed(outcome(lambda v=value: service.models.use_cpu_threads(v), ERROR), "ConfigError")
     assert torch.get_num_threads() == before
 
 
@@ -241,7 +241,7 @@ def test_request_trace(tiny, case):
     from llmviz.engine.serving.requests import parse_trace_bytes
 
     def run():
-        return service.serve(tiny, parse_trace_bytes(case.value, case.name), "continuous", slots=2)
+        return service.serving.serve(tiny, parse_trace_bytes(case.value, case.name), "continuous", slots=2)
 
     result = outcome(run, case.expect)
     if case.expect == ERROR:

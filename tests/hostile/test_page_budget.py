@@ -34,11 +34,12 @@ def test_the_batch_pages_run_stays_within_the_public_budget(monkeypatch):
     assert not at.exception and not at.error, [e.value for e in at.error]
     steps = run.trace.steps
     width = steps[0].input_ids.shape[1]
-    assert run.session.kv_bytes() == kv_by_hand(8, run.session.max_seq)  # the cache, counted from its tensors
+    assert run.handle.kv_bytes() == kv_by_hand(8, steps[-1].kv["max_seq"])  # the cache, counted from its tensors
     budget = 64e6  # the public default
     logits_each = 8 * 50_257 * 4
-    assert kv_by_hand(8, run.session.max_seq) + len(steps) * logits_each > budget  # unshed, it would pass the budget
-    assert held_bytes(run.trace) + run.session.kv_bytes() <= budget
+    unshed = kv_by_hand(8, steps[-1].kv["max_seq"]) + len(steps) * logits_each
+    assert unshed > budget  # unshed, it would pass the budget
+    assert held_bytes(run.trace) + run.handle.kv_bytes() <= budget
     assert steps[-1].logits is not None and sum(s.logits is None for s in steps) >= 1  # the oldest logits went
     assert all(s.topk_ids.shape == (8, 20) for s in steps) and width == 60  # what the grid and the tokens read stays
 

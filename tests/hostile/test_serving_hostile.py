@@ -49,13 +49,13 @@ def names(lang: str = "en") -> dict:
 
 # --- finding 8: the padding counts ----------------------------------------------------------------------------
 def test_a_trace_that_padding_makes_too_big_is_refused_with_the_padding_named(tiny):
-    exc = outcome(lambda: service.check_serving_work(tiny, padded(), public=True, slots=16), "error")
+    exc = outcome(lambda: service.serving.check_serving_work(tiny, padded(), public=True, slots=16), "error")
     message = check_typed(exc, "NotAllowedError")
     assert exc.code == "serving_work_padded" and "16,320 tokens" in message and "16 slots" in message
     assert (exc.params["work"], exc.params["tokens"], exc.params["slots"]) == (16_320, 1_080, 16)
     # in 1 slot nothing is padded; in 2, the two long rows' batches are 2 x 510 and the 14 others 2 x 2
-    assert outcome(lambda: service.check_serving_work(tiny, padded(), public=True, slots=1), "ok") == 1_080
-    assert service.check_serving_work(tiny, padded(), public=True, slots=2) == 2 * 2 * 510 + 14 * 2 * 2
+    assert outcome(lambda: service.serving.check_serving_work(tiny, padded(), public=True, slots=1), "ok") == 1_080
+    assert service.serving.check_serving_work(tiny, padded(), public=True, slots=2) == 2 * 2 * 510 + 14 * 2 * 2
 
 
 @pages
@@ -88,8 +88,8 @@ def test_idle_steps_between_arrivals_are_recorded_not_stepped(tiny, monkeypatch)
     step = ContinuousScheduler.step
     monkeypatch.setattr(ContinuousScheduler, "step", lambda self: stepped.append(1) or step(self))
     trace = spread(64)
-    result = outcome(lambda: service.serve(tiny, trace, "continuous", lambda *a: reports.append(a), slots=8,
-                                           device="cpu"), "ok", seconds=20)
+    result = outcome(lambda: service.serving.serve(tiny, trace, "continuous", lambda *a: reports.append(a), slots=8,
+                                                   device="cpu"), "ok", seconds=20)
     assert len(result["records"]) == 10_001 and len(stepped) == 64 and len(reports) == 64
     assert reports[-1][0] == 1.0 and {len(o) for o in result["outputs"].values()} == {1}
     fed = [i for i, r in enumerate(result["records"]) if r.rows]
@@ -101,7 +101,7 @@ def test_static_batching_counts_who_waits_without_recounting_everyone(tiny):
     """The waiting count of each idle step, against a count by hand from the arrivals (bisection replaced a scan of
     every request at every one of 10,000 idle steps)."""
     trace = spread(64)
-    result = outcome(lambda: service.serve(tiny, trace, "static", slots=8, device="cpu"), "ok", seconds=20)
+    result = outcome(lambda: service.serving.serve(tiny, trace, "static", slots=8, device="cpu"), "ok", seconds=20)
     arrivals = [r.arrival_step for r in trace.requests]
     for step in (0, 1, 158, 159, 1110, 5000, 9999):
         rec = result["records"][step]
@@ -111,7 +111,7 @@ def test_static_batching_counts_who_waits_without_recounting_everyone(tiny):
 
 
 def test_the_spread_traces_gantt_is_bounded_and_says_it_binned(tiny):
-    result = outcome(lambda: service.serve(tiny, spread(), "static", slots=8, device="cpu"), "ok", seconds=30)
+    result = outcome(lambda: service.serving.serve(tiny, spread(), "static", slots=8, device="cpu"), "ok", seconds=30)
     view = binned_timeline(result)
     assert (view.per_row, view.per_column) == (8, 33)  # 1,024 / 128 rows; 10,001 steps / 312 columns, made odd
     assert view.counts[..., PREFILL].sum() == 1024 and view.counts.sum() == 1024 * 10_001  # every request-step

@@ -47,7 +47,7 @@ def test_a_measurement_put_while_queued_is_read_not_repeated(monkeypatch):
     monkeypatch.setattr(measure, "slot", slot_after_another_session)
     from llmviz import service
 
-    monkeypatch.setattr(service, "claims", no_measurement)
+    monkeypatch.setattr(service.measure, "claims", no_measurement)
     at = open_app(page_file("lesson"), model="llmviz-tiny", lesson="2.2.2")
     assert server.latest_claims().get("K4") is None  # nothing measured yet: this session takes the turn
     at.button(key="lesson_reveal_K4").click().run()
@@ -72,7 +72,8 @@ def test_a_reveal_while_another_session_measures_waits_and_reads_it(monkeypatch)
     lesson_reveal.flights.clear()
     from llmviz import service
 
-    monkeypatch.setattr(service, "claims", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured again")))
+    monkeypatch.setattr(service.measure, "claims",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured again")))
     at = open_app(page_file("lesson"), model="llmviz-tiny", lesson="2.2.2")
     flights, latest, holding = lesson_reveal.flights(), server.latest_claims(), threading.Event()
 

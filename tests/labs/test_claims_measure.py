@@ -17,7 +17,7 @@ GPT2_PER_TOKEN = 12 * 2 * 12 * 64 * 4  # the decode claims' GPT-2-124M shape (is
 
 
 def cpu_load(name, engine):
-    return service.load(name, engine.with_(device="cpu"))
+    return service.models.load(name, engine.with_(device="cpu"))
 
 
 @pytest.fixture(scope="module")

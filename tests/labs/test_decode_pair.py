@@ -60,7 +60,7 @@ def test_fill_random_refuses_a_one_token_prompt(gqa):
 
 
 def load_cpu(model_dirs):
-    return lambda name, engine: service.load(str(model_dirs["llama_gqa_rope3"]), engine.with_(device="cpu"))
+    return lambda name, engine: service.models.load(str(model_dirs["llama_gqa_rope3"]), engine.with_(device="cpu"))
 
 
 def test_a_pair_times_a_b_and_the_control_in_every_round_and_counts_the_bytes(model_dirs):

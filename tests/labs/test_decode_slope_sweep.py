@@ -15,8 +15,8 @@ def result():
     from llmviz import service
     from llmviz.trace.config import EngineConfig
 
-    lm = service.load("llmviz-tiny", EngineConfig(device="cpu", capture="off"))
-    return service.decode_slope(lm, points=4, steps=2, repeats=2)
+    lm = service.models.load("llmviz-tiny", EngineConfig(device="cpu", capture="off"))
+    return service.measure.decode_slope(lm, points=4, steps=2, repeats=2)
 
 
 def test_the_lengths_by_hand():

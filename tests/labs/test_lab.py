@@ -72,7 +72,7 @@ def test_agreement():
 def run(model, a, b, **kw):
     config = CompareConfig(prompt=PROMPT, a=a, b=b, model=str(model), steps=kw.pop("steps", 6), repeats=1,
                            device="cpu", bandwidth_bytes=64 * 2**20, **kw)
-    return compare(config, service.load)
+    return compare(config, service.models.load)
 
 
 def test_lossless_switch_gives_identical_tokens_and_the_predicted_bytes(model_dirs):
@@ -138,7 +138,7 @@ def test_only_the_drifts_reference_keeps_its_whole_logits(model_dirs, monkeypatc
     monkeypatch.setattr(Session, "step", spy)
     config = CompareConfig(prompt=PROMPT, a="", b="kv-dtype=fp16", model=str(model_dirs["gpt2"]), steps=4, repeats=2,
                            warmup=1, device="cpu", bandwidth_bytes=4 * 2**20)
-    result = compare(config, service.load)
+    result = compare(config, service.models.load)
     timed = [s for capture, s in steps if capture == "off"]
     kept = [s for s in timed if s.logits is not None]
     # 3 rounds x 3 runs (A, B, the control A) x 5 steps timed, then B's 5 teacher-forced steps; A's last run (5
@@ -155,7 +155,7 @@ def test_the_control_runs_a_again_in_every_timed_round_and_gives_the_noise_floor
 
     config = CompareConfig(prompt=PROMPT, a="", b="kv-dtype=fp16", model=str(model_dirs["gpt2"]), steps=3, repeats=3,
                            device="cpu", bandwidth_bytes=4 * 2**20)
-    result = compare(config, service.load)
+    result = compare(config, service.models.load)
     control = result["control"]
     for key in ("prefill_ms", "decode_ms_per_token"):
         a, again = result["a"][key]["all"], control[key]["all"]
@@ -163,7 +163,7 @@ def test_the_control_runs_a_again_in_every_timed_round_and_gives_the_noise_floor
         floor = control["noise_floor"][key]
         assert floor["value"] == pytest.approx(statistics.median(x / y - 1 for x, y in zip(a, again, strict=True)))
         assert floor["low"] <= floor["value"] <= floor["high"] and floor["rounds"] == 3
-    assert "control" not in compare(replace(config, control=False, repeats=1), service.load)
+    assert "control" not in compare(replace(config, control=False, repeats=1), service.models.load)
 
 
 def test_within_noise_reads_the_paired_interval():
@@ -183,7 +183,7 @@ def test_eager_materializes_the_score_matrix_and_sdpa_does_not(model_dirs):
     prompt = " ".join(["fox"] * 40)
     config = CompareConfig(prompt=prompt, a="attn=eager", b="attn=sdpa", model=str(folder), steps=2, repeats=1,
                            device="cpu", bandwidth_bytes=64 * 2**20)
-    result = compare(config, service.load)
+    result = compare(config, service.models.load)
     n = result["prompt_tokens"]
     eager, sdpa = result["a"]["largest_activation"], result["b"]["largest_activation"]
     assert eager["bytes"] == 4 * n * n * 4 and eager["hook"].endswith(("scores", "probs"))  # [1, h, n, n] fp32
@@ -194,7 +194,7 @@ def test_eager_materializes_the_score_matrix_and_sdpa_does_not(model_dirs):
 
 def test_force_last_feeds_the_given_token(model_dirs):
     lm = load_model(str(model_dirs["gpt2"]), device="cpu")
-    session = service.start(lm, PROMPT, EngineConfig(device="cpu"))
+    session = Session(lm, PROMPT, EngineConfig(device="cpu"))
     session.step()
     session.force_last([7])
     step = session.step()
@@ -208,7 +208,7 @@ def test_a_run_cut_short_by_the_cache_reports_the_steps_it_ran(model_dirs):
     n = len(load_model(str(folder), device="cpu").tokenizer.encode(PROMPT))
     config = CompareConfig(prompt=PROMPT, b="kv-layout=paged", model=str(folder), steps=10, repeats=1, device="cpu",
                            max_seq_len=n + 4, bandwidth_bytes=64 * 2**20)
-    result = compare(config, service.load)
+    result = compare(config, service.models.load)
     assert result["steps_asked"] == 10 and result["steps"] == 4  # the cache holds the prompt + 4 tokens
     kv_used = next(r for r in table(result) if r.what == "kv_used")
     assert kv_used.predicted_a == kv_used.measured_a == (n + 4) * 2 * 2 * 16 * 4 * 2  # full

@@ -13,6 +13,7 @@ from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import decode, plan_step
 from llmviz.engine.random_fill import fill_random
+from llmviz.engine.session import Session
 from llmviz.engine.step_batch import layer_windows
 from llmviz.errors import ConfigError
 from llmviz.labs.layout_sweep import check_lengths, default_lengths, layout_sweep
@@ -40,7 +41,7 @@ def test_the_test_model_is_what_the_numbers_assume(gqa):
 
 def test_dynamic_copies_the_previous_cache_every_step(gqa):
     """torch.cat copies the old tensor whole: step k copies the bytes the cache held after step k - 1."""
-    session = service.Session(gqa, PROMPTS, EngineConfig(kv_layout="dynamic", sampling=GREEDY, stop_at_eos=False,
+    session = Session(gqa, PROMPTS, EngineConfig(kv_layout="dynamic", sampling=GREEDY, stop_at_eos=False,
                                                          max_seq_len=64))
     trace = session.generate(6)
     prompt_lens = [len(trace.row_prompt_ids(i)) for i in range(2)]
@@ -59,10 +60,10 @@ def test_dynamic_copies_the_previous_cache_every_step(gqa):
 
 def test_lockstep_sessions_draw_the_same_tokens_and_hold_what_their_layout_holds(gqa):
     config = EngineConfig(sampling=GREEDY, stop_at_eos=False, max_seq_len=40, kv_block_size=4)
-    sessions = service.start_layouts(gqa, PROMPTS, config)
-    assert [s.config.kv_layout for s in sessions.values()] == ["contiguous", "dynamic", "paged"]
+    sessions = service.runs.start_layouts(gqa, PROMPTS, config)
+    assert [s.trace.engine_config["kv_layout"] for s in sessions.values()] == ["contiguous", "dynamic", "paged"]
     for _ in range(5):
-        steps = service.step_layouts(sessions)
+        steps = service.runs.step_layouts(sessions)
     ids = {layout: s.trace.row_output_ids(0) + s.trace.row_output_ids(1) for layout, s in sessions.items()}
     assert ids["contiguous"] == ids["dynamic"] == ids["paged"]
     lens = [len(sessions["paged"].trace.row_prompt_ids(i)) + 4 for i in range(2)]  # prefill + 4 decode steps

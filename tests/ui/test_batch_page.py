@@ -33,8 +33,8 @@ def test_grid_wasted_slots_and_rows_alone(app_model):
     assert metrics["Slots computed"] == str(3 * (widest + 4))
     assert metrics["Wasted slots"] == str(sum(widest - n for n in lengths) + finished_early)
     for i, prompt in enumerate(PROMPTS):  # row i draws with seed + i, as the prompt alone does
-        alone = service.run(lm, prompt, EngineConfig(device="cpu", seed=3 + i, sampling=SamplingConfig(0.7),
-                                                     capture="off", max_seq_len=widest + 6), 5)
+        alone = service.runs.run(lm, prompt, EngineConfig(device="cpu", seed=3 + i, sampling=SamplingConfig(0.7),
+                                                          capture="off", max_seq_len=widest + 6), 5)
         assert run.trace.row_output_ids(i) == alone.output_ids[:len(run.trace.row_output_ids(i))]
         assert run.trace.row_output_ids(i)
 
@@ -52,7 +52,7 @@ def test_throughput_sweep(app_model):
     from llmviz.i18n.translator import translate
     from llmviz.labs.claims import ClaimsPlan
 
-    lm = service.load(app_model, EngineConfig(device="cpu"))
+    lm = service.models.load(app_model, EngineConfig(device="cpu"))
     assert (result["prompt_tokens"], result["steps"], result["repeats"]) == (64, 2, ClaimsPlan().repeats)
     if app_model == "llmviz-tiny":  # the model K5 is judged on (a checkout without its weights runs another)
         verdict = translate("en", "claims.verdict." + judged("K5", result)["verdict"])

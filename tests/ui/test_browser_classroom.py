@@ -138,7 +138,7 @@ def test_a_click_near_a_prefill_tiles_corner_picks_it_and_brings_the_maps_into_v
         from llmviz.analysis.attention import pool_map
         from llmviz.trace.config import EngineConfig
 
-        n = len(service.load("llmviz-tiny", EngineConfig(device="cpu")).tokenizer.encode(prompt))
+        n = len(service.models.load("llmviz-tiny", EngineConfig(device="cpu")).tokenizer.encode(prompt))
         tile_h, tile_w = pool_map(np.zeros((n, n)), 24).shape  # as the page pools each map
         x_cell, y_cell = 2 * (tile_w + 1) + 0.15, 1 * (tile_h + 1) + tile_h - 0.85  # near the bottom-left corner
         (x0, x1), (y0, y1) = page.evaluate("""() => { const l = document.querySelector(

@@ -165,10 +165,10 @@ def test_a_replayed_trace_puts_its_own_run_in_the_url_and_that_link_recomputes_i
     from llmviz.trace.config import EngineConfig, SamplingConfig
     from llmviz.trace.records import trace_to_zip
 
-    lm = service.load("llmviz-tiny", EngineConfig(device="cpu"))
+    lm = service.models.load("llmviz-tiny", EngineConfig(device="cpu"))
     config = EngineConfig(device="cpu", seed=7, kv_layout="paged", kv_block_size=8, capture="full",
                           sampling=SamplingConfig(temperature=0.9, top_k=20), max_seq_len=512, logit_lens_top_k=5)
-    recorded = service.run(lm, "Return the", config, 6)
+    recorded = service.runs.run(lm, "Return the", config, 6)
     at = open_app(page_file("trace"), device="cpu")  # a live run of the default prompt first
     at.file_uploader[0].set_value(("run.zip", trace_to_zip(recorded), "application/zip"))
     at.run()
@@ -192,13 +192,11 @@ def live_tokens(seed: int, steps: int, reseed: dict | None = None) -> list[int]:
     from llmviz.ui.settings import Settings
 
     s = Settings(seed=seed, device="cpu", temperature=1.0, top_k=0)
-    lm = service.load(s.model, EngineConfig(device="cpu"))
-    session = service.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
+    lm = service.models.load(s.model, EngineConfig(device="cpu"))
+    run = service.runs.start(lm, s.prompt, s.engine_config(lm.cfg.max_position_embeddings))
     for i in range(steps + 1):
-        if reseed and i in reseed:
-            session.reseed(reseed[i])
-        session.step()
-    return session.trace.output_ids
+        run.step(seed=(reseed or {}).get(i))
+    return run.trace.output_ids
 
 
 def test_seed_box_new_sample_and_resample_from_a_step(monkeypatch):

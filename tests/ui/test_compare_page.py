@@ -134,7 +134,7 @@ def test_the_context_box_clamps_to_the_model_without_losing_the_links_value(app_
     """A context past this model's slots shows the longest that fits (a session's max_seq less 1 and the steps) and
     leaves the setting alone, so the next model with room gets the link's value back."""
     at = open_app(page_file("compare"), model=app_model, prompt=PROMPT, cmp_steps=4, cmp_ctx=1900, device="cpu")
-    context = service.load(app_model, EngineConfig(device="cpu")).cfg.max_position_embeddings
+    context = service.models.load(app_model, EngineConfig(device="cpu")).cfg.max_position_embeddings
     box = at.number_input(key="cmp_ctx_w")
     assert box.max == min(context, 2048) - 1 - 4 and box.value == min(1900, box.max)
     assert at.session_state["llmviz_settings"].cmp_ctx == 1900

@@ -80,7 +80,7 @@ def test_the_comparison_catches_another_sessions_tokens():
     from llmviz import service
     from llmviz.trace.config import EngineConfig
 
-    lm = service.load("llmviz-tiny", EngineConfig(device="auto", dtype="fp32"))
+    lm = service.models.load("llmviz-tiny", EngineConfig(device="auto", dtype="fp32"))
     mine, other = harness.plans(2, 3)
     client = harness.Client(mine, page=None, base="", prompt_tokens=0)
     client.temperatures = [mine.temperature] * (mine.steps + 1)

@@ -131,7 +131,8 @@ def test_out_of_memory_shows_a_message_and_the_page_recovers(model_dirs, monkeyp
     import torch
 
     at = open_decode(model_dirs["gpt2"])
-    model = at.session_state["llmviz_run"].session.lm.model
+    # the engine's model under the run's handle: the fault is injected inside it
+    model = at.session_state["llmviz_run"].handle._session.lm.model
 
     def boom(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")

@@ -43,7 +43,7 @@ def test_the_stepper_replays_it_where_no_model_loads():
     next(b for b in at.button if b.label == translate("en", "demo.open")).click().run()
     assert not at.exception and not at.error
     run = at.session_state[RUN_KEY]
-    assert run.key is None and run.session is None
+    assert run.key is None and run.handle is None
     assert any("This is a recording, not a live run" in i.value for i in at.info)
     for expected in (1, 2, 3):
         next(b for b in at.button if b.label == "Next ▶").click().run()

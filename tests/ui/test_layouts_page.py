@@ -23,7 +23,7 @@ LIVE = "llmviz_kv_live"
 @pytest.fixture(scope="module")
 def shape(app_model):
     """Bytes of one cached token by hand (layers x K,V x kv_heads x head_dim x 4 B) and the prompts' lengths."""
-    lm = service.load(app_model, EngineConfig())
+    lm = service.models.load(app_model, EngineConfig())
     c = lm.cfg
     return {"bpt": c.num_layers * 2 * c.num_kv_heads * c.head_dim * 4,
             "prompts": [len(lm.tokenizer.encode(p)) for p in (PROMPT, EXTRA)], "context": c.max_position_embeddings}
@@ -147,7 +147,7 @@ def test_bad_sweep_lengths_get_a_message(app_model, shape):
 
 
 def test_a_prompt_longer_than_max_seq_gets_a_message(app_model):
-    tokenizer = service.load(app_model, EngineConfig()).tokenizer
+    tokenizer = service.models.load(app_model, EngineConfig()).tokenizer
     prompt = next(p for p in (" ".join(["fox"] * n) for n in range(1, 200)) if len(tokenizer.encode(p)) > 64)
     assert len(tokenizer.encode(prompt)) < 128
     at = open_layouts(app_model, prompt=prompt, kv_max=64)

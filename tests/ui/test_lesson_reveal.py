@@ -46,7 +46,7 @@ def test_a_cause_names_the_runs_own_kv_share(lang):
     494,616,576 B of weights): 13.3%."""
     from llmviz import service
 
-    work = service.claim_workload("K4", device="cpu")
+    work = service.measure.claim_workload("K4", device="cpu")
     spread = lambda m: {"median": m, "min": m, "max": m, "all": [m, m, m]}  # noqa: E731
     claim = judged("K4", {**work, "model": "gpt2-124m-random", "device": "cpu", "threads": 1,
                           "decode_ms_per_token": [spread(30.0), spread(33.0)], "kv_bytes_allocated": [1000, 500]})
@@ -170,7 +170,7 @@ def test_the_reveal_shows_what_the_arithmetic_predicts_for_this_run(app_model):
     from llmviz import service
     from llmviz.trace.config import EngineConfig
 
-    cfg = service.model_config_dict("llmviz-tiny")
+    cfg = service.models.model_config_dict("llmviz-tiny")
     sides = [{"engine_config": EngineConfig(kv_dtype=kv).to_dict(), "model_config": cfg, "kv": {"max_seq": 64}}
              for kv in ("auto", "bf16")]
     a = {"median": 10.0, "min": 9.9, "max": 10.1, "all": [10.0, 10.1, 9.9]}
@@ -221,7 +221,7 @@ def test_k4s_step_says_what_the_bytes_predict_before_measuring(app_model):
     from llmviz import service
     from llmviz.analysis.claims import shown as shown_effect
 
-    work = service.claim_workload("K4", device="cpu")
+    work = service.measure.claim_workload("K4", device="cpu")
     n, steps = work["prompt_tokens"], work["steps"]
     assert (n, steps) == (1025, 16) and [s["engine_config"]["kv_dtype"] for s in work["sides"]] == ["fp32", "bf16"]
     mean_cached = n + (steps + 1) / 2

@@ -60,7 +60,7 @@ def test_equivalent_loads_through_state_share_one_copy():
     assert (b.options["kv_heads"], b.options["fused_qkv"], b.options["quant_group"]) == (stored, "off", 64)
     # ... and a session with the settings as asked runs on it (Session checks them against the options)
     config = EngineConfig(device="auto", kv_heads=stored, fused_qkv="off", quant_group=64, capture="off")
-    service.step(service.start(b, "The list of", config))
+    assert service.runs.start(b, "The list of", config).step().index == 0
     c = state.model("llmviz-tiny", "auto", "fp32", quant="int8")
     assert c.model is not a.model  # really another load
 

@@ -70,3 +70,28 @@ def test_the_verdict_rule_fails_on_planted_code():
                '    return {"id": "K3", "verdict": x}\n')
     assert verdicts_written(planted) == [3, 5, 6]
     assert verdicts_written('shown = c["verdict"] == "holds"\nbox = {"holds": 1}.get(c["verdict"])\n') == []
+
+
+# What only the engine may reach: a run's engine session and what it holds, and a loaded model's tokenizer. A page
+# moves a run through its handle (llmviz/service/runs.RunHandle) and asks service.models what a text's tokens are.
+ENGINE_INSIDES = {"session", "_session", "sessions", "tokenizer", "sequences", "recorder"}
+
+
+def engine_insides(source: str) -> list[tuple[int, str]]:
+    """(line, attribute) where code reads one of ENGINE_INSIDES off an object."""
+    return sorted((node.lineno, node.attr) for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Attribute) and node.attr in ENGINE_INSIDES)
+
+
+def test_pages_touch_a_run_only_through_its_handle():
+    files = [*sorted((ROOT / "llmviz" / "ui").rglob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")),
+             ROOT / "app.py"]
+    reached = {str(p.relative_to(ROOT)): found for p in files
+               if (found := engine_insides(p.read_text(encoding="utf-8")))}
+    assert reached == {}, f"a page moves a run by its RunHandle and tokenizes by service.models: {reached}"
+
+
+def test_the_handle_rule_fails_on_planted_code():
+    planted = ("run.session.rewind(3)\nrun.session.reseed(7)\nn = len(lm.tokenizer.encode(p))\n"
+               "run.handle.step(sampling, seed)\nn = len(service.models.tokens(lm, p))\n")
+    assert engine_insides(planted) == [(1, "session"), (2, "session"), (3, "tokenizer")]

@@ -86,8 +86,8 @@ SCRIPT = textwrap.dedent("""
 def saved_trace(app_model, tmp_path_factory):
     """A live run of 4 steps, made in this (torch) process with the app's own settings, saved to a folder."""
     settings = Settings(model=app_model, prompt=PROMPT)
-    lm = service.load(app_model, EngineConfig(device=settings.device, dtype=settings.dtype))
-    trace = service.run(lm, PROMPT, settings.engine_config(lm.cfg.max_position_embeddings), 4)
+    lm = service.models.load(app_model, EngineConfig(device=settings.device, dtype=settings.dtype))
+    trace = service.runs.run(lm, PROMPT, settings.engine_config(lm.cfg.max_position_embeddings), 4)
     assert len(trace.steps) == 4
     return trace, trace.save(tmp_path_factory.mktemp("trace"))
 

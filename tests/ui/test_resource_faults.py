@@ -80,7 +80,8 @@ UNEXPECTED = [(RuntimeError("expected size 4 but got 5"), "en", "Something went 
 def test_an_unexpected_engine_error_is_a_message_not_a_traceback(model_dirs, monkeypatch, error, lang, headline):
     monkeypatch.delenv("LLMVIZ_RAISE_UNEXPECTED")
     at = open_app(page_file("decode"), model=str(model_dirs["gpt2"]), prompt=PROMPT, lang=lang)
-    model = at.session_state["llmviz_run"].session.lm.model
+    # the engine's model under the run's handle: the fault is injected inside it
+    model = at.session_state["llmviz_run"].handle._session.lm.model
 
     def boom(*args, **kwargs):
         raise error

@@ -88,7 +88,7 @@ def test_each_session_gets_the_tokens_it_gets_alone(served_class):
     from llmviz.trace.config import EngineConfig
     from llmviz.trace.records import trace_from_zip
 
-    lm = service.load("llmviz-tiny", EngineConfig(device="cpu", dtype="fp32"))
+    lm = service.models.load("llmviz-tiny", EngineConfig(device="cpu", dtype="fp32"))
     for s in served_class:
         plan, trace = s["plan"], trace_from_zip(s["through"][1])
         alone = harness.engine_alone(lm, plan, [plan.temperature] * (STEPS + 1))

@@ -113,7 +113,7 @@ def test_upload_replays_without_a_model(downloaded):
     upload(at, "run.zip", data)
     assert not at.exception and not at.error
     run = at.session_state["llmviz_run"]
-    assert run.key is None and run.session is None and run.cursor == 0
+    assert run.key is None and run.handle is None and run.cursor == 0
     assert run.trace.output_ids == original.output_ids
     assert metrics(at)["Steps recorded"] == "4"
     assert [s.value for s in at.success] == [translate("en", "trace.loaded", name=markdown_escape("run.zip"), steps=4)]

@@ -25,7 +25,7 @@ def bold(svg: str) -> set[str]:
 
 
 def test_the_drawing_holds_every_part_with_its_shapes_and_the_layer_count():
-    gpt2 = service.config_from_text(bundled_text("gpt2"))
+    gpt2 = service.models.config_from_text(bundled_text("gpt2"))
     prefill, decode = step_parts(gpt2, 4), step_parts(gpt2, 1, cached=4)
     names = {name: name.upper() for name in PARTS} | {"norm1": "A<B & C"}
     svg = model_map_svg(prefill, decode, names, 12, "{n} x layer", highlight=("q", "cache"), decoding=True)
@@ -44,6 +44,6 @@ def test_the_drawing_holds_every_part_with_its_shapes_and_the_layer_count():
 
 
 def test_both_phases_must_hold_every_part():
-    gpt2 = service.config_from_text(bundled_text("gpt2"))
+    gpt2 = service.models.config_from_text(bundled_text("gpt2"))
     with pytest.raises(ValueError, match="must each hold"):
         model_map_svg(step_parts(gpt2, 4)[:-1], step_parts(gpt2, 1, 4), {n: n for n in PARTS}, 12, "{n}")

@@ -1,4 +1,4 @@
-"""llmviz/service.py, the one lazy door into the engine: importing it imports no torch; the engine's classes come
+"""llmviz/service/, the one lazy door into the engine: importing it imports no torch; the engine's classes come
 on first access; engine_available() tells a replay-only install (no torch) apart without importing anything."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from llmviz import service
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Run in a fresh interpreter: this process has imported torch already. BLOCK makes torch and transformers
 # unimportable, as in a replay-only install.
 BLOCK = textwrap.dedent("""
@@ -74,8 +74,8 @@ def test_without_torch_the_service_imports_and_says_so():
         print(json.dumps({
             "available": service.engine_available(),
             "class": error_of(lambda: service.LoadedModel),
-            "load": error_of(lambda: service.load(None, service.EngineConfig())),
-            "presets": "kv-fp16" in service.presets({"num_heads": 8, "num_kv_heads": 8}),  # a torch-free door
+            "load": error_of(lambda: service.models.load(None, service.EngineConfig())),
+            "presets": "kv-fp16" in service.measure.presets({"num_heads": 8, "num_kv_heads": 8}),  # a torch-free door
             "embedded": service.EMBEDDED_MODEL,
         }))
     """, block=True)
@@ -85,11 +85,11 @@ def test_without_torch_the_service_imports_and_says_so():
 
 def test_engine_classes_come_on_first_access():
     from llmviz.engine.loading.model import LoadedModel
-    from llmviz.engine.session import Session
     from llmviz.labs.compare import CompareConfig
     from llmviz.service import LoadedModel as FromService
 
-    assert FromService is LoadedModel and service.Session is Session and service.CompareConfig is CompareConfig
+    assert FromService is LoadedModel and service.CompareConfig is CompareConfig
+    assert not hasattr(service, "Session")  # a run is handed out as a RunHandle (service/runs.py), never a Session
     assert service.engine_available() is True  # this test environment has torch and transformers
 
 

@@ -1,0 +1,158 @@
+"""Measure: each measurement, run in llmviz/labs/ over the engine (the claims K1-K11, the sweeps, Compare, the
+decode pair, speculative decoding, the device's ceilings), and the Compare presets. A page runs one through
+llmviz/ui/measure.py. `load_fn(name, engine_config)` lets the app hand in its shared model cache; without it the
+model is loaded by service.models.load. Part of the service's door (llmviz/service/__init__.py); nothing here imports
+torch until it is called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llmviz.service import models
+from llmviz.trace.config import KV_LAYOUTS
+from llmviz.trace.progress import Progress
+
+if TYPE_CHECKING:  # annotations only
+    from llmviz.engine.loading.model import LoadedModel
+    from llmviz.labs.compare import CompareConfig
+    from llmviz.labs.decode_pair import DecodePairConfig
+
+
+def _loader(load_fn):
+    """The caller's loader, or service.models.load looked up now (a test that replaces it is heard)."""
+    return load_fn or models.load
+
+
+# --- the article's claims ----------------------------------------------------------------------------------------
+def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None,
+           patience: float = 1.0) -> dict:
+    """The article's claims K1-K11 measured on this machine (llmviz/labs/claims.py): `ids` "K1,K4" or None for
+    all; `patience` times each claim's time budget its batches may take before the rule decides with what it has."""
+    from llmviz.labs.claims import ClaimsPlan, parse_ids, run_claims
+
+    return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device, patience=patience), _loader(load_fn),
+                      progress)
+
+
+def claim_workload(claim_id: str, quick: bool = True, device: str = "auto", load_fn=None) -> dict | None:
+    """What a claim's quick (or full) measurement will run, before it runs (llmviz/labs/claims.Measurer.workload):
+    the sides, shapes, prompt and steps the arithmetic predicts from; None where a claim has no such prediction."""
+    from llmviz.labs.claims import ClaimsPlan, Measurer
+
+    return Measurer(ClaimsPlan(quick=quick, device=device), _loader(load_fn)).workload(claim_id)
+
+
+def claim_ids() -> tuple[str, ...]:
+    """The ids of the article's claims, "K1" to "K11" (llmviz/labs/claims.py)."""
+    from llmviz.labs.claims import CLAIM_IDS
+
+    return CLAIM_IDS
+
+
+def k5_workload(lm: LoadedModel) -> dict:
+    """K5's prompt, steps and rounds, and whether `lm` is the model it is judged on (llmviz/labs/claims.py)."""
+    from llmviz.labs.claims import k5_workload as workload
+
+    return workload(lm)
+
+
+# --- sweeps over one model ---------------------------------------------------------------------------------------
+def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
+    """Throughput at batch 1, 2, 4, 8 copies of one prompt (llmviz/labs/batch_sweep.py)."""
+    from llmviz.labs.batch_sweep import batch_sweep as sweep
+
+    return sweep(lm, prompt, **options)
+
+
+def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa",
+                  progress: Progress | None = None) -> dict:
+    """Prefill ms against prompt length, median of repeats (llmviz/labs/claims.py; C18, claim K1)."""
+    from llmviz.labs.claims import prefill_sweep as sweep
+
+    return sweep(lm, lengths, repeats, backend, str(lm.device), progress)
+
+
+def locality_sweep(lm: LoadedModel, lengths=None, steps: int = 8, repeats: int = 3, progress: Progress | None = None,
+                   **options) -> dict:
+    """Decode ms/token from paged blocks in order against the same blocks scattered (llmviz/labs/locality.py, C12)."""
+    from llmviz.labs.locality import locality_sweep as sweep
+
+    return sweep(lm, lengths, steps, repeats, progress, **options)
+
+
+def decode_slope(lm: LoadedModel, progress: Progress | None = None, **options) -> dict:
+    """Decode ms/token against the tokens in the cache over the model's whole context, and the bandwidth probe
+    (llmviz/labs/decode_slope.py, C18)."""
+    from llmviz.labs.decode_slope import decode_slope as sweep
+
+    return sweep(lm, progress=progress, **options)
+
+
+def layout_sweep(lm: LoadedModel, lengths=None, layouts: tuple | None = None, steps: int = 8,
+                 repeats: int = 2, progress: Progress | None = None, **options) -> dict:
+    """Decode ms/token of each KV layout (default: every choice) over cached lengths (llmviz/labs/layout_sweep.py,
+    claim K3)."""
+    from llmviz.labs.layout_sweep import layout_sweep as sweep
+
+    return sweep(lm, lengths, tuple(KV_LAYOUTS) if layouts is None else layouts, steps, repeats, progress, **options)
+
+
+def device_limits(device: str, layer_bytes: int) -> dict:
+    """The roofline's ceilings measured now: peak matmul FLOP/s, bandwidth beyond and within the caches (C7)."""
+    from llmviz.engine.platform.devices import resolve_device
+    from llmviz.labs.probes import device_limits as probe
+
+    return probe(resolve_device(device), layer_bytes)
+
+
+# --- two sides of one switch -------------------------------------------------------------------------------------
+def compare(config: CompareConfig, load_fn=None, progress: Progress | None = None) -> dict:
+    """An A/B comparison (llmviz/labs/compare.py)."""
+    from llmviz.labs.compare import compare as run_compare
+
+    return run_compare(config, _loader(load_fn), progress)
+
+
+def decode_pair(config: DecodePairConfig, load_fn=None, progress: Progress | None = None) -> dict:
+    """A and B decoding after a long context (llmviz/labs/decode_pair.py: the decode claims' measurement), and
+    under "claim" the decode claim their specs are (K4, K10, K11: labs/claims.claim_of_pair), whether this was its
+    workload, and the figures it is judged on; None for another pair."""
+    from llmviz.labs.claims import claim_of_pair
+    from llmviz.labs.decode_pair import claim_figures
+    from llmviz.labs.decode_pair import decode_pair as run
+
+    result = run(config, _loader(load_fn), progress)
+    claim = claim_of_pair(config, result["a"]["model_config"], result["device"].split(":")[0])
+    return result | {"claim": claim and claim | {"figures": claim_figures(claim["id"], result)}}
+
+
+def presets(config: dict, device: str = "cpu") -> dict:
+    """The Compare presets {name: Preset} for a model's card config on a device type (llmviz/labs/presets.py).
+    Torch-free: a replay-only install reads them too."""
+    from llmviz.labs.presets import presets as table
+
+    return table(config, device)
+
+
+def preset(name: str, config: dict, device: str = "cpu"):
+    """One Compare preset by name; ConfigError listing the names otherwise."""
+    from llmviz.labs.presets import preset as one
+
+    return one(name, config, device)
+
+
+def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n: int) -> dict:
+    """Each model alone, greedy, timed the same way (llmviz/labs/speculative.py)."""
+    from llmviz.labs.speculative import speculation_costs as costs
+
+    return costs(target, draft, ids, n)
+
+
+def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32,
+              sampling=None, seed: int = 0) -> dict:
+    """Speculative decoding of `prompt` beside the target alone and the draft alone (C16; claim K8)
+    (llmviz/labs/speculative.py)."""
+    from llmviz.labs.speculative import speculate as run_speculative
+
+    return run_speculative(target, draft, prompt, k, max_new, sampling, seed)

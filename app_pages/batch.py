@@ -7,9 +7,11 @@ import streamlit as st
 
 from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
 from llmviz.trace.config import PADDINGS, RANDOM_MODELS
-from llmviz.ui import article_view, batch_run, claims_run, state
+from llmviz.ui import article_view, state
+from llmviz.ui.batch import batch_run
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
+from llmviz.ui.claims import claims_run
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.trace_file import generated_text
 from llmviz.viz.batch import batch_grid_figure, throughput_figure

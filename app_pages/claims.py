@@ -5,9 +5,11 @@ import streamlit as st
 
 from llmviz.analysis.claim_effects import table_rows
 from llmviz.analysis.claims import CLAIMS
-from llmviz.ui import article_view, claims_run, latency_curves, roofline_view, server, state
+from llmviz.ui import article_view, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, translator
+from llmviz.ui.claims import claims_run
+from llmviz.ui.latency import latency_curves, roofline_view
 from llmviz.ui.navigation import KEEP
 
 

@@ -6,8 +6,9 @@ import streamlit as st
 from llmviz import service
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import RANDOM_MODELS
-from llmviz.ui import article_view, compare_run, compare_view, long_decode, server, state
+from llmviz.ui import article_view, server, state
 from llmviz.ui.chrome import heading, literal, translator
+from llmviz.ui.compare import compare_run, compare_view, long_decode
 from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
 
@@ -94,7 +95,7 @@ def main() -> None:
     if result is not None:
         labels = service.models.token_texts(base, s.prompt)
         compare_view.result_view(t, result, labels)
-    long_decode.section(t, s, compare_run.model_of(s), compare_run.max_seq(s), compare_run.load)
+    long_decode.section(t, s, compare_run.model_of(s), compare_run.max_seq(s), server.load)
     state.sync_url()
 
 

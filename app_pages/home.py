@@ -5,7 +5,7 @@ import streamlit as st
 from llmviz.trace.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import demo, names, server, state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
-from llmviz.ui.compare_view import switch_reference
+from llmviz.ui.compare.compare_view import switch_reference
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import DEFAULT_MODEL, DEVICES, EXAMPLE_PROMPTS
 from llmviz.viz.phases import phases_dot

@@ -6,10 +6,11 @@ ms/token for each, beside the article's claim."""
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.ui import article_view, layouts_sweep, locality_view, server, state
-from llmviz.ui import layouts_run as run
+from llmviz.ui import article_view, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, translator
+from llmviz.ui.layouts import layouts_run as run
+from llmviz.ui.layouts import layouts_sweep, locality_view
 from llmviz.viz import kv_layouts as fig
 
 

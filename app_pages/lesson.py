@@ -8,21 +8,13 @@ import streamlit as st
 
 from llmviz.analysis.model_map import PARTS, step_parts
 from llmviz.analysis.recorded import missing_tensors
-from llmviz.ui import (
-    article_view,
-    keys,
-    lesson_decode,
-    lesson_end,
-    lesson_memory,
-    lesson_prefill,
-    lesson_reveal,
-    locality_view,
-    state,
-)
+from llmviz.ui import article_view, keys, state
 from llmviz.ui.chrome import heading, literal, missing_note, shown_run, translator
 from llmviz.ui.errors import guarded
 from llmviz.ui.frame import PAGES
-from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
+from llmviz.ui.layouts import locality_view
+from llmviz.ui.lesson import lesson_decode, lesson_end, lesson_memory, lesson_prefill, lesson_reveal
+from llmviz.ui.lesson.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
 from llmviz.viz.model_map import model_map_svg
 
 HIGHLIGHTS = {  # the parts of the map a panel is about

@@ -39,7 +39,7 @@ from serve_class import Class  # noqa: E402
 from st_session import StClient  # noqa: E402
 
 from llmviz.i18n.translator import translate  # noqa: E402
-from llmviz.ui.lesson_steps import POSITIONS  # noqa: E402
+from llmviz.ui.lesson.lesson_steps import POSITIONS  # noqa: E402
 
 NEXT = {"decode": "dec_next", "lesson": "lesson_next"}
 TARGET_P95_S = 1.0

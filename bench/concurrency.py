@@ -55,7 +55,7 @@ from browser_kit import (  # noqa: E402
 from common import percentile as common_percentile  # noqa: E402
 
 from llmviz.i18n.translator import translate  # noqa: E402
-from llmviz.ui.lesson_steps import STEP_IDS  # noqa: E402
+from llmviz.ui.lesson.lesson_steps import STEP_IDS  # noqa: E402
 
 PROMPTS = ("The list of", "Return the", "This module provides", "The quick brown fox", "If the value is",
            "A new", "The default", "Each time the")

@@ -46,13 +46,13 @@ from st_session import StClient  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
 from llmviz.i18n.translator import translate  # noqa: E402
-from llmviz.ui.batch_run import PUBLIC_WORK  # noqa: E402
-from llmviz.ui.layouts_url import KV_MAX_EXTRA, KV_MAX_SEQS  # noqa: E402
+from llmviz.ui.batch.batch_run import PUBLIC_WORK  # noqa: E402
+from llmviz.ui.layouts.layouts_url import KV_MAX_EXTRA, KV_MAX_SEQS  # noqa: E402
 from llmviz.ui.settings import MAX_UI_SEQ  # noqa: E402
 
 MODEL = "gpt2-124m-random"  # the largest model a public server allows by default
 LINK_STEPS = 32  # a public link's step cap (LLMVIZ_LINK_STEPS' default)
-BATCH_ROWS, BATCH_NEW = 8, 64  # the Batch page's most rows and new tokens (llmviz/ui/batch_run.py)
+BATCH_ROWS, BATCH_NEW = 8, 64  # the Batch page's most rows and new tokens (llmviz/ui/batch/batch_run.py)
 TARGET_OUTSIDE_S = 2.0
 WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "the", "old", "red", "house")
 
@@ -95,7 +95,7 @@ def fitting_sizes() -> tuple[int, int, int]:
     from llmviz import service
     from llmviz.errors import NotAllowedError
     from llmviz.trace.config import EngineConfig
-    from llmviz.ui.layouts_run import layouts
+    from llmviz.ui.layouts.layouts_run import layouts
     from llmviz.ui.public import Policy
 
     budget = Policy.from_env({"LLMVIZ_PUBLIC": "1"}).trace_budget_bytes

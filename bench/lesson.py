@@ -27,7 +27,7 @@ from common import machine  # noqa: E402
 from lesson_walk import walk  # noqa: E402
 
 from llmviz.labs.claims import ClaimsPlan  # noqa: E402
-from llmviz.ui.lesson_steps import STEPS  # noqa: E402
+from llmviz.ui.lesson.lesson_steps import STEPS  # noqa: E402
 from llmviz.ui.settings import UI_THREADS  # noqa: E402
 
 TARGET_STEP_S = 0.5

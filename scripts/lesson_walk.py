@@ -16,7 +16,7 @@ from pathlib import Path
 from browser_kit import IDLE, exceptions, wait_idle
 
 from llmviz.i18n.translator import translate
-from llmviz.ui.lesson_steps import END, POSITIONS, STEPS
+from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEPS
 
 PANEL = ".st-key-lesson-panel"
 

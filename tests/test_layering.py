@@ -7,7 +7,18 @@ forbids. Then the module graph must have no circle, and the allowed arrows betwe
 The last tests plant a wrong arrow and a circle in a copy of the real sources and show the checker reports both.
 """
 
-from import_graph import PACKAGES, ROOT, circles, graph, package_of, sources, wrong_arrows
+from import_graph import (
+    PACKAGES,
+    ROOT,
+    UI_FAMILIES,
+    circles,
+    graph,
+    package_of,
+    sources,
+    ui_family,
+    wrong_arrows,
+    wrong_ui_arrows,
+)
 
 
 def test_every_package_has_a_rule_and_the_rules_point_down():
@@ -26,6 +37,28 @@ def test_import_arrows_point_down():
 def test_nothing_imports_in_a_circle():
     found = circles(graph(sources()))
     assert not found, "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_ui_families_import_the_floor_and_the_families_below_them():
+    """ui/ is a floor of shared modules and one subpackage per page family (issue 37); every family has its row."""
+    g = graph(sources())
+    assert {ui_family(m) for m in g} - {None, "core"} == set(UI_FAMILIES)
+    order = list(UI_FAMILIES)
+    for name, below in UI_FAMILIES.items():
+        assert all(order.index(b) < order.index(name) for b in below), name
+    wrong = wrong_ui_arrows(g)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_ui_checker_reports_planted_arrows():
+    g = planted("llmviz.ui.serving.serving_run", "from llmviz.ui.lesson import lesson_end")
+    assert [w for w in wrong_ui_arrows(g) if w.startswith("llmviz.ui.serving.serving_run:")]
+    g = planted("llmviz.ui.state", "from llmviz.ui.serving import serving_run")  # the floor imports no family
+    assert [w for w in wrong_ui_arrows(g) if w.startswith("llmviz.ui.state:")]
+    g = planted("llmviz.ui.compare.compare_url", "from llmviz.ui.claims import claims_run")  # a section: floor only
+    assert [w for w in wrong_ui_arrows(g) if w.startswith("llmviz.ui.compare.compare_url:")]
+    g = planted("llmviz.ui.lesson.lesson_end", "from llmviz.ui.latency import roofline_view")  # allowed: below it
+    assert not [w for w in wrong_ui_arrows(g) if w.startswith("llmviz.ui.lesson.lesson_end:")]
 
 
 def planted(module: str, line: str) -> dict[str, list[tuple[str, int]]]:

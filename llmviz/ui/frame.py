@@ -13,9 +13,9 @@ import streamlit as st
 from llmviz.i18n.translator import LANGUAGES, Translator
 from llmviz.paths import APP_PAGES, ICON
 from llmviz.ui import navigation, presenter, server, state
-from llmviz.ui.decode_controls import PLAYING
 from llmviz.ui.errors import guarded
 from llmviz.ui.markdown import escape
+from llmviz.ui.navigation import PLAYING
 from llmviz.ui.server import apply_upload_limit, imported
 
 # (file in app_pages/, title key, icon, url path; "" is the default page)

@@ -21,6 +21,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 NAV_KEY = "llmviz_nav"
+PLAYING = "dec_playing"  # the Decode page's Play is on: leaving the page stops it (ui/frame.py)
 KEEP = {"persist_state": "session"}  # for every input widget that holds a draft (st.text_area(..., **KEEP))
 
 

@@ -124,6 +124,13 @@ def model(name: str, device: str, dtype: str, kv_heads: int | None = None, fused
     return shared_model(policy(), name, device, dtype, kv_heads, fused_qkv, quant, quant_group)
 
 
+def load(name: str, engine) -> LoadedModel:
+    """The loader a measurement takes (service.measure's `load_fn`): a side's model from the shared cache, by the
+    load-time switches of its EngineConfig."""
+    return model(name, engine.device, engine.dtype, engine.kv_heads, engine.fused_qkv, engine.quant,
+                 engine.quant_group)
+
+
 @st.cache_resource(show_spinner=False)
 def heavy_gate(slots: int) -> HeavyGate:
     """The one queue of heavy measurements for the whole server process (guarded by its own lock)."""

@@ -4,8 +4,8 @@ A teacher can share `?model=llmviz-tiny&prompt=...&temperature=0&step=5&lang=zh`
 the same run at the same step: same seed, same settings, same tokens.
 
 `Settings` is built from URL sections (ui/url_fields.py): the fields every page shares, declared here once, and
-each page family's own (ui/compare_url.py, ui/layouts_url.py, ui/batch_url.py, the lesson's in ui/lesson_steps.py),
-each field with its default and its check, all read by one loop.
+each page family's own (ui/compare/compare_url.py, ui/layouts/layouts_url.py, ui/batch/batch_url.py, the lesson's
+in ui/lesson/lesson_steps.py), each field with its default and its check, all read by one loop.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from dataclasses import asdict, make_dataclass, replace
 from llmviz.errors import ConfigError
 from llmviz.trace.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, EngineConfig, SamplingConfig
 from llmviz.trace.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
-from llmviz.ui import batch_url, compare_url, layouts_url, lesson_steps
+from llmviz.ui.batch import batch_url
+from llmviz.ui.compare import compare_url
+from llmviz.ui.layouts import layouts_url
+from llmviz.ui.lesson import lesson_steps
 from llmviz.ui.url_fields import Field, Section, between, one_of, parses, read
 
 DEFAULT_MODEL = EMBEDDED_MODEL

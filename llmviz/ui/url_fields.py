@@ -1,10 +1,11 @@
 """A page's URL section (issue 37): a table of fields, each with its default and its check, read by one loop.
 
-Each page family declares its own section beside its code (ui/compare_url.py, ui/layouts_url.py, ui/batch_url.py,
-the lesson's in ui/lesson_steps.py); the fields every page shares (the model, the prompt, the language, the
-presenter view, the step) are declared once, in ui/settings.py, which builds `Settings` from all the sections.
-`read` is the one parse-and-complain loop: a value that does not parse, or parses to something its field refuses,
-is dropped and named (`name=value`), never raised, and the link opens with the default. No streamlit, no torch.
+Each page family declares its own section beside its code (ui/compare/compare_url.py, ui/layouts/layouts_url.py,
+ui/batch/batch_url.py, the lesson's in ui/lesson/lesson_steps.py); the fields every page shares (the model, the
+prompt, the language, the presenter view, the step) are declared once, in ui/settings.py, which builds `Settings`
+from all the sections. `read` is the one parse-and-complain loop: a value that does not parse, or parses to
+something its field refuses, is dropped and named (`name=value`), never raised, and the link opens with the
+default. No streamlit, no torch.
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def test_a_public_batch_past_the_work_bound_is_refused_before_it_runs(gate):
     """8 rows of ~1,100 tokens + 16 new: ~8 x 1,116 tokens of work, past the 8,192 a public request trace may ask
     for too. The prefill was one step of ~50 s and +1.2 GB at 8 x 1,982 tokens (no time limit stops a step midway)."""
     from llmviz.engine.serving.requests import PUBLIC_MAX_TRACE_TOKENS
-    from llmviz.ui.batch_run import PUBLIC_WORK
+    from llmviz.ui.batch.batch_run import PUBLIC_WORK
 
     TRIED["pages"] += 1
     assert PUBLIC_WORK == PUBLIC_MAX_TRACE_TOKENS

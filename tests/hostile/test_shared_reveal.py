@@ -12,7 +12,8 @@ from hostile_helpers import TRIED
 from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
 
 from llmviz.analysis.claim_effects import judged
-from llmviz.ui import lesson_reveal, measure, server
+from llmviz.ui import measure, server
+from llmviz.ui.lesson import lesson_reveal
 
 pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the lesson runs the embedded model")
 

@@ -40,7 +40,7 @@ def test_the_lessons_step_draws_the_sweep(result):
     from llmviz.analysis.decode_slope import slowdown
     from llmviz.i18n.translator import translate
     from llmviz.ui import server
-    from llmviz.ui.slowdown_view import LATEST, MODEL, SLOPE_KEY
+    from llmviz.ui.latency.slowdown_view import LATEST, MODEL, SLOPE_KEY
 
     s = slowdown(result, result["model_config"])
     at = open_app(page_file("lesson"), model="llmviz-tiny", lesson="4.2.1", lang="en")

@@ -139,3 +139,48 @@ def circles(g: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found + [[m] for m, names in g.items() if any(n == m for n, _ in names)]
+
+
+# Inside llmviz/ui/ (issue 37): the shared floor (ui/*.py: state, settings, the frame, the server, errors, ...) and one
+# subpackage per page family. A family imports the floor and the families listed here; the floor imports no family,
+# except that ui/settings.py gathers each family's URL section (URL_SECTIONS), and a section imports only the floor.
+UI_FAMILIES = {  # family -> the other families it may import; lowest first
+    "claims": (),
+    "batch": (), "decode": (), "prefill": (), "serving": (),
+    "compare": ("claims",), "latency": ("claims",), "layouts": ("claims",),
+    "lesson": ("claims", "latency"),
+}
+URL_SECTIONS = ("llmviz.ui.batch.batch_url", "llmviz.ui.compare.compare_url", "llmviz.ui.layouts.layouts_url",
+                "llmviz.ui.lesson.lesson_steps")
+
+
+def ui_family(module: str) -> str | None:
+    """'core' for the floor of llmviz/ui/, the family's name for a module of a subpackage, None outside ui/."""
+    if not hits(module, "llmviz.ui"):
+        return None
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 else "core"
+
+
+def wrong_ui_arrows(g: dict[str, list[tuple[str, int]]]) -> list[str]:
+    wrong = []
+    for module, names in g.items():
+        here = ui_family(module)
+        if here is None:
+            continue
+        if here != "core" and here not in UI_FAMILIES:
+            wrong.append(f"{module}: ui family {here!r} has no row in UI_FAMILIES")
+            continue
+        for name, line in names:
+            there = ui_family(name)
+            if there is None or there == here:
+                continue
+            if module in URL_SECTIONS:
+                allowed = there == "core"
+            elif here == "core":
+                allowed = name in URL_SECTIONS
+            else:
+                allowed = there == "core" or there in UI_FAMILIES[here]
+            if not allowed:
+                wrong.append(f"{module}:{line} (ui {here}) imports {name} (ui {there})")
+    return wrong

@@ -17,7 +17,7 @@ from browser_kit import CHROMIUM, AppServer, chromium
 from lesson_walk import walk
 
 from llmviz.i18n.translator import translate
-from llmviz.ui.lesson_steps import END, POSITIONS, STEP_IDS
+from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEP_IDS
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium "

@@ -1,5 +1,5 @@
 """One measurement per claim at a time (issue 35, finding 7): threads stand in for browser sessions pressing Reveal
-together on a public server (llmviz/ui/claim_flight.py). Each counts its own measure calls; the store is the
+together on a public server (llmviz/ui/claims/claim_flight.py). Each counts its own measure calls; the store is the
 server's LatestClaims."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from llmviz.errors import ServerBusyError
-from llmviz.ui.claim_flight import ClaimFlights
+from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.public import LatestClaims
 
 

@@ -66,7 +66,7 @@ def shown_in(at, lang: str, kept: dict) -> None:
     assert translate(lang, "timed.k9") in timed  # what was counted, in the page's language
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("claims_k1")]  # K1 was not asked for
     from llmviz.i18n.translator import Translator
-    from llmviz.ui.claims_run import as_html
+    from llmviz.ui.claims.claims_run import as_html
 
     page = as_html(Translator(lang), kept)  # the HTML report: the table and each claim's reason
     assert page.startswith("<!doctype html>") and page.count("<tr>") == 1 + 4 and "K9" in page and holds in page

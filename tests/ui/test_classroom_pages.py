@@ -203,7 +203,7 @@ def test_seed_box_new_sample_and_resample_from_a_step(monkeypatch):
     """Defect 2: a seed control, "new sample" (a fresh seed, the same step) and "resample from this step"
     (tokens before it kept, its own drawn again), each checked against the engine alone with that seed; the
     two samples are shown with where they part; the URL carries it all, and that link replays it."""
-    from llmviz.ui import seed_controls
+    from llmviz.ui.decode import seed_controls
 
     fresh_seeds = iter([21, 33])  # what secrets would draw, fixed so that no run ends (EOS) before step 5
     monkeypatch.setattr(seed_controls, "fresh_seed", lambda: next(fresh_seeds))

@@ -9,7 +9,7 @@ import pytest
 from ui_helpers import open_app, page_file
 
 from llmviz.i18n.translator import translate
-from llmviz.ui.lesson_steps import END, POSITIONS, STEPS
+from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEPS
 from llmviz.ui.state import RUN_KEY
 from llmviz.viz.model_map import FONT
 

@@ -12,8 +12,8 @@ from llmviz.analysis.claim_effects import judged
 from llmviz.analysis.reveal import revealed
 from llmviz.i18n.translator import Translator, translate
 from llmviz.ui import server
-from llmviz.ui.lesson_end import as_html, as_json, rows
-from llmviz.ui.lesson_reveal import REVEALED_KEY, entry_of, why
+from llmviz.ui.lesson.lesson_end import as_html, as_json, rows
+from llmviz.ui.lesson.lesson_reveal import REVEALED_KEY, entry_of, why
 
 PAGE = page_file("lesson")
 

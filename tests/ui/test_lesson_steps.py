@@ -5,7 +5,7 @@ import pytest
 
 from llmviz.analysis.article import SLIP_IDS
 from llmviz.analysis.claims import CLAIMS
-from llmviz.ui.lesson_steps import CHAPTERS, END, POSITIONS, STEP_IDS, STEPS, position_of
+from llmviz.ui.lesson.lesson_steps import CHAPTERS, END, POSITIONS, STEP_IDS, STEPS, position_of
 from llmviz.ui.settings import Settings
 
 

@@ -5,7 +5,10 @@ The example values are written here by hand, one per field: a field added withou
 
 import pytest
 
-from llmviz.ui import batch_url, compare_url, layouts_url, lesson_steps
+from llmviz.ui.batch import batch_url
+from llmviz.ui.compare import compare_url
+from llmviz.ui.layouts import layouts_url
+from llmviz.ui.lesson import lesson_steps
 from llmviz.ui.settings import SECTIONS, SHARED, Settings
 from llmviz.ui.url_fields import Field, Section, between, read
 

@@ -7,7 +7,7 @@ one after another (K8: 1.8, 3.5, 5.1 s), the last replacing the others' result. 
 in-flight marker beside that store, under one Condition: the first session to ask for an unmeasured claim measures
 it; the others wait for its entry and read it; a measurer that fails (an error, its tab closed) leaves no entry,
 and the next waiter measures instead. Different claims never wait on each other. One per server process
-(st.cache_resource in ui/lesson_reveal.py), guarded by its own lock: no module state. No streamlit here.
+(st.cache_resource in ui/lesson/lesson_reveal.py), guarded by its own lock: no module state. No streamlit here.
 """
 
 from __future__ import annotations

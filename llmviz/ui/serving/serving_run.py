@@ -13,7 +13,7 @@ from llmviz.ui import measure, server
 from llmviz.ui.errors import explain
 
 BATCHING_KEY, SHARING_KEY, SPEC_KEY = "llmviz_serve_batching", "llmviz_serve_sharing", "llmviz_serve_spec"
-LOOK_KEY = "llmviz_serve_look"  # a look inside one step of continuous batching (ui/serving_step.py draws it)
+LOOK_KEY = "llmviz_serve_look"  # a look inside one step of continuous batching (ui/serving/serving_step.py draws it)
 TRACES = ("mixed", "mixed-poisson", "shared-prompt")  # built in (assets/traces); their ids are the embedded tokenizer's
 SERVE_MODELS = ("llmviz-tiny", "gpt2-124m-random")  # models that share that tokenizer
 TARGET = EMBEDDED_MODEL

@@ -15,10 +15,11 @@ from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import Setup, Shape, in_millions, kv_read_bytes, step_flops, weight_read_bytes
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
-from llmviz.ui import measure, slowdown_view, state
+from llmviz.ui import measure, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import with_bold_tail
-from llmviz.ui.lesson_prefill import cache_bytes, ctl
+from llmviz.ui.latency import slowdown_view
+from llmviz.ui.lesson.lesson_prefill import cache_bytes, ctl
 from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
 
@@ -114,7 +115,7 @@ def intensity(t, run) -> None:
 def ridges(t, intensity: float) -> None:
     """The A100's ridge point beside this machine's, measured by the Claims page's probes (kept in the session, one
     button here): the balance of FLOPs and bytes the article speaks of, on the hardware at hand (issue 36)."""
-    from llmviz.ui.roofline_view import LIMITS_KEY, limits_of, run_probes
+    from llmviz.ui.latency.roofline_view import LIMITS_KEY, limits_of, run_probes
 
     a100 = article.a100_ridge()
     cols = st.columns(2)
@@ -133,7 +134,7 @@ def ridges(t, intensity: float) -> None:
 
 def slowdown(t, run) -> None:
     """A decode step reads the whole cache: its bytes grow by one token's K and V per step, O(n) (C18). The
-    control sets the cache length; below, the slowdown measured on the GPT-2 shape (ui/slowdown_view.py)."""
+    control sets the cache length; below, the slowdown measured on the GPT-2 shape (ui/latency/slowdown_view.py)."""
     config = run.trace.model_card["config"]
     cached = st.slider(t("lesson.ctl.cached"), 1, int(config["max_position_embeddings"]), 512, key=ctl("slowdown"))
     setup = Setup(Shape.from_config(config))

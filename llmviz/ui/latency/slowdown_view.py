@@ -11,8 +11,9 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.decode_slope import slowdown
-from llmviz.ui import claims_run, measure, server
+from llmviz.ui import measure, server
 from llmviz.ui.charts import chart
+from llmviz.ui.claims import claims_run
 from llmviz.viz import decode as fig
 
 SLOPE_KEY = "llmviz_c18_slope"

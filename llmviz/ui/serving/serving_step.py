@@ -12,7 +12,7 @@ from llmviz.analysis.serving_step import last_query_attention, step_rows
 from llmviz.analysis.tokens import token_label
 from llmviz.ui import measure
 from llmviz.ui.charts import chart
-from llmviz.ui.serving_run import LOOK_KEY, look
+from llmviz.ui.serving.serving_run import LOOK_KEY, look
 from llmviz.viz.attention import attention_heatmap
 
 

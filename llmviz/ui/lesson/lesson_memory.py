@@ -23,7 +23,7 @@ from llmviz.analysis.predict import (
 )
 from llmviz.trace.sparsity import BlockSparse
 from llmviz.ui.charts import chart
-from llmviz.ui.lesson_prefill import ctl
+from llmviz.ui.lesson.lesson_prefill import ctl
 from llmviz.viz import kv_layouts
 from llmviz.viz.attention import attention_heatmap
 

@@ -15,10 +15,10 @@ from llmviz.errors import LlmvizError
 from llmviz.trace.config import KV_LAYOUTS, LAYOUT_SWEEP_STEPS, RANDOM_MODELS, EngineConfig, SamplingConfig
 from llmviz.ui import measure, names, server, state
 from llmviz.ui.errors import explain
-from llmviz.ui.layouts_url import KV_BLOCK_SIZES as BLOCK_SIZES
-from llmviz.ui.layouts_url import KV_MAX_EXTRA as MAX_EXTRA
-from llmviz.ui.layouts_url import KV_MAX_SEQS as MAX_SEQS
-from llmviz.ui.layouts_url import extra_prompts, parse_lengths
+from llmviz.ui.layouts.layouts_url import KV_BLOCK_SIZES as BLOCK_SIZES
+from llmviz.ui.layouts.layouts_url import KV_MAX_EXTRA as MAX_EXTRA
+from llmviz.ui.layouts.layouts_url import KV_MAX_SEQS as MAX_SEQS
+from llmviz.ui.layouts.layouts_url import extra_prompts, parse_lengths
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import Settings

@@ -7,7 +7,7 @@ Where the measurement comes from, in order: this session's Reveal of the claim; 
 this session, when it measured the claim (labelled with its time); in public mode, the server's latest measurement
 (ui/server.latest_claims, labelled with its time and settings), so that a class does not queue behind the one
 heavy slot; else a new measurement (the GPT-2-shaped K3 and K6 load that model first; K3 takes up to a minute, with
-a progress bar). In public mode one session at a time measures a claim (ui/claim_flight.py): the others pressing
+a progress bar). In public mode one session at a time measures a claim (ui/claims/claim_flight.py): the others pressing
 Reveal on it wait for that measurement and read it, and the lookup is made again once the heavy slot is granted.
 """
 
@@ -19,12 +19,13 @@ from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import FROM_BYTES, bytes_read, interval_values, predicted_effect, report
 from llmviz.analysis.claims import CANNOT_TELL, shown
 from llmviz.errors import LlmvizError, ServerBusyError
-from llmviz.ui import claims_run, measure, server, state
+from llmviz.ui import measure, server, state
 from llmviz.ui.chrome import literal
-from llmviz.ui.claim_flight import ClaimFlights
-from llmviz.ui.compare_run import load
+from llmviz.ui.claims import claims_run
+from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
 from llmviz.ui.public import LatestClaims
+from llmviz.ui.server import load
 
 REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
 STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measured now

@@ -11,8 +11,9 @@ import streamlit as st
 
 from llmviz.analysis.claim_effects import predicted_effect
 from llmviz.analysis.claims import shown, speedup
-from llmviz.ui import claims_run, measure
+from llmviz.ui import measure
 from llmviz.ui.chrome import literal
+from llmviz.ui.claims import claims_run
 from llmviz.ui.settings import Settings
 
 RESULT_KEY, WIDGET = "llmviz_compare_long", "cmp_ctx_w"

@@ -11,9 +11,10 @@ from llmviz.analysis.lab import csv_rows, gap_text, jsonable, table
 from llmviz.analysis.predict import Prediction, in_millions, ratio
 from llmviz.trace.extensions import Names
 from llmviz.trace.switches import SWITCHES
-from llmviz.ui import claims_run, names
+from llmviz.ui import names
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import csv_text, literal
+from llmviz.ui.claims import claims_run
 from llmviz.viz.compare import attention_pair, drift_bars, timing_bars
 
 

@@ -26,12 +26,6 @@ def key_of(s: Settings) -> tuple:
     return model_of(s), s.device, s.prompt, s.seed, s.cmp_a, s.cmp_b, s.cmp_steps, s.cmp_repeats, s.cmp_ppl
 
 
-def load(name, engine):
-    """A side's model from the shared cache, by its load-time switches."""
-    return server.model(name, engine.device, engine.dtype, engine.kv_heads, engine.fused_qkv, engine.quant,
-                       engine.quant_group)
-
-
 def base_model(s: Settings):
     """The model as stored (fp32, no load-time switch): its shape and tokenizer feed the prediction."""
     return server.model(model_of(s), s.device, "fp32")
@@ -65,7 +59,7 @@ def run(t, s: Settings) -> dict | None:
                                        repeats=s.cmp_repeats, seed=s.seed, device=s.device,
                                        sampling=SamplingConfig(temperature=0), perplexity=bool(s.cmp_ppl))
         with queued() as progress:
-            return service.measure.compare(config, load, lambda f, stage, values: progress(
+            return service.measure.compare(config, server.load, lambda f, stage, values: progress(
                 f, t(f"progress.compare.{stage}", **values)))
 
     result = measure.run(t, RESULT_KEY, key_of(s), work, text=t("progress.compare.load", side="A"))

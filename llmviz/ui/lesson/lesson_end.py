@@ -13,7 +13,7 @@ from llmviz.analysis.claims import shown
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.reveal import judged_effect
 from llmviz.ui.chrome import html_report, table_csv
-from llmviz.ui.lesson_reveal import revealed
+from llmviz.ui.lesson.lesson_reveal import revealed
 
 
 def rows(t, entries: dict[str, dict]) -> list[dict]:

@@ -1,6 +1,6 @@
 """The KV layouts page's sweep (C8, C9; claim K3): decode ms/token of each layout at growing cached lengths, on a
-built-in shape or the Home model (labs/layout_sweep.py through ui/layouts_run.py), its figure and numbers, K3
-judged on it by the claims' one rule (analysis/claims.judge, through ui/claims_run.py), and its downloads."""
+built-in shape or the Home model (labs/layout_sweep.py through ui/layouts/layouts_run.py), its figure and numbers, K3
+judged on it by the claims' one rule (analysis/claims.judge, through ui/claims/claims_run.py), and its downloads."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import json
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
-from llmviz.ui import claims_run
-from llmviz.ui import layouts_run as run
 from llmviz.ui.chrome import table_csv
+from llmviz.ui.claims import claims_run
+from llmviz.ui.layouts import layouts_run as run
 from llmviz.viz import kv_layouts as fig
 
 

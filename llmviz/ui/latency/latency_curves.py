@@ -1,6 +1,6 @@
 """The Claims page's latency curves for the current settings (C18; issue 11): decode ms/token against the cached
-length (the Decode page's sweep, llmviz.ui.latency_sweep) and prefill ms against the prompt's length, fitted with
-a + b*n + c*n^2 (llmviz.analysis.prefill_fit), each the median of repeats."""
+length (the Decode page's sweep, llmviz.ui.latency.latency_sweep) and prefill ms against the prompt's length,
+fitted with a + b*n + c*n^2 (llmviz.analysis.prefill_fit), each the median of repeats."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import streamlit as st
 
 from llmviz.analysis.decode_slope import spread_lengths
 from llmviz.trace.config import default_max_seq
-from llmviz.ui import claims_run, latency_sweep, measure, server, state
+from llmviz.ui import measure, server, state
 from llmviz.ui.charts import chart
+from llmviz.ui.claims import claims_run
+from llmviz.ui.latency import latency_sweep
 from llmviz.ui.markdown import escape
 from llmviz.ui.settings import Settings
 

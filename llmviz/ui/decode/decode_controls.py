@@ -12,10 +12,11 @@ import streamlit as st
 
 from llmviz.ui import keys, state
 from llmviz.ui.errors import report
+from llmviz.ui.navigation import PLAYING
 from llmviz.ui.settings import SLIDERS, Settings
 
 SLIDER_KEYS = {field: f"dec_{field}" for field in SLIDERS}
-PLAYING, STEP_ERROR = "dec_playing", "dec_step_error"
+STEP_ERROR = "dec_step_error"
 TICKING = "dec_ticking"  # whether the page built the fragment with Play's timer (main() of app_pages/decode.py)
 PRESSED_AT, REPLAY_S = "dec_pressed_at", 1.0  # when Play / Pause last changed Play's state (time.monotonic)
 PREV_KEY, NEXT_KEY, SPEED_KEY = "dec_prev", "dec_next", "dec_speed"

@@ -15,7 +15,7 @@ from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
 from llmviz.ui import measure
 from llmviz.ui.chrome import html_report, table_csv
-from llmviz.ui.compare_run import load
+from llmviz.ui.server import load
 from llmviz.viz.claims import prefill_fit_figure
 
 REPORT_KEY = "llmviz_claims_report"

@@ -13,7 +13,7 @@ import streamlit as st
 
 from llmviz.ui import state
 from llmviz.ui.chrome import with_bold_tail
-from llmviz.ui.decode_controls import STEP_ERROR
+from llmviz.ui.decode.decode_controls import STEP_ERROR
 from llmviz.ui.settings import SEEDS, decode_reseed, encode_reseed
 from llmviz.ui.trace_file import ids_text
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.ui import layouts_run, measure, server
+from llmviz.ui import measure, server
 from llmviz.ui.chrome import literal
+from llmviz.ui.layouts import layouts_run
 from llmviz.ui.settings import Settings
 
 LOCALITY_KEY = "llmviz_locality"

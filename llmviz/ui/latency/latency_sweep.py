@@ -11,7 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.decode_series import MIN_FIT_POINTS
-from llmviz.ui import measure, server, slowdown_view
+from llmviz.ui import measure, server
+from llmviz.ui.latency import slowdown_view
 from llmviz.ui.settings import Settings
 
 SWEEP_KEY = "llmviz_dec_sweep"

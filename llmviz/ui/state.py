@@ -190,9 +190,9 @@ def back() -> None:
         run.cursor = max(0, run.cursor - 1)
 
 
-def replay(trace: RunTrace) -> None:
-    """Show a loaded trace: no model, no engine, only what was recorded."""
-    st.session_state[RUN_KEY] = Run(None, trace, None, 0)
+def replay(trace: RunTrace, cursor: int = 0) -> None:
+    """Show a loaded trace from step `cursor`: no model, no engine, only what was recorded."""
+    st.session_state[RUN_KEY] = Run(None, trace, None, min(max(0, cursor), len(trace.steps) - 1))
     st.session_state.pop("llmviz_demo_shown", None)  # llmviz.ui.demo marks its own recording after this
 
 

@@ -6,38 +6,16 @@ its own keys (the last layer's probabilities), the cache's length and blocks for
 
 import numpy as np
 import pytest
+from serving_oracle import TRACE, alone, served_run
 
-from llmviz.engine.loading.model import load_model
 from llmviz.engine.serving.continuous import ContinuousScheduler, ServeConfig
-from llmviz.engine.serving.requests import Request, RequestTrace
-from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 from llmviz.trace import hooks
-from llmviz.trace.config import EngineConfig, SamplingConfig
-
-SAMPLED = SamplingConfig(temperature=0.8, top_k=30)
-TRACE = RequestTrace("mixed", (  # arrivals while others decode: steps mix prefill chunks and decode rows
-    Request(0, 0, tuple(range(5, 17)), 6, SAMPLED, seed=11),
-    Request(1, 2, tuple(range(40, 47)), 5, SAMPLED, seed=12),
-    Request(2, 3, tuple(range(90, 110)), 4, SamplingConfig(temperature=0), seed=13),
-))
 
 
 @pytest.fixture(scope="module")
 def served(model_dirs):
-    lm = load_model(str(model_dirs["llama_gqa_rope3"]), device="cpu")
-    scheduler = ContinuousScheduler(lm, TRACE, ServeConfig(slots=3, block_size=4, token_budget=12, capture="full",
-                                                           backend="eager"))
-    scheduler.run()
-    return lm, scheduler
-
-
-def alone(lm, r: Request) -> Session:
-    cfg = EngineConfig(device="cpu", capture="full", attn_backend="eager", logit_lens_top_k=0, stop_at_eos=False,
-                       sampling=r.sampling, max_seq_len=len(r.prompt_ids) + r.output_len + 1)
-    session = Session(lm, config=cfg, prompt_ids=[list(r.prompt_ids)], seeds=[r.seed])
-    session.generate(r.output_len)
-    return session
+    return served_run(str(model_dirs["llama_gqa_rope3"]))
 
 
 @pytest.mark.parametrize("rid", [0, 1, 2])

@@ -162,17 +162,24 @@ def test_self_speculation_and_sampled_speculation(app_model):
     assert any("drawn from the target's own distribution" in x for x in rendered_text(at))
 
 
-def test_a_look_inside_a_continuous_step_shows_its_recorded_rows(app_model):
-    """Issue 37: the step under the continuous stepper re-run and recorded as a StepTrace: the rows table is the
-    scheduler's record of that step (request, slot, tokens fed) with what the trace holds for each row (positions,
-    cache length, blocks, the token drawn), and the attention figure greys exactly the slots past each row's own
-    position (counted here from the positions, by hand)."""
+def looked_inside_step_3():
+    """The Serving page after a 4-slot run of the mixed trace and a look inside its step 3; and the timed
+    continuous run."""
     at = open_app(page_file("serving"))
     at.number_input(key="serve_slots_w").set_value(4).run()
     click(at, "Run static and continuous")
     timed = at.session_state["llmviz_serve_batching"][1]["continuous"]
     at.slider(key="serve_step_continuous").set_value(3).run()
     click(at, "Look inside step 3")
+    return at, timed
+
+
+def test_a_look_inside_a_continuous_step_shows_its_recorded_rows(app_model):
+    """Issue 37: the step under the continuous stepper re-run and recorded as a StepTrace: the rows table is the
+    scheduler's record of that step (request, slot, tokens fed) with what the trace holds for each row (positions,
+    cache length, blocks, the token drawn), and the attention figure greys exactly the slots past each row's own
+    position (counted here from the positions, by hand)."""
+    at, timed = looked_inside_step_3()
     look = at.session_state["llmviz_serve_look"][1]
     record, step = look["records"][3], look["steps"][3]
     assert record.rows == timed["records"][3].rows  # the same schedule as the timed (packed, unrecorded) run
@@ -190,3 +197,38 @@ def test_a_look_inside_a_continuous_step_shows_its_recorded_rows(app_model):
     last = [int(step.positions[i][step.positions[i] >= 0][-1]) for i in range(len(record.rows))]
     assert (np.isnan(z) == (np.arange(z.shape[1])[None, :] > np.array(last)[:, None])).all()
     assert np.allclose(np.nansum(z, axis=1), 1.0, atol=1e-4)  # each row's attention sums to one over what it sees
+
+
+def test_a_request_of_a_step_opens_in_the_decode_and_prefill_views(app_model):
+    """Issue 37: a request of the looked-at step opens as its own run: its rows of every step up to this one, cut out
+    of the batched steps (llmviz/trace/rows.py). The Decode view replays it at this step; its tokens are the ones the
+    timed continuous run gave that request; the Prefill view shows its whole prompt as one prefill."""
+    at, timed = looked_inside_step_3()
+    rows = at.session_state["llmviz_serve_look"][1]["records"][3].rows
+    rid = rows[1][0]
+    at.selectbox(key="serve_open_w").set_value(rid).run()
+    click(at, "In the Decode view")
+    run = at.session_state["llmviz_run"]
+    assert run.key is None and run.trace.rows == 1  # a replay: no engine session, one row
+    drawn = run.trace.row_output_ids(0)
+    steps_with_it = [r.index for r in timed["records"][:4] if rid in (row[0] for row in r.rows)]
+    assert drawn == timed["outputs"][rid][: len(drawn)] and len(drawn) >= 1  # its tokens, as the timed run drew them
+    assert run.cursor == len(run.trace.steps) - 1 and len(run.trace.steps) <= len(steps_with_it)
+    last = run.trace.steps[-1]
+    assert last.kv["batch"] == 1 and last.kv["seq_ids"] == [rid] and last.input_ids.shape == (1, 1)
+    assert last.hook("layers.0.probs").shape[-1] == int(last.positions[0, -1]) + 1  # only its own keys
+    held = last.kv["seq_len"]
+    assert held == int(last.positions[0, -1]) + 1  # what its cache holds after the step: every position fed
+    shown = rendered_text(at)  # the Decode page drew the run: its cache caption, its step counter
+    assert any(f"from {held - 1} to {held} positions" in x for x in shown)
+    assert shown[shown.index("Tokens generated") + 1] == str(len(drawn))
+    prompt = len(run.trace.prompt_ids)
+
+    at, _ = looked_inside_step_3()
+    at.selectbox(key="serve_open_w").set_value(rid).run()
+    click(at, "In the Prefill view")
+    run = at.session_state["llmviz_run"]
+    first = run.trace.steps[0]
+    assert run.cursor == 0 and first.phase == "prefill" and first.input_ids.shape == (1, prompt)
+    assert first.hook("layers.0.probs").shape == [1, first.hook("layers.0.q").shape[1], prompt, prompt]
+    assert any(f"X [{prompt}, " in x for x in rendered_text(at))  # the Prefill page's shapes: X is [prompt, d]

@@ -14,6 +14,7 @@ from llmviz.ui.errors import explain
 
 BATCHING_KEY, SHARING_KEY, SPEC_KEY = "llmviz_serve_batching", "llmviz_serve_sharing", "llmviz_serve_spec"
 LOOK_KEY = "llmviz_serve_look"  # a look inside one step of continuous batching (ui/serving/serving_step.py draws it)
+OPEN_KEY = "llmviz_serve_open"  # one request of that run up to that step, as its own run (the Decode, Prefill views)
 TRACES = ("mixed", "mixed-poisson", "shared-prompt")  # built in (assets/traces); their ids are the embedded tokenizer's
 SERVE_MODELS = ("llmviz-tiny", "gpt2-124m-random")  # models that share that tokenizer
 TARGET = EMBEDDED_MODEL
@@ -113,3 +114,31 @@ def look(t, wanted: tuple, requests, step: int) -> dict | None:
                                          capture="full", capture_steps=(step,), until=step)
 
     return measure.run(t, LOOK_KEY, (*wanted, step), work, text=t("serving.progress", step=0))
+
+
+def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list):
+    """wanted = (device, model, trace key, slots): continuous batching of `requests` up to `step`, the steps where
+    request `rid` ran recorded at capture full (`records`: the kept run's StepRecords say which), and its rows read
+    out as its own one-row RunTrace (llmviz/trace/rows.py), which the Decode and Prefill pages replay."""
+    from llmviz import service
+    from llmviz.trace.config import EngineConfig
+    from llmviz.trace.rows import request_run, request_steps
+    from llmviz.ui.trace_file import ids_text
+
+    device, model, _, slots = wanted
+    ran = tuple(r.index for r in records[: step + 1] if rid in (row[0] for row in r.rows))
+
+    def work(queued):
+        lm = server.model(model, device, "fp32")
+        request = service.replay.requests_of(requests).requests[rid]
+        with queued() as progress:
+            result = service.serving.serve(lm, requests, "continuous", _steps(t, progress), slots=slots,
+                                           device=device, capture="full", capture_steps=ran, until=step)
+        steps = request_steps(result["steps"], result["records"], rid, step)
+        config = EngineConfig(device=device, capture="full", kv_layout="paged", kv_block_size=result["block_size"],
+                              sampling=request.sampling, seed=request.seed, stop_at_eos=False)
+        tokens = result["tokens"]
+        return request_run(steps, lm.card(), config.to_dict(), request.seed, tokens,
+                           ids_text(tokens, list(request.prompt_ids)))
+
+    return measure.run(t, OPEN_KEY, (*wanted, step, rid), work, text=t("serving.progress", step=0))

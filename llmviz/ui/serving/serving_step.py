@@ -10,9 +10,9 @@ import streamlit as st
 
 from llmviz.analysis.serving_step import last_query_attention, step_rows
 from llmviz.analysis.tokens import token_label
-from llmviz.ui import measure
+from llmviz.ui import measure, state
 from llmviz.ui.charts import chart
-from llmviz.ui.serving.serving_run import LOOK_KEY, look
+from llmviz.ui.serving.serving_run import LOOK_KEY, look, open_request
 from llmviz.viz.attention import attention_heatmap
 
 
@@ -44,3 +44,21 @@ def section(t, wanted: tuple, requests, step: int) -> None:
                                t("serving.look.y"), t("serving.look.value"), probabilities=True, hidden=hidden),
           "serve_look_attention")
     st.caption(t("serving.look.caption", block=trace.kv["block_size"], padded=trace.timings["padded_slots"]))
+    open_controls(t, wanted, requests, step, rows, result["records"])
+
+
+def open_controls(t, wanted: tuple, requests, step: int, rows: list[dict], records: list) -> None:
+    """A request of the step (one that has drawn a token) opened as its own run in the Decode or Prefill view."""
+    ready = [r["request"] for r in rows if r["kind"] == "decode" or r["drew"] is not None]
+    if not ready:
+        st.caption(t("serving.open.none"))
+        return
+    a, b, c = st.columns([2, 1, 1], vertical_alignment="bottom")
+    rid = a.selectbox(t("serving.open.request"), ready, key="serve_open_w", help=t("serving.open.request_help"),
+                      format_func=lambda r: t("serving.open.label", request=r))
+    for column, page in ((b, "decode"), (c, "prefill")):
+        if column.button(t(f"serving.open.{page}"), key=f"serve_open_{page}_w", width="stretch"):
+            trace = open_request(t, wanted, requests, step, rid, records)
+            if trace is not None:
+                state.replay(trace, cursor=len(trace.steps) - 1 if page == "decode" else 0)
+                st.switch_page(f"app_pages/{page}.py")

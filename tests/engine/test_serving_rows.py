@@ -1,0 +1,86 @@
+"""One request of a serving run, read out as its own run (llmviz/trace/rows.py, issue 37): continuous batching at
+capture full records padded steps shared by every request; the request's rows, cut out and its prefill chunks
+joined, must be the run it has alone in a Session with its seed (the oracle): the same input ids and positions, the
+same tokens, the same attention maps (the joined prefill's full causal map included), the same K rows, the same
+cache length and bytes. Its RunTrace is one a page can save, load and check."""
+
+import numpy as np
+import pytest
+from serving_oracle import TRACE, alone, served_run
+
+from llmviz.errors import TraceFormatError
+from llmviz.trace import hooks
+from llmviz.trace.config import EngineConfig
+from llmviz.trace.records import load_trace
+from llmviz.trace.rows import request_run, request_steps
+
+
+@pytest.fixture(scope="module")
+def served(model_dirs):
+    return served_run(str(model_dirs["llama_gqa_rope3"]))
+
+
+def last_step(scheduler) -> int:
+    return scheduler.records[-1].index
+
+
+@pytest.mark.parametrize("rid", [0, 1, 2])
+def test_a_requests_own_run_is_its_run_alone(served, rid):
+    lm, scheduler = served
+    request, layers = TRACE.requests[rid], lm.cfg.num_layers
+    solo = alone(lm, request).trace
+    mine = request_steps(scheduler.steps, scheduler.records, rid, last_step(scheduler))
+    assert len(mine) == len(solo.steps) == request.output_len  # its prefill (chunks joined), then its decode steps
+    assert [s.phase for s in mine] == [s.phase for s in solo.steps]
+    assert [s.index for s in mine] == list(range(len(mine)))
+    for step, oracle in zip(mine, solo.steps, strict=True):
+        np.testing.assert_array_equal(step.input_ids, oracle.input_ids)
+        np.testing.assert_array_equal(step.positions, oracle.positions)
+        assert int(step.sampled[0]) == int(oracle.sampled[0])
+        np.testing.assert_allclose(step.logits, oracle.logits, atol=2e-4, rtol=1e-4)
+        for layer in (0, layers - 1):
+            probs, want = step.hook(hooks.probs(layer)), oracle.hook(hooks.probs(layer))
+            assert probs.shape == want.shape  # [1, h, n, n_k]: its keys only, none of another row's
+            np.testing.assert_allclose(probs.array, want.array, atol=1e-5)
+            scores, want_scores = step.hook(hooks.scores(layer)).array, oracle.hook(hooks.scores(layer)).array
+            np.testing.assert_array_equal(np.isfinite(scores), np.isfinite(want_scores))  # the causal mask
+            np.testing.assert_allclose(scores[np.isfinite(scores)], want_scores[np.isfinite(want_scores)], atol=1e-4)
+            np.testing.assert_allclose(step.hook(hooks.k(layer)).array, oracle.hook(hooks.k(layer)).array, atol=1e-5)
+        write, want_write = step.hook("kv.write"), oracle.hook("kv.write")
+        assert write.shape == want_write.shape and write.nbytes == want_write.nbytes
+        kv = step.kv
+        assert kv["seq_len"] == oracle.kv["seq_len"] and kv["bytes_used"] == oracle.kv["bytes_used"]
+        assert kv["batch"] == 1 and kv["seq_ids"] == [rid]
+        size = kv["block_size"]
+        slots = kv["slots_allocated"]
+        assert len(kv["block_tables"][0]) * size == slots >= kv["seq_len"] > slots - size  # its blocks, by hand
+        assert kv["bytes_allocated"] == kv["slots_allocated"] * kv["bytes_per_token"]
+
+
+def test_a_chunked_prompt_is_joined_into_its_prefill(served):
+    _, scheduler = served
+    chunks = [r for r in scheduler.records for rid, _, _, kind in r.rows if rid == 2 and kind == "prefill"]
+    assert len(chunks) == 2  # the budget split request 2's prompt: the join is exercised
+    first = chunks[0].index
+    early = request_steps(scheduler.steps, scheduler.records, 2, first)  # looked at mid-prompt
+    assert len(early) == 1 and early[0].phase == "prefill" and int(early[0].sampled[0]) == -1  # nothing drawn yet
+    assert early[0].input_ids.shape[1] == sum(fed for rid, _, fed, _ in chunks[0].rows if rid == 2)
+
+
+def test_its_run_saves_loads_and_passes_the_checks(served, tmp_path):
+    lm, scheduler = served
+    request = TRACE.requests[1]
+    steps = request_steps(scheduler.steps, scheduler.records, 1, last_step(scheduler))
+    cfg = EngineConfig(device="cpu", capture="full", kv_layout="paged", kv_block_size=4, sampling=request.sampling,
+                       seed=request.seed, stop_at_eos=False)
+    run = request_run(steps, lm.card(), cfg.to_dict(), request.seed, dict(scheduler.tokens), "request 1")
+    back = load_trace(run.save(tmp_path))  # trace/check.py reads every field
+    assert back.rows == 1 and back.row_output_ids(0) == alone(lm, request).trace.output_ids
+    assert back.prompt_ids == list(request.prompt_ids)
+
+
+def test_a_step_that_was_not_recorded_is_named(served):
+    _, scheduler = served
+    recorded = {i: s for i, s in scheduler.steps.items() if i != 0}
+    with pytest.raises(TraceFormatError, match="step 0, where request 0 ran, was not recorded"):
+        request_steps(recorded, scheduler.records, 0, last_step(scheduler))

@@ -62,8 +62,7 @@ def batching_tab(t, s) -> None:
     st.caption(t("serving.step_note", step=step, ms=rec.ms, rows=", ".join(
         f"{rid}→{slot} ({take} {t(f'serving.state.{kind}')})" for rid, slot, take, kind in rec.rows) or "—",
         waiting=rec.waiting, blocks=rec.blocks_used))
-    if which == "continuous":  # that step re-run and recorded: its rows, their blocks, their attention
-        look_inside(t, wanted, requests, step)
+    look_inside(t, wanted, requests, step, which)  # that step re-run and recorded: its rows and their attention
     util = {t(f"serving.sched.{n}"): line[:2] for n, line in view["utilization"].items()}
     chart(t, series(util, t("serving.util_title"), t("serving.x_step"), t("serving.util_y"), percent=True,
                     note=averaged(t, max(line[2] for line in view["utilization"].values()))), "serve_util")

@@ -1,15 +1,17 @@
 """One request's own run, read out of a batched run's recorded steps (issue 37: every scheduler records the StepTrace
 the pages read, so a request of a serving run opens in the Decode and Prefill views).
 
-A continuous-batching step is recorded padded: row i is the request its StepRecord names in row i, its fed tokens
-left-aligned in columns 0..fed-1 (pads after them), and key slot s of its attention holds position s. So a row comes
-out as a one-row step by cutting every array along its declared dimensions (llmviz/trace/hooks.py): `b` to the row,
-`n` to its fed columns, `n_k` to the keys it may see (positions up to its last fed one). A prompt fed in chunks over
-several steps is joined into one prefill step: its queries concatenated along `n`, an earlier chunk's scores and
-probabilities padded on the keys it could not see yet (-inf and 0, where a one-shot prefill's causal mask puts them),
-so the joined step is the prefill the request would have had alone. The KV snapshot becomes the request's: its
-length, its block table and the bytes of its blocks; the pool's own figures (num_blocks, blocks_free, bytes_held)
-stay. The step's timings stay the batched step's (every row shared them). No torch.
+A batched serving step (continuous or static batching) is recorded padded: row i is the request its StepRecord
+names in row i, its fed tokens left-aligned in columns 0..fed-1 (pads after them), and key slot s of its attention
+holds position s; a row of a finished request that static batching keeps in the pass ("idle") is not the request's.
+So a row comes out as a one-row step by cutting every array along its declared dimensions (llmviz/trace/hooks.py):
+`b` to the row, `n` to its fed columns, `n_k` to the keys it may see (positions up to its last fed one). A prompt
+fed in chunks over several steps is joined into one prefill step: its queries concatenated along `n`, an earlier
+chunk's scores and probabilities padded on the keys it could not see yet (-inf and 0, where a one-shot prefill's
+causal mask puts them), so the joined step is the prefill the request would have had alone. The KV snapshot becomes
+the request's: its length, and its blocks (a paged pool; the pool's own num_blocks, blocks_free, bytes_held stay)
+or its row's share (a contiguous cache). The step's timings stay the batched step's (every row shared them). No
+torch.
 """
 
 from __future__ import annotations
@@ -52,12 +54,16 @@ def _row_kv(kv: dict, seq_id: int, keys: int) -> dict:
     held = kv["seq_lens"][at] if at is not None else keys
     out = {**kv, "batch": 1, "seq_len": held, "seq_lens": [held], "seq_ids": [seq_id],
            "bytes_used": held * kv["bytes_per_token"]}
-    if "block_tables" in kv:
+    if "block_tables" in kv:  # a paged pool: the blocks it holds
         size = kv["block_size"]
         table = list(kv["block_tables"][at]) if at is not None else []
         slots = (len(table) if at is not None else -(-held // size)) * size
-        out.update(block_tables=[table], slots_allocated=slots, wasted_slots=slots - held,
-                   bytes_allocated=slots * kv["bytes_per_token"])
+        out["block_tables"] = [table]
+    else:  # a cache of one region per row (static batching's contiguous one): its row's share
+        slots = kv.get("slots_allocated", kv["max_seq"] * kv["batch"]) // max(1, kv["batch"])
+        out.pop("rows", None)
+        out["capacity"] = 1
+    out.update(slots_allocated=slots, wasted_slots=slots - held, bytes_allocated=slots * kv["bytes_per_token"])
     return out
 
 
@@ -126,7 +132,7 @@ def request_steps(steps: dict, records: list, seq_id: int, until: int) -> list[S
     chunks, out = [], []
     for record in records[: until + 1]:
         ids = [r[0] for r in record.rows]
-        if seq_id not in ids:
+        if seq_id not in ids or record.rows[ids.index(seq_id)][3] == "idle":
             continue
         if record.index not in steps:
             raise TraceFormatError(f"step {record.index}, where request {seq_id} ran, was not recorded")

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from serving_oracle import TRACE, alone, served_run
 
+from llmviz.engine.serving.continuous import ServeConfig
+from llmviz.engine.serving.static import run_static
 from llmviz.errors import TraceFormatError
 from llmviz.trace import hooks
 from llmviz.trace.config import EngineConfig
@@ -24,13 +26,10 @@ def last_step(scheduler) -> int:
     return scheduler.records[-1].index
 
 
-@pytest.mark.parametrize("rid", [0, 1, 2])
-def test_a_requests_own_run_is_its_run_alone(served, rid):
-    lm, scheduler = served
-    request, layers = TRACE.requests[rid], lm.cfg.num_layers
-    solo = alone(lm, request).trace
-    mine = request_steps(scheduler.steps, scheduler.records, rid, last_step(scheduler))
-    assert len(mine) == len(solo.steps) == request.output_len  # its prefill (chunks joined), then its decode steps
+def same_run(mine, solo, rid: int, layers: int) -> None:
+    """A request's own steps against its run alone: ids, positions, tokens, logits, the first and last layer's
+    scores (their mask), probabilities and K rows, the kv.write record, its cache's length and bytes."""
+    assert len(mine) == len(solo.steps)
     assert [s.phase for s in mine] == [s.phase for s in solo.steps]
     assert [s.index for s in mine] == list(range(len(mine)))
     for step, oracle in zip(mine, solo.steps, strict=True):
@@ -51,10 +50,36 @@ def test_a_requests_own_run_is_its_run_alone(served, rid):
         kv = step.kv
         assert kv["seq_len"] == oracle.kv["seq_len"] and kv["bytes_used"] == oracle.kv["bytes_used"]
         assert kv["batch"] == 1 and kv["seq_ids"] == [rid]
-        size = kv["block_size"]
+        assert kv["bytes_allocated"] == kv["slots_allocated"] * kv["bytes_per_token"]
+
+
+@pytest.mark.parametrize("rid", [0, 1, 2])
+def test_a_requests_own_run_is_its_run_alone(served, rid):
+    lm, scheduler = served
+    request = TRACE.requests[rid]
+    mine = request_steps(scheduler.steps, scheduler.records, rid, last_step(scheduler))
+    assert len(mine) == request.output_len  # its prefill (chunks joined), then its decode steps
+    same_run(mine, alone(lm, request).trace, rid, lm.cfg.num_layers)
+    for step in mine:
+        kv, size = step.kv, step.kv["block_size"]
         slots = kv["slots_allocated"]
         assert len(kv["block_tables"][0]) * size == slots >= kv["seq_len"] > slots - size  # its blocks, by hand
-        assert kv["bytes_allocated"] == kv["slots_allocated"] * kv["bytes_per_token"]
+
+
+@pytest.mark.parametrize("rid", [0, 1, 2])
+def test_a_request_of_a_static_batch_is_its_run_alone(served, rid):
+    """Static batching records its batches' steps too (a Session's, padded): a request's rows are its run alone, and
+    the steps after it finished, where it stays in the pass as padding, are not its own."""
+    lm, _ = served
+    result = run_static(lm, TRACE, ServeConfig(slots=2, capture="full", backend="eager"))
+    request = TRACE.requests[rid]
+    mine = request_steps(result["steps"], result["records"], rid, result["records"][-1].index)
+    assert len(mine) == request.output_len
+    same_run(mine, alone(lm, request).trace, rid, lm.cfg.num_layers)
+    batch = [r for r in TRACE.requests if r.id // 2 == rid // 2]  # slots=2: requests 0, 1 then 2
+    width = max(len(r.prompt_ids) for r in batch) + max(r.output_len for r in batch)  # its Session's max_seq_len
+    assert {s.kv["slots_allocated"] for s in mine} == {width}  # its row of the contiguous cache, by hand
+    assert all(s.kv["layout"] == "contiguous" for s in mine)
 
 
 def test_a_chunked_prompt_is_joined_into_its_prefill(served):

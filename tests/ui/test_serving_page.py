@@ -232,3 +232,32 @@ def test_a_request_of_a_step_opens_in_the_decode_and_prefill_views(app_model):
     assert run.cursor == 0 and first.phase == "prefill" and first.input_ids.shape == (1, prompt)
     assert first.hook("layers.0.probs").shape == [1, first.hook("layers.0.q").shape[1], prompt, prompt]
     assert any(f"X [{prompt}, " in x for x in rendered_text(at))  # the Prefill page's shapes: X is [prompt, d]
+
+
+def test_a_static_step_is_looked_inside_and_its_request_opens_too(app_model):
+    """Issue 37: static batching records its steps as StepTraces as well: the look inside shows a step of the padded
+    batch (a finished request's row is still computed, its token thrown away: no draw shown), and a request opens in
+    the Decode view with the tokens the timed static run gave it."""
+    at = open_app(page_file("serving"))
+    at.number_input(key="serve_slots_w").set_value(4).run()
+    click(at, "Run static and continuous")
+    timed = at.session_state["llmviz_serve_batching"][1]["static"]
+    at.radio(key="serve_which_w").set_value("static").run()
+    idle = next(r.index for r in timed["records"] if any(kind == "idle" for *_, kind in r.rows))
+    at.slider(key="serve_step_static").set_value(idle).run()
+    click(at, f"Look inside step {idle}")
+    look = at.session_state["llmviz_serve_look"][1]
+    record, step = look["records"][idle], look["steps"][idle]
+    assert record.rows == timed["records"][idle].rows and step.kv["layout"] == "contiguous"
+    shown = next(d.value for d in at.dataframe if "request" in d.value.columns)
+    for i, (rid, _, _, kind) in enumerate(record.rows):
+        fed = step.positions[i][step.positions[i] >= 0]
+        assert shown["positions"][i] == f"{fed[0]}–{fed[-1]}"  # every row computed, a finished one too (the waste)
+        assert (shown["drew"][i] == "—") == (kind == "idle") == (rid not in record.drawn)  # its token thrown away
+    rid = next(r[0] for r in record.rows if r[3] == "decode")
+    at.selectbox(key="serve_open_w").set_value(rid).run()
+    click(at, "In the Decode view")
+    run = at.session_state["llmviz_run"]
+    drawn = run.trace.row_output_ids(0)
+    assert drawn == timed["outputs"][rid][: len(drawn)] and len(drawn) == idle + 1  # static: a token every step
+    assert run.trace.steps[-1].kv["layout"] == "contiguous" and run.trace.steps[-1].kv["seq_ids"] == [rid]

@@ -5,6 +5,10 @@ arrived and runs as one padded batch (the engine's Session: the prompts padded t
 forward pass per step) until its longest request has all its tokens. A request that already has its
 tokens keeps its row, computed and thrown away, until the batch ends: the waste continuous batching
 removes. Rows draw with their requests' own seeds and settings, so every request's tokens are its own.
+
+At ServeConfig.capture meta or full a batch's steps are recorded as the Session records them, the StepTrace every
+page reads (issue 37), its KV snapshot naming the requests (`seq_ids`) as continuous batching's does; `until` stops
+after that step (a look inside it).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from llmviz.trace.progress import Progress
 
 
 def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None,
-               progress: Progress | None = None) -> dict:
+               progress: Progress | None = None, until: int | None = None) -> dict:
     config = config or ServeConfig()
     trace.check_vocab(lm.cfg.vocab_size)
     for r in trace.requests:
@@ -33,7 +37,7 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
     ordered = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))
     batches = [ordered[i:i + config.slots] for i in range(0, len(ordered), config.slots)]
     records: list[StepRecord] = []
-    outputs, token_steps = {}, {}
+    outputs, token_steps, recorded, tokens = {}, {}, {}, {}
     total = sum(r.output_len for r in ordered)
     started = 0  # requests whose batch has begun
     arrivals = [r.arrival_step for r in ordered]
@@ -44,22 +48,33 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
     for batch in batches:
         while len(records) < max(r.arrival_step for r in batch):  # idle steps until the batch is complete
             records.append(StepRecord(len(records), 0.0, (), 0, 0, waiting()))
+        if until is not None and len(records) > until:
+            break
         started += len(batch)
         longest = max(len(r.prompt_ids) for r in batch)
         steps = max(r.output_len for r in batch)
-        engine = EngineConfig(device=config.device, attn_backend=config.backend, capture="off", logit_lens_top_k=0,
+        first = len(records)
+        capture = config.capture if _records(config, range(first, first + steps)) else "off"
+        engine = EngineConfig(device=config.device, attn_backend=config.backend, capture=capture, logit_lens_top_k=0,
                               stop_at_eos=False, max_seq_len=min(lm.cfg.max_position_embeddings, longest + steps))
         session = Session(lm, config=engine, prompt_ids=[list(r.prompt_ids) for r in batch],
                           seeds=[r.seed for r in batch])
         for seq, r in zip(session.sequences, batch, strict=True):
             seq.sampling = r.sampling
-        first = len(records)
         for k in range(steps):
+            if until is not None and len(records) > until:
+                break
             began = time.perf_counter()
-            # Its timed region syncs the device; the wall clock includes recording the step. No whole logits are
-            # kept: a serving run shows tokens and timings only (16 rows of GPT-2's vocab were 3.2 MB a step).
-            lean_step(session)
+            # Its timed region syncs the device; the wall clock includes recording the step. Unrecorded, no whole
+            # logits are kept: a serving run shows tokens and timings only (16 rows of GPT-2's vocab were 3.2 MB).
+            step = session.step() if capture != "off" else lean_step(session)
             ms = (time.perf_counter() - began) * 1000
+            if capture != "off" and _records(config, (len(records),)):
+                step.index = len(records)  # the run's step, its snapshot naming the requests (rows are sequences)
+                step.kv = {**step.kv, "seq_ids": [batch[s].id for s in step.kv["seq_ids"]]}
+                recorded[step.index] = step
+            else:  # a step of a recorded batch that was not asked for: its tensors go
+                step.logits, step.hooks = None, []
             rows = tuple((r.id, slot, len(r.prompt_ids) if k == 0 else 1,
                           ("prefill" if k == 0 else "decode") if k < r.output_len else "idle")
                          for slot, r in enumerate(batch))
@@ -68,25 +83,29 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
             records.append(StepRecord(len(records), ms, rows, 0, 0, waiting(), 0, (), done, drawn))
             if progress:
                 progress(sum(min(k + 1, r.output_len) for r in batch) / total, "step", {"step": len(records)})
+        tokens.update(session.trace.tokens)
         for slot, r in enumerate(batch):
             outputs[r.id] = session.trace.row_output_ids(slot)[:r.output_len]
             token_steps[r.id] = list(range(first, first + r.output_len))
     return {"scheduler": "static", "slots": config.slots, "records": records,
             "outputs": dict(sorted(outputs.items())), "token_steps": dict(sorted(token_steps.items())),
-            "arrival_steps": {r.id: r.arrival_step for r in trace.requests}}
+            "arrival_steps": {r.id: r.arrival_step for r in trace.requests},
+            **({"steps": recorded, "tokens": tokens} if config.capture != "off" else {})}
+
+
+def _records(config: ServeConfig, indices) -> bool:
+    """Whether any of these steps is recorded: capture on, and capture_steps empty (every one) or naming it."""
+    return config.capture != "off" and (not config.capture_steps or any(i in config.capture_steps for i in indices))
 
 
 def serve(lm: LoadedModel, requests: RequestTrace, scheduler: str, config: ServeConfig,
           progress: Progress | None = None, until: int | None = None) -> dict:
     """A request trace through static or continuous batching: the one entry the app, the CLI and the claims use.
-    `until`: continuous batching stops after that step (a look inside it)."""
+    `until`: stop after that step (a look inside it)."""
     from llmviz.engine.serving.continuous import ContinuousScheduler
 
     if scheduler == "static":
-        if until is not None or config.capture != "off":
-            raise ConfigError("static batching runs whole and unrecorded here: `until` and capture are continuous "
-                              "batching's")
-        return run_static(lm, requests, config, progress)
+        return run_static(lm, requests, config, progress, until)
     if scheduler != "continuous":
         raise ConfigError(f"scheduler must be static or continuous, got {scheduler!r}")
     return ContinuousScheduler(lm, requests, config).run(progress, until=until)

@@ -100,9 +100,9 @@ def speculative(t, wanted: tuple) -> dict | None:
     return measure.run(t, SPEC_KEY, wanted, work, spinner=t("serving.spec_running"))
 
 
-def look(t, wanted: tuple, requests, step: int) -> dict | None:
-    """wanted = (device, model, trace key, slots): continuous batching of `requests` up to `step`, that step
-    recorded. The result is kept for (wanted, step)."""
+def look(t, wanted: tuple, requests, step: int, scheduler: str = "continuous") -> dict | None:
+    """wanted = (device, model, trace key, slots): `scheduler` batching of `requests` up to `step`, that step
+    recorded. The result is kept for (wanted, step, scheduler)."""
     from llmviz import service
 
     device, model, _, slots = wanted
@@ -110,14 +110,14 @@ def look(t, wanted: tuple, requests, step: int) -> dict | None:
     def work(queued):
         lm = server.model(model, device, "fp32")
         with queued() as progress:
-            return service.serving.serve(lm, requests, "continuous", _steps(t, progress), slots=slots, device=device,
+            return service.serving.serve(lm, requests, scheduler, _steps(t, progress), slots=slots, device=device,
                                          capture="full", capture_steps=(step,), until=step)
 
-    return measure.run(t, LOOK_KEY, (*wanted, step), work, text=t("serving.progress", step=0))
+    return measure.run(t, LOOK_KEY, (*wanted, step, scheduler), work, text=t("serving.progress", step=0))
 
 
-def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list):
-    """wanted = (device, model, trace key, slots): continuous batching of `requests` up to `step`, the steps where
+def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list, scheduler: str = "continuous"):
+    """wanted = (device, model, trace key, slots): `scheduler` batching of `requests` up to `step`, the steps where
     request `rid` ran recorded at capture full (`records`: the kept run's StepRecords say which), and its rows read
     out as its own one-row RunTrace (llmviz/trace/rows.py), which the Decode and Prefill pages replay."""
     from llmviz import service
@@ -132,13 +132,14 @@ def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list)
         lm = server.model(model, device, "fp32")
         request = service.replay.requests_of(requests).requests[rid]
         with queued() as progress:
-            result = service.serving.serve(lm, requests, "continuous", _steps(t, progress), slots=slots,
+            result = service.serving.serve(lm, requests, scheduler, _steps(t, progress), slots=slots,
                                            device=device, capture="full", capture_steps=ran, until=step)
         steps = request_steps(result["steps"], result["records"], rid, step)
-        config = EngineConfig(device=device, capture="full", kv_layout="paged", kv_block_size=result["block_size"],
-                              sampling=request.sampling, seed=request.seed, stop_at_eos=False)
+        layout = {"kv_layout": "paged", "kv_block_size": result["block_size"]} if "block_size" in result else {}
+        config = EngineConfig(device=device, capture="full", sampling=request.sampling, seed=request.seed,
+                              stop_at_eos=False, **layout)
         tokens = result["tokens"]
         return request_run(steps, lm.card(), config.to_dict(), request.seed, tokens,
                            ids_text(tokens, list(request.prompt_ids)))
 
-    return measure.run(t, OPEN_KEY, (*wanted, step, rid), work, text=t("serving.progress", step=0))
+    return measure.run(t, OPEN_KEY, (*wanted, step, rid, scheduler), work, text=t("serving.progress", step=0))

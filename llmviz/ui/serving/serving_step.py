@@ -16,12 +16,12 @@ from llmviz.ui.serving.serving_run import LOOK_KEY, look, open_request
 from llmviz.viz.attention import attention_heatmap
 
 
-def section(t, wanted: tuple, requests, step: int) -> None:
-    """The button under the continuous stepper, and what the step recorded once it has run."""
+def section(t, wanted: tuple, requests, step: int, scheduler: str = "continuous") -> None:
+    """The button under the stepper, and what the step recorded once it has run."""
     if st.button(t("serving.look", step=step), key="serve_look_w"):
-        result = look(t, wanted, requests, step)
+        result = look(t, wanted, requests, step, scheduler)
     else:
-        result = measure.kept(LOOK_KEY, (*wanted, step))
+        result = measure.kept(LOOK_KEY, (*wanted, step, scheduler))
     if result is None:
         return
     trace = result.get("steps", {}).get(step)
@@ -29,13 +29,7 @@ def section(t, wanted: tuple, requests, step: int) -> None:
         st.info(t("serving.look_idle", step=step))
         return
     rows = step_rows(trace, result["records"][step])
-    tokens = result["tokens"]
-    st.dataframe([{t("serving.look.row"): i, t("serving.look.request"): r["request"], t("serving.look.slot"): r["slot"],
-                   t("serving.look.kind"): t(f"serving.state.{r['kind']}"), t("serving.look.fed"): r["fed"],
-                   t("serving.look.positions"): f"{r['first']}–{r['last']}", t("serving.look.cached"): r["cached"],
-                   t("serving.look.blocks"): " ".join(map(str, r["blocks"] or [])),
-                   t("serving.look.drew"): "—" if r["drew"] is None else token_label(tokens, r["drew"])}
-                  for i, r in enumerate(rows)], hide_index=True, key="serve_look_rows")
+    st.dataframe(rows_table(t, rows, result["tokens"]), hide_index=True, key="serve_look_rows")
     layer = trace.kv["layers"] - 1
     z, hidden = last_query_attention(trace, layer)
     labels = [t("serving.look.row_label", row=i, request=r["request"]) for i, r in enumerate(rows)]
@@ -43,13 +37,26 @@ def section(t, wanted: tuple, requests, step: int) -> None:
                                t("serving.look.title", step=step, layer=layer), t("serving.look.x"),
                                t("serving.look.y"), t("serving.look.value"), probabilities=True, hidden=hidden),
           "serve_look_attention")
-    st.caption(t("serving.look.caption", block=trace.kv["block_size"], padded=trace.timings["padded_slots"]))
-    open_controls(t, wanted, requests, step, rows, result["records"])
+    if "block_size" in trace.kv:  # continuous batching's paged pool
+        st.caption(t("serving.look.caption", block=trace.kv["block_size"], padded=trace.timings["padded_slots"]))
+    else:  # static batching: one padded batch over a contiguous cache
+        st.caption(t("serving.look.caption_static", slots=trace.kv["max_seq"], padded=trace.timings["padded_slots"]))
+    open_controls(t, wanted, requests, step, rows, result["records"], scheduler)
 
 
-def open_controls(t, wanted: tuple, requests, step: int, rows: list[dict], records: list) -> None:
+def rows_table(t, rows: list[dict], tokens: dict) -> list[dict]:
+    """The step's rows as the table shows them: each row's request, slot, what it fed where, its cache and draw."""
+    return [{t("serving.look.row"): i, t("serving.look.request"): r["request"], t("serving.look.slot"): r["slot"],
+             t("serving.look.kind"): t(f"serving.state.{r['kind']}"), t("serving.look.fed"): r["fed"],
+             t("serving.look.positions"): "—" if r["first"] is None else f"{r['first']}–{r['last']}",
+             t("serving.look.cached"): r["cached"], t("serving.look.blocks"): " ".join(map(str, r["blocks"] or [])),
+             t("serving.look.drew"): "—" if r["drew"] is None else token_label(tokens, r["drew"])}
+            for i, r in enumerate(rows)]
+
+
+def open_controls(t, wanted: tuple, requests, step: int, rows: list[dict], records: list, scheduler: str) -> None:
     """A request of the step (one that has drawn a token) opened as its own run in the Decode or Prefill view."""
-    ready = [r["request"] for r in rows if r["kind"] == "decode" or r["drew"] is not None]
+    ready = [r["request"] for r in rows if r["kind"] == "decode" or r["drew"] is not None]  # not idle, not mid-prompt
     if not ready:
         st.caption(t("serving.open.none"))
         return
@@ -58,7 +65,7 @@ def open_controls(t, wanted: tuple, requests, step: int, rows: list[dict], recor
                       format_func=lambda r: t("serving.open.label", request=r))
     for column, page in ((b, "decode"), (c, "prefill")):
         if column.button(t(f"serving.open.{page}"), key=f"serve_open_{page}_w", width="stretch"):
-            trace = open_request(t, wanted, requests, step, rid, records)
+            trace = open_request(t, wanted, requests, step, rid, records, scheduler)
             if trace is not None:
                 state.replay(trace, cursor=len(trace.steps) - 1 if page == "decode" else 0)
                 st.switch_page(f"app_pages/{page}.py")

@@ -42,3 +42,12 @@ def last_query_attention(step, layer: int) -> tuple[np.ndarray, np.ndarray]:
     position = np.array([step.positions[i, last[i]] if len(fed[i]) else -1 for i in range(b)])  # slot s: position s
     hidden = np.arange(n_k)[None, :] > position[:, None]  # [b, n_k]
     return rows, hidden
+
+
+def verification_attention(step, layer: int) -> tuple[np.ndarray, np.ndarray]:
+    """A one-row step feeding several tokens (speculative decoding's verification of x, d1..dk): ([n, n_k] each fed
+    token's attention over the keys, the mean over heads; [n, n_k] True where it may not look: later positions)."""
+    probs = step.hook(hooks.probs(layer)).array[0]  # [1, h, n, n_k] -> [h, n, n_k]
+    rows = probs.mean(axis=0)  # [n, n_k]
+    hidden = np.arange(rows.shape[1])[None, :] > step.positions[0][:, None]  # [n, n_k]: a key slot s is position s
+    return rows, hidden

@@ -1,5 +1,6 @@
 """Serving: a request trace (llmviz/service/replay.py) through static or continuous batching
-(llmviz/engine/serving/), the checks before it runs, and each request alone, the tokens a scheduler must reproduce.
+(llmviz/engine/serving/), the checks before it runs, each request alone (the tokens a scheduler must reproduce), and
+one round of speculative decoding recorded.
 Part of the service's door (llmviz/service/__init__.py); nothing here imports torch until it is called.
 """
 
@@ -67,3 +68,16 @@ def check_serving_work(lm: LoadedModel, trace, public: bool, slots: int | None =
 
     return check_work(requests_of(trace), default_max_seq(lm.cfg.max_position_embeddings),
                       PUBLIC_MAX_TRACE_TOKENS if public else None, slots)
+
+
+def speculative_round(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, index: int, max_new: int = 32,
+                      sampling=None, seed: int = 0) -> dict:
+    """Speculative decoding of `prompt` (as service.measure.speculate runs it: its rounds are the same for a seed),
+    round `index`'s verification recorded at capture full (engine/serving/speculative.py): {"step": its StepTrace,
+    None past the last round; "rounds"; "tokens": the recorded ids' table}. Untimed: a look, not a measurement."""
+    from llmviz.engine.serving.speculative import Speculator
+
+    spec = Speculator(target, draft, target.tokenizer.encode(prompt), k, sampling, seed, max_new, capture="full",
+                      capture_rounds=(index,))
+    result = spec.run()
+    return {"step": spec.steps.get(index), "rounds": result["rounds"], "tokens": spec.tokens}

@@ -128,3 +128,36 @@ def test_the_largest_seed_runs_and_the_baseline_keeps_no_logits(pair, monkeypatc
     monkeypatch.setattr(Session, "step", spy)
     ids, _ = alone_decode(target, [5, 6, 7], 5)
     assert ids == expected and len(steps) == 5 and all(s.logits is None for s in steps)
+
+
+def test_a_recorded_round_is_the_targets_step_over_its_drafts(pair):
+    """Issue 37: at capture full a round's verification is a StepTrace. Teacher-forced oracle: the target alone
+    prefilling the same tokens (the text so far, then the round's drafts) attends from those k + 1 positions as the
+    verification did, and its logits at the position the round's token came from are the recorded ones."""
+    target, draft = pair
+    ids = target.tokenizer.encode("Return the value of the")
+    spec = Speculator(target, draft, ids, 3, max_new=12, capture="full", capture_rounds=(1, 2))
+    result = spec.run()
+    assert sorted(spec.steps) == [1, 2]  # only the rounds asked for
+    text = list(ids)
+    for r, rnd in enumerate(result["rounds"]):
+        fed = [text[-1], *rnd.proposed]  # x, d1..dk
+        if r in spec.steps:
+            step, n = spec.steps[r], len(fed)
+            assert step.input_ids.tolist() == [fed] and step.positions.tolist() == [list(range(len(text) - 1,
+                                                                                                 len(text) - 1 + n))]
+            assert int(step.sampled[0]) == rnd.token and step.kv["seq_len"] == len(text) - 1 + n  # before the cut
+            cfg = EngineConfig(device="cpu", capture="full", logit_lens_top_k=0, stop_at_eos=False)
+            alone = Session(target, config=cfg, prompt_ids=[text + list(rnd.proposed[:rnd.accepted])])
+            oracle = Session(target, config=cfg, prompt_ids=[text[:-1] + fed]).step()
+            last = target.cfg.num_layers - 1
+            probs = step.hook(f"layers.{last}.probs").array[0]  # [h, k+1, n_k]
+            want = oracle.hook(f"layers.{last}.probs").array[0, :, -n:, :]  # the same k + 1 queries, teacher-forced
+            assert probs.shape == want.shape
+            torch.testing.assert_close(torch.from_numpy(probs), torch.from_numpy(want), atol=1e-5, rtol=0)
+            logits = alone.step().logits[0]  # the target's next-token logits after x, d1..d_kept
+            torch.testing.assert_close(torch.from_numpy(step.logits[0]), torch.from_numpy(logits), atol=2e-4,
+                                       rtol=1e-4)
+        text += [*rnd.proposed[:rnd.accepted], rnd.token]
+    with pytest.raises(ConfigError, match="capture must be one of"):
+        Speculator(target, draft, ids, 2, capture="everything")

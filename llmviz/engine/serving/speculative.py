@@ -13,13 +13,15 @@ A round, with x the last token (both caches hold everything before it):
 
 Greedy output is the target's own, token for token (the engine's same-tokens rule). Each round keeps its
 draft and verify wall times; the measurement around it (a warm-up, each model alone timed the same way, the
-predicted speed-up) is llmviz/labs/speculative.py's.
+predicted speed-up) is llmviz/labs/speculative.py's. At capture meta or full a round's verification is recorded as
+the StepTrace every page reads (issue 37): the target's step over [x, d1..dk], its k + 1 queries' attention, the
+logits of the position its token was drawn from, that token; the cache as the step left it, before the truncation.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -27,11 +29,13 @@ from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.devices import synchronize
+from llmviz.engine.recording import Recorder, record_step
 from llmviz.engine.sampling import check_finite, filter_logits
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.step_loop import Feed, run_step
+from llmviz.engine.timing import StepTimer
 from llmviz.errors import ConfigError
-from llmviz.trace.config import SamplingConfig, check_seed
+from llmviz.trace.config import CAPTURE_LEVELS, SamplingConfig, check_seed
 
 MAX_K = 16
 
@@ -74,7 +78,10 @@ def accept(p: torch.Tensor, q: torch.Tensor, proposed: list[int], generator: tor
 
 class Speculator:
     def __init__(self, target: LoadedModel, draft: LoadedModel, prompt_ids: list[int], k: int,
-                 sampling: SamplingConfig | None = None, seed: int = 0, max_new: int = 32):
+                 sampling: SamplingConfig | None = None, seed: int = 0, max_new: int = 32, capture: str = "off",
+                 capture_rounds: tuple = ()):
+        if capture not in CAPTURE_LEVELS:
+            raise ConfigError(f"capture must be one of {', '.join(CAPTURE_LEVELS)}, got {capture!r}")
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ConfigError(f"k (draft tokens per round) must be a whole number in 1..{MAX_K}, got {k!r}")
         check_pair(target, draft)
@@ -104,18 +111,30 @@ class Speculator:
         self.generator = torch.Generator(device=target.device).manual_seed(seed)
         self.rounds: list[Round] = []
         self.prefill_ms = 0.0
+        self.capture, self.capture_rounds, self.seed = capture, tuple(capture_rounds), seed
+        self.steps: dict = {}  # round index -> its verification's StepTrace (capture on)
+        self.tokens: dict = {}  # the recorded steps' token table
+        self.recorder = Recorder(target, self.caches["target"], capture, "sdpa", 0, self.tokens)
 
-    def _feed(self, which: str, tokens: list[int], all_positions: bool = False) -> torch.Tensor:
+    def _feed(self, which: str, tokens: list[int], all_positions: bool = False, ctx: RunContext | None = None):
         """One step of the one step loop (engine/step_loop.py) for the draft or the target, drawing nothing (the
-        round draws by its own rule): logits [V], or [n, V] for every fed position (the verification)."""
+        round draws by its own rule): logits [V], or [n, V] for every fed position (the verification), and what
+        the step ran (Ran). `ctx`: a recording context (its timer times the step)."""
         lm, cache = (self.target, self.caches["target"]) if which == "target" else (self.draft, self.caches["draft"])
-        ctx = RunContext()
+        ctx = ctx or RunContext()
         feed = Feed([tokens], [0], "sdpa", self.windows[which], lm.device)
-        ran = run_step(cache, feed, ctx, None, lambda step: lm.model(step, cache=cache, ctx=ctx,
-                                                                      last_only=not all_positions), None)
+        ran = run_step(cache, feed, ctx, ctx.timer, lambda step: lm.model(step, cache=cache, ctx=ctx,
+                                                                           last_only=not all_positions), None)
         logits = ran.logits[0]
         check_finite(logits)
-        return logits
+        return logits, ran
+
+    def _recorded(self, index: int) -> RunContext | None:
+        """A recording context for round `index`'s verification, or None when it is not recorded."""
+        if self.capture == "off" or (self.capture_rounds and index not in self.capture_rounds):
+            return None
+        timer = StepTimer(self.target.device)
+        return RunContext(self.capture, (), timer)
 
     def prefill(self) -> None:
         """Both models read the prompt but its last token (the first round feeds it)."""
@@ -139,7 +158,7 @@ class Speculator:
             proposed, q = [], []
             pending = self.ids[self.caches["draft"].length(0):]  # x, and d_k of a fully accepted round
             for _ in range(k):
-                logits = self._feed("draft", pending)
+                logits, _ = self._feed("draft", pending)
                 if self.sampling.greedy:
                     token = int(logits.float().argmax())
                 else:
@@ -151,7 +170,8 @@ class Speculator:
             synchronize(self.target.device)
             drafted = time.perf_counter()
             base = self.caches["target"].length(0)
-            logits = self._feed("target", [self.ids[-1], *proposed], all_positions=True)  # [k+1, V]
+            ctx = self._recorded(len(self.rounds))
+            logits, ran = self._feed("target", [self.ids[-1], *proposed], all_positions=True, ctx=ctx)  # [k+1, V]
             if self.sampling.greedy:
                 picks = logits.float().argmax(-1).tolist()
                 kept = next((i for i, (d, t) in enumerate(zip(proposed, picks, strict=False)) if d != t), k)
@@ -160,6 +180,11 @@ class Speculator:
                 kept, token = accept(probabilities(logits, self.sampling), torch.stack(q), proposed, self.generator)
             synchronize(self.target.device)
         verified = time.perf_counter()
+        if ctx is not None:  # outside the round's wall time: the logits its token was drawn from, and that token
+            self.steps[len(self.rounds)] = record_step(
+                self.recorder, len(self.rounds), "decode", ran.step, logits[kept][None],
+                torch.tensor([token]), ctx, ran.spans, sampling={**asdict(self.sampling), "seed": self.seed},
+                row_finished=[""])
         self.ids += [*proposed[:kept], token]
         self.caches["target"].truncate(0, base + 1 + kept)  # x, d1..dj
         draft = self.caches["draft"]

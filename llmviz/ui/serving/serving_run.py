@@ -14,6 +14,7 @@ from llmviz.ui.errors import explain
 
 BATCHING_KEY, SHARING_KEY, SPEC_KEY = "llmviz_serve_batching", "llmviz_serve_sharing", "llmviz_serve_spec"
 LOOK_KEY = "llmviz_serve_look"  # a look inside one step of continuous batching (ui/serving/serving_step.py draws it)
+SPEC_LOOK_KEY = "llmviz_serve_spec_look"  # one speculative round run again, its verification recorded
 OPEN_KEY = "llmviz_serve_open"  # one request of that run up to that step, as its own run (the Decode, Prefill views)
 TRACES = ("mixed", "mixed-poisson", "shared-prompt")  # built in (assets/traces); their ids are the embedded tokenizer's
 SERVE_MODELS = ("llmviz-tiny", "gpt2-124m-random")  # models that share that tokenizer
@@ -98,6 +99,22 @@ def speculative(t, wanted: tuple) -> dict | None:
                                              SamplingConfig(temperature=temperature), seed)
 
     return measure.run(t, SPEC_KEY, wanted, work, spinner=t("serving.spec_running"))
+
+
+def speculative_round(t, wanted: tuple, index: int) -> dict | None:
+    """The speculative run of `wanted` again (its rounds are the same for its seed), round `index`'s verification
+    recorded at capture full: {"step": its StepTrace, "rounds", "tokens"}."""
+    from llmviz import service
+
+    device, prompt, k, draft_name, temperature, seed = wanted
+
+    def work(queued):
+        target, draft = server.model(TARGET, device, "fp32"), server.model(draft_name, device, "fp32")
+        with queued():
+            return service.serving.speculative_round(target, draft, prompt, k, index, SPEC_TOKENS,
+                                                     SamplingConfig(temperature=temperature), seed)
+
+    return measure.run(t, SPEC_LOOK_KEY, (*wanted, index), work, spinner=t("serving.spec_running"))
 
 
 def look(t, wanted: tuple, requests, step: int, scheduler: str = "continuous") -> dict | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.serving import CLOSE, round_costs, round_gap
+from llmviz.analysis.serving_step import verification_attention
 from llmviz.analysis.tokens import token_label
 from llmviz.ui import measure
 from llmviz.ui.charts import chart
@@ -14,6 +15,7 @@ from llmviz.ui.chrome import literal
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.serving import serving_run as run
 from llmviz.ui.serving.serving_view import downloads
+from llmviz.viz.attention import attention_heatmap
 from llmviz.viz.serving import rounds_figure
 
 
@@ -53,3 +55,29 @@ def speculative_tab(t, s) -> None:
     downloads(t, [{"round": i, "proposed": " ".join(map(str, r.proposed)), "accepted": r.accepted, "token": r.token,
                    "draft_ms": r.draft_ms, "verify_ms": r.verify_ms} for i, r in enumerate(result["rounds"])],
               "speculative")
+    look_inside_round(t, wanted, len(result["rounds"]))
+
+
+def look_inside_round(t, wanted: tuple, rounds: int) -> None:
+    """A round run again with its verification recorded: the target's one step over x, d1..dk, each fed token's
+    attention over the keys (the last layer, the mean over heads), the drafts it kept and the first it rejected."""
+    index = st.slider(t("serving.spec_round"), 0, rounds - 1, 0, key="spec_round_w") if rounds > 1 else 0
+    if st.button(t("serving.spec_look", round=index), key="spec_look_w"):
+        look = run.speculative_round(t, wanted, index)
+    else:
+        look = measure.kept(run.SPEC_LOOK_KEY, (*wanted, index))
+    if look is None or look["step"] is None:
+        return
+    step, rnd, tokens = look["step"], look["rounds"][index], look["tokens"]
+    layer = step.kv["layers"] - 1
+    z, hidden = verification_attention(step, layer)
+    marks = ["✓" if i < rnd.accepted else "✗" for i in range(len(rnd.proposed))]
+    labels = [f"x {token_label(tokens, int(step.input_ids[0, 0]))}",
+              *(f"d{i + 1} {token_label(tokens, d)} {m}" for i, (d, m) in enumerate(zip(rnd.proposed, marks,
+                                                                                       strict=True)))]
+    chart(t, attention_heatmap(z, labels, [str(p) for p in range(z.shape[1])],
+                               t("serving.spec_look_title", round=index, layer=layer), t("serving.look.x"),
+                               t("serving.spec_look_y"), t("serving.look.value"), probabilities=True, hidden=hidden),
+          "spec_look_attention")
+    st.caption(t("serving.spec_look_caption", k=len(rnd.proposed), n=len(labels), kept=rnd.accepted,
+                 token=literal(token_label(tokens, rnd.token)), ms=step.timings["total_ms"]))

@@ -13,7 +13,7 @@ that has finished stays in the pass as padding until every row is done.
 from __future__ import annotations
 
 import operator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from numbers import Integral
 
 import torch
@@ -168,6 +168,21 @@ class Session:
         if config.device != "auto" and not same_device(resolve_device(config.device), lm.device):
             raise ConfigError(f"the model was loaded on {lm.device} but the config asks for {config.device}: "
                               "load it again")
+
+    def set_capture(self, level: str) -> None:
+        """The capture level of the steps from the next one on, for a scheduler that records only some steps (static
+        batching's look at one step): the others run at "off" and keep no tensors. Full capture before the prefill
+        is checked as at construction (CaptureTooLargeError)."""
+        config = self.config.with_(capture=level)  # ConfigError for no such level
+        self._check_compile(config)
+        before, self.config = self.config, config
+        try:
+            if not self.trace.steps:
+                self._check_capture_fits([s.ids for s in self.sequences])
+        except CaptureTooLargeError:
+            self.config = before
+            raise
+        self.recorder = replace(self.recorder, capture=level)
 
     @staticmethod
     def _check_compile(config: EngineConfig) -> None:

@@ -29,7 +29,7 @@ def serve_config(**options) -> ServeConfig:
 def serve(lm: LoadedModel, trace, scheduler: str, progress: Progress | None = None, config: ServeConfig | None = None,
           until: int | None = None, **options) -> dict:
     """A request trace (built-in name, JSON file or RequestTrace) through static or continuous batching; `config`
-    from serve_config(), or `options` its fields; `until`: continuous batching stops after that step (with capture
+    from serve_config(), or `options` its fields; `until`: either scheduler stops after that step (with capture
     and capture_steps: a look inside it, result["steps"], each step the StepTrace every page reads)."""
     from llmviz.engine.serving.static import serve as run_serving
 

@@ -105,7 +105,8 @@ def _join_record(parts: list[HookRecord]) -> HookRecord:
     row_norms = None if any(n is None for n in norms) else np.concatenate(norms, axis=axis)
     shape = list(array.shape) if array is not None else [sum(p.shape[axis] for p in parts) if i == axis else n
                                                          for i, n in enumerate(parts[-1].shape)]
-    return replace(first, shape=shape, nbytes=sum(p.nbytes for p in parts), array=array, row_norms=row_norms,
+    per_element = first.nbytes // prod(first.shape) if prod(first.shape) else 0
+    return replace(first, shape=shape, nbytes=per_element * prod(shape), array=array, row_norms=row_norms,
                    norm=_norm(array))
 
 
@@ -149,7 +150,9 @@ def request_steps(steps: dict, records: list, seq_id: int, until: int) -> list[S
 
 
 def request_run(steps: list[StepTrace], model_card: dict, engine_config: dict, seed: int, tokens: dict,
-                prompt: str) -> RunTrace:
-    """The request's steps (request_steps) as the one-row RunTrace the Decode and Prefill pages read."""
+                prompt: str, sampling: dict) -> RunTrace:
+    """The request's steps (request_steps) as the one-row RunTrace the Decode and Prefill pages read, each step with
+    the request's own `sampling` and seed (a batched step records its first row's)."""
+    own = [replace(s, sampling=dict(sampling)) for s in steps]
     return RunTrace(model_card=model_card, prompt=prompt, engine_config=engine_config, seed=seed, tokens=tokens,
-                    steps=steps, prompts=[prompt])
+                    steps=own, prompts=[prompt])

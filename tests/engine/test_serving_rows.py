@@ -4,6 +4,8 @@ joined, must be the run it has alone in a Session with its seed (the oracle): th
 same tokens, the same attention maps (the joined prefill's full causal map included), the same K rows, the same
 cache length and bytes. Its RunTrace is one a page can save, load and check."""
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 from serving_oracle import TRACE, alone, served_run
@@ -98,10 +100,27 @@ def test_its_run_saves_loads_and_passes_the_checks(served, tmp_path):
     steps = request_steps(scheduler.steps, scheduler.records, 1, last_step(scheduler))
     cfg = EngineConfig(device="cpu", capture="full", kv_layout="paged", kv_block_size=4, sampling=request.sampling,
                        seed=request.seed, stop_at_eos=False)
-    run = request_run(steps, lm.card(), cfg.to_dict(), request.seed, dict(scheduler.tokens), "request 1")
+    own = {**asdict(request.sampling), "seed": request.seed}
+    run = request_run(steps, lm.card(), cfg.to_dict(), request.seed, dict(scheduler.tokens), "request 1", own)
     back = load_trace(run.save(tmp_path))  # trace/check.py reads every field
     assert back.rows == 1 and back.row_output_ids(0) == alone(lm, request).trace.output_ids
     assert back.prompt_ids == list(request.prompt_ids)
+    # a batched step records its first row's sampling; the request's run has its own, as its run alone records it
+    assert {s.sampling["seed"] for s in scheduler.steps.values()} - {request.seed}
+    assert [s.sampling for s in back.steps] == [s.sampling for s in alone(lm, request).trace.steps]
+
+
+def test_static_batching_records_only_the_steps_asked_for_and_stops_at_until(served):
+    """The other steps of a recorded batch run at capture off (Session.set_capture): only the asked step holds
+    tensors; `until` ends the run there, its requests' token steps cut to what ran."""
+    lm, _ = served
+    result = run_static(lm, TRACE, ServeConfig(slots=2, capture="full", capture_steps=(2,), backend="eager"),
+                        until=3)
+    assert sorted(result["steps"]) == [2] and result["steps"][2].timings["capture"] == "full"
+    assert [r.index for r in result["records"]] == [0, 1, 2, 3]  # nothing past `until`
+    # the batch of requests 0 and 1 starts once 1 has arrived (step 2): steps 2 and 3 ran
+    assert result["token_steps"][0] == [2, 3] and result["token_steps"][1] == [2, 3]
+    assert result["outputs"][0] == alone(lm, TRACE.requests[0]).trace.output_ids[:2]  # its tokens so far
 
 
 def test_a_step_that_was_not_recorded_is_named(served):

@@ -71,7 +71,7 @@ def test_next_steps_and_grows_the_cache(model_dirs):
 def test_play_and_pause_and_a_replayed_press(model_dirs):
     """Play sets the fragment's timer, Pause stops it (each read in a callback); Play takes its first step at once,
     then one per tick, Pause none. A press that undoes the change of under a second ago is taken for Streamlit's
-    replay of the press before (llmviz/ui/decode_controls._play) and dropped; a later one counts."""
+    replay of the press before (llmviz/ui/decode/decode_controls._play) and dropped; a later one counts."""
     at = open_decode(model_dirs["llama_gqa_rope3"])
     click(at, "Play")
     assert at.session_state["dec_playing"] is True and at.session_state["dec_ticking"] is True

@@ -265,8 +265,8 @@ def test_a_static_step_is_looked_inside_and_its_request_opens_too(app_model):
 
 def test_a_speculative_round_is_looked_inside(app_model):
     """Issue 37: a speculative round's verification recorded as a StepTrace: the figure's rows are x and the round's
-    drafts as the timed run proposed them, marked kept or rejected as it judged them; each row sees the keys up to its
-    own position (grey after it, counted here from the positions) and its attention sums to one."""
+    drafts as the timed run proposed them, marked kept, rejected or never judged as it judged them; each row sees the
+    keys up to its own position (grey after it, counted here from the positions) and its attention sums to one."""
     at = open_app(page_file("serving"), prompt="The list of")
     click(at, "Run speculative decoding")
     timed = at.session_state["llmviz_serve_spec"][1]
@@ -280,8 +280,9 @@ def test_a_speculative_round_is_looked_inside(app_model):
     assert step.input_ids.shape == (1, len(rnd.proposed) + 1) and int(step.sampled[0]) == rnd.token
     spec = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("spec_look_attention")).proto.spec)
     z, labels = array(spec["data"][0]["z"]), spec["layout"]["yaxis"]["ticktext"]
-    assert [label.endswith("✓") for label in labels[1:]] == [i < rnd.accepted for i in range(len(rnd.proposed))]
-    assert [label.endswith("✗") for label in labels[1:]] == [i >= rnd.accepted for i in range(len(rnd.proposed))]
+    marks = [label[-1] for label in labels[1:]]  # kept, then the first rejected, then those never judged
+    assert marks == ["✓"] * rnd.accepted + (["✗"] + ["–"] * (len(rnd.proposed) - rnd.accepted - 1)
+                                            if rnd.accepted < len(rnd.proposed) else [])
     positions = step.positions[0]
     assert (np.isnan(z) == (np.arange(z.shape[1])[None, :] > positions[:, None])).all()
     assert np.allclose(np.nansum(z, axis=1), 1.0, atol=1e-4)

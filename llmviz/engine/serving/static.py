@@ -42,39 +42,43 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
     started = 0  # requests whose batch has begun
     arrivals = [r.arrival_step for r in ordered]
 
+    def past() -> bool:  # the step `until` has run: stop there
+        return until is not None and len(records) > until
+
     def waiting() -> int:  # arrived, but their batch has not begun: found by bisection, not by counting them all
         return max(0, bisect_right(arrivals, len(records)) - started)  # at every idle step (issue 35)
 
     for batch in batches:
-        while len(records) < max(r.arrival_step for r in batch):  # idle steps until the batch is complete
+        while len(records) < max(r.arrival_step for r in batch) and not past():  # idle until the batch is complete
             records.append(StepRecord(len(records), 0.0, (), 0, 0, waiting()))
-        if until is not None and len(records) > until:
+        if past():
             break
         started += len(batch)
         longest = max(len(r.prompt_ids) for r in batch)
         steps = max(r.output_len for r in batch)
         first = len(records)
-        capture = config.capture if _records(config, range(first, first + steps)) else "off"
-        engine = EngineConfig(device=config.device, attn_backend=config.backend, capture=capture, logit_lens_top_k=0,
+        engine = EngineConfig(device=config.device, attn_backend=config.backend, capture="off", logit_lens_top_k=0,
                               stop_at_eos=False, max_seq_len=min(lm.cfg.max_position_embeddings, longest + steps))
         session = Session(lm, config=engine, prompt_ids=[list(r.prompt_ids) for r in batch],
                           seeds=[r.seed for r in batch])
         for seq, r in zip(session.sequences, batch, strict=True):
             seq.sampling = r.sampling
         for k in range(steps):
-            if until is not None and len(records) > until:
+            if past():
                 break
+            recording = _records(config, (len(records),))
+            if config.capture != "off":  # only the steps asked for are recorded; the others run at capture off
+                session.set_capture(config.capture if recording else "off")
             began = time.perf_counter()
             # Its timed region syncs the device; the wall clock includes recording the step. Unrecorded, no whole
             # logits are kept: a serving run shows tokens and timings only (16 rows of GPT-2's vocab were 3.2 MB).
-            step = session.step() if capture != "off" else lean_step(session)
+            step = session.step() if recording else lean_step(session)
             ms = (time.perf_counter() - began) * 1000
-            if capture != "off" and _records(config, (len(records),)):
-                step.index = len(records)  # the run's step, its snapshot naming the requests (rows are sequences)
+            if recording:  # the run's step, its snapshot naming the requests (the Session's rows are its sequences)
+                step.index = len(records)
                 step.kv = {**step.kv, "seq_ids": [batch[s].id for s in step.kv["seq_ids"]]}
+                step.row_finished = ["max_new_tokens" if k >= r.output_len - 1 else "" for r in batch]
                 recorded[step.index] = step
-            else:  # a step of a recorded batch that was not asked for: its tensors go
-                step.logits, step.hooks = None, []
             rows = tuple((r.id, slot, len(r.prompt_ids) if k == 0 else 1,
                           ("prefill" if k == 0 else "decode") if k < r.output_len else "idle")
                          for slot, r in enumerate(batch))
@@ -84,9 +88,10 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
             if progress:
                 progress(sum(min(k + 1, r.output_len) for r in batch) / total, "step", {"step": len(records)})
         tokens.update(session.trace.tokens)
+        ran = len(records) - first  # all its steps, or fewer where `until` stopped it
         for slot, r in enumerate(batch):
             outputs[r.id] = session.trace.row_output_ids(slot)[:r.output_len]
-            token_steps[r.id] = list(range(first, first + r.output_len))
+            token_steps[r.id] = list(range(first, first + min(r.output_len, ran)))
     return {"scheduler": "static", "slots": config.slots, "records": records,
             "outputs": dict(sorted(outputs.items())), "token_steps": dict(sorted(token_steps.items())),
             "arrival_steps": {r.id: r.arrival_step for r in trace.requests},

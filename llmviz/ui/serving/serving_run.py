@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import asdict
 
 from llmviz.errors import LlmvizError
 from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, SamplingConfig
@@ -13,7 +14,7 @@ from llmviz.ui import measure, server
 from llmviz.ui.errors import explain
 
 BATCHING_KEY, SHARING_KEY, SPEC_KEY = "llmviz_serve_batching", "llmviz_serve_sharing", "llmviz_serve_spec"
-LOOK_KEY = "llmviz_serve_look"  # a look inside one step of continuous batching (ui/serving/serving_step.py draws it)
+LOOK_KEY = "llmviz_serve_look"  # a look inside one step of either scheduler (ui/serving/serving_step.py draws it)
 SPEC_LOOK_KEY = "llmviz_serve_spec_look"  # one speculative round run again, its verification recorded
 OPEN_KEY = "llmviz_serve_open"  # one request of that run up to that step, as its own run (the Decode, Prefill views)
 TRACES = ("mixed", "mixed-poisson", "shared-prompt")  # built in (assets/traces); their ids are the embedded tokenizer's
@@ -135,19 +136,20 @@ def look(t, wanted: tuple, requests, step: int, scheduler: str = "continuous") -
 
 def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list, scheduler: str = "continuous"):
     """wanted = (device, model, trace key, slots): `scheduler` batching of `requests` up to `step`, the steps where
-    request `rid` ran recorded at capture full (`records`: the kept run's StepRecords say which), and its rows read
-    out as its own one-row RunTrace (llmviz/trace/rows.py), which the Decode and Prefill pages replay."""
+    request `rid` ran recorded at capture full (`records`: the look's run up to `step` says which; not where its row
+    was idle), and its rows read out as its own one-row RunTrace (llmviz/trace/rows.py), each step with the request's
+    own sampling and seed, which the Decode and Prefill pages replay."""
     from llmviz import service
     from llmviz.trace.config import EngineConfig
     from llmviz.trace.rows import request_run, request_steps
     from llmviz.ui.trace_file import ids_text
 
     device, model, _, slots = wanted
-    ran = tuple(r.index for r in records[: step + 1] if rid in (row[0] for row in r.rows))
+    ran = tuple(r.index for r in records[: step + 1] if any(row[0] == rid and row[3] != "idle" for row in r.rows))
 
     def work(queued):
         lm = server.model(model, device, "fp32")
-        request = service.replay.requests_of(requests).requests[rid]
+        request = next(r for r in service.replay.requests_of(requests).requests if r.id == rid)
         with queued() as progress:
             result = service.serving.serve(lm, requests, scheduler, _steps(t, progress), slots=slots,
                                            device=device, capture="full", capture_steps=ran, until=step)
@@ -155,8 +157,8 @@ def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list,
         layout = {"kv_layout": "paged", "kv_block_size": result["block_size"]} if "block_size" in result else {}
         config = EngineConfig(device=device, capture="full", sampling=request.sampling, seed=request.seed,
                               stop_at_eos=False, **layout)
-        tokens = result["tokens"]
+        tokens, sampling = result["tokens"], {**asdict(request.sampling), "seed": request.seed}
         return request_run(steps, lm.card(), config.to_dict(), request.seed, tokens,
-                           ids_text(tokens, list(request.prompt_ids)))
+                           ids_text(tokens, list(request.prompt_ids)), sampling)
 
     return measure.run(t, OPEN_KEY, (*wanted, step, rid, scheduler), work, text=t("serving.progress", step=0))

@@ -1,8 +1,9 @@
-"""A look inside one step of continuous batching (issue 37): the trace run again up to that step, the step itself
-padded and recorded at capture full as the StepTrace every page reads (engine/step_loop.py). What it shows is read
-from that trace (analysis/serving_step.py): which request holds which row, what each fed at which positions, what
-its cache holds after the step and in which blocks, the token it drew, and each row's attention over the keys the
-step read, the slots it may not see greyed."""
+"""A look inside one step of continuous or static batching (issue 37): the trace run again up to that step, the
+step itself padded and recorded at capture full as the StepTrace every page reads (engine/step_loop.py). What it
+shows is read from that trace (analysis/serving_step.py): which request holds which row, what each fed at which
+positions, what its cache holds after the step and in which blocks, the token it drew, and each row's attention over
+the keys the step read, the slots it may not see greyed. A request of the step opens as its own run in the Decode or
+Prefill view (trace/rows.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import streamlit as st
 
 from llmviz.analysis.serving_step import last_query_attention, step_rows
 from llmviz.analysis.tokens import token_label
-from llmviz.ui import measure, state
+from llmviz.trace.budget import shed
+from llmviz.ui import measure, server, state
 from llmviz.ui.charts import chart
-from llmviz.ui.serving.serving_run import LOOK_KEY, look, open_request
+from llmviz.ui.serving.serving_run import LOOK_KEY, OPEN_KEY, look, open_request
 from llmviz.viz.attention import attention_heatmap
 
 
@@ -66,6 +68,9 @@ def open_controls(t, wanted: tuple, requests, step: int, rows: list[dict], recor
     for column, page in ((b, "decode"), (c, "prefill")):
         if column.button(t(f"serving.open.{page}"), key=f"serve_open_{page}_w", width="stretch"):
             trace = open_request(t, wanted, requests, step, rid, records, scheduler)
-            if trace is not None:
-                state.replay(trace, cursor=len(trace.steps) - 1 if page == "decode" else 0)
+            if trace is not None:  # within the session's trace budget, as a live run is (issue 35)
+                cursor = len(trace.steps) - 1 if page == "decode" else 0
+                shed(trace, server.policy().trace_budget_bytes, keep=(cursor,))
+                st.session_state.pop(OPEN_KEY, None)  # held once, by the replay
+                state.replay(trace, cursor=cursor)
                 st.switch_page(f"app_pages/{page}.py")

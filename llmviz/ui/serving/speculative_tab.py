@@ -60,7 +60,8 @@ def speculative_tab(t, s) -> None:
 
 def look_inside_round(t, wanted: tuple, rounds: int) -> None:
     """A round run again with its verification recorded: the target's one step over x, d1..dk, each fed token's
-    attention over the keys (the last layer, the mean over heads), the drafts it kept and the first it rejected."""
+    attention over the keys (the last layer, the mean over heads), the drafts it kept (✓), the first it rejected (✗)
+    and those after it, never judged (–)."""
     index = st.slider(t("serving.spec_round"), 0, rounds - 1, 0, key="spec_round_w") if rounds > 1 else 0
     if st.button(t("serving.spec_look", round=index), key="spec_look_w"):
         look = run.speculative_round(t, wanted, index)
@@ -71,7 +72,7 @@ def look_inside_round(t, wanted: tuple, rounds: int) -> None:
     step, rnd, tokens = look["step"], look["rounds"][index], look["tokens"]
     layer = step.kv["layers"] - 1
     z, hidden = verification_attention(step, layer)
-    marks = ["✓" if i < rnd.accepted else "✗" for i in range(len(rnd.proposed))]
+    marks = ["✓" if i < rnd.accepted else "✗" if i == rnd.accepted else "–" for i in range(len(rnd.proposed))]
     labels = [f"x {token_label(tokens, int(step.input_ids[0, 0]))}",
               *(f"d{i + 1} {token_label(tokens, d)} {m}" for i, (d, m) in enumerate(zip(rnd.proposed, marks,
                                                                                        strict=True)))]

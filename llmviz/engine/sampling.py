@@ -58,7 +58,8 @@ def check_finite(logits: torch.Tensor, rows: list[int] | None = None) -> None:
     """Refuse NaN or inf logits (of `rows` only: a finished row's come from a pad slot) before anything is
     drawn from them: greedy would pick a meaningless token, sampling would fail inside torch."""
     values = logits if rows is None else logits[rows]
-    if values.numel() and not bool(torch.isfinite(values).all()):
+    # one pass, no [b, V] mask: NaN propagates into the min and the max, and an inf is one of them
+    if values.numel() and not bool(torch.isfinite(torch.stack(torch.aminmax(values))).all()):
         if logits.dtype == torch.float16:
             why = "fp16 overflowed its range (|x| > 65504) in the forward pass: run in bf16 (fp32's range) or fp32"
         else:

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from llmviz.engine.loading.model import load_model
-from llmviz.engine.sampling import apply_repetition_penalty, filter_logits, sample
+from llmviz.engine.sampling import apply_repetition_penalty, check_finite, filter_logits, sample
 from llmviz.engine.session import Session
-from llmviz.errors import ConfigError
+from llmviz.errors import ConfigError, LogitsNotFiniteError
 from llmviz.trace.config import EngineConfig, SamplingConfig
 
 LOGITS = torch.tensor([[4.0, 3.0, 2.0, 1.0, 0.0]])
@@ -60,3 +60,16 @@ def test_bad_sampling_settings():
 def test_temperatures_that_would_overflow_are_refused(temperature):
     with pytest.raises(ConfigError, match="temperature"):
         SamplingConfig(temperature=temperature)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_check_finite_refuses_any_nan_or_inf_of_the_rows_drawn(dtype, bad):
+    """One pass over the logits (their min and max) finds a NaN or an inf anywhere in the rows drawn from, in every
+    dtype; a finished row's (not drawn from) is left alone."""
+    logits = torch.randn(2, 300).to(dtype)
+    check_finite(logits)
+    logits[1, 123] = bad
+    with pytest.raises(LogitsNotFiniteError, match="NaN or inf"):
+        check_finite(logits)
+    check_finite(logits, rows=[0])

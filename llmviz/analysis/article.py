@@ -219,3 +219,15 @@ TERMS = (
     ("memory_compression", "内存压缩", "C11"),
     ("paged_attention", "PagedAttention", "C9"),
 )
+
+# One spelling per term in the Chinese interface (issue 38): the article's word, and the words a catalogue must not
+# use for it. The one place the other word for token may appear is its gloss, where the Tokens page names it.
+ONE_SPELLING = {"持续批处理": ("连续批处理",), "推测解码": ("投机解码",), "token": ("词元",)}
+GLOSSES = ("token（词元）",)
+
+
+def other_spellings(text: str) -> list[tuple[str, str]]:
+    """(the word used, the article's word) for every other spelling in `text`, glosses left out."""
+    for gloss in GLOSSES:
+        text = text.replace(gloss, "")
+    return [(other, word) for word, others in ONE_SPELLING.items() for other in others if other in text]

@@ -13,6 +13,7 @@ from catalog_scan import english_fragments, leaks
 from streamlit.testing.v1 import AppTest
 from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, declared_pages, page_file, rendered_text
 
+from llmviz.analysis.article import other_spellings
 from llmviz.i18n.translator import LANGUAGES, LOCALES, catalog
 from llmviz.ui.state import RUN_KEY
 
@@ -65,6 +66,21 @@ def test_chinese_messages_are_chinese():
     untranslated = [key for key in en if zh[key] != en[key] and not CJK.search(zh[key])
                     and re.search(r"[A-Za-z]{4,}", literal(zh[key]))]
     assert untranslated == []
+
+
+def test_one_spelling_per_term_in_chinese():
+    """The article's words (analysis/article.ONE_SPELLING): 持续批处理, 推测解码, token; never 连续批处理, 投机解码,
+    词元 (save in the gloss "token（词元）"), in any Chinese message."""
+    found = {(name, key): spellings for name in FILES for key, text in read("zh", name).items()
+             if (spellings := other_spellings(text))}
+    assert found == {}
+
+
+def test_the_spelling_check_catches_the_other_words():
+    assert other_spellings("连续批处理比静态批处理快；投机解码") == [("连续批处理", "持续批处理"),
+                                                                  ("投机解码", "推测解码")]
+    assert other_spellings("先被切分成**token（词元）**，每个词元一行") == [("词元", "token")]
+    assert other_spellings("持续批处理与推测解码，每个 token 一行") == []
 
 
 def test_the_leak_check_catches_english():

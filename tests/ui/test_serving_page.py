@@ -83,7 +83,7 @@ def test_sharing_tab(app_model):
 
 def test_speculative_tab_in_chinese(app_model):
     at = open_app(page_file("serving"), lang="zh", prompt="The list of")
-    click(at, "运行投机解码")
+    click(at, "运行推测解码")
     result = at.session_state["llmviz_serve_spec"][1]
     assert result["identical_outputs"] and 0 < result["acceptance_rate"] <= 1
     shown = {mt.label: mt.value for mt in at.metric}
@@ -123,7 +123,7 @@ def test_an_uploaded_trace_runs_and_a_bad_one_is_explained(app_model):
                                                           "application/json")).run()
         assert not at.exception, [e.value for e in at.exception]
         assert any(headline in e.value and "not JSON" in e.value for e in at.error), [e.value for e in at.error]
-        assert not [b for b in at.button if b.label in ("Run static and continuous", "运行静态与连续批处理")]
+        assert not [b for b in at.button if b.label in ("Run static and continuous", "运行静态与持续批处理")]
 
 
 def test_self_speculation_and_sampled_speculation(app_model):

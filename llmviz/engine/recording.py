@@ -23,6 +23,13 @@ TOP_K_KEPT = 20
 PAD = -1
 
 
+def is_recorded(capture: str, chosen: tuple, index: int) -> bool:
+    """Whether a scheduler records step (or round) `index`: capture on, and `chosen` empty (every one) or naming it.
+    The one rule continuous and static batching (ServeConfig.capture_steps) and speculative decoding (its rounds)
+    follow."""
+    return capture != "off" and (not chosen or index in chosen)
+
+
 @dataclass(frozen=True)
 class Recorder:
     """What a run records each step with, whoever schedules it (a Session, the continuous scheduler): its model,

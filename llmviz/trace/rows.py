@@ -41,8 +41,9 @@ def _cut_record(record: HookRecord, cut: dict) -> HookRecord:
     dims = declared_point(record.name).dims
     index = tuple(cut.get(d, slice(None)) for d in dims)
     shape = [len(range(*index[i].indices(n))) for i, n in enumerate(record.shape)]
-    array = None if record.array is None else record.array[index]
-    norms = None if record.row_norms is None else record.row_norms[index[:-1]]
+    # copies, not views: a view would keep the whole batched array alive under the request's run (and its budget)
+    array = None if record.array is None else record.array[index].copy()
+    norms = None if record.row_norms is None else record.row_norms[index[:-1]].copy()
     nbytes = record.nbytes // prod(record.shape) * prod(shape) if prod(record.shape) else 0
     return replace(record, shape=shape, nbytes=nbytes, norm=_norm(array), array=array, row_norms=norms)
 
@@ -75,15 +76,14 @@ def one_row(step: StepTrace, row: int, seq_id: int) -> StepTrace:
     fed = int(real[-1]) + 1
     keys = int(step.positions[row, real[-1]]) + 1  # the key slots it may see: slot s holds position s
     cut = {"b": slice(row, row + 1), "n": slice(0, fed), "n_k": slice(0, keys)}
-    pick = slice(row, row + 1)
 
-    def lens(a: np.ndarray | None) -> np.ndarray | None:  # [L, b, k] -> [L, 1, k]
-        return None if a is None else a[:, pick]
+    def rows(a: np.ndarray | None, axis: int = 0) -> np.ndarray | None:  # the row of [b, ...] ([L, b, k]), a copy
+        return None if a is None else np.take(a, [row], axis=axis)
 
-    return replace(step, input_ids=step.input_ids[pick, :fed], positions=step.positions[pick, :fed],
-                   sampled=step.sampled[pick], logits=None if step.logits is None else step.logits[pick],
-                   topk_ids=step.topk_ids[pick], topk_logits=step.topk_logits[pick], logsumexp=step.logsumexp[pick],
-                   lens_ids=lens(step.lens_ids), lens_probs=lens(step.lens_probs),
+    return replace(step, input_ids=rows(step.input_ids)[:, :fed], positions=rows(step.positions)[:, :fed],
+                   sampled=rows(step.sampled), logits=rows(step.logits), topk_ids=rows(step.topk_ids),
+                   topk_logits=rows(step.topk_logits), logsumexp=rows(step.logsumexp),
+                   lens_ids=rows(step.lens_ids, 1), lens_probs=rows(step.lens_probs, 1),
                    hooks=[_cut_record(r, cut) for r in step.hooks], kv=_row_kv(step.kv, seq_id, keys),
                    row_finished=step.row_finished[row:row + 1])
 
@@ -126,19 +126,23 @@ def join_prefill(chunks: list[StepTrace]) -> StepTrace:
                    timings={**last.timings, "spans_ms": spans, "total_ms": sum(spans.values())})
 
 
+def request_rows(records: list, seq_id: int, until: int) -> list[tuple[int, int, str]]:
+    """(step, row, kind) of every step up to `until` where the request ran (`records`: each step's StepRecord, whose
+    rows name (request, slot, fed, kind)); a row it only held, finished ("idle"), is not its own."""
+    return [(record.index, i, row[3]) for record in records[: until + 1] for i, row in enumerate(record.rows)
+            if row[0] == seq_id and row[3] != "idle"]
+
+
 def request_steps(steps: dict, records: list, seq_id: int, until: int) -> list[StepTrace]:
-    """The request's own steps up to step `until` of a batched run (`steps`: index -> recorded StepTrace,
-    `records`: each step's StepRecord, whose rows name (request, slot, fed, kind)): its prefill chunks joined, then
-    one step per decode row, indexed from 0. TraceFormatError when a step it was in was not recorded."""
+    """The request's own steps up to step `until` of a batched run (`steps`: index -> recorded StepTrace; its rows by
+    request_rows): its prefill chunks joined, then one step per decode row, indexed from 0. TraceFormatError when a
+    step it was in was not recorded."""
     chunks, out = [], []
-    for record in records[: until + 1]:
-        ids = [r[0] for r in record.rows]
-        if seq_id not in ids or record.rows[ids.index(seq_id)][3] == "idle":
-            continue
-        if record.index not in steps:
-            raise TraceFormatError(f"step {record.index}, where request {seq_id} ran, was not recorded")
-        row = one_row(steps[record.index], ids.index(seq_id), seq_id)
-        if record.rows[ids.index(seq_id)][3] == "prefill":
+    for index, i, kind in request_rows(records, seq_id, until):
+        if index not in steps:
+            raise TraceFormatError(f"step {index}, where request {seq_id} ran, was not recorded")
+        row = one_row(steps[index], i, seq_id)
+        if kind == "prefill":
             chunks.append(row)
             if int(row.sampled[0]) < 0:  # more of its prompt to feed
                 continue

@@ -62,6 +62,10 @@ def test_a_requests_own_run_is_its_run_alone(served, rid):
     mine = request_steps(scheduler.steps, scheduler.records, rid, last_step(scheduler))
     assert len(mine) == request.output_len  # its prefill (chunks joined), then its decode steps
     same_run(mine, alone(lm, request).trace, rid, lm.cfg.num_layers)
+    batched = [scheduler.steps[i].hook(hooks.probs(0)).array for i in scheduler.steps]
+    for step in mine:  # its arrays are its own: a view would keep every batched step alive under its run
+        assert not any(np.shares_memory(step.hook(hooks.probs(0)).array, b) for b in batched)
+        assert not any(np.shares_memory(step.input_ids, s.input_ids) for s in scheduler.steps.values())
     for step in mine:
         kv, size = step.kv, step.kv["block_size"]
         slots = kv["slots_allocated"]

@@ -57,10 +57,15 @@ def verdicts_written(source: str) -> list[int]:
     return sorted(found)
 
 
+def found_in_ui(rule) -> dict[str, list]:
+    """{file: what `rule(source)` finds} over llmviz/ui/, the pages and app.py (files where it finds nothing: none)."""
+    files = [*sorted((ROOT / "llmviz" / "ui").rglob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")),
+             ROOT / "app.py"]
+    return {str(p.relative_to(ROOT)): found for p in files if (found := rule(p.read_text(encoding="utf-8")))}
+
+
 def test_no_ui_module_or_page_decides_a_verdict():
-    files = [*sorted((ROOT / "llmviz" / "ui").rglob("*.py")), *sorted((ROOT / "app_pages").glob("*.py"))]
-    written = {str(p.relative_to(ROOT)): lines for p in files
-               if (lines := verdicts_written(p.read_text(encoding="utf-8")))}
+    written = found_in_ui(verdicts_written)
     assert written == {}, f"a verdict is analysis/claims.judge's alone: {written}"
 
 
@@ -83,10 +88,7 @@ def engine_insides(source: str) -> list[tuple[int, str]]:
 
 
 def test_pages_touch_a_run_only_through_its_handle():
-    files = [*sorted((ROOT / "llmviz" / "ui").rglob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")),
-             ROOT / "app.py"]
-    reached = {str(p.relative_to(ROOT)): found for p in files
-               if (found := engine_insides(p.read_text(encoding="utf-8")))}
+    reached = found_in_ui(engine_insides)
     assert reached == {}, f"a page moves a run by its RunHandle and tokenizes by service.models: {reached}"
 
 

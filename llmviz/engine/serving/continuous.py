@@ -29,7 +29,7 @@ from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.devices import synchronize
-from llmviz.engine.recording import Recorder, record_step
+from llmviz.engine.recording import Recorder, is_recorded, record_step
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
 from llmviz.engine.serving.requests import Request, RequestTrace
@@ -70,6 +70,10 @@ class ServeConfig:
             raise ConfigError(f"capture_steps is a tuple of step indices, got {self.capture_steps!r}")
         if self.pool_blocks is not None and (not isinstance(self.pool_blocks, int) or self.pool_blocks < 1):
             raise ConfigError(f"pool_blocks must be >= 1, got {self.pool_blocks}")
+
+    def records(self, index: int) -> bool:
+        """Whether step `index` is recorded as a StepTrace (engine/recording.is_recorded), by either scheduler."""
+        return is_recorded(self.capture, self.capture_steps, index)
 
 
 @dataclass
@@ -203,7 +207,7 @@ class ContinuousScheduler:
         rows = [run.seq.ids[self.cache_len(run):self.cache_len(run) + take] for run, take in group]
         picked = [i for i, (run, take) in enumerate(group) if take == self._pending_tokens(run)]  # fed all it had
         ready = [group[i][0] for i in picked]
-        recorded = c.capture != "off" and (not c.capture_steps or index in c.capture_steps)
+        recorded = c.records(index)
         timer = StepTimer(lm.device) if recorded else None
         ctx = RunContext(c.capture if recorded else "off", (), timer)
 

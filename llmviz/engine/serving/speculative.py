@@ -29,7 +29,7 @@ from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.devices import synchronize
-from llmviz.engine.recording import Recorder, record_step
+from llmviz.engine.recording import Recorder, is_recorded, record_step
 from llmviz.engine.sampling import check_finite, filter_logits
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.step_loop import Feed, run_step
@@ -131,7 +131,7 @@ class Speculator:
 
     def _recorded(self, index: int) -> RunContext | None:
         """A recording context for round `index`'s verification, or None when it is not recorded."""
-        if self.capture == "off" or (self.capture_rounds and index not in self.capture_rounds):
+        if not is_recorded(self.capture, self.capture_rounds, index):
             return None
         timer = StepTimer(self.target.device)
         return RunContext(self.capture, (), timer)

@@ -66,7 +66,7 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
         for k in range(steps):
             if past():
                 break
-            recording = _records(config, (len(records),))
+            recording = config.records(len(records))
             if config.capture != "off":  # only the steps asked for are recorded; the others run at capture off
                 session.set_capture(config.capture if recording else "off")
             began = time.perf_counter()
@@ -97,10 +97,6 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
             "arrival_steps": {r.id: r.arrival_step for r in trace.requests},
             **({"steps": recorded, "tokens": tokens} if config.capture != "off" else {})}
 
-
-def _records(config: ServeConfig, indices) -> bool:
-    """Whether any of these steps is recorded: capture on, and capture_steps empty (every one) or naming it."""
-    return config.capture != "off" and (not config.capture_steps or any(i in config.capture_steps for i in indices))
 
 
 def serve(lm: LoadedModel, requests: RequestTrace, scheduler: str, config: ServeConfig,

@@ -121,17 +121,23 @@ def speculative_round(t, wanted: tuple, index: int) -> dict | None:
 def look(t, wanted: tuple, requests, step: int, scheduler: str = "continuous") -> dict | None:
     """wanted = (device, model, trace key, slots): `scheduler` batching of `requests` up to `step`, that step
     recorded. The result is kept for (wanted, step, scheduler)."""
+
+    def work(queued):
+        return _recorded(t, queued, wanted, requests, scheduler, (step,), step)[1]
+
+    return measure.run(t, LOOK_KEY, (*wanted, step, scheduler), work, text=t("serving.progress", step=0))
+
+
+def _recorded(t, queued, wanted: tuple, requests, scheduler: str, steps: tuple, until: int):
+    """(model, the run): `scheduler` batching of `requests` up to `until`, `steps` recorded at capture full, in a
+    public server's queue (what a look and an opened request both run)."""
     from llmviz import service
 
     device, model, _, slots = wanted
-
-    def work(queued):
-        lm = server.model(model, device, "fp32")
-        with queued() as progress:
-            return service.serving.serve(lm, requests, scheduler, _steps(t, progress), slots=slots, device=device,
-                                         capture="full", capture_steps=(step,), until=step)
-
-    return measure.run(t, LOOK_KEY, (*wanted, step, scheduler), work, text=t("serving.progress", step=0))
+    lm = server.model(model, device, "fp32")
+    with queued() as progress:
+        return lm, service.serving.serve(lm, requests, scheduler, _steps(t, progress), slots=slots, device=device,
+                                         capture="full", capture_steps=steps, until=until)
 
 
 def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list, scheduler: str = "continuous"):
@@ -141,18 +147,15 @@ def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list,
     own sampling and seed, which the Decode and Prefill pages replay."""
     from llmviz import service
     from llmviz.trace.config import EngineConfig
-    from llmviz.trace.rows import request_run, request_steps
+    from llmviz.trace.rows import request_rows, request_run, request_steps
     from llmviz.ui.trace_file import ids_text
 
-    device, model, _, slots = wanted
-    ran = tuple(r.index for r in records[: step + 1] if any(row[0] == rid and row[3] != "idle" for row in r.rows))
+    device = wanted[0]
+    ran = tuple(index for index, _, _ in request_rows(records, rid, step))
 
     def work(queued):
-        lm = server.model(model, device, "fp32")
         request = next(r for r in service.replay.requests_of(requests).requests if r.id == rid)
-        with queued() as progress:
-            result = service.serving.serve(lm, requests, scheduler, _steps(t, progress), slots=slots,
-                                           device=device, capture="full", capture_steps=ran, until=step)
+        lm, result = _recorded(t, queued, wanted, requests, scheduler, ran, step)
         steps = request_steps(result["steps"], result["records"], rid, step)
         layout = {"kv_layout": "paged", "kv_block_size": result["block_size"]} if "block_size" in result else {}
         config = EngineConfig(device=device, capture="full", sampling=request.sampling, seed=request.seed,

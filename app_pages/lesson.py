@@ -6,26 +6,28 @@ the position (lesson=1.2.3), and the end sums up what was revealed."""
 
 import streamlit as st
 
-from llmviz.analysis.model_map import PARTS, step_parts
 from llmviz.analysis.recorded import missing_tensors
-from llmviz.ui import article_view, keys, state
-from llmviz.ui.chrome import heading, literal, missing_note, shown_run, translator
+from llmviz.ui import keys, presenter, state
+from llmviz.ui.charts import fitted
+from llmviz.ui.chrome import heading, missing_note, shown_run, translator
 from llmviz.ui.errors import guarded
 from llmviz.ui.frame import PAGES
 from llmviz.ui.layouts import locality_view
-from llmviz.ui.lesson import lesson_decode, lesson_end, lesson_memory, lesson_prefill, lesson_reveal
+from llmviz.ui.lesson import lesson_decode, lesson_end, lesson_memory, lesson_prefill, lesson_reveal, lesson_side
 from llmviz.ui.lesson.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
-from llmviz.viz.model_map import model_map_svg
 
-HIGHLIGHTS = {  # the parts of the map a panel is about
-    "tokens": ("embed",), "bert": ("embed",), "embedding": ("embed",), "qkv": ("q", "k", "v"), "scores": ("scores",),
-    "kv_shape": ("cache",), "kv_bytes": ("cache",), "decode_input": ("embed",), "decode_qkv": ("q", "k", "v"),
-    "cache_growth": ("cache",), "kv_bytes_1024": ("cache",), "contiguous": ("cache",), "paged": ("cache",),
-    "locality": ("cache",), "oom_budget": ("cache",), "max_seq": ("cache",), "slowdown": ("scores", "cache"),
-    "kv_dtype": ("cache",), "gqa": ("k", "v", "cache"), "sparse": ("scores",), "quant": ("q", "k", "v", "mlp"),
-    "continuation": ("head",),
-}
-SPACE = {" ": "lesson_next"}  # Space goes forward too (→ and ← are the buttons' own shortcuts)
+KEYS = {" ": "lesson_next", **lesson_side.KEYS}  # Space goes forward too (→ and ← are the buttons' own shortcuts)
+CHART_PX = 300  # a panel's chart at most (issue 38: the step's words, its control and its chart in one 720 px screen)
+# While presenting, the panel's figures (metrics, notes) at the page's usual size, not the projector's: the base size
+# grows by a quarter for the step's words; the panel's numbers stay readable at 1280 px and leave its chart in view.
+COMPACT = """<style>
+.st-key-lesson-panel [data-testid="stMetricValue"] { font-size: 1.2rem; }
+.st-key-lesson-panel [data-testid="stMetricLabel"] p, .st-key-lesson-panel [data-testid="stCaptionContainer"] {
+  font-size: 0.75rem; }
+.st-key-lesson-panel [data-testid="stMarkdownContainer"] { font-size: 0.85rem; }
+.st-key-lesson-panel [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+[data-testid="stMain"] h3 { padding-top: 0.2rem; padding-bottom: 0.4rem; }
+</style>"""
 PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in PAGES}
 
 
@@ -35,28 +37,27 @@ def move(to: int) -> None:
 
 
 def navigation(t, at: int) -> None:
-    st.progress(at / (len(POSITIONS) - 1), text=t("lesson.progress", n=min(at + 1, len(STEPS)), total=len(STEPS)))
+    """Back, the chapter list and Next in one row; the progress above it, or in the chapter's name while presenting
+    (one line less above the panel)."""
+    progress = t("lesson.progress", n=min(at + 1, len(STEPS)), total=len(STEPS))
+    if not presenter.active():
+        st.progress(at / (len(POSITIONS) - 1), text=progress)
+    here = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]
     left, middle, right = st.columns([1, 3, 1])
     left.button(t("lesson.back"), key="lesson_back", on_click=move, args=(at - 1,), disabled=at == 0,
                 width="stretch", shortcut="Left")
     right.button(t("lesson.next"), key="lesson_next", on_click=move, args=(at + 1,),
                  disabled=at == len(POSITIONS) - 1, type="primary", width="stretch", shortcut="Right")
-    st.session_state["lesson_chapter"] = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]  # follows Next
+    st.session_state["lesson_chapter"] = here  # follows Next
     middle.selectbox(t("lesson.chapters"), CHAPTERS, key="lesson_chapter", on_change=jump, label_visibility="collapsed",
-                     format_func=lambda c: f"§{c} {t(f'lesson.chapter.{c}')}")
+                     format_func=lambda c: f"§{c} {t(f'lesson.chapter.{c}')}"
+                     + (f" · {progress}" if c == here and presenter.active() else ""))
 
 
 def jump() -> None:
     """A chapter picked (a callback): its first step."""
     chapter = st.session_state["lesson_chapter"]
     move(next(i for i, s in enumerate(STEPS) if s.section == chapter))
-
-
-def step_shapes(run):
-    """The shapes on the student's run: the prefill of its prompt and one decode step after it."""
-    config = run.trace.model_card["config"]
-    n = len(run.trace.prompt_ids)
-    return step_parts(config, n), step_parts(config, 1, n)
 
 
 PANELS = {**lesson_prefill.PANELS, **lesson_decode.PANELS, **lesson_memory.PANELS,
@@ -87,36 +88,30 @@ def live(t, run, step) -> None:
 
 
 def panel(t, run, step) -> None:
+    """The live panel (its control and chart, at most CHART_PX tall) beside the step's map, its slips a tab away."""
     with st.container(key="lesson-panel", border=True):
         left, right = st.columns([3, 2])
-        with left:
+        with left, fitted(CHART_PX):
             guarded(t, lambda: live(t, run, step))
         with right:
-            prefill, decode = step_shapes(run)
-            names = {name: t(f"lesson.part.{name}") for name in PARTS}
-            layers = run.trace.model_card["config"]["num_layers"]
-            st.image(model_map_svg(prefill, decode, names, layers, t("lesson.layers"), HIGHLIGHTS.get(step.panel, ()),
-                                   decoding=step.section != "1.1"), width="stretch")
-            model = literal(str(run.trace.model_card["name"]))  # a replayed file's name: any text
-            st.caption(t("lesson.map_caption", model=model, n=len(run.trace.prompt_ids)))
+            lesson_side.side(t, run, step, min(lesson_decode.DECODE_STEPS, lesson_decode.decode_steps(run)))
+            st.page_link(PAGE_FILES[step.page], label=t("lesson.open_page"), icon=":material/open_in_new:")
 
 
 def show(t, run, step) -> None:
     st.subheader(f"§{step.section} · {t(f'lesson.{step.id}.title')}")
     st.markdown(t(f"lesson.{step.id}.says"))
-    st.caption(t("lesson.concepts", items=" · ".join(f"{c} {t(f'concept.{c}')}" for c in step.concepts)))
     if step.section != "1.1":
         ensure_decode_steps(run)
+    if presenter.active():
+        st.html(COMPACT)
     panel(t, run, step)
-    if step.slips:
-        st.markdown(t("lesson.slips"))
-        article_view.slips_notes(t, step.slips)
-    st.page_link(PAGE_FILES[step.page], label=t("lesson.open_page"), icon=":material/open_in_new:")
 
 
 def main() -> None:
     t = translator()
-    heading(t, "lesson")
+    if not presenter.active():  # a projector: the step's title says where we are
+        heading(t, "lesson")
     at = POSITIONS.index(state.settings().lesson)
     navigation(t, at)
     run = shown_run(t)
@@ -124,7 +119,7 @@ def main() -> None:
         lesson_end.summary(t)
     elif run is not None:
         show(t, run, STEPS[at])
-    keys.press(SPACE)
+    keys.press(KEYS)
     state.sync_url()
 
 

@@ -1,7 +1,8 @@
 """Walk the whole lesson in a real browser with the keyboard (issue 23): → and Space forward (alternately), ← once
 back and forward again, in the presenter view; at each step check the URL's position, the step's title, the
-live panel inside the first screen and no exception, and time key-to-drawn (the key pressed until the step's title
-shows with the script idle). Optionally a screenshot of each chapter's first step, and Reveal on some claims.
+live panel's control and chart inside the first screen (a Reveal's verdict too) and no exception, and time
+key-to-drawn (the key pressed until the step's title shows with the script idle). Optionally a screenshot of each
+chapter's first step, and Reveal on some claims.
 Shared by the browser test (tests/ui/test_browser_lesson.py) and the benchmark (bench/lesson.py).
 """
 
@@ -19,6 +20,17 @@ from llmviz.i18n.translator import translate
 from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEPS
 
 PANEL = ".st-key-lesson-panel"
+VERDICT = ".st-key-lesson-verdict"
+# The bottoms (px) of the first control and the first chart or table in the live panel's column (null: none there).
+FIRST_SCREEN_JS = """() => {
+ const col = document.querySelector('.st-key-lesson-panel [data-testid="stColumn"]');
+ if (!col) return null;
+ const first = (sel) => Array.from(col.querySelectorAll(sel)).map(e => e.getBoundingClientRect())
+   .filter(r => r.height > 0).map(r => Math.round(r.bottom))[0] ?? null;
+ return {control: first('[data-testid="stSlider"], [data-testid="stButtonGroup"], [data-testid="stCheckbox"], '
+                        + '[data-testid="stSelectbox"], [data-testid="stButton"], [data-testid="stRadio"]'),
+         chart: first('[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], [data-testid="stTable"]')};
+}"""
 
 
 def position(url: str) -> str | None:
@@ -52,10 +64,20 @@ def press(page, key: str, lang: str, to: str, timeout_s: float = 30) -> float:
 
 
 def check_step(page, pos: str, height: int) -> dict:
-    """What one step shows: the URL's position, the panel's top and bottom (px), exceptions."""
+    """What one step shows: the URL's position, the panel's top, the bottoms of its control and of its chart (px),
+    whether both are inside the first screen (issue 38's rule; a panel without a chart, its control), exceptions."""
     box = page.locator(PANEL).first.bounding_box() if pos != END else None
-    return {"position": position(page.url), "panel_top": box and round(box["y"]),
-            "panel_in_first_screen": box is not None and box["y"] < height, "exceptions": exceptions(page)}
+    bottoms = page.evaluate(FIRST_SCREEN_JS) if pos != END else None
+    inside = bool(bottoms) and bottoms["control"] is not None and bottoms["control"] <= height and (
+        bottoms["chart"] is None or bottoms["chart"] <= height)
+    return {"position": position(page.url), "panel_top": box and round(box["y"]), "bottoms": bottoms,
+            "panel_in_first_screen": inside, "exceptions": exceptions(page)}
+
+
+def verdict_bottom(page) -> int | None:
+    """Where a Reveal's verdict ends (px from the top of the screen), None when there is none."""
+    box = page.locator(VERDICT).first.bounding_box() if page.locator(VERDICT).count() else None
+    return box and round(box["y"] + box["height"])
 
 
 def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, height: int = 720,
@@ -66,7 +88,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
     page.goto(f"{base_url}lesson?lang={lang}&present=1")
     wait_idle(page, 180)
     unfocus(page)
-    steps, times, reveals = [], [], {}
+    steps, times, reveals, verdicts = [], [], {}, {}
     for i, pos in enumerate(POSITIONS):
         if i:
             key = "ArrowRight" if i % 2 else " "
@@ -78,6 +100,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
             page.screenshot(path=str(shots / f"lesson_{lang}_{step.section}.png"))
         if step is not None and step.claim in reveal:
             reveals[step.claim] = round(click_to_idle(page, f".st-key-lesson_reveal_{step.claim} button"), 2)
+            verdicts[step.claim] = verdict_bottom(page)
             unfocus(page)
     back = press(page, "ArrowLeft", lang, POSITIONS[-2])
     back_at = position(page.url)
@@ -89,7 +112,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
     return {"lang": lang, "viewport": [1280, height], "steps": steps, "back_position": back_at,
             "back_s": round(back, 3), "forward_s": round(forward, 3),
             "median_key_to_drawn_s": round(statistics.median(plain), 3), "max_key_to_drawn_s": round(max(plain), 3),
-            "reveal_s": reveals}
+            "reveal_s": reveals, "verdict_bottom": verdicts}
 
 
 def click_to_idle(page, selector: str, timeout_s: float = 120) -> float:

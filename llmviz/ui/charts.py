@@ -9,6 +9,9 @@ bins its cells: analysis/serving_timeline.py); this is the net under them, one c
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
+
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -56,6 +59,35 @@ def figure_bound(fig) -> int:
     return size_bound(fig)
 
 
+# The tallest a chart may be drawn inside `fitted` (the lesson's one screen per step, issue 38): set per script run,
+# in that run's own thread and context, never shared between sessions.
+_MOST_HEIGHT: ContextVar[int | None] = ContextVar("llmviz_most_chart_height", default=None)
+
+
+@contextlib.contextmanager
+def fitted(height: int):
+    """Charts drawn inside are at most `height` px tall (a taller figure is drawn at that height, never cropped)."""
+    token = _MOST_HEIGHT.set(height)
+    try:
+        yield
+    finally:
+        _MOST_HEIGHT.reset(token)
+
+
+def capped(fig: go.Figure | dict, most: int | None) -> go.Figure | dict:
+    """The figure with its layout height at most `most` (the same object; unchanged when it is lower or unset)."""
+    if most is None:
+        return fig
+    layout = fig.layout if isinstance(fig, go.Figure) else fig.setdefault("layout", {})
+    height = layout.height if isinstance(fig, go.Figure) else layout.get("height")
+    if height is None or height > most:
+        if isinstance(fig, go.Figure):
+            fig.update_layout(height=most)
+        else:
+            layout["height"] = most
+    return fig
+
+
 def chart(t: Translator, fig: go.Figure | dict, key: str | None = None, **options) -> bool:
     """Draw `fig` (st.plotly_chart, full width unless `options` say otherwise) when its JSON is within
     chart_limit(); else a warning with its size and the limit, and nothing sent. Whether it was drawn. A figure whose
@@ -65,5 +97,5 @@ def chart(t: Translator, fig: go.Figure | dict, key: str | None = None, **option
     if size > limit:
         st.warning(t("chart.too_large", size=size / 2**20, limit=limit / 2**20))
         return False
-    st.plotly_chart(fig, key=key, **{"width": "stretch", **options})
+    st.plotly_chart(capped(fig, _MOST_HEIGHT.get()), key=key, **{"width": "stretch", **options})
     return True

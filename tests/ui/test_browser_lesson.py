@@ -1,6 +1,7 @@
 """The lesson in a real browser (issue 23): Debian's chromium drives every step with the keyboard (→ and Space
 forward, ← back) in the presenter view at 1280x720, in Chinese: each step reached in order, the URL's `lesson=`
-naming it, the live panel inside the first screen, no exception; and one Reveal measured and shown at the end.
+naming it, the live panel's control and chart inside the first screen (issue 38; in English too), no exception; and
+one Reveal measured, its verdict inside the first screen, and shown at the end.
 Slow (a minute on two cores): CI runs it as its second step. Skipped where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import pytest
 from ui_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from browser_kit import CHROMIUM, AppServer, chromium
-from lesson_walk import walk
+from browser_kit import CHROMIUM, AppServer, chromium, wait_idle
+from lesson_walk import unfocus, walk
 
 from llmviz.i18n.translator import translate
 from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEP_IDS
@@ -37,6 +38,29 @@ def walked(tmp_path_factory):
     return result, shots, (end_text, exported)
 
 
+TABS = "() => Array.from(document.querySelectorAll('.st-key-lesson_side [role=tab]')).map(b => b.ariaSelected)"
+
+
+@pytest.fixture(scope="module")
+def walked_en():
+    with AppServer() as server, chromium() as browser:
+        page = browser.new_page()
+        result = walk(page, server.url(""), lang="en")
+        page.goto(server.url("lesson", lang="en", present=1, lesson="1.1.7"))  # a step with one slip
+        wait_idle(page)
+        unfocus(page)
+        tabs = [page.evaluate(TABS)]
+        for key in ("s", "m"):  # the slips' tab, then the step's map again: in the browser, no rerun
+            page.keyboard.press(key)
+            page.wait_for_function(f"() => ({TABS})()[{2 if key == 's' else 0}] === 'true'", timeout=5000)
+            tabs.append(page.evaluate(TABS))
+        return result | {"tabs": tabs}
+
+
+def test_s_opens_the_slips_and_m_the_map(walked_en):
+    assert walked_en["tabs"] == [["true", "false", "false"], ["false", "false", "true"], ["true", "false", "false"]]
+
+
 def test_the_keyboard_reaches_every_step_in_order(walked):
     result, _, _ = walked
     seen = [s["position"] for s in result["steps"]]
@@ -47,11 +71,18 @@ def test_the_keyboard_reaches_every_step_in_order(walked):
     assert [s["exceptions"] for s in result["steps"]] == [[]] * len(POSITIONS)
 
 
-def test_every_panel_starts_inside_the_first_screen(walked):
+def test_every_panels_control_and_chart_are_inside_the_first_screen(walked, walked_en):
+    for result in (walked[0], walked_en):
+        outside = [(p, s["bottoms"]) for p, s in zip(POSITIONS, result["steps"], strict=True)
+                   if p != END and not s["panel_in_first_screen"]]
+        assert outside == [], result["lang"]
+        assert [s["exceptions"] for s in result["steps"]] == [[]] * len(POSITIONS), result["lang"]
+        assert all(s["bottoms"]["control"] > 0 for p, s in zip(POSITIONS, result["steps"], strict=True) if p != END)
+
+
+def test_a_reveals_verdict_is_inside_the_first_screen(walked):
     result, _, _ = walked
-    outside = [(p, s["panel_top"]) for p, s in zip(POSITIONS, result["steps"], strict=True)
-               if p != END and not s["panel_in_first_screen"]]
-    assert outside == []
+    assert 0 < result["verdict_bottom"]["K1"] <= 720
 
 
 def test_a_reveal_lands_on_the_end_page(walked):

@@ -40,3 +40,19 @@ def test_no_page_sends_a_chart_around_the_check():
               for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
               if re.search(r"\bst\.plotly_chart\(", line)]
     assert direct == []
+
+
+def test_a_fitted_chart_is_never_taller_than_asked():
+    """The lesson draws its panel's charts at most CHART_PX tall (issue 38): a taller figure is lowered, a lower one
+    and one outside `fitted` are left as built, and a plain spec is capped like a figure."""
+    import plotly.graph_objects as go
+
+    from llmviz.ui.charts import _MOST_HEIGHT, capped, fitted
+
+    tall, low = go.Figure(layout={"height": 620}), go.Figure(layout={"height": 200})
+    assert capped(tall, None).layout.height == 620
+    with fitted(300):
+        assert capped(tall, _MOST_HEIGHT.get()).layout.height == 300
+        assert capped(low, _MOST_HEIGHT.get()).layout.height == 200
+        assert capped({"data": []}, _MOST_HEIGHT.get())["layout"]["height"] == 300  # no height: plotly's 450
+    assert _MOST_HEIGHT.get() is None  # reset on leaving

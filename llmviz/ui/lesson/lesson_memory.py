@@ -130,17 +130,18 @@ def gqa(t, run) -> None:
 def sparse(t, run) -> None:
     """Which keys each query sees under a block-sparse mask (C20; the engine's rule): the control sets the block."""
     n = len(run.trace.prompt_ids)
-    block = st.segmented_control(t("lesson.ctl.block"), (1, 2, 4, 8), default=2, required=True, key=ctl("sparse"))
+    control, seen_col, share_col = st.columns([2, 1, 1])  # the counts beside the control: the map in one screen
+    block = control.segmented_control(t("lesson.ctl.block"), (1, 2, 4, 8), default=2, required=True,
+                                      key=ctl("sparse"))
     pos = np.arange(n)
     seen = BlockSparse(block, local=2, global_blocks=1).allows(pos[:, None], pos[None, :])  # [n, n] bool
     causal = n * (n + 1) // 2
+    seen_col.metric(t("lesson.keys_seen"), int(seen.sum()))
+    share_col.metric(t("lesson.of_causal"), f"{100 * seen.sum() / causal:.0f}%")
     labels = [str(i) for i in range(n)]
     chart(t, attention_heatmap(seen.astype(float), labels, labels, t("lesson.sparse_title", block=block),
                                t("prefill.axis_key"), t("prefill.axis_query"), t("lesson.visible"),
                                probabilities=True, hidden=~seen), key="lesson_sparse")
-    cols = st.columns(2)
-    cols[0].metric(t("lesson.keys_seen"), int(seen.sum()))
-    cols[1].metric(t("lesson.of_causal"), f"{100 * seen.sum() / causal:.0f}%")
 
 
 def quant(t, run) -> None:

@@ -53,7 +53,7 @@ def tokens(t, run) -> None:
 
 
 def bert(t, run) -> None:
-    """济南的冬天 as BERT reads it, or as this model does (the control)."""
+    """济南的冬天 as BERT reads it, or as this model does (the control); the positions run across (one screen)."""
     ids, _, texts = prompt_pieces(run)
     view = article.bert_view("济南的冬天")
     which = st.segmented_control(t("lesson.ctl.reader"), ("bert", "here"), default="bert", required=True,
@@ -63,14 +63,21 @@ def bert(t, run) -> None:
         cols[0].metric(t("tokens.n_tokens"), len(view["tokens"]))
         cols[1].metric(t("tokens.vocab"), f"{view['vocab']:,}")
         cols[2].metric(t("lesson.last_position"), view["positions"][-1])
-        st.dataframe({t("tokens.bert_col_position"): view["positions"], t("tokens.bert_col_token"): view["tokens"],
-                      t("tokens.bert_col_segment"): view["segments"]}, hide_index=True, key="lesson_bert")
+        across(t("tokens.bert_col_position"), view["positions"],
+               {t("tokens.bert_col_token"): view["tokens"], t("tokens.bert_col_segment"): view["segments"]},
+               key="lesson_bert")
     else:
         cols[0].metric(t("tokens.n_tokens"), len(ids))
         cols[1].metric(t("tokens.vocab"), f"{run.trace.model_card['config']['vocab_size']:,}")
         cols[2].metric(t("lesson.last_position"), len(ids) - 1)
-        st.dataframe({t("tokens.bert_col_position"): list(range(len(ids))), t("tokens.col_id"): ids,
-                      t("tokens.col_text"): [tk.visible(x) for x in texts]}, hide_index=True, key="lesson_bert_here")
+        across(t("tokens.bert_col_position"), list(range(len(ids))),
+               {t("tokens.col_id"): ids, t("tokens.col_text"): [tk.visible(x) for x in texts]}, key="lesson_bert_here")
+
+
+def across(corner: str, positions: list, rows: dict[str, list], key: str) -> None:
+    """A table with one column per position and a row per field (text: a column holds a token and a number)."""
+    st.dataframe({corner: list(rows), **{str(p): [str(v[i]) for v in rows.values()] for i, p in enumerate(positions)}},
+                 hide_index=True, key=key)
 
 
 def embedding(t, run) -> None:
@@ -94,14 +101,15 @@ def qkv(t, run) -> None:
     """X [n, d] times W_Q [d, head_dim] is one head's Q [n, head_dim] (C3); the control picks the head."""
     step = run.trace.steps[0]
     sh = head_shapes(step)
-    head = st.select_slider(t("prefill.head"), options=list(range(sh.heads)), key=ctl("qkv"))
+    control, shape = st.columns([3, 1])
+    head = control.select_slider(t("prefill.head"), options=list(range(sh.heads)), key=ctl("qkv"))
     x, kvh = (sh.n, sh.d), sh.kv_head(head)
-    st.markdown("\n".join(f"- {line}" for line in (
+    q = step.hook(hooks.q(0)).array[0, head]  # [n, head_dim]
+    shape.metric(t("lesson.shape_q"), shape_text(q.shape))
+    st.caption("  \n".join((  # one line each, small: the chart stays in the first screen
         t("prefill.q_line", head=head, formula=at.matmul_text("X", x, "W_Q", (sh.d, sh.head_dim), "Q")),
         t("prefill.k_line", kvh=kvh, formula=at.matmul_text("X", x, "W_K", (sh.d, sh.head_dim), "K")),
         t("prefill.v_line", kvh=kvh, formula=at.matmul_text("X", x, "W_V", (sh.d, sh.head_dim), "V")))))
-    q = step.hook(hooks.q(0)).array[0, head]  # [n, head_dim]
-    st.metric(t("lesson.shape_q"), shape_text(q.shape))
     labels = tk.position_labels(prompt_pieces(run)[1])
     chart(t, embeddings.matrix_heatmap(q[:SHOWN_ROWS], labels[:SHOWN_ROWS], t("lesson.q_title", head=head),
                                        "head_dim", t("tokens.axis_token"), t("tokens.value")), key="lesson_q")

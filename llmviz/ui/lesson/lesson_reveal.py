@@ -186,7 +186,8 @@ def show(t, e: dict) -> None:
     if here is not None:
         cols[3].metric(t("lesson.predicted_here"), shown(name, here, t), help=t("lesson.predicted_here_help"))
     c = e["claim"]
-    claims_run.verdict_box(t, c)
+    with st.container(key="lesson-verdict"):  # the browser walk finds it (issue 38: inside the first screen)
+        claims_run.verdict_box(t, c)
     claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
     if e["outcome"] is not None:
         st.markdown(why(t, e))

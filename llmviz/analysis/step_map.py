@@ -1,0 +1,141 @@
+"""The lesson's map of one step (issue 38): only the tensors that step is about, with the live shapes of the
+student's run, prefill's beside decode's where the step contrasts them (C5: [n, d] then [1, d]), the KV cache
+growing across the first decode steps (C6), and the bytes a decode step reads (C7, C18). The whole network with
+every part stays in analysis/model_map.py; this is the step's slice of it, different on every step.
+
+A map is built from a recipe per panel (or per claim, on a claim's step): the parts it draws on each side, read
+from model_map.step_parts, so the two maps never disagree on a shape. Pure arithmetic on a config dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmviz.analysis.model_map import step_parts
+from llmviz.analysis.predict import ELEMENT_BYTES, Setup, Shape, block_matrices, kv_read_bytes, weight_read_bytes
+
+SIDES = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str  # "ids", "embed", "q", "k", "v", "scores", "cache", "weights", "head": a catalogue key's last part
+    shape: tuple[int, ...]
+    side: str  # "prefill" (the prompt's step) or "decode" (a step after it)
+    nbytes: int | None = None  # where the step is about bytes: the cache's (one layer) or the weights'
+    dtype: str | None = None  # the bytes' number format, where the step compares formats
+
+    def __post_init__(self):
+        if self.side not in SIDES or not self.shape or min(self.shape) < 1:
+            raise ValueError(f"a block on a side in {SIDES} with a positive shape, got {self.side!r} {self.shape}")
+
+    @property
+    def rows(self) -> int:
+        """The token axis: what prefill and decode differ in (the cache's length; the scores' queries)."""
+        return self.shape[1] if self.name == "scores" else self.shape[0]
+
+    @property
+    def columns(self) -> int:
+        """Everything else one row holds."""
+        n = 1
+        for i, x in enumerate(self.shape):
+            if i != (1 if self.name == "scores" else 0):
+                n *= x
+        return n
+
+
+@dataclass(frozen=True)
+class StepMap:
+    blocks: tuple[Block, ...]
+    layers: int  # the cache and the weights are per layer; the map says × layers
+    read_at: int | None = None  # the decode step whose reads are given: its cache holds this many tokens
+    read_bytes: int | None = None  # what that step reads: the weights and the cache of every layer
+    cache_read_bytes: int | None = None  # of which the cache
+
+    def side(self, side: str) -> tuple[Block, ...]:
+        return tuple(b for b in self.blocks if b.side == side)
+
+
+# The parts each step draws, per side: a panel's id (or a claim's, on a claim's step). "cache+" draws the cache
+# after each of the first decode steps (it grows a row a step); "cache@max" the cache at the model's longest
+# context (a budget); "weights" the block matrices a decode step reads; a "/dtype" suffix draws it in that format.
+RECIPES: dict[str, dict[str, tuple[str, ...]]] = {
+    "tokens": {"prefill": ("ids",)}, "bert": {"prefill": ("ids",)}, "embedding": {"prefill": ("ids", "embed")},
+    "qkv": {"prefill": ("embed", "q", "k", "v")}, "scores": {"prefill": ("q", "k", "scores")},
+    "kv_shape": {"prefill": ("k", "v", "cache")}, "kv_bytes": {"prefill": ("cache",)},
+    "decode_input": {"prefill": ("embed",), "decode": ("embed",)},
+    "decode_qkv": {"prefill": ("q", "k", "v"), "decode": ("q", "k", "v", "cache")},
+    "cache_growth": {"prefill": ("cache",), "decode": ("cache+",)}, "kv_bytes_1024": {"decode": ("cache@1024",)},
+    "roofline": {"decode": ("weights", "cache")}, "continuation": {"decode": ("embed", "head")},
+    "contiguous": {"decode": ("cache+",)}, "paged": {"decode": ("cache+",)}, "locality": {"decode": ("cache+",)},
+    "oom_budget": {"decode": ("cache@max",)}, "max_seq": {"decode": ("cache@max",)},
+    "slowdown": {"decode": ("weights", "cache+")}, "kv_dtype": {"decode": ("cache/fp32", "cache/fp16")},
+    "gqa": {"decode": ("q", "k", "cache")}, "sparse": {"prefill": ("scores",)},
+    "quant": {"decode": ("weights/fp32", "weights/int8")},
+    # claims: the tensors the claim's measurement turns on
+    "K1": {"prefill": ("embed",), "decode": ("embed",)}, "K2": {"decode": ("weights", "cache")},
+    "K3": {"decode": ("cache+",)}, "K11": {"prefill": ("embed", "q", "k", "v")},
+    "K4": {"decode": ("weights", "cache/fp32", "cache/fp16")}, "K5": {"prefill": ("ids", "embed")},
+    "K6": {"prefill": ("q", "k", "scores")}, "K7": {"decode": ("cache+",)}, "K8": {"decode": ("head", "cache")},
+    "K9": {"prefill": ("cache",)}, "K10": {"decode": ("weights", "cache/fp32", "cache/fp16")},
+}
+LONG = 1024  # the article's long context (C4's "6 MB at 1024 tokens")
+
+
+def recipe_of(panel: str, claim: str | None = None) -> dict[str, tuple[str, ...]]:
+    key = claim if panel == "claim" else panel
+    if key not in RECIPES:
+        raise KeyError(f"no step map for {key!r}")
+    return RECIPES[key]
+
+
+def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, decoded: int = 4,
+             kv_element_bytes: int = 4) -> StepMap:
+    """The map of a lesson step on a run whose prompt has `prompt` tokens and which decodes `decoded` tokens after
+    it (the decode side is the first decode step, or each of them for a growing cache). kv_element_bytes: one
+    cached number's bytes as the run stores it."""
+    if prompt < 1 or decoded < 1:
+        raise ValueError(f"a prompt of at least one token and at least one decode step, got {prompt}, {decoded}")
+    layers, kv_dtype = config["num_layers"], _dtype_of(kv_element_bytes)
+    parts = {"prefill": {p.name: p.shape for p in step_parts(config, prompt)},
+             "decode": {p.name: p.shape for p in step_parts(config, 1, prompt)}}
+    shape = Shape.from_config(config)
+    blocks = []
+    for side, names in recipe_of(panel, claim).items():
+        for item in names:
+            name, _, dtype = item.partition("/")
+            blocks += _blocks(name, dtype or None, side, parts[side], config, prompt, decoded, shape, kv_dtype)
+    decoding = [b.rows for b in blocks if b.side == "decode" and b.name == "cache"]
+    if not any(b.side == "decode" for b in blocks):
+        return StepMap(tuple(blocks), layers)
+    at = max(decoding, default=prompt + 1)  # the longest cache drawn, else the first decode step's
+    cache_read = kv_read_bytes(Setup(shape, kv_dtype=kv_dtype), at)
+    return StepMap(tuple(blocks), layers, at, weight_read_bytes(Setup(shape)) + cache_read, cache_read)
+
+
+def _dtype_of(element_bytes: int) -> str:
+    return {4: "fp32", 2: "fp16", 1: "int8"}.get(element_bytes, "fp32")
+
+
+def _cache(side: str, tokens: int, config: dict, dtype: str, bytes_shown: bool = True) -> Block:
+    kv, hd = config["num_kv_heads"], config["head_dim"]
+    nbytes = 2 * tokens * kv * hd * ELEMENT_BYTES[dtype] if bytes_shown else None  # K and V of one layer
+    return Block("cache", (tokens, kv, hd), side, nbytes, dtype)
+
+
+def _blocks(name, dtype, side, parts, config, prompt, decoded, shape, kv_dtype) -> list[Block]:
+    if name == "ids":
+        return [Block("ids", (prompt,), side)]
+    if name == "cache+":  # the cache after each of the first decode steps: a row more each step
+        return [_cache(side, prompt + i, config, kv_dtype) for i in range(1, decoded + 1)]
+    if name.startswith("cache@"):
+        at = name.partition("@")[2]
+        return [_cache(side, LONG if at == "1024" else config["max_position_embeddings"], config, kv_dtype)]
+    if name == "cache":
+        return [_cache(side, parts["cache"][0], config, dtype or kv_dtype)]
+    if name == "weights":
+        read = weight_read_bytes(Setup(shape, quant="int8" if dtype == "int8" else "none"))
+        matrices = block_matrices(shape, shape.num_kv_heads)[0]
+        return [Block("weights", (config["num_layers"], matrices), side, read, dtype or "fp32")]
+    return [Block(name, parts[name], side)]
+

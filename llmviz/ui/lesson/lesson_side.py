@@ -1,0 +1,74 @@
+"""The lesson's side of a step (issue 38), beside its live panel: three tabs, switched in the browser (no rerun),
+so that the panel's chart keeps its size and nothing pushes it below the first screen.
+
+- The step's map (analysis/step_map.py): the tensors the step is about with the run's shapes, prefill beside decode
+  where the step contrasts them, the cache growing, and what a decode step reads.
+- The whole model (viz/model_map.py): every part with its prefill and decode shapes, the step's parts lit.
+- The article's slips on this step, when it has any: one key away (S; M goes back to the map).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis.kv_memory import human
+from llmviz.analysis.model_map import PARTS, step_parts
+from llmviz.analysis.step_map import step_map
+from llmviz.ui import article_view
+from llmviz.ui.chrome import literal
+from llmviz.viz.model_map import model_map_svg
+from llmviz.viz.step_map import step_map_svg
+
+TABS_KEY = "lesson_side"
+KEYS = {"m": f"{TABS_KEY}/0", "s": f"{TABS_KEY}/2"}  # the map tab; the slips tab (the third, where there is one)
+HIGHLIGHTS = {  # the parts of the whole model's map a panel is about
+    "tokens": ("embed",), "bert": ("embed",), "embedding": ("embed",), "qkv": ("q", "k", "v"), "scores": ("scores",),
+    "kv_shape": ("cache",), "kv_bytes": ("cache",), "decode_input": ("embed",), "decode_qkv": ("q", "k", "v"),
+    "cache_growth": ("cache",), "kv_bytes_1024": ("cache",), "contiguous": ("cache",), "paged": ("cache",),
+    "locality": ("cache",), "oom_budget": ("cache",), "max_seq": ("cache",), "slowdown": ("scores", "cache"),
+    "kv_dtype": ("cache",), "gqa": ("k", "v", "cache"), "sparse": ("scores",), "quant": ("q", "k", "v", "mlp"),
+    "continuation": ("head",),
+}
+BLOCKS = (*PARTS, "ids", "weights")
+
+
+def this_step(t, run, step, decoded: int) -> None:
+    """The step's own map, and what its decode step reads."""
+    config = run.trace.model_card["config"]
+    n = len(run.trace.prompt_ids)
+    m = step_map(config, n, step.panel, step.claim, max(1, decoded), int(run.trace.steps[0].kv["element_bytes"]))
+    titles = {"prefill": t("lesson.side.prefill", n=n), "decode": t("lesson.side.decode", n=n)}
+    st.image(step_map_svg(m, {b: t(f"lesson.part.{b}") for b in BLOCKS}, titles), width="stretch")
+    notes = [t("lesson.side.per_layer", layers=m.layers)] if any(b.name == "cache" for b in m.blocks) else []
+    if m.read_bytes is not None:
+        notes.append(t("lesson.side.reads", at=m.read_at, total=human(m.read_bytes),
+                       weights=human(m.read_bytes - m.cache_read_bytes), cache=human(m.cache_read_bytes),
+                       share=m.cache_read_bytes / m.read_bytes))
+    notes.append(t("lesson.concepts", items=" · ".join(f"{c} {t(f'concept.{c}')}" for c in step.concepts)))
+    st.caption("  \n".join(notes))
+
+
+def whole_model(t, run, step) -> None:
+    config = run.trace.model_card["config"]
+    n = len(run.trace.prompt_ids)
+    names = {name: t(f"lesson.part.{name}") for name in PARTS}
+    st.image(model_map_svg(step_parts(config, n), step_parts(config, 1, n), names, config["num_layers"],
+                           t("lesson.layers"), HIGHLIGHTS.get(step.panel, ()), decoding=step.section != "1.1"),
+             width="stretch")
+    model = literal(str(run.trace.model_card["name"]))  # a replayed file's name: any text
+    st.caption(t("lesson.map_caption", model=model, n=n))
+
+
+def side(t, run, step, decoded: int) -> None:
+    """The tabs; `decoded`: the decode steps the run holds (the map draws the cache after each, up to four)."""
+    labels = [t("lesson.tab.step"), t("lesson.tab.model")]
+    if step.slips:
+        labels.append(t("lesson.tab.slips", n=len(step.slips)))
+    tabs = st.tabs(labels, key=TABS_KEY)
+    with tabs[0]:
+        this_step(t, run, step, decoded)
+    with tabs[1]:
+        whole_model(t, run, step)
+    if step.slips:
+        with tabs[2]:
+            article_view.slips_notes(t, step.slips)

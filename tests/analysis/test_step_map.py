@@ -1,0 +1,80 @@
+"""The lesson's map of one step (issue 38; C4-C7): its shapes and bytes against the article's own figures, worked by
+hand from the article's GPT-2 shape (4 tokens, 12 heads of 64, 12 layers, fp32), and against a small config's
+arithmetic written out here. The page's map against the engine's recorded tensors is tests/ui/test_lesson_side.py."""
+
+import pytest
+
+from llmviz.analysis.step_map import RECIPES, Block, recipe_of, step_map
+from llmviz.ui.lesson.lesson_steps import STEPS
+
+GPT2 = {"hidden_size": 768, "num_heads": 12, "num_kv_heads": 12, "head_dim": 64, "num_layers": 12,
+        "intermediate_size": 3072, "vocab_size": 50257, "max_position_embeddings": 1024, "mlp": "plain",
+        "norm": "layer", "position": "learned", "qkv_bias": True, "out_bias": True, "mlp_bias": True,
+        "tie_embeddings": True}
+
+
+def blocks(m, side=None):
+    return [(b.name, b.shape) for b in m.blocks if side is None or b.side == side]
+
+
+def test_the_articles_24_kb_and_6_mb():
+    # §1.1: 4 tokens x 12 heads x 64 x (K and V) x 4 bytes = 24,576 B a layer; §1.2: at 1024 tokens 6 MiB a layer
+    [cache] = step_map(GPT2, 4, "kv_bytes").blocks
+    assert (cache.shape, cache.nbytes) == ((4, 12, 64), 24_576)
+    [long] = step_map(GPT2, 4, "kv_bytes_1024").blocks
+    assert (long.shape, long.nbytes) == ((1024, 12, 64), 6 * 2**20)
+
+
+def test_prefill_beside_decode_is_4_768_then_1_768():
+    m = step_map(GPT2, 4, "decode_input")
+    assert blocks(m) == [("embed", (4, 768)), ("embed", (1, 768))]
+    assert [b.side for b in m.blocks] == ["prefill", "decode"]
+    m = step_map(GPT2, 4, "decode_qkv")
+    assert blocks(m, "prefill") == [("q", (4, 12, 64)), ("k", (4, 12, 64)), ("v", (4, 12, 64))]
+    assert blocks(m, "decode") == [("q", (1, 12, 64)), ("k", (1, 12, 64)), ("v", (1, 12, 64)), ("cache", (5, 12, 64))]
+
+
+def test_the_cache_grows_4_to_8_as_the_article_says():
+    # §1.2: [4, 12, 64] -> [5, 12, 64] -> ... -> [8, 12, 64], 6,144 B more a step (K and V of one token)
+    m = step_map(GPT2, 4, "cache_growth", decoded=4)
+    assert blocks(m) == [("cache", (n, 12, 64)) for n in range(4, 9)]
+    assert [b.nbytes for b in m.blocks] == [6_144 * n for n in range(4, 9)]
+    assert m.read_at == 8
+
+
+def test_what_a_decode_step_reads_by_hand():
+    # a small untied llama-shaped config: block matrices d*(h*hd) + 2*d*(kv*hd) + (h*hd)*d + 3*d*f, two rms norms
+    config = {"hidden_size": 64, "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "num_layers": 3,
+              "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 256}
+    matrices = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128
+    per_layer = (matrices + 2 * 64) * 4
+    weights = 3 * per_layer + 64 * 4 + (100 * 64 + 64) * 4  # the final norm, the whole head, one embedding row
+    m = step_map(config, 5, "roofline")
+    [w, cache] = m.blocks
+    assert (w.name, w.shape, w.nbytes) == ("weights", (3, matrices), weights)
+    assert cache.shape == (6, 2, 16) and cache.nbytes == 2 * 6 * 2 * 16 * 4
+    assert (m.read_at, m.cache_read_bytes) == (6, 3 * 2 * 6 * 2 * 16 * 4)
+    assert m.read_bytes == weights + m.cache_read_bytes
+
+
+def test_a_half_cache_is_half_the_bytes():
+    a, b = step_map(GPT2, 4, "kv_dtype").blocks
+    assert (a.dtype, b.dtype, a.shape) == ("fp32", "fp16", b.shape) and a.nbytes == 2 * b.nbytes
+
+
+def test_every_step_of_the_lesson_has_a_map():
+    for step in STEPS:
+        m = step_map(GPT2, 9, step.panel, step.claim)
+        assert m.blocks, step.id
+    assert {k for k in RECIPES} >= {s.claim or s.panel for s in STEPS}
+    with pytest.raises(KeyError):
+        recipe_of("no_such_panel")
+
+
+def test_bad_shapes_are_refused():
+    with pytest.raises(ValueError):
+        Block("q", (0, 12, 64), "prefill")
+    with pytest.raises(ValueError):
+        Block("q", (4, 12, 64), "sideways")
+    with pytest.raises(ValueError):
+        step_map(GPT2, 0, "qkv")

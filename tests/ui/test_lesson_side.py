@@ -1,0 +1,84 @@
+"""The lesson's side of a step (issue 38): the step's own map is drawn from the student's run, and its shapes and
+bytes are those of the engine's recorded tensors (not the arithmetic that drew it): the prompt's K and V as the
+engine held them, the new token's row, and the cache after each decode step as its KV snapshot says; the whole
+model's map a tab away; the article's slips on a third tab that S opens."""
+
+import base64
+import re
+
+import pytest
+from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
+
+from llmviz.trace import hooks
+from llmviz.ui.keys import script
+from llmviz.ui.lesson.lesson_side import KEYS, TABS_KEY
+from llmviz.ui.state import RUN_KEY
+
+PAGE = page_file("lesson")
+BLOCK = re.compile(r'<g data-block="(\w+)" data-side="(\w+)" data-shape="\[([\d, ]+)\]">')
+
+pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the embedded model is not trained yet")
+
+
+def step_map(at) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(block, side, shape) of the step's map: the first image, the first tab's."""
+    url = at.get("image")[0].proto.imgs[0].url
+    svg = base64.b64decode(url.split(",", 1)[1]).decode("utf-8")
+    return [(b, side, tuple(int(x) for x in shape.split(", "))) for b, side, shape in BLOCK.findall(svg)]
+
+
+def at_step(position: str):
+    at = open_app(PAGE, lang="zh", lesson=position)
+    assert not at.exception, [e.value for e in at.exception]
+    return at, at.session_state[RUN_KEY].trace
+
+
+def test_prefills_q_k_v_are_the_engines():
+    at, trace = at_step("1.1.4")
+    first = trace.steps[0]
+    _, heads, n, hd = first.hook(hooks.q(0)).shape  # [b, heads, n, head_dim] as the engine holds it
+    _, kv, _, _ = first.hook(hooks.k(0)).shape
+    embed = tuple(first.hook("embed").shape[1:])
+    assert step_map(at) == [("embed", "prefill", embed), ("q", "prefill", (n, heads, hd)),
+                            ("k", "prefill", (n, kv, hd)), ("v", "prefill", (n, kv, hd))]
+
+
+def test_the_new_row_beside_the_prompts_rows():
+    at, trace = at_step("1.2.1")
+    assert step_map(at) == [("embed", "prefill", tuple(trace.steps[0].hook("embed").shape[1:])),
+                            ("embed", "decode", tuple(trace.steps[1].hook("embed").shape[1:]))]
+
+
+def test_the_cache_grows_as_the_kv_snapshots_say():
+    at, trace = at_step("1.2.3")
+    kv = trace.steps[0].kv
+    drawn = step_map(at)
+    lengths = [s.kv["seq_len"] for s in trace.steps[:5]]  # the prompt, then after each of four decode steps
+    assert drawn == [("cache", "prefill" if i == 0 else "decode", (n, kv["kv_heads"], kv["head_dim"]))
+                     for i, n in enumerate(lengths)]
+    assert lengths == list(range(lengths[0], lengths[0] + 5))
+
+
+def test_the_caches_bytes_are_the_recorded_k_and_vs():
+    at, trace = at_step("1.1.7")
+    first = trace.steps[0]
+    held = first.hook(hooks.k(0)).array.nbytes + first.hook(hooks.v(0)).array.nbytes  # one layer, as recorded
+    url = at.get("image")[0].proto.imgs[0].url
+    svg = base64.b64decode(url.split(",", 1)[1]).decode("utf-8")
+    kib = held / 1024
+    assert f">{kib:,.1f} KiB fp32<" in svg, (held, svg[-400:])
+
+
+def test_the_slips_are_a_tab_that_s_opens():
+    at, _ = at_step("1.1.7")  # per_layer: one slip
+    tabs = at.tabs
+    assert [t.label for t in tabs][-1].startswith("原文的疏漏（1）")
+    assert KEYS["s"] == f"{TABS_KEY}/2" and f'"s": "{TABS_KEY}/2"' in script(KEYS)
+    at, _ = at_step("1.1.3")  # no slip: two tabs, and S finds no third
+    assert len(at.tabs) == 2
+
+
+@pytest.mark.parametrize("bad", ["lesson_side/x", "a b/1", ""])
+def test_a_key_names_a_plain_button_and_index(bad):
+    with pytest.raises(ValueError):
+        script({"s": bad})

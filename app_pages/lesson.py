@@ -7,7 +7,7 @@ the position (lesson=1.2.3), and the end sums up what was revealed."""
 import streamlit as st
 
 from llmviz.analysis.recorded import missing_tensors
-from llmviz.ui import keys, presenter, state
+from llmviz.ui import keys, lesson_link, presenter, state
 from llmviz.ui.charts import fitted
 from llmviz.ui.chrome import heading, missing_note, shown_run, translator
 from llmviz.ui.errors import guarded
@@ -37,21 +37,25 @@ def move(to: int) -> None:
 
 
 def navigation(t, at: int) -> None:
-    """Back, the chapter list and Next in one row; the progress above it, or in the chapter's name while presenting
-    (one line less above the panel)."""
-    progress = t("lesson.progress", n=min(at + 1, len(STEPS)), total=len(STEPS))
+    """Back, the chapter list and Next in one row; the progress above it, or in the row while presenting (one line
+    less above the panel)."""
+    ended = at == len(STEPS)  # the summary after the last step
+    progress = t("lesson.progress_end" if ended else "lesson.progress", n=at + 1, total=len(STEPS))
     if not presenter.active():
         st.progress(at / (len(POSITIONS) - 1), text=progress)
     here = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]
-    left, middle, right = st.columns([1, 3, 1])
+    if presenter.active():
+        left, middle, where, right = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
+        where.caption(progress)
+    else:
+        left, middle, right = st.columns([1, 3, 1])
     left.button(t("lesson.back"), key="lesson_back", on_click=move, args=(at - 1,), disabled=at == 0,
                 width="stretch", shortcut="Left")
     right.button(t("lesson.next"), key="lesson_next", on_click=move, args=(at + 1,),
                  disabled=at == len(POSITIONS) - 1, type="primary", width="stretch", shortcut="Right")
     st.session_state["lesson_chapter"] = here  # follows Next
     middle.selectbox(t("lesson.chapters"), CHAPTERS, key="lesson_chapter", on_change=jump, label_visibility="collapsed",
-                     format_func=lambda c: f"§{c} {t(f'lesson.chapter.{c}')}"
-                     + (f" · {progress}" if c == here and presenter.active() else ""))
+                     format_func=lambda c: f"§{c} {t(f'lesson.chapter.{c}')}")
 
 
 def jump() -> None:
@@ -95,7 +99,9 @@ def panel(t, run, step) -> None:
             guarded(t, lambda: live(t, run, step))
         with right:
             lesson_side.side(t, run, step, min(lesson_decode.DECODE_STEPS, lesson_decode.decode_steps(run)))
-            st.page_link(PAGE_FILES[step.page], label=t("lesson.open_page"), icon=":material/open_in_new:")
+            if st.button(t("lesson.open_page"), key="lesson_open", icon=":material/open_in_new:",
+                         help=t("lesson.open_page_help", step=step.id)):
+                lesson_link.open_page(step.page, PAGE_FILES[step.page])
 
 
 def show(t, run, step) -> None:
@@ -112,6 +118,7 @@ def main() -> None:
     t = translator()
     if not presenter.active():  # a projector: the step's title says where we are
         heading(t, "lesson")
+    lesson_link.arrived()
     at = POSITIONS.index(state.settings().lesson)
     navigation(t, at)
     run = shown_run(t)

@@ -32,6 +32,7 @@ OOM_TOKENS, OOM_HIDDEN, OOM_BYTES = 2048, 4096, 4
 # BERT's view of 济南的冬天 (§1.1): facts about bert-base-chinese, no BERT weights
 BERT_VOCAB = 21128
 BERT_SPECIALS = ("[CLS]", "[SEP]")
+ARTICLE_BATCH = ("济南的冬天", "人工智能")  # §3.1's batch of two requests, padded to 8 (claim K5's example)
 
 
 def oom_article_bytes(tokens: int = OOM_TOKENS, hidden: int = OOM_HIDDEN) -> int:

@@ -12,7 +12,7 @@ import streamlit as st
 
 from llmviz.i18n.translator import LANGUAGES, Translator
 from llmviz.paths import APP_PAGES, ICON
-from llmviz.ui import navigation, presenter, server, state
+from llmviz.ui import lesson_link, navigation, presenter, server, state
 from llmviz.ui.errors import guarded
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import PLAYING
@@ -69,6 +69,7 @@ def run() -> None:
     if page.url_path != "decode":  # the Decode page's url_path
         st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it
     presenter.frame()  # the presenter view's styles, when on
+    lesson_link.back_offer(t, page.url_path)  # opened from a lesson step: the way back to it
     guarded(t, page.run)  # no traceback reaches the browser
     presenter.footer(t)
     navigation.finished(page)

@@ -104,8 +104,10 @@ def test_reveal_then_the_end(app_model):
     at.button(key="lesson_next").click().run()  # 5.4, then the end
     at.button(key="lesson_next").click().run()
     assert at.session_state["llmviz_settings"].lesson == "end"
-    table = at.dataframe[0].value
+    table = at.table[0].value  # wraps its cells: every column in view at 1280 px (issue 38)
     assert list(table[translate("en", "claims.col_claim")]) == ["K9"]
+    assert translate("en", "lesson.col_where") not in table.columns  # under the table instead
+    assert any(c.value.startswith("K9 · ") for c in at.caption)
     out = json.loads(as_json(Translator("en"), at.session_state[REVEALED_KEY]))["revealed"]
     assert out[0]["id"] == "K9" and out[0]["measured"] == pytest.approx(effect["measured"])
     page = as_html(Translator("zh"), at.session_state[REVEALED_KEY])

@@ -1,6 +1,7 @@
 """The lesson's end (issue 23): "your machine and the A100": every claim the student revealed, the prediction
 beside this machine's measurement and the article's figure, what held here; downloadable as JSON, CSV and a
-one-page HTML report that opens offline."""
+one-page HTML report that opens offline. On screen a table whose cells wrap (every column and row in view at 1280 px),
+where and when each was measured under it."""
 
 from __future__ import annotations
 
@@ -51,7 +52,10 @@ def summary(t) -> None:
         st.info(t("lesson.end"))
         return
     st.markdown(t("lesson.end_count", n=len(entries), held=sum(e["verdict"] == "holds" for e in entries.values())))
-    st.dataframe(rows(t, entries), hide_index=True, key="lesson_end_table")
+    table = rows(t, entries)
+    where = t("lesson.col_where")  # long: under the table, so that the verdicts fit a 1280 px screen (issue 38)
+    st.table([{k: v for k, v in r.items() if k != where} for r in table], hide_index=True)
+    st.caption("  \n".join(f"{e['id']} · {r[where]}" for e, r in zip(entries.values(), table, strict=True)))
     a, b, c = st.columns(3)
     a.download_button(t("claims.download_json"), as_json(t, entries), "lesson.json", "application/json",
                       key="lesson_end_json")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmviz.ui.url_fields import Field, Section, one_of
+from llmviz.ui.url_fields import Field, Section, between, one_of
 
 END = "end"
 
@@ -98,4 +98,6 @@ def position_of(text: str) -> int:
 
 
 # The lesson's URL section (ui/url_fields.py): the step shown, "1.2.3" or "end"; a chapter ("4.2") opens its first
-SECTION = Section("lesson", (Field("lesson", STEP_IDS[0], one_of(POSITIONS), parse=opened),))
+# opened; from_lesson=1: the page shown was opened from that step, and offers the way back (ui/lesson_link.py)
+SECTION = Section("lesson", (Field("lesson", STEP_IDS[0], one_of(POSITIONS), parse=opened),
+                             Field("from_lesson", 0, between(0, 1))))

@@ -16,7 +16,7 @@ from llmviz.ui.layouts import locality_view
 from llmviz.ui.lesson import lesson_decode, lesson_end, lesson_memory, lesson_prefill, lesson_reveal, lesson_side
 from llmviz.ui.lesson.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
 
-KEYS = {" ": "lesson_next", **lesson_side.KEYS}  # Space goes forward too (→ and ← are the buttons' own shortcuts)
+SPACE = {" ": "lesson_next"}  # Space goes forward too (→ and ← are the buttons' own shortcuts)
 CHART_PX = 300  # a panel's chart at most (issue 38: the step's words, its control and its chart in one 720 px screen)
 # While presenting, the panel's figures (metrics, notes) at the page's usual size, not the projector's: the base size
 # grows by a quarter for the step's words; the panel's numbers stay readable at 1280 px and leave its chart in view.
@@ -32,7 +32,11 @@ PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in
 
 
 def move(to: int) -> None:
-    """Back / Next / a chapter (a callback): the position is a setting, so the URL follows."""
+    """Back / Next / a chapter (a callback): the position is a setting, so the URL follows. Next from a claim's step
+    whose prediction was skipped says so (once)."""
+    at = POSITIONS.index(state.settings().lesson)
+    if to == at + 1 and at < len(STEPS) and STEPS[at].claim:
+        lesson_reveal.passed(STEPS[at].claim)
     state.update(lesson=POSITIONS[max(0, min(len(POSITIONS) - 1, to))])
 
 
@@ -121,12 +125,13 @@ def main() -> None:
     lesson_link.arrived()
     at = POSITIONS.index(state.settings().lesson)
     navigation(t, at)
+    lesson_reveal.say_passed(t)
     run = shown_run(t)
     if POSITIONS[at] == END:
         lesson_end.summary(t)
     elif run is not None:
         show(t, run, STEPS[at])
-    keys.press(KEYS)
+    keys.press({**SPACE, **(lesson_side.keys(STEPS[at]) if at < len(STEPS) else {})})
     state.sync_url()
 
 

@@ -26,6 +26,12 @@ SCALE_BYTES = 4  # fp8/int8 KV keep one fp32 scale per token and head, for K and
 QUANT_BITS = {"none": None, "int8": 8, "int4": 4}
 
 
+def format_of(element_bytes: int) -> str:
+    """A number format of that many bytes (a trace records a cached number's bytes, not its format): fp32, fp16 or
+    int8; the bytes are what the byte formulas read (a 1-byte cache's scales included)."""
+    return {4: "fp32", 2: "fp16", 1: "int8"}.get(element_bytes, "fp32")
+
+
 @dataclass(frozen=True)
 class Shape:
     """A model's dimensions, as the model card's config dict has them (before any load-time switch)."""

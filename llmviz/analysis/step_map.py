@@ -12,7 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmviz.analysis.model_map import step_parts
-from llmviz.analysis.predict import ELEMENT_BYTES, Setup, Shape, block_matrices, kv_read_bytes, weight_read_bytes
+from llmviz.analysis.predict import (
+    ELEMENT_BYTES,
+    Setup,
+    Shape,
+    block_matrices,
+    format_of,
+    kv_read_bytes,
+    weight_read_bytes,
+)
 
 SIDES = ("prefill", "decode")
 
@@ -96,7 +104,7 @@ def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, de
     cached number's bytes as the run stores it."""
     if prompt < 1 or decoded < 1:
         raise ValueError(f"a prompt of at least one token and at least one decode step, got {prompt}, {decoded}")
-    layers, kv_dtype = config["num_layers"], _dtype_of(kv_element_bytes)
+    layers, kv_dtype = config["num_layers"], format_of(kv_element_bytes)
     parts = {"prefill": {p.name: p.shape for p in step_parts(config, prompt)},
              "decode": {p.name: p.shape for p in step_parts(config, 1, prompt)}}
     shape = Shape.from_config(config)
@@ -111,10 +119,6 @@ def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, de
     at = max(decoding, default=prompt + 1)  # the longest cache drawn, else the first decode step's
     cache_read = kv_read_bytes(Setup(shape, kv_dtype=kv_dtype), at)
     return StepMap(tuple(blocks), layers, at, weight_read_bytes(Setup(shape)) + cache_read, cache_read)
-
-
-def _dtype_of(element_bytes: int) -> str:
-    return {4: "fp32", 2: "fp16", 1: "int8"}.get(element_bytes, "fp32")
 
 
 def _cache(side: str, tokens: int, config: dict, dtype: str, bytes_shown: bool = True) -> Block:

@@ -15,11 +15,15 @@ from llmviz.ui import state
 LESSON_FILE = "app_pages/lesson.py"
 
 
+def batch_prompts() -> tuple[str, ...]:
+    """The lesson's batch: the student's prompt beside the article's two (§3.1's pad_sequences example), once each."""
+    return tuple(dict.fromkeys((state.settings().prompt, *ARTICLE_BATCH)))
+
+
 def context(page: str) -> dict:
     """The settings a page opened from the lesson starts on, beyond the shared ones (its own inputs)."""
-    s = state.settings()
-    if page == "batch":  # the student's prompt beside the article's two (§3.1's pad_sequences example)
-        return {"batch": "\n".join(dict.fromkeys((s.prompt, *ARTICLE_BATCH)))}
+    if page == "batch":
+        return {"batch": "\n".join(batch_prompts())}
     return {}
 
 

@@ -272,3 +272,22 @@ def k4_rounds(b: list[float]) -> dict:
     return judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["a", "b"],
                          "decode_ms_per_token": [spread([10.0] * 3), spread(b)],
                          "prefill_ms": [spread([1.0] * 3)] * 2, "kv_bytes_allocated": [1000, 500]})
+
+
+def test_passing_an_unanswered_prediction_is_said_once(app_model):
+    """Next past a claim's step with no prediction made moves on (a prediction never blocks Next) and says, once in
+    the session, that it can be answered; a prediction made, or the next claim passed, says nothing more."""
+    said = translate("zh", "lesson.passed", claim="K1")
+    at = open_app(PAGE, model=app_model, lang="zh", lesson="1.1.8")
+    at.button(key="lesson_next").click().run()
+    assert at.session_state["llmviz_settings"].lesson == "1.2.1"
+    assert [x.value for x in at.toast] == [said]
+    at.button(key="lesson_next").click().run()  # the next step: the toast was once
+    assert not at.toast
+    at = open_app(PAGE, model=app_model, lang="zh", lesson="1.2.6")  # a prediction made, then Next: nothing said
+    at.slider(key="lesson_predict_K2").set_value(2.0).run()
+    at.button(key="lesson_next").click().run()
+    assert not at.toast and at.session_state["llmviz_settings"].lesson == "1.2.7"
+    at.button(key="lesson_back").click().run()
+    at.button(key="lesson_back").click().run()  # 1.2.5: Back passes nothing
+    assert not at.toast

@@ -1,7 +1,7 @@
 """The lesson's side of a step (issue 38): the step's own map is drawn from the student's run, and its shapes and
 bytes are those of the engine's recorded tensors (not the arithmetic that drew it): the prompt's K and V as the
 engine held them, the new token's row, and the cache after each decode step as its KV snapshot says; the whole
-model's map a tab away; the article's slips on a third tab that S opens."""
+model's map a tab away; the chapter's recap on its last step (R) and the article's slips (S) on tabs a key opens."""
 
 import base64
 import re
@@ -11,7 +11,8 @@ from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
 
 from llmviz.trace import hooks
 from llmviz.ui.keys import script
-from llmviz.ui.lesson.lesson_side import KEYS, TABS_KEY
+from llmviz.ui.lesson.lesson_side import TABS_KEY, keys
+from llmviz.ui.lesson.lesson_steps import STEPS
 from llmviz.ui.state import RUN_KEY
 
 PAGE = page_file("lesson")
@@ -69,13 +70,20 @@ def test_the_caches_bytes_are_the_recorded_k_and_vs():
     assert f">{kib:,.1f} KiB fp32<" in svg, (held, svg[-400:])
 
 
-def test_the_slips_are_a_tab_that_s_opens():
+def step(position: str):
+    return next(s for s in STEPS if s.id == position)
+
+
+def test_the_slips_and_the_recap_are_tabs_a_key_opens():
     at, _ = at_step("1.1.7")  # per_layer: one slip
-    tabs = at.tabs
-    assert [t.label for t in tabs][-1].startswith("原文的疏漏（1）")
-    assert KEYS["s"] == f"{TABS_KEY}/2" and f'"s": "{TABS_KEY}/2"' in script(KEYS)
-    at, _ = at_step("1.1.3")  # no slip: two tabs, and S finds no third
-    assert len(at.tabs) == 2
+    assert [t.label for t in at.tabs] == ["本步的张量", "整个模型", "原文的疏漏（1）· S"]
+    assert keys(step("1.1.7")) == {"m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/9", "s": f"{TABS_KEY}/2"}
+    assert f'"s": "{TABS_KEY}/2"' in script(keys(step("1.1.7")))
+    at, _ = at_step("1.1.3")  # no slip: two tabs, and S and R find none
+    assert len(at.tabs) == 2 and keys(step("1.1.3"))["s"] == f"{TABS_KEY}/9"
+    at, _ = at_step("1.1.8")  # §1.1's last step: its recap, then its slip
+    assert [t.label for t in at.tabs][2:] == ["§1.1 小结 · R", "原文的疏漏（1）· S"]
+    assert keys(step("1.1.8")) == {"m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/2", "s": f"{TABS_KEY}/3"}
 
 
 @pytest.mark.parametrize("bad", ["lesson_side/x", "a b/1", ""])

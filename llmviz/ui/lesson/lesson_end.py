@@ -14,6 +14,7 @@ from llmviz.analysis.claims import shown
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.reveal import judged_effect
 from llmviz.ui.chrome import html_report, table_csv
+from llmviz.ui.lesson.lesson_check import answers, shown_answer
 from llmviz.ui.lesson.lesson_reveal import revealed
 
 
@@ -32,10 +33,19 @@ def rows(t, entries: dict[str, dict]) -> list[dict]:
     return out
 
 
-def as_json(t, entries: dict[str, dict]) -> str:
+def answer_rows(t, given: dict[str, dict]) -> list[dict]:
+    """One row per chapter question answered, in the order answered."""
+    return [{t("lesson.col_chapter"): f"§{a['chapter']}", t("lesson.col_question"): a["question"],
+             t("lesson.col_given"): shown_answer(a["given"], a["unit"]),
+             t("lesson.col_answer"): shown_answer(a["answer"], a["unit"]),
+             t("lesson.col_right"): "✓" if a["right"] else "✗"} for a in given.values()]
+
+
+def as_json(t, entries: dict[str, dict], given: dict[str, dict] | None = None) -> str:
     out = [{k: v for k, v in e.items() if k != "claim"} | {"reason": reason_text(t, e["claim"]),
                                                            "where": e["claim"].get("where")} for e in entries.values()]
-    return json.dumps(jsonable({"revealed": out}), ensure_ascii=False, indent=1)
+    return json.dumps(jsonable({"revealed": out, "answers": list((given or {}).values())}), ensure_ascii=False,
+                      indent=1)
 
 
 def as_html(t, entries: dict[str, dict]) -> str:
@@ -46,20 +56,27 @@ def as_html(t, entries: dict[str, dict]) -> str:
 
 
 def summary(t) -> None:
+    """The claims revealed (or how to reveal one), the chapters' questions answered, and the downloads."""
     st.subheader(t("lesson.end_title"))
-    entries = revealed()
-    if not entries:
+    entries, given = revealed(), answers()
+    if entries:
+        st.markdown(t("lesson.end_count", n=len(entries), held=sum(e["verdict"] == "holds" for e in entries.values())))
+        table = rows(t, entries)
+        where = t("lesson.col_where")  # long: under the table, so that the verdicts fit a 1280 px screen (issue 38)
+        st.table([{k: v for k, v in r.items() if k != where} for r in table], hide_index=True)
+        st.caption("  \n".join(f"{e['id']} · {r[where]}" for e, r in zip(entries.values(), table, strict=True)))
+    else:
         st.info(t("lesson.end"))
+    if given:
+        st.markdown(t("lesson.end_answers", n=len(given), right=sum(a["right"] for a in given.values())))
+        st.table(answer_rows(t, given), hide_index=True)
+    if not entries and not given:
         return
-    st.markdown(t("lesson.end_count", n=len(entries), held=sum(e["verdict"] == "holds" for e in entries.values())))
-    table = rows(t, entries)
-    where = t("lesson.col_where")  # long: under the table, so that the verdicts fit a 1280 px screen (issue 38)
-    st.table([{k: v for k, v in r.items() if k != where} for r in table], hide_index=True)
-    st.caption("  \n".join(f"{e['id']} · {r[where]}" for e, r in zip(entries.values(), table, strict=True)))
     a, b, c = st.columns(3)
-    a.download_button(t("claims.download_json"), as_json(t, entries), "lesson.json", "application/json",
+    a.download_button(t("claims.download_json"), as_json(t, entries, given), "lesson.json", "application/json",
                       key="lesson_end_json")
-    b.download_button(t("claims.download_csv"), table_csv(rows(t, entries)), "lesson.csv", "text/csv",
-                      key="lesson_end_csv")
-    c.download_button(t("claims.download_html"), as_html(t, entries), "lesson.html", "text/html",
-                      key="lesson_end_html")
+    if entries:
+        b.download_button(t("claims.download_csv"), table_csv(rows(t, entries)), "lesson.csv", "text/csv",
+                          key="lesson_end_csv")
+        c.download_button(t("claims.download_html"), as_html(t, entries), "lesson.html", "text/html",
+                          key="lesson_end_html")

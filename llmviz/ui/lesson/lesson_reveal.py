@@ -30,6 +30,8 @@ from llmviz.ui.server import load
 REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
 STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measured now
 MOVED = "llmviz_lesson_moved_"  # + claim id: True once the student moved that claim's prediction slider
+PASSED = "llmviz_lesson_passed"  # the claim whose unanswered prediction Next just passed (to say so)
+SAID = "llmviz_lesson_passed_said"  # True once that was said: once a session, not at every claim
 
 
 def revealed() -> dict[str, dict]:
@@ -241,6 +243,21 @@ def before_measuring(t, claim_id: str) -> None:
         state.update(cmp_model="" if s.model == work["model"] else work["model"], cmp_a=work["specs"][0],
                      cmp_b=work["specs"][1], cmp_ctx=work["context"], cmp_steps=work["steps"], cmp_run=0)
         st.switch_page("app_pages/compare.py")
+
+
+def passed(claim_id: str) -> None:
+    """Next leaves a claim's step (a callback): if its prediction was neither made nor revealed, the next page says
+    so, the first time in this session only (a prediction never blocks Next)."""
+    answered = claim_id in revealed() or st.session_state.get(f"{MOVED}{claim_id}")
+    if not answered and not st.session_state.get(SAID):
+        st.session_state[PASSED], st.session_state[SAID] = claim_id, True
+
+
+def say_passed(t) -> None:
+    """The note of `passed`, once, as a toast (it takes no room on the step it lands on)."""
+    claim_id = st.session_state.pop(PASSED, None)
+    if claim_id is not None:
+        st.toast(t("lesson.passed", claim=claim_id), icon=":material/lightbulb:", duration="long")
 
 
 def panel(t, claim_id: str) -> None:

@@ -1,10 +1,11 @@
-"""The lesson's side of a step (issue 38), beside its live panel: three tabs, switched in the browser (no rerun),
-so that the panel's chart keeps its size and nothing pushes it below the first screen.
+"""The lesson's side of a step (issue 38), beside its live panel: tabs switched in the browser (no rerun), so that
+the panel's chart keeps its size and nothing pushes it below the first screen.
 
 - The step's map (analysis/step_map.py): the tensors the step is about with the run's shapes, prefill beside decode
-  where the step contrasts them, the cache growing, and what a decode step reads.
+  where the step contrasts them, the cache growing, and what a decode step reads (M).
 - The whole model (viz/model_map.py): every part with its prefill and decode shapes, the step's parts lit.
-- The article's slips on this step, when it has any: one key away (S; M goes back to the map).
+- On a chapter's last step, its recap and question (ui/lesson/lesson_check.py), the tab shown first (R).
+- The article's slips on this step, when it has any (S).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from llmviz.analysis.model_map import PARTS, step_parts
 from llmviz.analysis.step_map import step_map
 from llmviz.ui import article_view
 from llmviz.ui.chrome import literal
+from llmviz.ui.lesson import lesson_check
+from llmviz.ui.lesson.lesson_steps import CHAPTER_ENDS
 from llmviz.viz.model_map import model_map_svg
 from llmviz.viz.step_map import step_map_svg
 
 TABS_KEY = "lesson_side"
-KEYS = {"m": f"{TABS_KEY}/0", "s": f"{TABS_KEY}/2"}  # the map tab; the slips tab (the third, where there is one)
+NOWHERE = 9  # a tab index no step has: a key whose tab this step lacks presses nothing
 HIGHLIGHTS = {  # the parts of the whole model's map a panel is about
     "tokens": ("embed",), "bert": ("embed",), "embedding": ("embed",), "qkv": ("q", "k", "v"), "scores": ("scores",),
     "kv_shape": ("cache",), "kv_bytes": ("cache",), "decode_input": ("embed",), "decode_qkv": ("q", "k", "v"),
@@ -59,16 +62,32 @@ def whole_model(t, run, step) -> None:
     st.caption(t("lesson.map_caption", model=model, n=n))
 
 
+def tab_order(step) -> list[str]:
+    """The tabs of a step, in order: the map, the whole model, the chapter's end where it is one, the slips."""
+    return ["step", "model", *(["recap"] if step.id in CHAPTER_ENDS else []), *(["slips"] if step.slips else [])]
+
+
+def keys(step) -> dict[str, str]:
+    """The keys that open a tab (keys.press), on this step: M the map, R the recap, S the slips."""
+    order = tab_order(step)
+    return {key: f"{TABS_KEY}/{order.index(tab) if tab in order else NOWHERE}"
+            for key, tab in (("m", "step"), ("r", "recap"), ("s", "slips"))}
+
+
 def side(t, run, step, decoded: int) -> None:
     """The tabs; `decoded`: the decode steps the run holds (the map draws the cache after each, up to four)."""
-    labels = [t("lesson.tab.step"), t("lesson.tab.model")]
-    if step.slips:
-        labels.append(t("lesson.tab.slips", n=len(step.slips)))
-    tabs = st.tabs(labels, key=TABS_KEY)
-    with tabs[0]:
+    order = tab_order(step)
+    labels = {"step": t("lesson.tab.step"), "model": t("lesson.tab.model"),
+              "recap": t("lesson.tab.recap", chapter=step.section), "slips": t("lesson.tab.slips", n=len(step.slips))}
+    tabs = dict(zip(order, st.tabs([labels[o] for o in order], key=TABS_KEY,
+                                   default=labels["recap"] if "recap" in order else None), strict=True))
+    with tabs["step"]:
         this_step(t, run, step, decoded)
-    with tabs[1]:
+    with tabs["model"]:
         whole_model(t, run, step)
-    if step.slips:
-        with tabs[2]:
+    if "recap" in tabs:
+        with tabs["recap"]:
+            lesson_check.chapter_end(t, run, step.section)
+    if "slips" in tabs:
+        with tabs["slips"]:
             article_view.slips_notes(t, step.slips)

@@ -80,6 +80,8 @@ STEPS = (
     Step("5.4", "claim", "compare", ("K10", "C14", "C21"), claim="K10", slips=("a100_fp8",)),
 )
 STEP_IDS = tuple(s.id for s in STEPS)
+# The last step of each chapter: where its recap and question are (ui/lesson/lesson_check.py)
+CHAPTER_ENDS = {a.id for a, b in zip(STEPS, (*STEPS[1:], None), strict=True) if b is None or b.section != a.section}
 POSITIONS = (*STEP_IDS, END)
 
 

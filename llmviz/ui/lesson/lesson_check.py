@@ -1,0 +1,98 @@
+"""The end of a chapter in the lesson (issue 38): a three-line recap in the article's terms with the numbers of the
+student's run, and one question answered from that run (analysis/chapter_check.py), graded exactly; the answers
+given are kept for the end's summary and its downloads. The numbers a question adds are the student's own draw
+(a seed kept for the session), so that neighbours get different questions.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import streamlit as st
+
+from llmviz.analysis.chapter_check import RunFacts, draw, question, recap_values
+from llmviz.analysis.kv_memory import human
+from llmviz.analysis.predict import ELEMENT_BYTES
+from llmviz.errors import LlmvizError
+from llmviz.ui import lesson_link, server, state
+
+ANSWERS_KEY = "llmviz_lesson_answers"  # {chapter: entry}, in the order answered
+SEED_KEY = "llmviz_lesson_seed"  # the student's draw
+LENGTHS_KEY = "llmviz_lesson_batch_lengths"  # (model, prompts) -> their token counts, tokenized once
+UNITS = {"B": "{:,.0f} B", "MiB": "{:,.2f} MiB", "%": "{:.1f}%", "blocks": "{:,.0f}", "slots": "{:,.0f}"}
+
+
+def answers() -> dict[str, dict]:
+    return st.session_state.setdefault(ANSWERS_KEY, {})
+
+
+def picked() -> dict:
+    return draw(st.session_state.setdefault(SEED_KEY, secrets.randbits(32)))
+
+
+def batch_lengths(run) -> tuple[int, ...]:
+    """The token counts of the lesson's batch (what the Batch page opens on from the lesson), by the run's own
+    tokenizer; none for a replayed recording (its model may not be here)."""
+    if run.key is None:
+        return ()
+    s, prompts = state.settings(), lesson_link.batch_prompts()
+    cache = st.session_state.setdefault(LENGTHS_KEY, {})
+    if (s.model, prompts) not in cache:
+        from llmviz import service
+
+        try:
+            lm = server.model(s.model, s.device, s.dtype)
+            cache[(s.model, prompts)] = tuple(len(service.models.tokens(lm, p)) for p in prompts)
+        except (LlmvizError, MemoryError):
+            return ()
+    return cache[(s.model, prompts)]
+
+
+def facts(run) -> RunFacts:
+    kv, dtype = run.trace.steps[0].kv, str(run.trace.engine_config.get("dtype", "fp32"))
+    return RunFacts(run.trace.model_card["config"], len(run.trace.prompt_ids), int(kv["element_bytes"]),
+                    dtype if dtype in ELEMENT_BYTES else "fp32", batch_lengths(run))
+
+
+def shown_answer(value: float, unit: str) -> str:
+    return UNITS[unit].format(value)
+
+
+def words(values: dict) -> dict:
+    """A question's numbers as its text shows them: a list as "9, 3, 5", a byte count in bytes and binary units."""
+    out = {}
+    for k, v in values.items():
+        out[k] = ", ".join(map(str, v)) if isinstance(v, tuple) else v
+    return out
+
+
+def recap(t, run, chapter: str) -> None:
+    v = recap_values(facts(run))
+    st.markdown(t(f"lesson.recap.{chapter}", **v, **{f"{k}_h": human(v[k]) for k in (
+        "layer_bytes", "model_bytes", "token_bytes", "hundred_bytes", "weights", "longest_bytes")}))
+
+
+def ask(t, run, chapter: str) -> None:
+    """The chapter's question, its answer box and its grade (with the worked answer once graded)."""
+    q = question(chapter, facts(run), picked())
+    text = t(f"lesson.q.{q.key}", **words(q.values))
+    st.markdown(f"**{t('lesson.q.title')}** {text}")
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    given = left.number_input(t("lesson.q.answer", unit=t(f"lesson.q.unit.{q.unit}")), value=None,
+                              step=1.0 if q.tolerance < 1 and q.unit in ("blocks", "slots") else None,
+                              format="%.2f" if q.unit in ("MiB", "%") else "%.0f", key=f"lesson_q_{chapter}")
+    # never disabled: a number typed and not yet sent is sent by the click that leaves its box
+    if right.button(t("lesson.q.check"), key=f"lesson_q_check_{chapter}") and given is not None:
+        answers()[chapter] = {"chapter": chapter, "question": text, "given": given, "answer": q.answer,
+                              "unit": q.unit, "right": q.right(given)}
+    entry = answers().get(chapter)
+    if entry is not None and entry["question"] == text:
+        worked = t(f"lesson.q.{q.key}.why", **words(q.values), answer=shown_answer(q.answer, q.unit))
+        box = st.success if entry["right"] else st.warning
+        box(t("lesson.q.right" if entry["right"] else "lesson.q.wrong", given=shown_answer(entry["given"], q.unit),
+              answer=shown_answer(q.answer, q.unit)) + " " + worked)
+
+
+def chapter_end(t, run, chapter: str) -> None:
+    recap(t, run, chapter)
+    ask(t, run, chapter)

@@ -103,9 +103,11 @@ def panel(t, run, step) -> None:
             guarded(t, lambda: live(t, run, step))
         with right:
             lesson_side.side(t, run, step, min(lesson_decode.DECODE_STEPS, lesson_decode.decode_steps(run)))
-            if st.button(t("lesson.open_page"), key="lesson_open", icon=":material/open_in_new:",
-                         help=t("lesson.open_page_help", step=step.id)):
-                lesson_link.open_page(step.page, PAGE_FILES[step.page])
+            with st.container(horizontal=True):
+                if st.button(t("lesson.open_page"), key="lesson_open", icon=":material/open_in_new:",
+                             help=t("lesson.open_page_help", step=step.id)):
+                    lesson_link.open_page(step.page, PAGE_FILES[step.page])
+                lesson_side.glossary(t)
 
 
 def show(t, run, step) -> None:

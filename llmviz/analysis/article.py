@@ -209,17 +209,46 @@ def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -
     return {s.id: values.get(s.id, {}) for s in SLIPS}
 
 
-# The article's Chinese terms and the app's own names for the same thing (issue 22): one table, en and zh
-# (term.<id>.en / term.<id>.zh in the catalogues); the lesson reuses it.
-TERMS = (
-    ("continuous_batching", "持续批处理", "C15"),
-    ("speculative_decoding", "推测解码", "C16"),
-    ("operator_fusion", "算子融合", "C10"),
-    ("sparse_attention", "稀疏注意力", "C20"),
-    ("local_attention", "局部注意力", "C20"),
-    ("memory_compression", "内存压缩", "C11"),
-    ("paged_attention", "PagedAttention", "C9"),
+@dataclass(frozen=True)
+class Term:
+    """A word of the article in the glossary (issue 38): its id (term.<id> is the app's word, glossary.<id> one line
+    on it, in the catalogues), the article's own word, the concept it names, the page that shows it."""
+
+    id: str
+    article: str
+    concept: str
+    page: str
+
+
+# The lesson's glossary, in the article's order: every term the article uses that the app shows.
+GLOSSARY = (
+    Term("token", "token", "C1", "tokens"),
+    Term("prefill", "Prefill（预填充）", "C3", "prefill"),
+    Term("attention_head", "注意力头", "C3", "prefill"),
+    Term("kv_cache", "KV Cache", "C4", "decode"),
+    Term("decode", "Decode（解码）", "C5", "decode"),
+    Term("memory_bandwidth", "内存带宽", "C7", "claims"),
+    Term("paged_attention", "PagedAttention", "C9", "kv_layouts"),
+    Term("operator_fusion", "算子融合", "C10", "compare"),
+    Term("memory_compression", "内存压缩", "C11", "compare"),
+    Term("prefetch", "预取", "C12", "kv_layouts"),
+    Term("batching", "批处理", "C13", "batch"),
+    Term("throughput", "吞吐量", "K5", "batch"),
+    Term("flash_attention", "Flash Attention", "C14", "compare"),
+    Term("continuous_batching", "持续批处理", "C15", "serving"),
+    Term("speculative_decoding", "推测解码", "C16", "serving"),
+    Term("oom", "内存溢出（OOM）", "C17", "memory"),
+    Term("gqa", "分组查询注意力（GQA）", "C19", "compare"),
+    Term("sparse_attention", "稀疏注意力", "C20", "prefill"),
+    Term("local_attention", "局部注意力", "C20", "prefill"),
+    Term("quantization", "量化", "C21", "compare"),
+    Term("fp8", "FP8", "C21", "compare"),
 )
+# The article's terms the app names differently (issue 22): the Claims page's table of them, from the glossary.
+RENAMED = ("continuous_batching", "speculative_decoding", "operator_fusion", "sparse_attention", "local_attention",
+           "memory_compression", "paged_attention")
+TERMS = tuple((g.id, g.article, g.concept) for g in sorted((g for g in GLOSSARY if g.id in RENAMED),
+                                                          key=lambda g: RENAMED.index(g.id)))
 
 # One spelling per term in the Chinese interface (issue 38): the article's word, and the words a catalogue must not
 # use for it. The one place the other word for token may appear is its gloss, where the Tokens page names it.

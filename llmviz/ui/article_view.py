@@ -52,6 +52,18 @@ def terms_table(t, key: str = "article_terms") -> None:
                   t("article.col_concept"): [c for _, _, c in article.TERMS]}, hide_index=True, key=key)
 
 
+def glossary_table(t, page_names: dict[str, str], key: str = "lesson_glossary_table") -> None:
+    """The glossary (issue 38): the article's word, this app's, one line, the page that shows it; a table whose
+    cells wrap."""
+    st.caption(t("lesson.glossary_intro"))
+    def words(g):  # the article's word, and this app's where it says it otherwise
+        ours = t(f"term.{g.id}")
+        return g.article if ours in (g.article, g.article.lower()) else f"{g.article} → {ours}"
+
+    st.table([{t("lesson.col_article_word"): words(g), t("lesson.col_line"): t(f"glossary.{g.id}"),
+               t("lesson.col_page"): page_names[g.page]} for g in article.GLOSSARY], hide_index=True)
+
+
 def section(t) -> None:
     st.header(t("article.slips_title"))
     st.markdown(t("article.slips_intro"))

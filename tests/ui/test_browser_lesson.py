@@ -54,11 +54,18 @@ def walked_en():
             page.keyboard.press(key)
             page.wait_for_function(f"() => ({TABS})()[{2 if key == 's' else 0}] === 'true'", timeout=5000)
             tabs.append(page.evaluate(TABS))
-        return result | {"tabs": tabs}
+        page.keyboard.press("g")  # the glossary's popover
+        page.wait_for_function("() => document.querySelectorAll('[data-testid=stTable] tbody tr').length > 0",
+                               timeout=5000)
+        rows = page.evaluate("() => document.querySelectorAll('[data-testid=stTable] tbody tr').length")
+        return result | {"tabs": tabs, "glossary_rows": rows}
 
 
-def test_s_opens_the_slips_and_m_the_map(walked_en):
+def test_s_opens_the_slips_m_the_map_and_g_the_glossary(walked_en):
+    from llmviz.analysis.article import GLOSSARY
+
     assert walked_en["tabs"] == [["true", "false", "false"], ["false", "false", "true"], ["true", "false", "false"]]
+    assert walked_en["glossary_rows"] == len(GLOSSARY)
 
 
 def test_the_keyboard_reaches_every_step_in_order(walked):

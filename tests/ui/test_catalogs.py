@@ -76,6 +76,29 @@ def test_one_spelling_per_term_in_chinese():
     assert found == {}
 
 
+def test_the_glossary_uses_the_words_every_catalogue_uses():
+    """The lesson's glossary (issue 38): each term has its app word and its line in both languages; the article's
+    word for a term with one spelling is that spelling, and the Chinese app word is it too (持续批处理, 推测解码)."""
+    from llmviz.analysis.article import GLOSSARY, ONE_SPELLING
+
+    en, zh = catalog("en"), catalog("zh")
+    assert all(f"term.{g.id}" in en and f"glossary.{g.id}" in en and f"glossary.{g.id}" in zh for g in GLOSSARY)
+    spelled = {g.article: zh[f"term.{g.id}"] for g in GLOSSARY if g.article in ONE_SPELLING}
+    assert spelled == {"token": "token", "持续批处理": "持续批处理", "推测解码": "推测解码"}
+    assert [g.article for g in GLOSSARY if other_spellings(g.article + zh[f"glossary.{g.id}"])] == []
+
+
+def test_the_lesson_shows_the_glossary():
+    from llmviz.analysis.article import GLOSSARY
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"lang": "zh"})
+    at.run()
+    at.switch_page(page_file("lesson")).run()
+    [table] = [x.value for x in at.table]
+    assert len(table) == len(GLOSSARY) and any("持续批处理" in str(v) for v in table.iloc[:, 0])
+
+
 def test_the_spelling_check_catches_the_other_words():
     assert other_spellings("连续批处理比静态批处理快；投机解码") == [("连续批处理", "持续批处理"),
                                                                   ("投机解码", "推测解码")]

@@ -6,6 +6,8 @@ the panel's chart keeps its size and nothing pushes it below the first screen.
 - The whole model (viz/model_map.py): every part with its prefill and decode shapes, the step's parts lit.
 - On a chapter's last step, its recap and question (ui/lesson/lesson_check.py), the tab shown first (R).
 - The article's slips on this step, when it has any (S).
+
+Under them, the glossary (G) beside "open the full page".
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from llmviz.analysis.model_map import PARTS, step_parts
 from llmviz.analysis.step_map import step_map
 from llmviz.ui import article_view
 from llmviz.ui.chrome import literal
+from llmviz.ui.frame import PAGES
 from llmviz.ui.lesson import lesson_check
 from llmviz.ui.lesson.lesson_steps import CHAPTER_ENDS
 from llmviz.viz.model_map import model_map_svg
@@ -24,6 +27,7 @@ from llmviz.viz.step_map import step_map_svg
 
 TABS_KEY = "lesson_side"
 NOWHERE = 9  # a tab index no step has: a key whose tab this step lacks presses nothing
+GLOSSARY_KEY = "lesson_glossary"
 HIGHLIGHTS = {  # the parts of the whole model's map a panel is about
     "tokens": ("embed",), "bert": ("embed",), "embedding": ("embed",), "qkv": ("q", "k", "v"), "scores": ("scores",),
     "kv_shape": ("cache",), "kv_bytes": ("cache",), "decode_input": ("embed",), "decode_qkv": ("q", "k", "v"),
@@ -70,8 +74,15 @@ def tab_order(step) -> list[str]:
 def keys(step) -> dict[str, str]:
     """The keys that open a tab (keys.press), on this step: M the map, R the recap, S the slips."""
     order = tab_order(step)
-    return {key: f"{TABS_KEY}/{order.index(tab) if tab in order else NOWHERE}"
-            for key, tab in (("m", "step"), ("r", "recap"), ("s", "slips"))}
+    return {"g": GLOSSARY_KEY} | {key: f"{TABS_KEY}/{order.index(tab) if tab in order else NOWHERE}"
+                                  for key, tab in (("m", "step"), ("r", "recap"), ("s", "slips"))}
+
+
+def glossary(t) -> None:
+    """The glossary, one click (or G) from any step."""
+    names = {file.removesuffix(".py"): t(title) for file, title, _, _ in PAGES}
+    with st.popover(t("lesson.glossary"), key=GLOSSARY_KEY, icon=":material/menu_book:", width="content"):
+        article_view.glossary_table(t, names)
 
 
 def side(t, run, step, decoded: int) -> None:

@@ -102,6 +102,7 @@ def panel(t, run, step) -> None:
         with left, fitted(CHART_PX):
             guarded(t, lambda: live(t, run, step))
         with right:
+            lesson_side.article_shapes(t, run)  # at the top: the page does not move under the click
             lesson_side.side(t, run, step, min(lesson_decode.DECODE_STEPS, lesson_decode.decode_steps(run)))
             with st.container(horizontal=True):
                 if st.button(t("lesson.open_page"), key="lesson_open", icon=":material/open_in_new:",

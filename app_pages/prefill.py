@@ -4,7 +4,7 @@ import streamlit as st
 
 from llmviz.analysis import attention as at
 from llmviz.analysis.recorded import missing_tensors
-from llmviz.analysis.tokens import position_labels, trace_token_bytes
+from llmviz.analysis.tokens import byte_notes, position_labels, trace_token_bytes
 from llmviz.trace import hooks
 from llmviz.ui import article_view, state
 from llmviz.ui.chrome import article_shapes, heading, missing_note, shown_run, step_timing, translator
@@ -27,9 +27,9 @@ def tensor_sections(t, run, step, layers: int) -> None:
     layer = a.selectbox(t("prefill.layer"), list(range(layers)), key="prefill_layer")
     sh = at.head_shapes(*(step.hook(hooks.layer_hook_name(layer, p)).shape for p in ("attn_in", "q", "k", "scores")))
     head = b.selectbox(t("prefill.head"), list(range(sh.heads)), key="prefill_head")
-    labels = position_labels(trace_token_bytes(run.trace.tokens, run.trace.prompt_ids))
+    pieces = trace_token_bytes(run.trace.tokens, run.trace.prompt_ids)
     qkv_section(t, step, layer, head, sh)
-    scores_section(t, step, layer, head, sh, labels)
+    scores_section(t, step, layer, head, sh, position_labels(pieces), byte_notes(pieces))
     grid_section(t, step, layers, sh, layer, head)
     kv_section(t, run, step, layers)
 

@@ -56,14 +56,14 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
         st.caption(t("tokens.article_note"))
 
 
-def embedding_section(t, step, labels: list[str]) -> None:
+def embedding_section(t, step, labels: list[str], notes: list[str]) -> None:
     st.header(t("tokens.embed_header"))
     embed = step.hook("embed").array[0]  # [b, n, d] -> [n, d]
     n, d = embed.shape
     st.markdown(t("tokens.embed_explain", n=n, d=d))
     rows = min(n, MAX_ROWS)
     chart(t, embeddings.matrix_heatmap(embed[:rows], labels, t("tokens.embed_title", n=n, d=d),
-                                       t("tokens.axis_dim"), t("tokens.axis_token"), t("tokens.value")),
+                                       t("tokens.axis_dim"), t("tokens.axis_token"), t("tokens.value"), notes),
           key="tokens_embed")
     if rows < n:
         st.caption(t("tokens.truncated", shown=rows, n=n))
@@ -118,7 +118,7 @@ def main() -> None:
             missing_note(t, step, missing)
         else:
             labels = tk.position_labels(pieces)
-            embedding_section(t, step, labels)
+            embedding_section(t, step, labels, tk.byte_notes(pieces))
             position_section(t, run, step, labels)
     state.sync_url()
 

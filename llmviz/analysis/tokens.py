@@ -108,9 +108,27 @@ def label(data: bytes) -> str:
     return f"<{data.hex()}>" if REPLACEMENT in text else visible(text)
 
 
+def character_labels(pieces: list[bytes]) -> list[str]:
+    """A label per token that reads as the text (issue 38): a token's own text, and a token holding a piece of a
+    character that character and which piece of it (e6 | b5 | 8e -> 济·1/3, 济·2/3, 济·3/3), so that a heat map's
+    rows spell 济南的冬天 rather than <e6> <b5> <8e>. Broken bytes keep their hex (<ff>)."""
+    out: list[str] = []
+    for g in group_by_character(pieces):
+        if g.split and REPLACEMENT not in g.text:
+            out += [f"{visible(g.text)}·{j + 1}/{g.size}" for j in range(g.size)]
+        else:
+            out += [label(p) for p in pieces[g.start:g.stop]]
+    return out
+
+
+def byte_notes(pieces: list[bytes]) -> list[str]:
+    """Each token's character label and its bytes, for a figure's hover: '济·1/3 (e6)'."""
+    return [f"{x} ({hex_spaced(p)})" for x, p in zip(character_labels(pieces), pieces, strict=True)]
+
+
 def position_labels(pieces: list[bytes]) -> list[str]:
-    """Axis labels `index:label` (unique even when a token repeats)."""
-    return [f"{i}:{label(p)}" for i, p in enumerate(pieces)]
+    """Axis labels `index:label` (unique even when a token repeats), byte tokens named by their character."""
+    return [f"{i}:{x}" for i, x in enumerate(character_labels(pieces))]
 
 
 def token_label(tokens: Mapping, token_id: int) -> str:
@@ -122,7 +140,8 @@ def token_label(tokens: Mapping, token_id: int) -> str:
 def cache_labels(trace, cursor: int) -> list[str]:
     """The label of every position the KV cache holds after step `cursor`.
 
-    Positions 0..n-1 are the prompt; position n+t-1 is the token sampled at step t-1 (fed in at step t).
+    Positions 0..n-1 are the prompt; position n+t-1 is the token sampled at step t-1 (fed in at step t). Byte tokens
+    are named by the character they spell (character_labels).
     """
     ids = list(trace.prompt_ids) + [int(s.sampled[0]) for s in trace.steps[:cursor]]
-    return [token_label(trace.tokens, i) for i in ids]
+    return character_labels(trace_token_bytes(trace.tokens, ids))

@@ -141,9 +141,20 @@ def scroll_to(anchor: str) -> None:
 ARTICLE_SHAPES = RANDOM_MODELS[0]  # gpt2-124m-random: the article's 768 x 12 x 64 x 12 shapes, random weights
 
 
-def _use_article_shapes() -> None:
-    state.update(model=ARTICLE_SHAPES, step=0, history="", reseed="")
+def use_model(name: str) -> None:
+    """Run the session on another model from its prefill (the step and the drawn history are the old run's)."""
+    state.update(model=name, step=0, history="", reseed="")
     state.forget_run()
+
+
+def article_shapes_offered() -> bool:
+    """Whether this server may run the article's shapes (a public server offers only its allow-list)."""
+    policy = server.policy()
+    return not policy.public or ARTICLE_SHAPES in policy.models
+
+
+def _use_article_shapes() -> None:
+    use_model(ARTICLE_SHAPES)
 
 
 def article_shapes(t: Translator, run, key: str) -> None:
@@ -151,8 +162,7 @@ def article_shapes(t: Translator, run, key: str) -> None:
     if run.trace.model_card.get("name") == ARTICLE_SHAPES:
         st.caption(t("shapes.using"))
         return
-    policy = server.policy()
-    if policy.public and ARTICLE_SHAPES not in policy.models:  # a public server offers only its allow-list
+    if not article_shapes_offered():
         return
     left, right = st.columns([4, 1])
     left.caption(t("shapes.offer"))

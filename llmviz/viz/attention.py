@@ -9,24 +9,31 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import MASKED_COLOR, finish, token_ticks
+from llmviz.viz.style import HOVER_CELLS, MASKED_COLOR, finish, plain, token_ticks
 
 PLAIN = {"showgrid": False, "zeroline": False}
 
 
 def attention_heatmap(z: np.ndarray, q_labels: list[str], k_labels: list[str], title: str, x_title: str,
                       y_title: str, value_title: str, probabilities: bool = False,
-                      hidden: np.ndarray | None = None) -> go.Figure:
+                      hidden: np.ndarray | None = None, notes: list[str] | None = None) -> go.Figure:
     """One head's map [n, n_k]: queries down, keys across; masked entries shown grey: the -inf ones, and those
-    of `hidden` ([n, n_k] bool: for probabilities, where the scores were masked; they are 0 after softmax)."""
+    of `hidden` ([n, n_k] bool: for probabilities, where the scores were masked; they are 0 after softmax).
+    notes: each position's hover text (a token's character and bytes), for a map of at most HOVER_CELLS cells."""
     z = np.asarray(z, dtype=np.float32)
     gone = np.isneginf(z) if hidden is None else (np.isneginf(z) | hidden)
     shown = np.where(gone, np.nan, z)  # [n, n_k]
     n, n_k = z.shape
     scale = {"colorscale": "Blues", "zmin": 0.0, "zmax": 1.0} if probabilities else \
         {"colorscale": "RdBu", "reversescale": True, "zmid": 0.0}
+    hover = notes is not None and z.size <= HOVER_CELLS and len(notes) >= max(n, n_k)
+    pairs = None
+    if hover:  # [n, n_k, 2]: the query's note and the key's
+        names = np.asarray([plain(x) for x in notes], dtype=object)  # a token's text may hold markup
+        pairs = np.stack(np.broadcast_arrays(names[:n, None], names[None, :n_k]), axis=-1)
     fig = go.Figure(go.Heatmap(z=shown, **scale, colorbar={"title": {"text": value_title}}, xgap=0, ygap=0,
-                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
+                               customdata=pairs, hovertemplate=("%{customdata[0]} → %{customdata[1]}" if hover else
+                                                                "%{y} → %{x}") + ": %{z:.3f}<extra></extra>"))
     side = min(560, 180 + 22 * n)
     return finish(fig, title, height=side, plot_bgcolor=MASKED_COLOR,
                   xaxis={"title": {"text": x_title}, **PLAIN, **token_ticks(k_labels, n_k)},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import finish, token_ticks
+from llmviz.viz.style import HOVER_CELLS, finish, plain, token_ticks
 
 # Cyclic (-pi and pi share a colour): white = not turned, red = turned forward, blue = more than half a turn
 # (the same direction as turning backward), purple = half a turn.
@@ -17,13 +17,19 @@ ANGLE_SCALE = [[0.0, "#5e2a84"], [0.25, "#2f6fb0"], [0.5, "#f7f7f7"], [0.75, "#d
 
 
 def matrix_heatmap(z: np.ndarray, row_labels: list[str], title: str, x_title: str, y_title: str,
-                   value_title: str) -> go.Figure:
-    """A matrix [rows, cols] (e.g. the prompt's embeddings [n, d_model]), rows top to bottom, 0 white."""
+                   value_title: str, row_notes: list[str] | None = None) -> go.Figure:
+    """A matrix [rows, cols] (e.g. the prompt's embeddings [n, d_model]), rows top to bottom, 0 white; row_notes:
+    each row's hover text (a token's character and bytes), for a matrix of at most HOVER_CELLS cells."""
     z = np.asarray(z, dtype=np.float32)
     rows = z.shape[0]
+    notes = row_notes is not None and z.size <= HOVER_CELLS
+    cells = None
+    if notes:  # [rows, cols]: each cell its row's note (a token's text may hold markup)
+        cells = np.broadcast_to(np.asarray([plain(x) for x in row_notes[:rows]], dtype=object)[:, None], z.shape)
     fig = go.Figure(go.Heatmap(
         z=z, colorscale="RdBu", reversescale=True, zmid=0, colorbar={"title": {"text": value_title}},
-        hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>"))
+        customdata=cells,
+        hovertemplate=("%{customdata}" if notes else "%{y}") + " · %{x}: %{z:.3f}<extra></extra>"))
     return finish(fig, title, height=min(620, 160 + 16 * rows),
                   xaxis={"title": {"text": x_title}},
                   yaxis={"title": {"text": y_title}, "autorange": "reversed", **token_ticks(row_labels, rows)})

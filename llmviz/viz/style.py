@@ -93,6 +93,9 @@ SCALES = MappingProxyType({name: go.Heatmap(colorscale=name).colorscale
                            for name in ("RdBu", "Blues", "Viridis", "Greens")})
 
 
+HOVER_CELLS = 16_384  # a heat map names each cell's tokens in its hover up to this many cells (its JSON stays small)
+
+
 def token_ticks(labels: list[str] | None, count: int) -> dict:
     """Axis settings that label every row/column with its token, or nothing when there are too many."""
     if not labels or count > MAX_TICKS:

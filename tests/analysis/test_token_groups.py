@@ -109,3 +109,14 @@ def test_which_characters_are_whole_and_which_are_bytes_by_hand():
     assert [(c.char, c.first, c.tokens, c.whole) for c in chars] == [
         ("济", 0, 3, False), ("南", 3, 1, True), ("的", 4, 1, True), ("天", 6, 1, True)]
     assert non_ascii_characters(group_by_character([b"The", b" list"])) == []
+
+
+def test_byte_tokens_are_named_by_their_character():
+    """Issue 38: a heat map's rows spell 济南 rather than <e6> <b5> <8e>; the bytes stay in the hover's notes; a
+    broken byte keeps its hex."""
+    from llmviz.analysis.tokens import byte_notes, character_labels, position_labels
+
+    pieces = [b"\xe6", b"\xb5", b"\x8e", "南".encode(), b" a", b"\xff"]
+    assert character_labels(pieces) == ["济·1/3", "济·2/3", "济·3/3", "南", "␣a", "<ff>"]
+    assert position_labels(pieces)[:4] == ["0:济·1/3", "1:济·2/3", "2:济·3/3", "3:南"]
+    assert byte_notes(pieces)[:2] == ["济·1/3 (e6)", "济·2/3 (b5)"]

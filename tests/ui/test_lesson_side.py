@@ -77,16 +77,36 @@ def step(position: str):
 def test_the_slips_and_the_recap_are_tabs_a_key_opens():
     at, _ = at_step("1.1.7")  # per_layer: one slip
     assert [t.label for t in at.tabs] == ["本步的张量", "整个模型", "原文的疏漏（1）· S"]
-    assert keys(step("1.1.7")) == {"m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/9", "s": f"{TABS_KEY}/2"}
+    assert keys(step("1.1.7")) == {"g": "lesson_glossary", "m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/9",
+                                   "s": f"{TABS_KEY}/2"}
     assert f'"s": "{TABS_KEY}/2"' in script(keys(step("1.1.7")))
     at, _ = at_step("1.1.3")  # no slip: two tabs, and S and R find none
     assert len(at.tabs) == 2 and keys(step("1.1.3"))["s"] == f"{TABS_KEY}/9"
     at, _ = at_step("1.1.8")  # §1.1's last step: its recap, then its slip
     assert [t.label for t in at.tabs][2:] == ["§1.1 小结 · R", "原文的疏漏（1）· S"]
-    assert keys(step("1.1.8")) == {"m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/2", "s": f"{TABS_KEY}/3"}
+    assert keys(step("1.1.8")) == {"g": "lesson_glossary", "m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/2",
+                                   "s": f"{TABS_KEY}/3"}
 
 
 @pytest.mark.parametrize("bad", ["lesson_side/x", "a b/1", ""])
 def test_a_key_names_a_plain_button_and_index(bad):
     with pytest.raises(ValueError):
         script({"s": bad})
+
+
+def test_the_articles_shapes_are_one_click_away():
+    """The switch runs the same step on gpt2-124m-random, whose width is the article's 768 (its config file), and
+    back on the student's model."""
+    import json
+
+    from ui_helpers import ROOT
+
+    width = json.loads((ROOT / "assets" / "gpt2-124m-random" / "config.json").read_text())["n_embd"]
+    at, trace = at_step("1.2.1")
+    home, n = at.session_state["llmviz_settings"].model, len(trace.prompt_ids)
+    at.toggle(key="lesson_shapes").set_value(True).run()
+    assert not at.exception and at.session_state["llmviz_settings"].model == "gpt2-124m-random"
+    assert step_map(at) == [("embed", "prefill", (n, width)), ("embed", "decode", (1, width))]
+    at.toggle(key="lesson_shapes").set_value(False).run()
+    assert at.session_state["llmviz_settings"].model == home
+    assert step_map(at)[1][2][1] != width

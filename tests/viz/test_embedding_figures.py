@@ -42,3 +42,24 @@ def test_token_labels_are_shown_as_text_not_html():
 
     ticks = token_ticks(['<a href="https://evil.example">x</a>', "a&b", "plain"], 3)
     assert ticks["ticktext"] == ['&lt;a href="https://evil.example"&gt;x&lt;/a&gt;', "a&amp;b", "plain"]
+
+
+def test_a_heat_maps_hover_names_each_rows_character_and_bytes():
+    """Issue 38: the row labels read as text and the hover carries the bytes, escaped (a token's text may hold
+    markup); a matrix past HOVER_CELLS sends no notes (its JSON stays small)."""
+    import numpy as np
+    import plotly.io as pio
+
+    from llmviz.viz.attention import attention_heatmap
+    from llmviz.viz.embeddings import matrix_heatmap
+    from llmviz.viz.style import HOVER_CELLS
+
+    notes = ["济·1/3 (e6)", "<a href=x>", "南 (e5 8d 97)"]
+    fig = matrix_heatmap(np.ones((3, 4)), ["0:济·1/3", "1:x", "2:南"], "t", "x", "y", "v", notes)
+    assert fig.data[0].customdata[1][0] == "&lt;a href=x&gt;" and fig.data[0].customdata[2][3] == notes[2]
+    assert "%{customdata}" in fig.data[0].hovertemplate and "&lt;a" in pio.to_json(fig)
+    big = matrix_heatmap(np.ones((3, HOVER_CELLS)), ["a", "b", "c"], "t", "x", "y", "v", notes)
+    assert big.data[0].customdata is None and "%{y}" in big.data[0].hovertemplate
+    att = attention_heatmap(np.zeros((3, 3)), ["a", "b", "c"], ["a", "b", "c"], "t", "k", "q", "s", notes=notes)
+    assert np.asarray(att.data[0].customdata).shape == (3, 3, 2)
+    assert list(np.asarray(att.data[0].customdata)[2, 0]) == [notes[2], notes[0]]  # query 南 looks at key 济

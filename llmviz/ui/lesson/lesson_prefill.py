@@ -89,7 +89,7 @@ def embedding(t, run) -> None:
     st.metric(t("lesson.shape"), shape_text((n, d)))
     chart(t, embeddings.matrix_heatmap(embed[:SHOWN_ROWS, :shown], tk.position_labels(pieces)[:SHOWN_ROWS],
                                        t("tokens.embed_title", n=n, d=d), t("tokens.axis_dim"),
-                                       t("tokens.axis_token"), t("tokens.value")),
+                                       t("tokens.axis_token"), t("tokens.value"), tk.byte_notes(pieces)),
              key="lesson_embed")
 
 
@@ -110,16 +110,18 @@ def qkv(t, run) -> None:
         t("prefill.q_line", head=head, formula=at.matmul_text("X", x, "W_Q", (sh.d, sh.head_dim), "Q")),
         t("prefill.k_line", kvh=kvh, formula=at.matmul_text("X", x, "W_K", (sh.d, sh.head_dim), "K")),
         t("prefill.v_line", kvh=kvh, formula=at.matmul_text("X", x, "W_V", (sh.d, sh.head_dim), "V")))))
-    labels = tk.position_labels(prompt_pieces(run)[1])
-    chart(t, embeddings.matrix_heatmap(q[:SHOWN_ROWS], labels[:SHOWN_ROWS], t("lesson.q_title", head=head),
-                                       "head_dim", t("tokens.axis_token"), t("tokens.value")), key="lesson_q")
+    pieces = prompt_pieces(run)[1]
+    chart(t, embeddings.matrix_heatmap(q[:SHOWN_ROWS], tk.position_labels(pieces)[:SHOWN_ROWS],
+                                       t("lesson.q_title", head=head), "head_dim", t("tokens.axis_token"),
+                                       t("tokens.value"), tk.byte_notes(pieces)), key="lesson_q")
 
 
 def scores(t, run) -> None:
     """Q Kᵀ / √d_k [n, n] with the causal mask, or after softmax (the control) (C3)."""
     step = run.trace.steps[0]
     sh = head_shapes(step)
-    labels = tk.position_labels(prompt_pieces(run)[1])
+    pieces = prompt_pieces(run)[1]
+    labels, notes = tk.position_labels(pieces), tk.byte_notes(pieces)
     after = st.toggle(t("lesson.ctl.softmax"), key=ctl("scores"))
     s = step.hook(hooks.scores(0)).array[0, 0]  # [b, h, n, n_k] -> layer 0, head 0: [n, n_k]
     cols = st.columns(2)
@@ -128,10 +130,11 @@ def scores(t, run) -> None:
     if after:
         probs = step.hook(hooks.probs(0)).array[0, 0]
         fig = attention_heatmap(probs, labels, labels, t("prefill.probs_title", layer=0, head=0), t("prefill.axis_key"),
-                                t("prefill.axis_query"), t("prefill.prob"), probabilities=True, hidden=at.masked(s))
+                                t("prefill.axis_query"), t("prefill.prob"), probabilities=True, hidden=at.masked(s),
+                                notes=notes)
     else:
         fig = attention_heatmap(s, labels, labels, t("prefill.scores_title", layer=0, head=0), t("prefill.axis_key"),
-                                t("prefill.axis_query"), t("prefill.score"))
+                                t("prefill.axis_query"), t("prefill.score"), notes=notes)
     chart(t, fig, key="lesson_scores")
 
 

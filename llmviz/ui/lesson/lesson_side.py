@@ -17,11 +17,12 @@ import streamlit as st
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.model_map import PARTS, step_parts
 from llmviz.analysis.step_map import step_map
-from llmviz.ui import article_view
-from llmviz.ui.chrome import literal
+from llmviz.ui import article_view, state
+from llmviz.ui.chrome import ARTICLE_SHAPES, article_shapes_offered, literal, use_model
 from llmviz.ui.frame import PAGES
 from llmviz.ui.lesson import lesson_check
 from llmviz.ui.lesson.lesson_steps import CHAPTER_ENDS
+from llmviz.ui.settings import DEFAULT_MODEL
 from llmviz.viz.model_map import model_map_svg
 from llmviz.viz.step_map import step_map_svg
 
@@ -76,6 +77,28 @@ def keys(step) -> dict[str, str]:
     order = tab_order(step)
     return {"g": GLOSSARY_KEY} | {key: f"{TABS_KEY}/{order.index(tab) if tab in order else NOWHERE}"
                                   for key, tab in (("m", "step"), ("r", "recap"), ("s", "slips"))}
+
+
+SHAPES_KEY = "lesson_shapes"
+HOME_MODEL = "llmviz_lesson_home_model"  # the model the student ran before the article's shapes (back to it)
+
+
+def _flip_shapes() -> None:
+    if st.session_state.get(SHAPES_KEY):
+        st.session_state[HOME_MODEL] = state.settings().model
+        use_model(ARTICLE_SHAPES)
+    else:
+        use_model(st.session_state.pop(HOME_MODEL, None) or DEFAULT_MODEL)
+
+
+def article_shapes(t, run) -> None:
+    """The switch between the student's model and the article's shapes (gpt2-124m-random: 768 x 12 heads of 64 x
+    12 layers, random weights): the same step on the article's [n, 768], one click from the student's own."""
+    if not article_shapes_offered():
+        return
+    on = run.trace.model_card.get("name") == ARTICLE_SHAPES
+    st.toggle(t("lesson.article_shapes"), value=on, key=SHAPES_KEY, on_change=_flip_shapes,
+              help=t("lesson.article_shapes_help"))
 
 
 def glossary(t) -> None:

@@ -29,7 +29,8 @@ def qkv_section(t, step, layer: int, head: int, sh: at.HeadShapes) -> None:
                      last=(kvh + 1) * sh.group - 1))
 
 
-def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: list[str]) -> None:
+def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: list[str],
+                   notes: list[str] | None = None) -> None:
     st.header(t("prefill.scores_header"), anchor=MAPS_ANCHOR)
     if st.session_state.pop(SCROLL_KEY, False):
         scroll_to(MAPS_ANCHOR)
@@ -51,12 +52,13 @@ def scores_section(t, step, layer: int, head: int, sh: at.HeadShapes, labels: li
         st.caption(t("prefill.recheck", gap=f"{gap:.1e}"))
     left, right = st.columns(2)
     left.plotly_chart(attention_heatmap(s, labels, labels, t("prefill.scores_title", layer=layer, head=head),
-                                        t("prefill.axis_key"), t("prefill.axis_query"), t("prefill.score")),
+                                        t("prefill.axis_key"), t("prefill.axis_query"), t("prefill.score"),
+                                        notes=notes),
                       width="stretch", key="prefill_scores")
     probs = step.hook(hooks.probs(layer)).array[0, head]  # [n, n_k]
     right.plotly_chart(attention_heatmap(probs, labels, labels, t("prefill.probs_title", layer=layer, head=head),
                                          t("prefill.axis_key"), t("prefill.axis_query"), t("prefill.prob"),
-                                         probabilities=True, hidden=at.masked(s)), width="stretch",
+                                         probabilities=True, hidden=at.masked(s), notes=notes), width="stretch",
                        key="prefill_probs")
     st.caption(t("prefill.mask_note"))
 

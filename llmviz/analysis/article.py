@@ -18,6 +18,7 @@ MIB = 2**20
 # Its ridge point, about 153 FLOPs per byte, is what the article's "hundreds of FLOPs per byte fetched" stands for
 # (issue 36: a CPU's text shows this machine's measured ridge beside it).
 A100_PEAK_TFLOPS, A100_BANDWIDTH_GBPS = 312.0, 2039.0
+A100_40GB_BANDWIDTH_GBPS = 1555.0  # the 40 GB card's HBM2 (the same datasheet): the slower of the two A100s
 
 
 def a100_ridge() -> float:
@@ -33,6 +34,19 @@ OOM_TOKENS, OOM_HIDDEN, OOM_BYTES = 2048, 4096, 4
 BERT_VOCAB = 21128
 BERT_SPECIALS = ("[CLS]", "[SEP]")
 ARTICLE_BATCH = ("济南的冬天", "人工智能")  # §3.1's batch of two requests, padded to 8 (claim K5's example)
+
+
+def bert_masks(positions: int) -> tuple:
+    """§1.1's slip (BERT never decodes with a cache), shown: which keys each query sees ([n, n] bool) in BERT, an
+    encoder (every position sees every other), and under the causal rule of a decoder, the engine's own
+    (trace/sparsity.BlockSparse with one block covering everything is the plain causal mask)."""
+    import numpy as np
+
+    from llmviz.trace.sparsity import BlockSparse
+
+    pos = np.arange(positions)
+    causal = BlockSparse(block=max(1, positions), local=1, global_blocks=0).allows(pos[:, None], pos[None, :])
+    return np.ones((positions, positions), dtype=bool), causal
 
 
 def oom_article_bytes(tokens: int = OOM_TOKENS, hidden: int = OOM_HIDDEN) -> int:
@@ -160,14 +174,17 @@ SLIPS = (  # in the article's order (§1.1 first, §5 last): the pages list them
     Slip("prefill_linear", "1.1", ("C3", "K1")),
     Slip("four_tokens", "1.1", ("C1", "C2")),
     Slip("bert_decodes", "1.1", ("C2", "C4")),
+    Slip("one_head", "1.1", ("C3",)),
     Slip("per_layer", "1.1", ("C4",)),
     Slip("fifth_token", "1.2", ("C5",)),
     Slip("only_q", "1.2", ("C5",)),
+    Slip("decode_25ms", "1.2", ("C7", "K2")),
     Slip("block_tables", "2.1", ("C9",)),
     Slip("half_kv_bound", "2.2", ("C11", "K4")),
     Slip("prefetch", "2.2", ("C12",)),
     Slip("flash_import", "3.1", ("C14",)),
     Slip("pad_sequences", "3.1", ("C13",)),
+    Slip("cache_shape", "4.1", ("C4", "C17")),
     Slip("oom_budget", "4.1", ("C17", "C19")),
     Slip("slowdown", "4.2", ("C18",)),
     Slip("kv_cache_dtype", "4.2", ("C11",)),
@@ -176,6 +193,17 @@ SLIPS = (  # in the article's order (§1.1 first, §5 last): the pages list them
     Slip("quant_names", "5", ("C21",)),
 )
 SLIP_IDS = tuple(s.id for s in SLIPS)
+
+
+def decode_read_times(tokens: int = 1024, quoted_ms: float = 25.0, memory_share: float = 0.6) -> dict:
+    """§1.2: "25 ms a token on an A100, about 60% of it memory access" against the bytes a BERT-base-sized decode
+    step reads (its fp32 weights, once, and the cache at `tokens`) at the A100's datasheet bandwidths."""
+    setup = Setup(ARTICLE_SHAPE)
+    read = weight_read_bytes(setup) + kv_read_bytes(setup, tokens)
+    fast, slow = (read / (gbps * 1e9) * 1e3 for gbps in (A100_BANDWIDTH_GBPS, A100_40GB_BANDWIDTH_GBPS))
+    moved = quoted_ms * 1e-3 * memory_share * A100_40GB_BANDWIDTH_GBPS * 1e9  # bytes 60% of 25 ms could move
+    return {"read_mb": read / 1e6, "fast_ms": fast, "slow_ms": slow, "fast_gbps": A100_BANDWIDTH_GBPS,
+            "slow_gbps": A100_40GB_BANDWIDTH_GBPS, "moved_gb": moved / 1e9, "times": moved / read}
 
 
 def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -> dict[str, dict]:
@@ -194,6 +222,15 @@ def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -
                        "llama3_mib": three.per_layer / MIB, "llama3_total_mib": three.total() / MIB,
                        "llama3_kv": three.kv_heads, "llama3_hd": three.head_dim, "layers": three.layers},
         "slowdown": {"per_token": kv_bytes(1, gpt2["num_kv_heads"], gpt2["head_dim"], 4, gpt2["num_layers"])},
+        # §1.1's [4, 768] x [768, 64]: one head's W_q, while the cache [seq, 12, 64] holds all twelve heads
+        "one_head": {"d": ARTICLE_SHAPE.hidden_size, "heads": ARTICLE_SHAPE.num_heads, "hd": ARTICLE_SHAPE.head_dim},
+        # §1.2's 25 ms a token: the BERT-base-sized weights read once at the A100's bandwidth, both cards
+        "decode_25ms": decode_read_times(),
+        # §4.1's k_cache.shape: one layer of one sequence; a GPT-2-shaped model holds layers x batch of them
+        "cache_shape": {"layers": gpt2["num_layers"], "heads": gpt2["num_kv_heads"], "hd": gpt2["head_dim"],
+                        "max_seq": gpt2["max_position_embeddings"],
+                        "total_mib": kv_bytes(gpt2["max_position_embeddings"], gpt2["num_kv_heads"], gpt2["head_dim"],
+                                              4, gpt2["num_layers"]) / MIB},
         # the GPT-2 shape at the decode claims' 1,024 cached tokens (the Reveal's K4), all fp32; Llama-2-7B in fp16
         # with the fp32 cache .half() halves, at the 2,048 tokens of its context
         "half_kv_bound": {"needed": 2 * (1 - 1 / HALF_KV_SPEEDUP), "speedup": HALF_KV_SPEEDUP,

@@ -117,3 +117,27 @@ def warm_imports() -> None:
         importlib.import_module(name)
     for name in ("AutoConfig", "AutoTokenizer", "PreTrainedTokenizerFast"):
         getattr(transformers, name)
+
+
+def library_facts() -> dict:
+    """What the installed libraries say of the article's slips (issue 38), read here rather than asserted: the
+    versions of transformers and torch, BERT's default `is_decoder`, and in how many of transformers' source files
+    the name `kv_cache_dtype` appears (none: no such setting). A second or two, once per process (the page caches
+    it); "?" where a library is absent (a replay-only install)."""
+    import contextlib
+    from importlib import metadata
+    from pathlib import Path
+
+    facts = {"transformers": "?", "torch": "?", "is_decoder": "?", "mentions": "?", "files": 0}
+    for name in ("transformers", "torch"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            facts[name] = metadata.version(name)
+    try:
+        import transformers
+        from transformers import BertConfig
+    except ImportError:
+        return facts
+    sources = list(Path(transformers.__file__).parent.rglob("*.py"))
+    facts.update(is_decoder=BertConfig().is_decoder, files=len(sources),
+                 mentions=sum("kv_cache_dtype" in f.read_text(encoding="utf-8", errors="replace") for f in sources))
+    return facts

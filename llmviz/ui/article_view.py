@@ -27,9 +27,19 @@ def values() -> dict[str, dict]:
     return article.slip_values(gpt2, llama2, llama3, card)
 
 
+LIBRARY_SLIPS = ("bert_decodes", "block_tables", "flash_import", "kv_cache_dtype", "a100_fp8")  # cite a version
+
+
+@st.cache_data(show_spinner=False)
+def library() -> dict:
+    """What the installed libraries say (service.models.library_facts): read once per process, when a slip that
+    cites them is first shown."""
+    return service.models.library_facts()
+
+
 def evidence(t, slip_id: str) -> str:
     """One slip's evidence sentence, filled with its numbers (a slip whose numbers are missing says so)."""
-    filled = values().get(slip_id, {})
+    filled = values().get(slip_id, {}) | (library() if slip_id in LIBRARY_SLIPS else {})
     try:
         return t(f"slip.{slip_id}.evidence", **filled)
     except (KeyError, IndexError):  # e.g. the GQA card is not there: the sentence needs its figures
@@ -44,6 +54,24 @@ def slips_notes(t, ids: tuple[str, ...] | None = None) -> None:
         with st.container(border=True):
             st.markdown(f"**§{s.section}** · {t(f'slip.{s.id}.says')}")
             st.markdown(t("article.evidence_line", text=evidence(t, s.id)))
+            if s.id == "bert_decodes":
+                masks(t)
+
+
+def masks(t) -> None:
+    """BERT's mask beside a causal one on the same seven positions (the bert_decodes slip's live evidence)."""
+    from llmviz.ui.charts import chart
+    from llmviz.viz.attention import attention_heatmap
+
+    tokens = article.bert_view("济南的冬天")["tokens"]
+    n = len(tokens)
+    for column, (name, seen) in zip(st.columns(2), (("bidirectional", article.bert_masks(n)[0]),
+                                                  ("causal", article.bert_masks(n)[1])), strict=True):
+        with column:
+            chart(t, attention_heatmap(seen.astype(float), tokens, tokens,
+                                       t(f"article.mask_{name}", seen=int(seen.sum()), total=n * n),
+                                       t("prefill.axis_key"), t("prefill.axis_query"), t("lesson.visible"),
+                                       probabilities=True, hidden=~seen), key=f"article_mask_{name}")
 
 
 def terms_table(t, key: str = "article_terms") -> None:

@@ -74,11 +74,16 @@ def test_half_precision_kv_is_bounded_by_the_caches_share_of_the_bytes(values):
     assert v["gpt2_bound"] < 1.08 and v["llama2_bound"] < 1.09  # far from the article's 1.8
 
 
+@pytest.fixture(scope="module")
+def library():
+    return service.models.library_facts()
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
-def test_every_slip_and_term_has_its_sentences(values, lang):
+def test_every_slip_and_term_has_its_sentences(values, library, lang):
     for slip in article.SLIPS:
         assert translate(lang, f"slip.{slip.id}.says")
-        text = translate(lang, f"slip.{slip.id}.evidence", **values[slip.id])
+        text = translate(lang, f"slip.{slip.id}.evidence", **values[slip.id], **library)
         assert "{" not in text
     assert "16 MiB" in translate(lang, "slip.oom_budget.evidence", **values["oom_budget"])
     assert "61.00" in translate(lang, "slip.gqa_config.evidence", **values["gqa_config"])
@@ -91,3 +96,36 @@ def test_the_slips_stand_in_the_articles_order():
     """The pages list the slips as article.SLIPS holds them: §1.1 … §5, never a later section before an earlier."""
     sections = [tuple(int(p) for p in s.section.split(".")) for s in article.SLIPS]
     assert sections == sorted(sections) and sections[0] == (1, 1) and sections[-1] == (5,)
+
+
+def test_the_libraries_bear_the_slips_out(library):
+    """Issue 38: the evidence a reader can check, read from the installed libraries: BERT is built as an encoder,
+    and transformers has no kv_cache_dtype (the article's `model.config.kv_cache_dtype`)."""
+    from importlib import metadata
+
+    assert library["transformers"] == metadata.version("transformers") and library["torch"] == metadata.version("torch")
+    assert library["is_decoder"] is False and library["mentions"] == 0 and library["files"] > 1000
+
+
+def test_bert_sees_everything_and_a_decoder_the_past():
+    both, causal = article.bert_masks(7)
+    assert both.sum() == 49 and causal.sum() == 7 * 8 // 2  # 28: the lower triangle with the diagonal
+    assert all(causal[q, k] == (k <= q) for q in range(7) for k in range(7))
+
+
+def test_25_ms_is_not_memory_time_for_the_articles_model(values):
+    """§1.2's 25 ms a token: the article's BERT-base-sized model in fp32 is ~110M numbers (~440 MB) plus 72 MiB of
+    cache at 1,024 tokens; read at 1,555-2,039 GB/s that is about a quarter of a millisecond."""
+    v = values["decode_25ms"]
+    assert 0.40e3 < v["read_mb"] < 0.52e3
+    assert v["fast_ms"] == pytest.approx(v["read_mb"] * 1e6 / 2039e9 * 1e3)
+    assert 0.2 < v["fast_ms"] < v["slow_ms"] < 0.35
+    assert v["moved_gb"] == pytest.approx(0.025 * 0.6 * 1555)  # 23.3 GB
+    assert 40 < v["times"] < 60
+
+
+def test_one_head_and_the_cache_shape(values):
+    assert values["one_head"] == {"d": 768, "heads": 12, "hd": 64}
+    v = values["cache_shape"]  # GPT-2's bundled config: 12 layers of 12 heads x 64, 1,024 positions
+    assert (v["layers"], v["heads"], v["hd"], v["max_seq"]) == (12, 12, 64, 1024)
+    assert v["total_mib"] == 12 * 2 * 12 * 1024 * 64 * 4 / MIB == 72.0

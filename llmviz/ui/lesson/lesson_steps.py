@@ -36,7 +36,7 @@ STEPS = (
     Step("1.1.1", "tokens", "tokens", ("C1",), slips=("four_tokens",)),
     Step("1.1.2", "bert", "tokens", ("C1", "C2"), slips=("bert_decodes",)),
     Step("1.1.3", "embedding", "tokens", ("C2",)),
-    Step("1.1.4", "qkv", "prefill", ("C3",)),
+    Step("1.1.4", "qkv", "prefill", ("C3",), slips=("one_head",)),
     Step("1.1.5", "scores", "prefill", ("C3",)),
     Step("1.1.6", "kv_shape", "prefill", ("C4",)),
     Step("1.1.7", "kv_bytes", "prefill", ("C4",), slips=("per_layer",)),
@@ -46,7 +46,7 @@ STEPS = (
     Step("1.2.2", "decode_qkv", "decode", ("C5",), slips=("only_q",)),
     Step("1.2.3", "cache_growth", "decode", ("C6",)),
     Step("1.2.4", "kv_bytes_1024", "memory", ("C4",), slips=("per_layer",)),
-    Step("1.2.5", "roofline", "claims", ("C7",)),
+    Step("1.2.5", "roofline", "claims", ("C7",), slips=("decode_25ms",)),
     Step("1.2.6", "claim", "claims", ("K2", "C7"), claim="K2"),
     Step("1.2.7", "continuation", "decode", ("C5", "C6")),  # the embedded model continues 济南的冬天
     # §2.1 memory layouts
@@ -64,7 +64,7 @@ STEPS = (
     Step("3.2.1", "claim", "serving", ("K7", "C15"), claim="K7"),
     Step("3.2.2", "claim", "serving", ("K8", "C16"), claim="K8"),
     # §4.1 out of memory
-    Step("4.1.1", "kv_shape", "memory", ("C17",)),
+    Step("4.1.1", "kv_shape", "memory", ("C17",), slips=("cache_shape",)),
     Step("4.1.2", "oom_budget", "memory", ("C17",), slips=("oom_budget",)),
     Step("4.1.3", "paged", "kv_layouts", ("C9", "C17")),
     Step("4.1.4", "max_seq", "memory", ("C17",)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from llmviz.analysis.claim_effects import k1_pair
 from llmviz.analysis.claims import CANNOT_TELL, CLAIMS, DOES_NOT_HOLD, EFFECT_KINDS, HOLDS, POINTS, RATIO, SHARE
 
 # The effect a student predicts for each claim: the one the article's sentence is about
@@ -132,3 +133,66 @@ def revealed(claim: dict, predicted: float | None) -> dict:
     return out
 
 
+
+
+# A claim measured at a second setting the student may predict after the first (issue 38's "predict again"): K3's
+# short contexts beside its long ones.
+SECOND = {"K3": "contiguous_faster_short"}
+
+
+def second_scale(claim_id: str) -> Scale:
+    return SCALES[EFFECT_KINDS[SECOND[claim_id]]]
+
+
+def second_effect_of(claim_id: str, shown_value: float) -> float:
+    """The second setting's slider value as its effect's number (as effect_of for the first)."""
+    return shown_value - 1 if EFFECT_KINDS[SECOND[claim_id]] == RATIO else shown_value / 100
+
+
+def predicted_again(claim: dict, predicted: float) -> dict | None:
+    """The second setting's measurement beside a second prediction: {effect, predicted, measured, low, high,
+    article, prediction}; None where the claim has no second setting, or it was not measured."""
+    name = SECOND.get(claim["id"])
+    effect = next((e for e in claim["effects"] if e["name"] == name), None)
+    if effect is None or "measured" not in effect:
+        return None
+    step = second_scale(claim["id"]).step
+    half_step = abs(second_effect_of(claim["id"], step) - second_effect_of(claim["id"], 0.0)) / 2
+    return {"effect": name, "predicted": predicted, "measured": effect["measured"], "low": effect["low"],
+            "high": effect["high"], "article": effect["article"],
+            "prediction": prediction_outcome(predicted, effect, effect["article"], half_step)}
+
+
+def behind(claim: dict) -> dict | None:
+    """The measured numbers a claim's effect is computed from (issue 38: after a surprise, the number that explains
+    it, read from the measurement, not said in advance): per claim, from its judged figures; None where the run
+    kept none of them."""
+    f = claim.get("figures") or {}
+    cid = claim["id"]
+    try:
+        if cid == "K1":
+            short, double = k1_pair(sorted(int(n) for n in f["ms_by_length"]))
+            by = {int(n): ms for n, ms in f["ms_by_length"].items()}
+            return {"short": short, "long": double, "a": by[short], "b": by[double]}
+        if cid == "K2":
+            return {"decode_ms": f["decode_ms_per_token"], "bound_ms": f["bound_ms"]}
+        if cid == "K3":
+            long = max(int(k.rsplit("_", 1)[1]) for k in f if k.startswith("paged_ms_at_"))
+            return {"long": long, "contiguous": f[f"contiguous_ms_at_{long}"], "paged": f[f"paged_ms_at_{long}"]}
+        if cid in ("K4", "K10", "K11"):
+            return {"a": f["decode_ms_a"], "b": f["decode_ms_b"], "share": f.get("kv_share_of_read_a", float("nan"))}
+        if cid == "K5":
+            sizes = sorted(int(k.rsplit("_", 1)[1]) for k in f if k.startswith("prefill_ms_batch_"))
+            one, many = sizes[0], sizes[-1]
+            return {"one": one, "many": many, "a": f[f"prefill_ms_batch_{one}"], "b": f[f"prefill_ms_batch_{many}"]}
+        if cid == "K6":
+            return {"eager": f["eager_ms"], "sdpa": f["sdpa_ms"], "tokens": f["tokens"]}
+        if cid == "K7":
+            return {"static": f["static"], "continuous": f["continuous"]}
+        if cid == "K8":
+            return {"alone": f["target_alone_ms"], "spec": f["speculative_ms"], "accepted": f["acceptance_rate"]}
+        if cid == "K9":
+            return {"without": f["peak_kv_without"], "with": f["peak_kv_with"]}
+    except (KeyError, ValueError, TypeError):
+        return None
+    return None

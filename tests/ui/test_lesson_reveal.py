@@ -291,3 +291,39 @@ def test_passing_an_unanswered_prediction_is_said_once(app_model):
     at.button(key="lesson_back").click().run()
     at.button(key="lesson_back").click().run()  # 1.2.5: Back passes nothing
     assert not at.toast
+
+
+def k3_claim() -> dict:
+    """K3 at 512 and 2,040 tokens, three rounds each: contiguous 10 vs paged 12 ms at 512 (x1.20 faster), paged 9
+    vs contiguous 10 ms at 2,040 (x1.11)."""
+    def cells(*ms):
+        return {"median": list(ms), "min": [0.99 * m for m in ms], "max": [1.01 * m for m in ms],
+                "all": [[m, 0.99 * m, 1.01 * m] for m in ms]}
+    return judged("K3", {"lengths": [512, 2040], "model": "gpt2-124m-random", "device": "cpu", "threads": 1,
+                         "ms_per_token": {"contiguous": cells(10.0, 10.0), "paged": cells(12.0, 9.0)}})
+
+
+def test_a_surprise_names_the_measured_numbers_behind_it(app_model):
+    """Issue 38: a prediction outside the measured interval is said so, with the numbers the effect came from (the
+    test's own figures: 10 and 9 ms at 2,040 tokens), and the claim's second setting can be predicted and compared
+    without measuring again (x1.20 at 512 tokens: a prediction of x1.2 lies inside)."""
+    at = open_app(PAGE, model=app_model, lang="en", lesson="2.1.3")
+    at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [k3_claim()], "when": "2026-12-05 12:00:00"}
+    reveal(at, "K3", 3.0)  # x3: far above x1.11
+    said = [i.value for i in at.info]
+    assert any(v.startswith(translate("en", "lesson.surprise", predicted="×3.00", low="", high="")[:14]) and
+               "at 2040 tokens a contiguous step took 10.00 ms, a paged one 9.00 ms" in v for v in said), said
+    at.slider(key="lesson_again_K3").set_value(1.2).run()
+    at.button(key="lesson_again_check_K3").click().run()
+    again = at.session_state["llmviz_lesson_again"]["K3"]
+    assert again["effect"] == "contiguous_faster_short" and again["measured"] == pytest.approx(0.2, abs=1e-9)
+    assert again["prediction"] == "in_range"
+    assert any(translate("en", "lesson.prediction.in_range") in m.value for m in at.markdown)
+
+
+def test_no_surprise_inside_the_range(app_model):
+    at = open_app(PAGE, model=app_model, lang="en", lesson="2.1.3")
+    at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [k3_claim()], "when": "2026-12-05 12:00:00"}
+    reveal(at, "K3", 1.1)
+    assert at.session_state[REVEALED_KEY]["K3"]["prediction"] == "in_range"
+    assert not [i for i in at.info if "outside" in i.value]

@@ -24,6 +24,7 @@ from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claims_run
 from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
+from llmviz.ui.lesson import lesson_again
 from llmviz.ui.public import LatestClaims
 from llmviz.ui.server import load
 
@@ -203,6 +204,8 @@ def show(t, e: dict) -> None:
         st.markdown(text)
     if e["prediction"] is not None:
         st.caption(t(f"lesson.prediction.{e['prediction']}"))
+    lesson_again.surprise(t, e)
+    lesson_again.again(t, e)
     figures = c.get("figures") or {}
     if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
         st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))

@@ -66,6 +66,7 @@ def run() -> None:
              for file, title, icon, path in PAGES]
     page = st.navigation(pages, expanded=True)  # all thirteen pages listed (past ten Streamlit folds the rest)
     navigation.follow(page, pages)  # a page change that a late-arriving typed value took back goes on
+    navigation.guard()  # and in the browser, a typed value is sent before the page change that follows it
     if page.url_path != "decode":  # the Decode page's url_path
         st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it
     presenter.frame()  # the presenter view's styles, when on

@@ -10,6 +10,10 @@ the text and navigates). Two things keep it right:
   the text is never lost and no other box falls back to its default;
 - `follow()` notices that bounce: the previous run was a page change that never finished, this run is another
   page, and a typed value changed meanwhile. It then goes on to the page that was asked for.
+
+A script's instant click still beat the typed value in about 2 of 9 tries (issue 38): the page change was lost, or
+the text was. `guard()` puts the two in order in the browser: a press on a page link while a text box has the
+focus first sends the box's value (blur), waits until the app has run it, then follows the link.
 """
 
 from __future__ import annotations
@@ -64,3 +68,49 @@ def follow(page, pages: list) -> None:
 def finished(page) -> None:
     """Call after `page` ran to its end (an interrupted run never gets here)."""
     st.session_state[NAV_KEY] = Visit(page.url_path, True, typed_values())
+
+
+# The browser side of guard(): one listener per browser tab (a frame Streamlit replaced leaves a dead one behind).
+_GUARD = """<script>
+const doc = window.parent.document;
+const LINKS = '[data-testid="stSidebarNav"] a, [data-testid="stSidebarNavLink"]';
+const TEXT = ["text", "number", "search", "password", "email", "url", ""];  // boxes whose value goes on blur
+const idle = () => doc.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]') !== null;
+if (doc.llmvizGuard) {
+  doc.removeEventListener("mousedown", doc.llmvizGuard.down, true);
+  doc.removeEventListener("click", doc.llmvizGuard.click, true);
+}
+let held = null;  // the link pressed while a text box had the focus
+const down = (e) => {
+  const link = e.target.closest && e.target.closest(LINKS);
+  const box = doc.activeElement;
+  const typing = box && (box.tagName === "TEXTAREA" || (box.tagName === "INPUT" && TEXT.includes(box.type)));
+  if (!link || !typing) return;
+  held = link;
+  box.blur();  // the typed value goes first
+};
+const click = (e) => {
+  const link = e.target.closest && e.target.closest(LINKS);
+  if (!link || link !== held || link.dataset.llmvizGo) return;
+  e.preventDefault(); e.stopPropagation();
+  held = null;
+  const began = Date.now();
+  let seenRunning = false;
+  const go = () => {
+    seenRunning = seenRunning || !idle();
+    if ((seenRunning && idle()) || Date.now() - began > 4000 || (!seenRunning && Date.now() - began > 350)) {
+      link.dataset.llmvizGo = "1"; link.click(); delete link.dataset.llmvizGo;
+    } else { setTimeout(go, 30); }
+  };
+  setTimeout(go, 30);
+};
+doc.llmvizGuard = {down, click};
+doc.addEventListener("mousedown", down, true);
+doc.addEventListener("click", click, true);
+</script>"""
+
+
+def guard() -> None:
+    """Install the guard (a fixed script of ours, in a frame of the page's origin, in the sidebar: no room taken)."""
+    with st.sidebar:
+        st.iframe(_GUARD, height=1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -98,12 +99,13 @@ def heavy(t: Translator, seconds: float) -> AbstractContextManager[Deadline]:
 class _Bar:
     """The progress bar of one measurement (or nothing, behind a spinner): fractions clamped to 0..1."""
 
-    def __init__(self, text: str | None, shown: bool):
-        self.text = text
-        self.element = st.progress(0.0, text=text) if shown else None
+    def __init__(self, text: str | None, shown: bool, expect: str = ""):
+        self.expect = expect  # what every text ends with while the run goes on: the last run's time
+        self.text = None if text is None else text + expect
+        self.element = st.progress(0.0, text=self.text) if shown else None
 
     def report(self, fraction: float, text: str | None = None) -> None:
-        self.text = self.text if text is None else text
+        self.text = self.text if text is None else text + self.expect
         if self.element is not None:
             self.element.progress(min(1.0, max(0.0, float(fraction))), text=self.text)
 
@@ -112,12 +114,45 @@ class _Bar:
             self.element.empty()
 
 
+class Durations:
+    """How long the last run of each measurement took on this server (seconds by a key of the measurement; no
+    session's data): what a page says to expect before the next run (issue 38). Guarded by its own lock."""
+
+    def __init__(self):
+        self._lock, self._seconds = threading.Lock(), {}
+
+    def get(self, key: Hashable) -> float | None:
+        with self._lock:
+            return self._seconds.get(key)
+
+    def put(self, key: Hashable, seconds: float) -> None:
+        with self._lock:
+            self._seconds[key] = seconds
+
+
+@st.cache_resource(show_spinner=False)
+def durations() -> Durations:
+    return Durations()
+
+
+EXPECT_FROM_S = 3.0  # a measurement whose last run took longer says how long to expect
+
+
+def expected(t: Translator, what: Hashable) -> str:
+    """" (the last run took about N s)" where the last run of `what` took over EXPECT_FROM_S, else ""."""
+    last = durations().get(what)
+    return "" if last is None or last <= EXPECT_FROM_S else f" {t('measure.expected', seconds=last)}"
+
+
 def run(t: Translator, store: str, inputs: Hashable | None, work: Callable[[Queued], T], *, text: str | None = None,
-        spinner: str | None = None) -> T | None:
-    """Run `work` (see the module's docstring) with a progress bar starting at `text`, or with `spinner`'s text
-    and no bar (a measurement that reports no progress). The result, kept under `store` for `inputs`; None
-    after a message."""
-    bar = _Bar(text, shown=spinner is None)
+        spinner: str | None = None, what: Hashable | None = None) -> T | None:
+    """Run `work` (see the module's docstring) with a progress bar starting at `text`, or with `spinner`'s text,
+    the seconds passing, and no bar (a measurement that reports no progress); either says how long the last run of
+    the same measurement took (`what`; by default the store and the inputs). The result, kept under `store` for
+    `inputs`; None after a message."""
+    what = (store, inputs) if what is None else what
+    began, expect = time.monotonic(), expected(t, what)
+    bar = _Bar(text, shown=spinner is None, expect=expect)
 
     @contextmanager
     def queued() -> Iterator[Progress]:
@@ -125,9 +160,10 @@ def run(t: Translator, store: str, inputs: Hashable | None, work: Callable[[Queu
             yield deadline.watch(bar.report)
 
     try:
-        with st.spinner(spinner) if spinner is not None else nullcontext():
+        with st.spinner(spinner + expect, show_time=True) if spinner is not None else nullcontext():
             result = work(queued)
         bar.report(1.0)  # done: the bar full, whatever the last report said
+        durations().put(what, time.monotonic() - began)
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None

@@ -166,3 +166,34 @@ def test_a_result_kept_for_any_inputs():
     assert not at.exception
     assert at.session_state["latest_store"] == {"n": 1} and at.session_state["shown"] == {"n": 1}
     assert at.session_state["other"] is None  # kept alone, it matches no inputs
+
+
+def test_a_long_measurement_says_how_long_its_last_run_took(monkeypatch):
+    """Issue 38: a measurement whose last run on this server took over 3 s says so in its bar's every text; its own
+    run then becomes the last (here a quick one: the next says nothing)."""
+    from llmviz.ui import measure
+
+    texts: list = []
+    real = streamlit.progress
+
+    class Recorded:
+        def __init__(self, value, text=None):
+            texts.append(text)
+            self.bar = real(value, text=text)
+
+        def progress(self, value, text=None):
+            texts.append(text)
+            self.bar.progress(value, text=text)
+
+        def empty(self):
+            self.bar.empty()
+
+    monkeypatch.setattr(streamlit, "progress", Recorded)
+    measure.durations().put((STORE, "timed"), 12.4)
+    measure_once(new_page(), "ok", "timed")
+    said = " (the last run took about 12 s)"
+    assert texts == ["starting" + said, "at 0.25" + said, "at 0.5" + said, "at 1.5" + said, "at 1.5" + said]
+    assert measure.durations().get((STORE, "timed")) < 3.0
+    texts.clear()
+    measure_once(new_page(), "ok", "timed")
+    assert texts[0] == "starting"

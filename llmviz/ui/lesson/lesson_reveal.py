@@ -65,7 +65,8 @@ def measured_now(t, claim_id: str, latest: LatestClaims | None = None, patience:
                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)), patience=patience)
         return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured"}
 
-    return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id))
+    return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id),
+                       what=("claim", claim_id, patience))  # its expected time: this claim's last Reveal
 
 
 def shared_reveal(t, claim_id: str) -> dict | None:

@@ -58,7 +58,23 @@ def walked_en():
         page.wait_for_function("() => document.querySelectorAll('[data-testid=stTable] tbody tr').length > 0",
                                timeout=5000)
         rows = page.evaluate("() => document.querySelectorAll('[data-testid=stTable] tbody tr').length")
-        return result | {"tabs": tabs, "glossary_rows": rows}
+        page.goto(server.url("lesson", lang="en", present=1, lesson="3.1.1"))  # the round trip: the full page
+        wait_idle(page)
+        page.locator(".st-key-lesson_open button").first.click()
+        wait_idle(page)
+        opened = page.url
+        page.locator(".st-key-lesson_return button").first.click()
+        wait_idle(page)
+        titles = page.evaluate("() => Array.from(document.querySelectorAll('[data-testid=stMain] h3'))"
+                               ".map(h => h.innerText.trim())")
+        return result | {"tabs": tabs, "glossary_rows": rows, "trip": (opened, page.url, titles)}
+
+
+def test_the_full_page_and_back_land_on_the_same_step(walked_en):
+    opened, back, titles = walked_en["trip"]
+    assert "/batch?" in opened and "from_lesson=1" in opened and "lesson=3.1.1" in opened
+    assert "/lesson?" in back and "lesson=3.1.1" in back and "from_lesson" not in back
+    assert f"§3.1 · {translate('en', 'lesson.3.1.1.title')}" in titles
 
 
 def test_s_opens_the_slips_m_the_map_and_g_the_glossary(walked_en):

@@ -43,19 +43,29 @@ def page():
     st.session_state["shown"] = measure.kept("test_measure_result", inputs)
 
 
+class Seen(list):
+    """The values a bar was set to, and its texts beside them (`texts`)."""
+
+    texts: list
+
+
 @pytest.fixture
 def bars(monkeypatch):
-    """Every value the measurement's progress bar was set to, in order ("empty" when it was removed)."""
-    seen: list = []
+    """Every value the measurement's progress bar was set to, in order ("empty" when it was removed); `.texts`:
+    the text it showed with each value."""
+    seen = Seen()
+    seen.texts = []
     real = streamlit.progress
 
     class Recorded:
         def __init__(self, value, text=None):
             seen.append(value)
+            seen.texts.append(text)
             self.bar = real(value, text=text)
 
         def progress(self, value, text=None):
             seen.append(value)
+            seen.texts.append(text)
             self.bar.progress(value, text=text)
 
         def empty(self):
@@ -168,32 +178,16 @@ def test_a_result_kept_for_any_inputs():
     assert at.session_state["other"] is None  # kept alone, it matches no inputs
 
 
-def test_a_long_measurement_says_how_long_its_last_run_took(monkeypatch):
+def test_a_long_measurement_says_how_long_its_last_run_took(bars):
     """Issue 38: a measurement whose last run on this server took over 3 s says so in its bar's every text; its own
     run then becomes the last (here a quick one: the next says nothing)."""
     from llmviz.ui import measure
 
-    texts: list = []
-    real = streamlit.progress
-
-    class Recorded:
-        def __init__(self, value, text=None):
-            texts.append(text)
-            self.bar = real(value, text=text)
-
-        def progress(self, value, text=None):
-            texts.append(text)
-            self.bar.progress(value, text=text)
-
-        def empty(self):
-            self.bar.empty()
-
-    monkeypatch.setattr(streamlit, "progress", Recorded)
     measure.durations().put((STORE, "timed"), 12.4)
     measure_once(new_page(), "ok", "timed")
     said = " (the last run took about 12 s)"
-    assert texts == ["starting" + said, "at 0.25" + said, "at 0.5" + said, "at 1.5" + said, "at 1.5" + said]
+    assert bars.texts == ["starting" + said, "at 0.25" + said, "at 0.5" + said, "at 1.5" + said, "at 1.5" + said]
     assert measure.durations().get((STORE, "timed")) < 3.0
-    texts.clear()
+    bars.texts.clear()
     measure_once(new_page(), "ok", "timed")
-    assert texts[0] == "starting"
+    assert bars.texts[0] == "starting"

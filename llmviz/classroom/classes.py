@@ -1,0 +1,166 @@
+"""A class in one room (issue 39): the rules, in one place, over either store (llmviz/classroom/store.py).
+
+- The teacher starts a class and gets a join code (shown on the projector) and a teacher key (in the teacher's URL
+  only; the store keeps its hash). Only the key moves the class, and ends it.
+- A student joins with the code: anonymous, a generated name they may change; nothing personal is kept.
+- Codes cannot be guessed within the join rate limit: 31^6 (about 8.9e8) codes, JOIN_ATTEMPTS tries a minute per
+  client, so a client guessing for a whole class hour at the limit finds one of 10 live classes with a chance of
+  about 10 x 600 / 8.9e8, under one in 100,000.
+- Limits per class: students, a student's submissions, a prompt's length; a class idle past its idle time ends by
+  itself (`sweep`), and ending deletes every record of it.
+Each refusal is a ClassError with a code (a page says it in its language); no torch, no streamlit here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import secrets
+import time
+
+from llmviz.classroom.store import ClassRecord, Limits, Store, Student
+from llmviz.errors import LlmvizError
+
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: read off a projector without doubt
+CODE_LENGTH = 6
+JOIN_ATTEMPTS, JOIN_WINDOW_S = 10, 60.0  # per client
+NAME_CHARS = 24
+ROUNDS = (1, 2)  # a prediction before discussion, and one after
+ANIMALS = ("Otter", "Heron", "Lynx", "Panda", "Crane", "Gecko", "Ibis", "Koala", "Marten", "Orca", "Puffin",
+           "Quail", "Raven", "Seal", "Tapir", "Wren", "Yak", "Zebra", "Badger", "Camel")
+
+
+class ClassError(LlmvizError):
+    """A class refused something. code: no_class (a wrong or ended code), full, teacher_only, too_many (the join
+    rate limit), limit (a student's submissions), bad_value, no_student."""
+
+
+def _hash(teacher_key: str) -> str:
+    return hashlib.sha256(teacher_key.encode("utf-8")).hexdigest()
+
+
+def normal_code(text: str) -> str:
+    """A code as typed (lower case, spaces, a dash) in the form the store keeps."""
+    return "".join(c for c in str(text).upper() if c.isalnum())
+
+
+def start(store: Store, limits: Limits | None = None, now: float | None = None, step: str = "1.1.1"
+          ) -> tuple[str, str]:
+    """A new class: (join code, teacher key)."""
+    now = time.time() if now is None else now
+    key = secrets.token_urlsafe(24)
+    for _ in range(20):  # a taken code (one in 1e8 per live class) draws again
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+        if store.create(ClassRecord(code, _hash(key), limits or Limits(), step, now, now)):
+            return code, key
+    raise ClassError("no free class code after 20 draws: the store holds too many classes", code="full")
+
+
+def live(store: Store, code: str, now: float | None = None) -> ClassRecord:
+    """The class of `code`, or ClassError(no_class) for a wrong code or a class idle past its time (which ends
+    here, its data deleted)."""
+    now = time.time() if now is None else now
+    record = store.get(normal_code(code))
+    if record is None:
+        raise ClassError(f"no class has the code {code!r}: check it on the projector", code="no_class")
+    if now - record.active > record.limits.idle_s:
+        store.delete(record.code)
+        raise ClassError(f"the class {record.code} has ended", code="no_class")
+    return record
+
+
+def join(store: Store, code: str, client: str, now: float | None = None) -> Student:
+    """A student joins (`client`: what the rate limit counts, e.g. the address the request came from)."""
+    now = time.time() if now is None else now
+    if store.hit(f"join:{client}", JOIN_WINDOW_S, now) > JOIN_ATTEMPTS:
+        raise ClassError(f"too many tries to join: wait a minute (at most {JOIN_ATTEMPTS} a minute)", code="too_many")
+    record = live(store, code, now)
+    student = Student(secrets.token_hex(8), f"{secrets.choice(ANIMALS)} {secrets.randbelow(90) + 10}", now)
+    if not store.add_student(record.code, student, record.limits.students):
+        raise ClassError(f"the class is full ({record.limits.students} students)", code="full")
+    store.touch(record.code, now)
+    return student
+
+
+def _student(store: Store, record: ClassRecord, student_id: str) -> Student:
+    found = next((s for s in store.students(record.code) if s.id == student_id), None)
+    if found is None:
+        raise ClassError("this device is not in the class: join again with the code", code="no_student")
+    return found
+
+
+def rename(store: Store, code: str, student_id: str, name: str, now: float | None = None) -> str:
+    """A student's new name (printable, at most NAME_CHARS characters, not empty)."""
+    record = live(store, code, now)
+    clean = " ".join(str(name).split())
+    if not clean or len(clean) > NAME_CHARS or not clean.isprintable():
+        raise ClassError(f"a name is 1 to {NAME_CHARS} printable characters", code="bad_value")
+    _student(store, record, student_id)
+    store.rename(record.code, student_id, clean)
+    return clean
+
+
+def is_teacher(record: ClassRecord, teacher_key: str) -> bool:
+    return hmac.compare_digest(_hash(str(teacher_key)), record.teacher_hash)
+
+
+def _teacher(store: Store, code: str, teacher_key: str, now: float | None) -> ClassRecord:
+    record = live(store, code, now)
+    if not is_teacher(record, teacher_key):
+        raise ClassError("only the teacher's key moves the class", code="teacher_only")
+    return record
+
+
+def move(store: Store, code: str, teacher_key: str, step: str, now: float | None = None) -> None:
+    """The projector's step (the lesson's position), which the students' devices follow."""
+    record = _teacher(store, code, teacher_key, now)
+    store.set_step(record.code, str(step), time.time() if now is None else now)
+
+
+def predict(store: Store, code: str, student_id: str, item: str, round_: int, value: float,
+            now: float | None = None) -> None:
+    """A student's prediction for `item` (a claim) in round 1 (before discussion) or 2 (after); a later one in the
+    same round replaces it."""
+    now = time.time() if now is None else now
+    record = live(store, code, now)
+    _student(store, record, student_id)
+    if round_ not in ROUNDS or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ClassError(f"a prediction is a finite number in round 1 or 2, got {value!r} in round {round_!r}",
+                         code="bad_value")
+    if not store.put_prediction(record.code, student_id, str(item), round_, float(value), record.limits.submissions):
+        raise ClassError(f"no more submissions ({record.limits.submissions} a student)", code="limit")
+    store.touch(record.code, now)
+
+
+def answered(store: Store, code: str, item: str, round_: int) -> tuple[int, int]:
+    """(students who predicted `item` in that round, students joined): what the projector counts."""
+    return len(store.predictions(normal_code(code), item, round_)), len(store.students(normal_code(code)))
+
+
+def histogram(values: list[float], low: float, high: float, bins: int) -> list[int]:
+    """Counts of `values` in `bins` equal bins over [low, high] (a value outside is counted in the nearest end bin,
+    as the prediction slider holds it)."""
+    if bins < 1 or not high > low:
+        raise ValueError(f"at least one bin over a range, got {bins} over [{low}, {high}]")
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, max(0, int((v - low) / (high - low) * bins)))] += 1
+    return counts
+
+
+def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
+    """The teacher ends the class: every record of it is deleted."""
+    store.delete(_teacher(store, code, teacher_key, now).code)
+
+
+def sweep(store: Store, now: float | None = None) -> list[str]:
+    """End every class idle past its time (its data deleted); the codes ended."""
+    now = time.time() if now is None else now
+    ended = []
+    for code in store.codes():
+        record = store.get(code)
+        if record is not None and now - record.active > record.limits.idle_s:
+            store.delete(code)
+            ended.append(code)
+    return ended

@@ -1,0 +1,110 @@
+"""The class store across machines (issue 39): Redis through redis-py. Every key of a class starts `class:<code>`
+(its hash, its students in the order they joined, their names, a hash of values per item and round, and the set of
+items each student has submitted), so that ending a class deletes them all. The two changes that check a limit run
+as Lua scripts: Redis runs a script whole, so two students joining at once never pass the limit together.
+"""
+
+from __future__ import annotations
+
+import json
+
+from llmviz.classroom.store import ClassRecord, Limits, Store, Student
+
+CODES = "classes"  # the set of every class's code
+# KEYS: the students' list, their names' hash; ARGV: the most, the id, the name record
+ADD_STUDENT = """
+if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+# KEYS: the student's submitted items (a set), the item and round's values (a hash); ARGV: item|round, the most,
+# the student, the value
+PUT_PREDICTION = """
+local new = redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0
+if new and redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+return 1
+"""
+
+
+def _key(code: str, *parts: str) -> str:
+    return ":".join(("class", code, *parts))
+
+
+class RedisStore(Store):
+    def __init__(self, url: str):
+        import redis
+
+        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5.0)
+        self.r.ping()  # a store that cannot be reached says so now, not at a student's first join
+        self._add = self.r.register_script(ADD_STUDENT)
+        self._put = self.r.register_script(PUT_PREDICTION)
+
+    def create(self, record: ClassRecord) -> bool:
+        key = _key(record.code)
+        if not self.r.hsetnx(key, "teacher_hash", record.teacher_hash):  # the first to take the code owns it
+            return False
+        self.r.hset(key, mapping={"limits": json.dumps(record.limits.to_dict()), "step": record.step,
+                                  "created": record.created, "active": record.active})
+        self.r.sadd(CODES, record.code)
+        return True
+
+    def get(self, code: str) -> ClassRecord | None:
+        h = self.r.hgetall(_key(code))
+        if not h or "limits" not in h:
+            return None
+        return ClassRecord(code, h["teacher_hash"], Limits(**json.loads(h["limits"])), h["step"], float(h["created"]),
+                           float(h["active"]))
+
+    def set_step(self, code: str, step: str, now: float) -> None:
+        if self.r.exists(_key(code)):
+            self.r.hset(_key(code), mapping={"step": step, "active": now})
+
+    def touch(self, code: str, now: float) -> None:
+        if self.r.exists(_key(code)):
+            self.r.hset(_key(code), "active", now)
+
+    def add_student(self, code: str, student: Student, most: int) -> bool:
+        record = json.dumps({"name": student.name, "joined": student.joined})
+        return bool(self._add(keys=[_key(code, "students"), _key(code, "names")], args=[most, student.id, record]))
+
+    def rename(self, code: str, student_id: str, name: str) -> bool:
+        held = self.r.hget(_key(code, "names"), student_id)
+        if held is None:
+            return False
+        self.r.hset(_key(code, "names"), student_id, json.dumps({**json.loads(held), "name": name}))
+        return True
+
+    def students(self, code: str) -> list[Student]:
+        ids = self.r.lrange(_key(code, "students"), 0, -1)
+        names = self.r.hgetall(_key(code, "names"))
+        return [Student(i, (rec := json.loads(names[i]))["name"], rec["joined"]) for i in ids if i in names]
+
+    def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
+        keys = [_key(code, "done", student_id), _key(code, "pred", item, str(round_))]
+        return bool(self._put(keys=keys, args=[f"{item}|{round_}", most, student_id, repr(float(value))]))
+
+    def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
+        return {s: float(v) for s, v in self.r.hgetall(_key(code, "pred", item, str(round_))).items()}
+
+    def submissions(self, code: str, student_id: str) -> int:
+        return int(self.r.scard(_key(code, "done", student_id)))
+
+    def delete(self, code: str) -> None:
+        keys = [_key(code), *self.r.scan_iter(match=_key(code, "*"), count=500)]
+        self.r.delete(*keys)
+        self.r.srem(CODES, code)
+
+    def codes(self) -> list[str]:
+        records = [(c, self.r.hget(_key(c), "created")) for c in self.r.smembers(CODES)]
+        return [c for c, created in sorted(records, key=lambda x: float(x[1] or 0))]
+
+    def hit(self, key: str, window_s: float, now: float) -> int:
+        name = f"hits:{key}:{int(now // window_s)}"
+        with self.r.pipeline() as p:
+            p.incr(name)
+            p.expire(name, max(1, int(2 * window_s)))
+            count, _ = p.execute()
+        return int(count)

@@ -1,0 +1,141 @@
+"""The class store on one machine (issue 39): SQLite through Python's sqlite3, in WAL mode so that the app's
+processes read while one writes. A connection per call (a Streamlit session is a thread, and replicas are
+processes): each change is one transaction, `BEGIN IMMEDIATE` where it reads before it writes (a limit), so that two
+processes never both pass it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from llmviz.classroom.store import ClassRecord, Limits, Store, Student
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS classes (code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL, limits TEXT NOT NULL,
+                                    step TEXT NOT NULL, created REAL NOT NULL, active REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, joined REAL NOT NULL,
+                                     seq INTEGER PRIMARY KEY AUTOINCREMENT, UNIQUE (code, id));
+CREATE TABLE IF NOT EXISTS predictions (code TEXT NOT NULL, student TEXT NOT NULL, item TEXT NOT NULL,
+                                        round INTEGER NOT NULL, value REAL NOT NULL,
+                                        PRIMARY KEY (code, student, item, round));
+CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, window INTEGER NOT NULL, count INTEGER NOT NULL,
+                                 PRIMARY KEY (key, window));
+"""
+
+
+class SqliteStore(Store):
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")  # outside a transaction; the file keeps it
+            db.executescript(SCHEMA)
+        finally:
+            db.close()
+
+    @contextlib.contextmanager
+    def _db(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        finally:
+            db.close()
+
+    def create(self, record: ClassRecord) -> bool:
+        with self._db(immediate=True) as db:
+            try:
+                db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, ?)",
+                           (record.code, record.teacher_hash, json.dumps(record.limits.to_dict()), record.step,
+                            record.created, record.active))
+            except sqlite3.IntegrityError:
+                return False
+        return True
+
+    def get(self, code: str) -> ClassRecord | None:
+        with self._db() as db:
+            row = db.execute("SELECT code, teacher_hash, limits, step, created, active FROM classes WHERE code = ?",
+                             (code,)).fetchone()
+        if row is None:
+            return None
+        return ClassRecord(row[0], row[1], Limits(**json.loads(row[2])), row[3], row[4], row[5])
+
+    def set_step(self, code: str, step: str, now: float) -> None:
+        with self._db() as db:
+            db.execute("UPDATE classes SET step = ?, active = ? WHERE code = ?", (step, now, code))
+
+    def touch(self, code: str, now: float) -> None:
+        with self._db() as db:
+            db.execute("UPDATE classes SET active = ? WHERE code = ?", (now, code))
+
+    def add_student(self, code: str, student: Student, most: int) -> bool:
+        with self._db(immediate=True) as db:
+            (held,) = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()
+            if held >= most:
+                return False
+            db.execute("INSERT INTO students (code, id, name, joined) VALUES (?, ?, ?, ?)",
+                       (code, student.id, student.name, student.joined))
+        return True
+
+    def rename(self, code: str, student_id: str, name: str) -> bool:
+        with self._db() as db:
+            return db.execute("UPDATE students SET name = ? WHERE code = ? AND id = ?",
+                              (name, code, student_id)).rowcount == 1
+
+    def students(self, code: str) -> list[Student]:
+        with self._db() as db:
+            rows = db.execute("SELECT id, name, joined FROM students WHERE code = ? ORDER BY seq", (code,)).fetchall()
+        return [Student(*row) for row in rows]
+
+    def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
+        with self._db(immediate=True) as db:
+            held = db.execute("SELECT 1 FROM predictions WHERE code = ? AND student = ? AND item = ? AND round = ?",
+                              (code, student_id, item, round_)).fetchone()
+            if held is None:  # a new item or round counts as a submission; changing one's mind does not
+                (count,) = db.execute("SELECT COUNT(*) FROM predictions WHERE code = ? AND student = ?",
+                                      (code, student_id)).fetchone()
+                if count >= most:
+                    return False
+            db.execute("INSERT OR REPLACE INTO predictions VALUES (?, ?, ?, ?, ?)",
+                       (code, student_id, item, round_, value))
+        return True
+
+    def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
+        with self._db() as db:
+            rows = db.execute("SELECT student, value FROM predictions WHERE code = ? AND item = ? AND round = ?",
+                              (code, item, round_)).fetchall()
+        return dict(rows)
+
+    def submissions(self, code: str, student_id: str) -> int:
+        with self._db() as db:
+            (count,) = db.execute("SELECT COUNT(*) FROM predictions WHERE code = ? AND student = ?",
+                                  (code, student_id)).fetchone()
+        return count
+
+    def delete(self, code: str) -> None:
+        with self._db(immediate=True) as db:
+            for table in ("predictions", "students", "classes"):
+                db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))  # one of the three names above
+
+    def codes(self) -> list[str]:
+        with self._db() as db:
+            return [code for (code,) in db.execute("SELECT code FROM classes ORDER BY created").fetchall()]
+
+    def hit(self, key: str, window_s: float, now: float) -> int:
+        window = int(now // window_s)
+        with self._db(immediate=True) as db:
+            db.execute("DELETE FROM hits WHERE key = ? AND window < ?", (key, window))
+            db.execute("INSERT INTO hits VALUES (?, ?, 1) ON CONFLICT (key, window) DO UPDATE SET count = count + 1",
+                       (key, window))
+            (count,) = db.execute("SELECT count FROM hits WHERE key = ? AND window = ?", (key, window)).fetchone()
+        return count

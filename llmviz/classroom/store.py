@@ -1,0 +1,114 @@
+"""Where a class's shared state lives (issue 39): one small interface, two stores behind it. A class spans several
+app processes (scripts/serve-class runs replicas behind HAProxy), so nothing of it is kept in a process: SQLite
+(Python's sqlite3, WAL) on one machine by default, Redis (redis-py against a real redis-server) when the class runs
+on several machines (`LLMVIZ_CLASS_STORE=redis://host:port/db`).
+
+A store keeps records and answers questions about them; it decides nothing. What may be done, by whom and within
+which limits is llmviz/classroom/classes.py, the one place of those rules, over either store.
+
+Records, per class (its join code is its id): the class (the teacher key's hash, its limits, the step the projector
+shows, when it was last active), its students (a generated id and a changeable name, nothing else), and their
+predictions (a value per student, item and round); plus counters for rate limits (a key, a window).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+
+from llmviz.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one class may hold (checked on construction): students, a student's submissions, a prompt's length,
+    and the idle time after which the class ends by itself and its data is deleted."""
+
+    students: int = 60
+    submissions: int = 40  # per student: predictions (each item and round counts once) and prompts
+    prompt_chars: int = 200
+    idle_s: float = 3 * 3600.0
+
+    def __post_init__(self):
+        for name, low, high in (("students", 1, 500), ("submissions", 1, 1000), ("prompt_chars", 1, 4000)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ConfigError(f"a class's {name} must be a whole number in {low}..{high}, got {value!r}")
+        if not (isinstance(self.idle_s, int | float) and math.isfinite(self.idle_s) and 60 <= self.idle_s <= 86400):
+            raise ConfigError(f"a class's idle time must be 60 s to a day, got {self.idle_s!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClassRecord:
+    code: str
+    teacher_hash: str  # sha256 of the teacher key: the key itself is never stored
+    limits: Limits
+    step: str  # the lesson position the projector shows ("1.2.3", "end")
+    created: float
+    active: float  # last activity (seconds since the epoch)
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    name: str
+    joined: float
+
+
+class Store(ABC):
+    """The records of every class; each method is one atomic change or one read."""
+
+    @abstractmethod
+    def create(self, record: ClassRecord) -> bool:
+        """Keep a new class; False when its code is taken (nothing changed)."""
+
+    @abstractmethod
+    def get(self, code: str) -> ClassRecord | None: ...
+
+    @abstractmethod
+    def set_step(self, code: str, step: str, now: float) -> None: ...
+
+    @abstractmethod
+    def touch(self, code: str, now: float) -> None:
+        """Note activity (the idle clock starts again)."""
+
+    @abstractmethod
+    def add_student(self, code: str, student: Student, most: int) -> bool:
+        """Add a student unless the class already holds `most`; whether it was added (atomic: two joining at
+        once never pass the limit together)."""
+
+    @abstractmethod
+    def rename(self, code: str, student_id: str, name: str) -> bool: ...
+
+    @abstractmethod
+    def students(self, code: str) -> list[Student]:
+        """In the order they joined."""
+
+    @abstractmethod
+    def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
+        """Set a student's prediction (a later one replaces it) unless that would be the student's `most`+1-th
+        submission; whether it was kept."""
+
+    @abstractmethod
+    def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
+        """{student id: value} for one item and round."""
+
+    @abstractmethod
+    def submissions(self, code: str, student_id: str) -> int: ...
+
+    @abstractmethod
+    def delete(self, code: str) -> None:
+        """Every record of the class, gone."""
+
+    @abstractmethod
+    def codes(self) -> list[str]:
+        """The codes of every class kept."""
+
+    @abstractmethod
+    def hit(self, key: str, window_s: float, now: float) -> int:
+        """Count one event under `key` in the current window of `window_s` seconds; the count in it, this one
+        included (a rate limit's counter: a join attempt per client)."""

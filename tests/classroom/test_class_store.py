@@ -1,0 +1,155 @@
+"""A class's shared state (issue 39), against both stores: SQLite (a file, WAL) and a real redis-server (skipped with
+the reason where it is absent). A class created, three students joined, predictions stored and counted, the
+histogram's counts those submitted; only the teacher key moves or ends the class; a wrong code is refused; the
+limits hold, under students joining at once too; a class's data is gone after it ends, by the teacher or idle."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from redis_server import ABSENT, REDIS, redis_server
+
+from llmviz.classroom import classes
+from llmviz.classroom.classes import ClassError
+from llmviz.classroom.store import Limits
+from llmviz.classroom.stores import open_store
+from llmviz.errors import ConfigError
+
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        yield open_store(f"sqlite:///{tmp_path / 'class.db'}")
+        return
+    if REDIS is None:
+        pytest.skip(ABSENT)
+    with redis_server(tmp_path) as url:
+        yield open_store(url)
+
+
+def code_of(store) -> tuple[str, str]:
+    return classes.start(store, Limits(students=5, submissions=3), now=T0)
+
+
+def test_three_students_predict_and_the_projector_counts_them(store):
+    code, key = code_of(store)
+    assert len(code) == 6 and set(code) <= set(classes.CODE_ALPHABET) and key not in repr(store.get(code))
+    a, b, c = (classes.join(store, code.lower(), f"10.0.0.{i}", now=T0 + i) for i in range(3))  # typed lower case
+    assert [s.id for s in store.students(code)] == [a.id, b.id, c.id] and len({a.id, b.id, c.id}) == 3
+    for student, value in ((a, 1.5), (b, 2.0), (c, 1.55)):
+        classes.predict(store, code, student.id, "K1", 1, value, now=T0 + 10)
+    classes.predict(store, code, a.id, "K1", 1, 3.0, now=T0 + 11)  # a change of mind replaces the first
+    assert store.predictions(code, "K1", 1) == {a.id: 3.0, b.id: 2.0, c.id: 1.55}
+    assert classes.answered(store, code, "K1", 1) == (3, 3) and classes.answered(store, code, "K1", 2) == (0, 3)
+    counts = classes.histogram(list(store.predictions(code, "K1", 1).values()), 0.25, 6.0, 23)  # the slider's bins
+    assert sum(counts) == 3 and counts[int((1.55 - 0.25) / 0.25)] == 1 and counts[int((2.0 - 0.25) / 0.25)] == 1
+    assert counts[int((3.0 - 0.25) / 0.25)] == 1
+    assert store.submissions(code, a.id) == 1  # one item and round, however often it changed
+
+
+def test_only_the_teachers_key_moves_the_class(store):
+    code, key = code_of(store)
+    with pytest.raises(ClassError) as refused:
+        classes.move(store, code, "not-the-key", "1.2.3", now=T0)
+    assert refused.value.code == "teacher_only" and store.get(code).step == "1.1.1"
+    classes.move(store, code, key, "1.2.3", now=T0 + 5)
+    assert store.get(code).step == "1.2.3" and store.get(code).active == T0 + 5
+    with pytest.raises(ClassError):
+        classes.end(store, code, key[:-1] + ("x" if key[-1] != "x" else "y"), now=T0)
+
+
+def test_a_wrong_code_and_a_full_class_are_refused(store):
+    code, _ = code_of(store)
+    with pytest.raises(ClassError) as wrong:
+        classes.join(store, "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY", "10.0.0.1", now=T0)
+    assert wrong.value.code == "no_class"
+    for i in range(5):
+        classes.join(store, code, f"10.0.1.{i}", now=T0)
+    with pytest.raises(ClassError) as full:
+        classes.join(store, code, "10.0.1.9", now=T0)
+    assert full.value.code == "full" and len(store.students(code)) == 5
+
+
+def test_joining_at_once_never_passes_the_limit(store):
+    code, _ = code_of(store)
+    results: list = []
+
+    def try_join(i):
+        try:
+            results.append(classes.join(store, code, f"10.0.2.{i}", now=T0))
+        except ClassError as exc:
+            results.append(exc.code)
+
+    threads = [threading.Thread(target=try_join, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(1 for r in results if r == "full") == 11 and len(store.students(code)) == 5
+
+
+def test_the_rate_limit_and_the_submission_limit(store):
+    code, _ = code_of(store)
+    for i in range(classes.JOIN_ATTEMPTS):  # wrong codes count too: guessing is what the limit stops
+        with pytest.raises(ClassError):
+            classes.join(store, "AAAAAA" if code != "AAAAAA" else "BBBBBB", "10.9.9.9", now=T0 + i)
+    with pytest.raises(ClassError) as many:
+        classes.join(store, code, "10.9.9.9", now=T0 + 20)
+    assert many.value.code == "too_many"
+    assert classes.join(store, code, "10.9.9.9", now=T0 + 61)  # the next minute
+    s = classes.join(store, code, "10.9.9.8", now=T0)
+    for item in ("K1", "K2", "K3"):
+        classes.predict(store, code, s.id, item, 1, 1.0, now=T0)
+    with pytest.raises(ClassError) as limit:
+        classes.predict(store, code, s.id, "K4", 1, 1.0, now=T0)
+    assert limit.value.code == "limit"
+    classes.predict(store, code, s.id, "K1", 1, 2.0, now=T0)  # changing a kept one is no new submission
+    for bad in (float("nan"), float("inf"), "2"):
+        with pytest.raises(ClassError):
+            classes.predict(store, code, s.id, "K1", 1, bad, now=T0)
+    with pytest.raises(ClassError):
+        classes.predict(store, code, "not-a-student", "K1", 1, 1.0, now=T0)
+
+
+def test_a_class_ended_or_idle_leaves_nothing(store):
+    code, key = code_of(store)
+    s = classes.join(store, code, "10.0.3.1", now=T0)
+    classes.predict(store, code, s.id, "K1", 1, 1.2, now=T0)
+    assert classes.rename(store, code, s.id, "  Ada  L. ", now=T0) == "Ada L."
+    assert [x.name for x in store.students(code)] == ["Ada L."]
+    classes.end(store, code, key, now=T0 + 1)
+    assert store.get(code) is None and store.students(code) == [] and store.predictions(code, "K1", 1) == {}
+    assert store.submissions(code, s.id) == 0 and code not in store.codes()
+    if hasattr(store, "r"):  # Redis: no key of the class is left
+        assert list(store.r.scan_iter(match=f"class:{code}*")) == []
+    idle, _ = classes.start(store, Limits(idle_s=600), now=T0)
+    kept, _ = classes.start(store, Limits(idle_s=600), now=T0 + 500)
+    assert classes.sweep(store, now=T0 + 700) == [idle] and store.get(idle) is None and store.get(kept) is not None
+    with pytest.raises(ClassError):
+        classes.join(store, kept, "10.0.3.2", now=T0 + 500 + 601)  # idle past its time: ended on the next touch
+    assert store.get(kept) is None
+
+
+def test_a_second_process_reads_what_the_first_wrote(tmp_path):
+    """A replica restarting (or another one) loses nothing the store holds."""
+    url = f"sqlite:///{tmp_path / 'class.db'}"
+    code, _ = classes.start(open_store(url), now=T0)
+    classes.join(open_store(url), code, "10.0.4.1", now=T0)
+    again = open_store(url)
+    assert len(again.students(code)) == 1 and classes.live(again, code, now=T0).code == code
+
+
+@pytest.mark.parametrize("bad", [{"students": 0}, {"submissions": 1001}, {"prompt_chars": 2.5}, {"idle_s": 10},
+                                 {"idle_s": float("nan")}, {"students": True}])
+def test_limits_are_checked(bad):
+    with pytest.raises(ConfigError):
+        Limits(**bad)
+
+
+def test_a_store_is_named_by_its_url():
+    with pytest.raises(ConfigError, match="sqlite:///path or redis://"):
+        open_store("mysql://x")
+    assert classes.normal_code(" ab-c d9 ") == "ABCD9"

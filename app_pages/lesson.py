@@ -13,59 +13,21 @@ from llmviz.ui.chrome import heading, missing_note, shown_run, translator
 from llmviz.ui.errors import guarded
 from llmviz.ui.frame import PAGES
 from llmviz.ui.layouts import locality_view
-from llmviz.ui.lesson import lesson_decode, lesson_end, lesson_memory, lesson_prefill, lesson_reveal, lesson_side
-from llmviz.ui.lesson.lesson_steps import CHAPTERS, END, POSITIONS, STEPS
+from llmviz.ui.lesson import (
+    lesson_class,
+    lesson_decode,
+    lesson_end,
+    lesson_memory,
+    lesson_nav,
+    lesson_prefill,
+    lesson_reveal,
+    lesson_side,
+)
+from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEPS
 
 SPACE = {" ": "lesson_next"}  # Space goes forward too (→ and ← are the buttons' own shortcuts)
 CHART_PX = 300  # a panel's chart at most (issue 38: the step's words, its control and its chart in one 720 px screen)
-# While presenting, the panel's figures (metrics, notes) at the page's usual size, not the projector's: the base size
-# grows by a quarter for the step's words; the panel's numbers stay readable at 1280 px and leave its chart in view.
-COMPACT = """<style>
-.st-key-lesson-panel [data-testid="stMetricValue"] { font-size: 1.2rem; }
-.st-key-lesson-panel [data-testid="stMetricLabel"] p, .st-key-lesson-panel [data-testid="stCaptionContainer"] {
-  font-size: 0.75rem; }
-.st-key-lesson-panel [data-testid="stMarkdownContainer"] { font-size: 0.85rem; }
-.st-key-lesson-panel [data-testid="stVerticalBlock"] { gap: 0.5rem; }
-[data-testid="stMain"] h3 { padding-top: 0.2rem; padding-bottom: 0.4rem; }
-</style>"""
 PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in PAGES}
-
-
-def move(to: int) -> None:
-    """Back / Next / a chapter (a callback): the position is a setting, so the URL follows. Next from a claim's step
-    whose prediction was skipped says so (once)."""
-    at = POSITIONS.index(state.settings().lesson)
-    if to == at + 1 and at < len(STEPS) and STEPS[at].claim:
-        lesson_reveal.passed(STEPS[at].claim)
-    state.update(lesson=POSITIONS[max(0, min(len(POSITIONS) - 1, to))])
-
-
-def navigation(t, at: int) -> None:
-    """Back, the chapter list and Next in one row; the progress above it, or in the row while presenting (one line
-    less above the panel)."""
-    ended = at == len(STEPS)  # the summary after the last step
-    progress = t("lesson.progress_end" if ended else "lesson.progress", n=at + 1, total=len(STEPS))
-    if not presenter.active():
-        st.progress(at / (len(POSITIONS) - 1), text=progress)
-    here = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]
-    if presenter.active():
-        left, middle, where, right = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
-        where.caption(progress)
-    else:
-        left, middle, right = st.columns([1, 3, 1])
-    left.button(t("lesson.back"), key="lesson_back", on_click=move, args=(at - 1,), disabled=at == 0,
-                width="stretch", shortcut="Left")
-    right.button(t("lesson.next"), key="lesson_next", on_click=move, args=(at + 1,),
-                 disabled=at == len(POSITIONS) - 1, type="primary", width="stretch", shortcut="Right")
-    st.session_state["lesson_chapter"] = here  # follows Next
-    middle.selectbox(t("lesson.chapters"), CHAPTERS, key="lesson_chapter", on_change=jump, label_visibility="collapsed",
-                     format_func=lambda c: f"§{c} {t(f'lesson.chapter.{c}')}")
-
-
-def jump() -> None:
-    """A chapter picked (a callback): its first step."""
-    chapter = st.session_state["lesson_chapter"]
-    move(next(i for i, s in enumerate(STEPS) if s.section == chapter))
 
 
 PANELS = {**lesson_prefill.PANELS, **lesson_decode.PANELS, **lesson_memory.PANELS,
@@ -109,6 +71,9 @@ def panel(t, run, step) -> None:
                              help=t("lesson.open_page_help", step=step.id)):
                     lesson_link.open_page(step.page, PAGE_FILES[step.page])
                 lesson_side.glossary(t)
+                if lesson_class.role() == "teacher":
+                    lesson_class.join_panel(t, state.settings().room)
+                lesson_class.start(t)
 
 
 def show(t, run, step) -> None:
@@ -117,7 +82,7 @@ def show(t, run, step) -> None:
     if step.section != "1.1":
         ensure_decode_steps(run)
     if presenter.active():
-        st.html(COMPACT)
+        st.html(lesson_nav.COMPACT)
     panel(t, run, step)
 
 
@@ -126,15 +91,17 @@ def main() -> None:
     if not presenter.active():  # a projector: the step's title says where we are
         heading(t, "lesson")
     lesson_link.arrived()
+    if lesson_class.role() and (found := lesson_class.record(t)) is not None:
+        lesson_class.keep_pace(found)  # the teacher's step to the store; a following student to the teacher's
     at = POSITIONS.index(state.settings().lesson)
-    navigation(t, at)
+    lesson_nav.navigation(t, at)
     lesson_reveal.say_passed(t)
     run = shown_run(t)
     if POSITIONS[at] == END:
         lesson_end.summary(t)
     elif run is not None:
         show(t, run, STEPS[at])
-    keys.press({**SPACE, **(lesson_side.keys(STEPS[at]) if at < len(STEPS) else {})})
+    keys.press({**SPACE, "j": lesson_class.JOIN_KEY, **(lesson_side.keys(STEPS[at]) if at < len(STEPS) else {})})
     state.sync_url()
 
 

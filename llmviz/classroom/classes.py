@@ -45,6 +45,11 @@ def normal_code(text: str) -> str:
     return "".join(c for c in str(text).upper() if c.isalnum())
 
 
+def is_code(text: str) -> bool:
+    """Whether `text` has a join code's form (a link's value is checked before any store is asked)."""
+    return len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text)
+
+
 def start(store: Store, limits: Limits | None = None, now: float | None = None, step: str = "1.1.1"
           ) -> tuple[str, str]:
     """A new class: (join code, teacher key)."""

@@ -25,7 +25,7 @@ EXAMPLES = {
     "kv_bs": (16, "5"), "kv_max": (512, "100"), "kv_prompts": ("one\ntwo", "a\nb\nc\nd"), "kv_step": (3, "-1"),
     "kv_model": ("home", "gpt2"), "kv_lengths": ("64, 512", "64,x"), "kv_repeats": (2, "0"),
     "batch": ("a\nbb\nccc", None), "padding": ("left", "middle"), "lesson": ("2.1.2", "9.9.9"),
-    "from_lesson": (1, "2"),
+    "from_lesson": (1, "2"), "room": ("ABC234", "ABC"), "teach": ("k3y-_x", "a key"), "me": ("0a1b2c", "XYZ"),
 }
 
 
@@ -37,8 +37,8 @@ def test_every_section_is_declared_by_its_page_family_and_every_field_once():
     assert SECTIONS == (SHARED, compare_url.SECTION, layouts_url.SECTION, batch_url.SECTION, lesson_steps.SECTION)
     names = [f.name for f in fields()]
     assert len(names) == len(set(names)) and sorted(names) == sorted(EXAMPLES)  # an example for each field
-    # the lesson's position is the lesson's, and whether the page shown was opened from it (the way back)
-    assert [f.name for f in lesson_steps.SECTION.fields] == ["lesson", "from_lesson"]
+    # the lesson's position is the lesson's, whether the page shown was opened from it (the way back), and a class
+    assert [f.name for f in lesson_steps.SECTION.fields] == ["lesson", "from_lesson", "room", "teach", "me"]
 
 
 @pytest.mark.parametrize("field", fields(), ids=lambda f: f.name)

@@ -24,7 +24,7 @@ from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claims_run
 from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
-from llmviz.ui.lesson import lesson_again
+from llmviz.ui.lesson import lesson_again, lesson_class
 from llmviz.ui.public import LatestClaims
 from llmviz.ui.server import load
 
@@ -195,6 +195,7 @@ def show(t, e: dict) -> None:
     claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
+    lesson_class.histogram(t, e)  # a class's predictions, on the projector
     offer_rounds(t, e)
     if e.get("arithmetic"):
         text = t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t),
@@ -277,6 +278,8 @@ def panel(t, claim_id: str) -> None:
     value = left.slider(t(label if label in t else f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
                         float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
                         key=slider, on_change=st.session_state.__setitem__, args=(moved, True))
+    if st.session_state.get(moved):
+        lesson_class.predicted(claim_id, value)  # a student in a class: the class's store has it too
     right.write("")
     pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
                            disabled=not server.engine_available() and claim_id not in revealed())

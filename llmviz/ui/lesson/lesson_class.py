@@ -1,0 +1,204 @@
+"""A class in one room, in the lesson (issue 39): the teacher starts a class from any step; the projector (the
+teacher's lesson) shows the join code and, a click or J away, its QR code, how many joined and how many predicted;
+a student joins from the QR code's link (`lesson?room=CODE`), anonymous, and their lesson follows the teacher's step
+(a step taken on their own leaves the class's pace, and one tap rejoins it). A student's prediction goes to the
+class's store; on the teacher's Reveal the projector draws the class's predictions beside the measurement.
+
+Roles come from the URL: `room` (the code) and `teach` (the teacher's key: the teacher's own URL only, never shown
+on the page) or `me` (this device's student id, once joined). The rules are llmviz/classroom/classes.py; the shared
+state is the store named by LLMVIZ_CLASS_STORE (default: a SQLite file beside the app's data), one per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from llmviz.classroom import classes
+from llmviz.classroom.classes import ClassError
+from llmviz.classroom.store import ClassRecord, Store
+from llmviz.classroom.stores import open_store
+from llmviz.ui import state
+from llmviz.ui.chrome import literal
+
+STORE_ENV = "LLMVIZ_CLASS_STORE"
+FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the class's pace left)
+POLL_S = 2.0  # how often a device asks the store for the class's step and counts
+
+
+def default_url() -> str:
+    return f"sqlite:///{Path(tempfile.gettempdir()) / 'llmviz-class' / 'class.db'}"
+
+
+@st.cache_resource(show_spinner=False)
+def _store(url: str) -> Store:
+    return open_store(url)
+
+
+def store() -> Store:
+    """The class store of this server (one per process and URL; each store is safe to share between threads)."""
+    return _store(os.environ.get(STORE_ENV) or default_url())
+
+
+def client() -> str:
+    """What the join rate limit counts: the address our proxy saw (the last X-Forwarded-For), else the peer's."""
+    forwarded = (st.context.headers.get("X-Forwarded-For") or "").split(",")
+    return forwarded[-1].strip() or st.context.ip_address or "unknown"
+
+
+def role() -> str | None:
+    """"teacher", "student", or None (no class)."""
+    s = state.settings()
+    if not s.room:
+        return None
+    return "teacher" if s.teach else "student"
+
+
+def explain(t, exc: ClassError) -> None:
+    st.warning(t(f"class.error.{exc.code}"))
+
+
+def start(t) -> None:
+    """The teacher's button (in the lesson's side row): a new class at this step."""
+    if role() is not None:
+        return
+    if st.button(t("class.start"), key="class_start", icon=":material/groups:", help=t("class.start_help")):
+        code, key = classes.start(store(), step=state.settings().lesson)
+        state.update(room=code, teach=key, me="")
+        st.session_state[FOLLOW] = True
+        st.rerun()
+
+
+def record(t) -> ClassRecord | None:
+    """The class of the URL's code, joining it first for a student's new device; None (after a message, the code
+    dropped from the URL) when it is wrong or ended."""
+    s = state.settings()
+    try:
+        if s.teach:
+            found = classes.live(store(), s.room)
+            if not classes.is_teacher(found, s.teach):
+                raise ClassError("not this class's key", code="teacher_only")
+            return found
+        if not s.me or not any(x.id == s.me for x in store().students(s.room)):
+            state.update(me=classes.join(store(), s.room, client()).id)
+            st.session_state[FOLLOW] = True
+        return classes.live(store(), s.room)
+    except ClassError as exc:
+        explain(t, exc)
+        state.update(room="", teach="", me="")
+        return None
+
+
+def keep_pace(found: ClassRecord) -> None:
+    """Before the page draws: the teacher's step goes to the store; a following student goes to the teacher's."""
+    s = state.settings()
+    if role() == "teacher" and found.step != s.lesson:
+        classes.move(store(), s.room, s.teach, s.lesson)
+    elif role() == "student" and st.session_state.get(FOLLOW, True) and found.step != s.lesson:
+        state.update(lesson=found.step)
+
+
+def left_pace() -> None:
+    """A student's own Back / Next / chapter: their lesson no longer follows the teacher's."""
+    if role() == "student":
+        st.session_state[FOLLOW] = False
+
+
+def _rejoin() -> None:
+    st.session_state[FOLLOW] = True
+
+
+@st.fragment(run_every=POLL_S)
+def status(t, claim: str | None) -> None:
+    """The class's line in the navigation row, asked again every POLL_S: the code and the counts on the projector
+    (joined, and on a claim's step how many predicted); on a student's device their name and the pace (a student
+    following the teacher moves with them)."""
+    s = state.settings()
+    found = store().get(s.room) if s.room else None
+    if found is None:
+        return
+    students = store().students(s.room)
+    if role() == "teacher":
+        answered = len(class_values(claim)) if claim else None
+        with st.container(key="class-status"):
+            st.caption(t("class.projector", code=found.code, joined=len(students)) + (
+                "" if answered is None else " · " + t("class.answered", n=answered, joined=len(students))))
+        return
+    me = next((x.name for x in students if x.id == s.me), "?")
+    if st.session_state.get(FOLLOW, True):
+        if found.step != s.lesson:  # the teacher moved: this device goes too
+            state.update(lesson=found.step)
+            st.rerun(scope="app")
+        st.caption(t("class.student", code=found.code, name=literal(me)))
+    else:
+        st.button(t("class.rejoin", step=found.step), key="class_rejoin", on_click=_rejoin, type="primary")
+
+
+JOIN_KEY = "class_join"  # the projector's popover with the code and its QR code (J opens it)
+
+
+def join_url(code: str) -> str:
+    """The link a student's phone opens: this server's lesson with the code (and the projector's language)."""
+    here = st.context.url or ""
+    base = here.split("?", 1)[0].rsplit("/", 1)[0] if "://" in here else ""
+    return f"{base}/lesson?room={code}&lang={state.settings().lang}"
+
+
+def join_panel(t, code: str) -> None:
+    """On the projector: the code, large, its QR code and the link (the teacher's key is in none of them)."""
+    import segno
+
+    url = join_url(code)
+    with st.popover(t("class.join_button", code=code), key=JOIN_KEY, icon=":material/qr_code_2:"), \
+            st.container(key="class-join"):
+        st.markdown(t("class.join_how", code=code))
+        st.image(segno.make(url, error="m").svg_inline(scale=8, dark="#111", light="#fff"), width=320)
+        st.code(url, language=None)
+
+
+def predicted(claim_id: str, shown_value: float) -> None:
+    """A student's prediction (the slider's value, as shown) goes to the class's store, round 1."""
+    s = state.settings()
+    if role() != "student" or not s.me:
+        return
+    with contextlib.suppress(ClassError):  # the class ended, or the limit: the slider still works for this device
+        classes.predict(store(), s.room, s.me, claim_id, 1, float(shown_value))
+
+
+def class_values(claim_id: str) -> list[float]:
+    """The class's predictions of `claim_id` (round 1), in the slider's units."""
+    s = state.settings()
+    return list(store().predictions(s.room, claim_id, 1).values()) if s.room else []
+
+
+MOST_BINS = 40
+
+
+def histogram(t, e: dict) -> None:
+    """On the projector after a Reveal: the class's predictions beside this machine's measurement and the article's
+    figure, all in the slider's units (the measurement object of the Reveal, never a second rule)."""
+    from llmviz.analysis import reveal as rv
+    from llmviz.ui.charts import chart
+    from llmviz.viz.classroom import prediction_histogram
+
+    if role() != "teacher":
+        return
+    cid, sc = e["id"], rv.scale(e["id"])
+    values = class_values(cid)
+    with st.container(key="class-histogram"):
+        if not values:
+            st.caption(t("class.no_predictions"))
+            return
+        bins = max(1, min(MOST_BINS, round((sc.high - sc.low) / sc.step)))
+        counts = classes.histogram(values, sc.low, sc.high, bins)
+        measured = None if e["measured"] is None else rv.shown_of(cid, e["measured"])
+        fig = prediction_histogram(counts, sc.low, sc.high, [
+            (t("lesson.this_machine"), measured, "#c0392b"), (t("lesson.article_a100"), rv.shown_of(cid, e["article"]),
+                                                              "#555555")],
+            t("class.histogram_title", n=len(values), claim=cid), t(f"lesson.predict_unit.{sc.unit}"),
+            t("class.students"))
+        chart(t, fig, key="class_histogram_chart")

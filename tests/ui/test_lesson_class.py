@@ -1,0 +1,88 @@
+"""A class in one room, in the lesson (issue 39, its pages' first increment), with AppTest and a SQLite store in a
+temporary folder: the teacher starts a class; a student's device joins from the join link and follows the teacher's
+step (a step of its own leaves the pace, one tap rejoins); the student's prediction reaches the class's store and,
+after the teacher's Reveal, the projector's histogram counts exactly what was submitted; a wrong code is refused;
+the teacher's key appears on no page."""
+
+import json
+
+import pytest
+from ui_helpers import open_app, page_file, rendered_text
+
+from llmviz.analysis.claim_effects import judged
+from llmviz.i18n.translator import translate
+from llmviz.ui.lesson.lesson_class import STORE_ENV, store
+
+PAGE = page_file("lesson")
+
+
+@pytest.fixture(autouse=True)
+def class_store(tmp_path, monkeypatch):
+    monkeypatch.setenv(STORE_ENV, f"sqlite:///{tmp_path / 'class.db'}")
+
+
+def settings(at):
+    return at.session_state["llmviz_settings"]
+
+
+def k4_report(decode_b: float) -> dict:
+    spread = lambda m: {"median": m, "min": 0.98 * m, "max": 1.02 * m, "all": [m, 1.02 * m, 0.98 * m]}  # noqa: E731
+    claim = judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 2, "specs": ["a", "b"],
+                          "decode_ms_per_token": [spread(10.0), spread(decode_b)],
+                          "prefill_ms": [spread(1.0), spread(1.0)], "kv_bytes_allocated": [1000, 500]})
+    return {"quick": True, "claims": [claim], "when": "2026-12-05 12:00:00"}
+
+
+def teacher_at(position: str):
+    at = open_app(PAGE, lang="zh", lesson=position)
+    at.button(key="class_start").click().run()
+    s = settings(at)
+    assert len(s.room) == 6 and s.teach and not s.me
+    return at, s.room, s.teach
+
+
+def test_a_student_joins_and_follows_the_teacher(app_model):
+    teacher, code, key = teacher_at("2.2.1")
+    assert store().get(code).step == "2.2.1"
+    assert key not in " ".join(rendered_text(teacher))  # the key is in the teacher's URL only
+    teacher.button(key="lesson_next").click().run()
+    assert store().get(code).step == "2.2.2"
+    student = open_app(PAGE, lang="zh", room=code.lower())  # the code as typed
+    me = settings(student).me
+    assert [s.id for s in store().students(code)] == [me] and settings(student).lesson == "2.2.2"
+    assert any(translate("zh", "class.student", code=code, name=store().students(code)[0].name) in c.value
+               for c in student.caption)
+    student.button(key="lesson_back").click().run()  # a step of its own: the class's pace is left
+    assert settings(student).lesson == "2.2.1"
+    teacher.button(key="lesson_next").click().run()
+    student.run()
+    assert settings(student).lesson == "2.2.1"
+    student.button(key="class_rejoin").click().run()
+    assert settings(student).lesson == store().get(code).step == "2.2.3"
+
+
+def test_the_classes_predictions_on_the_projector_after_the_reveal(app_model):
+    teacher, code, _ = teacher_at("2.2.2")  # K4: the slider's x1.00..x6.00, the report's x1.50 measured
+    values = [2.0, 2.0, 1.5]
+    for value in values:
+        student = open_app(PAGE, lang="zh", room=code)
+        student.slider(key="lesson_predict_K4").set_value(value).run()
+    assert sorted(store().predictions(code, "K4", 1).values()) == sorted(values)
+    teacher.run()
+    assert any(translate("zh", "class.answered", n=3, joined=3) in c.value for c in teacher.caption)
+    teacher.session_state["llmviz_claims_report"] = k4_report(10.0 / 1.5)
+    teacher.button(key="lesson_reveal_K4").click().run()
+    [fig] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_histogram" in c.proto.id]
+    bars = fig["data"][0]
+    assert sum(bars["y"]) == 3 and len(bars["y"]) == 40  # the three submitted, no more, in 40 bins over x0.25..x6
+    width = (6.0 - 0.25) / 40
+    held = {round(x, 4): y for x, y in zip(bars["x"], bars["y"], strict=True) if y}
+    assert held == {round(0.25 + (int((v - 0.25) / width) + 0.5) * width, 4): n for v, n in ((1.5, 1), (2.0, 2))}
+    marks = [s["x0"] for s in fig["layout"]["shapes"]]
+    assert marks[0] == pytest.approx(1.5, rel=1e-3) and marks[1] == pytest.approx(1.8)  # here, and the article's
+
+
+def test_a_wrong_code_is_refused(app_model):
+    at = open_app(PAGE, lang="zh", room="ZZZZZZ")
+    assert any(translate("zh", "class.error.no_class") in w.value for w in at.warning)
+    assert settings(at).room == "" and store().students("ZZZZZZ") == []

@@ -73,6 +73,7 @@ def panel(t, run, step) -> None:
                 lesson_side.glossary(t)
                 if lesson_class.role() == "teacher":
                     lesson_class.join_panel(t, state.settings().room)
+                    lesson_class.end_panel(t)
                 lesson_class.start(t)
 
 

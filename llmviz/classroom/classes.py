@@ -130,6 +130,8 @@ def predict(store: Store, code: str, student_id: str, item: str, round_: int, va
     now = time.time() if now is None else now
     record = live(store, code, now)
     _student(store, record, student_id)
+    if ":" in str(item) or not str(item) or len(str(item)) > 32:
+        raise ClassError(f"an item is a short name without ':', got {item!r}", code="bad_value")
     if round_ not in ROUNDS or not isinstance(value, int | float) or not math.isfinite(value):
         raise ClassError(f"a prediction is a finite number in round 1 or 2, got {value!r} in round {round_!r}",
                          code="bad_value")
@@ -152,6 +154,17 @@ def histogram(values: list[float], low: float, high: float, bins: int) -> list[i
     for v in values:
         counts[min(bins - 1, max(0, int((v - low) / (high - low) * bins)))] += 1
     return counts
+
+
+def summary(store: Store, code: str, teacher_key: str, now: float | None = None) -> dict:
+    """What the teacher may download before ending the class: its students by their generated (or chosen) names and
+    every prediction by name. Nothing else is kept of anyone."""
+    record = _teacher(store, code, teacher_key, now)
+    names = {s.id: s.name for s in store.students(record.code)}
+    return {"class": record.code, "started": record.created, "step": record.step,
+            "students": [{"name": s.name, "joined": s.joined} for s in store.students(record.code)],
+            "predictions": [{"name": names.get(sid, "?"), "item": item, "round": round_, "value": value}
+                            for sid, item, round_, value in store.all_predictions(record.code)]}
 
 
 def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:

@@ -89,6 +89,13 @@ class RedisStore(Store):
     def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
         return {s: float(v) for s, v in self.r.hgetall(_key(code, "pred", item, str(round_))).items()}
 
+    def all_predictions(self, code: str) -> list[tuple[str, str, int, float]]:
+        out = []
+        for key in self.r.scan_iter(match=_key(code, "pred", "*"), count=500):
+            item, round_ = key.split(":")[-2:]  # an item never holds ":" (a claim id)
+            out += [(s, item, int(round_), float(v)) for s, v in self.r.hgetall(key).items()]
+        return sorted(out, key=lambda x: (x[1], x[2], x[0]))
+
     def submissions(self, code: str, student_id: str) -> int:
         return int(self.r.scard(_key(code, "done", student_id)))
 

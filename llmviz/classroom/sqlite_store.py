@@ -116,6 +116,11 @@ class SqliteStore(Store):
                               (code, item, round_)).fetchall()
         return dict(rows)
 
+    def all_predictions(self, code: str) -> list[tuple[str, str, int, float]]:
+        with self._db() as db:
+            return db.execute("SELECT student, item, round, value FROM predictions WHERE code = ? "
+                              "ORDER BY item, round, student", (code,)).fetchall()
+
     def submissions(self, code: str, student_id: str) -> int:
         with self._db() as db:
             (count,) = db.execute("SELECT COUNT(*) FROM predictions WHERE code = ? AND student = ?",

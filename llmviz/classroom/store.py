@@ -98,6 +98,10 @@ class Store(ABC):
         """{student id: value} for one item and round."""
 
     @abstractmethod
+    def all_predictions(self, code: str) -> list[tuple[str, str, int, float]]:
+        """(student id, item, round, value) of every prediction of the class (the teacher's summary)."""
+
+    @abstractmethod
     def submissions(self, code: str, student_id: str) -> int: ...
 
     @abstractmethod

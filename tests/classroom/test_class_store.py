@@ -153,3 +153,21 @@ def test_a_store_is_named_by_its_url():
     with pytest.raises(ConfigError, match="sqlite:///path or redis://"):
         open_store("mysql://x")
     assert classes.normal_code(" ab-c d9 ") == "ABCD9"
+
+
+def test_the_teachers_summary_names_nothing_but_the_generated_names(store):
+    code, key = code_of(store)
+    a = classes.join(store, code, "10.0.5.1", now=T0)
+    b = classes.join(store, code, "10.0.5.2", now=T0)
+    classes.rename(store, code, b.id, "Lin", now=T0)
+    classes.predict(store, code, a.id, "K1", 1, 1.5, now=T0)
+    classes.predict(store, code, b.id, "K1", 2, 2.5, now=T0)
+    with pytest.raises(ClassError):
+        classes.summary(store, code, "wrong", now=T0)
+    out = classes.summary(store, code, key, now=T0)
+    assert [s["name"] for s in out["students"]] == [a.name, "Lin"]
+    assert out["predictions"] == [{"name": a.name, "item": "K1", "round": 1, "value": 1.5},
+                                  {"name": "Lin", "item": "K1", "round": 2, "value": 2.5}]
+    assert a.id not in repr(out) and key not in repr(out)  # no device id, no key
+    with pytest.raises(ClassError):
+        classes.predict(store, code, a.id, "K:1", 1, 1.0, now=T0)

@@ -86,3 +86,18 @@ def test_a_wrong_code_is_refused(app_model):
     at = open_app(PAGE, lang="zh", room="ZZZZZZ")
     assert any(translate("zh", "class.error.no_class") in w.value for w in at.warning)
     assert settings(at).room == "" and store().students("ZZZZZZ") == []
+
+
+def test_the_teacher_downloads_the_summary_then_ends_the_class(app_model):
+    teacher, code, _ = teacher_at("2.2.2")
+    student = open_app(PAGE, lang="zh", room=code)
+    student.slider(key="lesson_predict_K4").set_value(2.5).run()
+    teacher.run()
+    labels = [d.proto.label for d in teacher.get("download_button")]
+    assert translate("zh", "claims.download_json") in labels and translate("zh", "claims.download_csv") in labels
+    name = store().students(code)[0].name
+    teacher.button(key="class_end").click().run()
+    assert store().get(code) is None and store().students(code) == [] and settings(teacher).room == ""
+    student.run()  # the student's device: the class is gone, said so
+    assert any(translate("zh", "class.error.no_class") in w.value for w in student.warning)
+    assert name  # generated: an animal and a number

@@ -202,3 +202,30 @@ def histogram(t, e: dict) -> None:
             t("class.histogram_title", n=len(values), claim=cid), t(f"lesson.predict_unit.{sc.unit}"),
             t("class.students"))
         chart(t, fig, key="class_histogram_chart")
+
+
+def end_panel(t) -> None:
+    """The teacher's way out: the class's summary to download (students by their generated names, their
+    predictions), then End, which deletes every record of the class."""
+    import json
+
+    from llmviz.ui.chrome import table_csv
+
+    if role() != "teacher":
+        return
+    s = state.settings()
+    with st.popover(t("class.end"), key="class_end_menu", icon=":material/logout:"):
+        try:
+            out = classes.summary(store(), s.room, s.teach)
+        except ClassError as exc:
+            explain(t, exc)
+            return
+        st.caption(t("class.end_how", students=len(out["students"]), predictions=len(out["predictions"])))
+        st.download_button(t("claims.download_json"), json.dumps(out, ensure_ascii=False, indent=1),
+                           f"class-{out['class']}.json", "application/json", key="class_summary_json")
+        st.download_button(t("claims.download_csv"), table_csv(out["predictions"]) if out["predictions"] else "",
+                           f"class-{out['class']}.csv", "text/csv", key="class_summary_csv")
+        if st.button(t("class.end_now"), key="class_end", type="primary"):
+            classes.end(store(), s.room, s.teach)
+            state.update(room="", teach="", me="")
+            st.rerun()

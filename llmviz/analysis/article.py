@@ -203,7 +203,8 @@ def decode_read_times(tokens: int = 1024, quoted_ms: float = 25.0, memory_share:
     fast, slow = (read / (gbps * 1e9) * 1e3 for gbps in (A100_BANDWIDTH_GBPS, A100_40GB_BANDWIDTH_GBPS))
     moved = quoted_ms * 1e-3 * memory_share * A100_40GB_BANDWIDTH_GBPS * 1e9  # bytes 60% of 25 ms could move
     return {"read_mb": read / 1e6, "fast_ms": fast, "slow_ms": slow, "fast_gbps": A100_BANDWIDTH_GBPS,
-            "slow_gbps": A100_40GB_BANDWIDTH_GBPS, "moved_gb": moved / 1e9, "times": moved / read}
+            "slow_gbps": A100_40GB_BANDWIDTH_GBPS, "moved_gb": moved / 1e9, "times": moved / read,
+            "fast_times": quoted_ms / fast, "slow_times": quoted_ms / slow}
 
 
 def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -> dict[str, dict]:

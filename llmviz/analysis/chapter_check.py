@@ -93,11 +93,11 @@ def question(chapter: str, facts: RunFacts, picked: dict) -> Question:
         later = picked["later"]
         return Question(chapter, "longer_step", {"n": n, "later": later, "kv": kv, "hd": hd, "eb": eb,
                                                  "layers": layers}, kv_bytes(later, kv, hd, eb, layers))
-    if chapter == "5":
-        group = picked["group"] if heads % picked["group"] == 0 else 1
-        return Question(chapter, "gqa_token", {"heads": heads, "group": group, "kv": heads // group, "hd": hd,
-                                               "eb": eb, "layers": layers},
-                        kv_bytes(1, heads // group, hd, eb, layers))
+    if chapter == "5":  # fewer KV heads than the model has now (a GQA model's too), each shared by `per` heads
+        group = next((g for g in (picked["group"], 2) if kv % g == 0), 1)
+        fewer = kv // group
+        return Question(chapter, "gqa_token", {"heads": heads, "per": heads // fewer, "kv": fewer, "hd": hd,
+                                               "eb": eb, "layers": layers}, kv_bytes(1, fewer, hd, eb, layers))
     raise KeyError(f"no chapter {chapter!r}")
 
 

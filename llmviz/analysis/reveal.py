@@ -134,7 +134,6 @@ def revealed(claim: dict, predicted: float | None) -> dict:
 
 
 
-
 # A claim measured at a second setting the student may predict after the first (issue 38's "predict again"): K3's
 # short contexts beside its long ones.
 SECOND = {"K3": "contiguous_faster_short"}
@@ -193,6 +192,6 @@ def behind(claim: dict) -> dict | None:
             return {"alone": f["target_alone_ms"], "spec": f["speculative_ms"], "accepted": f["acceptance_rate"]}
         if cid == "K9":
             return {"without": f["peak_kv_without"], "with": f["peak_kv_with"]}
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError, IndexError):  # a report kept without those figures
         return None
     return None

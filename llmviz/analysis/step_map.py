@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from llmviz.analysis.model_map import step_parts
 from llmviz.analysis.predict import (
-    ELEMENT_BYTES,
-    Setup,
+        Setup,
     Shape,
     block_matrices,
     format_of,
+    kv_bytes_per_token,
     kv_read_bytes,
     weight_read_bytes,
 )
@@ -98,10 +98,10 @@ def recipe_of(panel: str, claim: str | None = None) -> dict[str, tuple[str, ...]
 
 
 def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, decoded: int = 4,
-             kv_element_bytes: int = 4) -> StepMap:
+             kv_element_bytes: int = 4, dtype: str = "fp32") -> StepMap:
     """The map of a lesson step on a run whose prompt has `prompt` tokens and which decodes `decoded` tokens after
     it (the decode side is the first decode step, or each of them for a growing cache). kv_element_bytes: one
-    cached number's bytes as the run stores it."""
+    cached number's bytes as the run stores it; dtype: the weights' format (the run's)."""
     if prompt < 1 or decoded < 1:
         raise ValueError(f"a prompt of at least one token and at least one decode step, got {prompt}, {decoded}")
     layers, kv_dtype = config["num_layers"], format_of(kv_element_bytes)
@@ -111,35 +111,37 @@ def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, de
     blocks = []
     for side, names in recipe_of(panel, claim).items():
         for item in names:
-            name, _, dtype = item.partition("/")
-            blocks += _blocks(name, dtype or None, side, parts[side], config, prompt, decoded, shape, kv_dtype)
+            name, _, fmt = item.partition("/")
+            blocks += _blocks(name, fmt or None, side, parts[side], config, prompt, decoded, shape, kv_dtype, dtype)
     decoding = [b.rows for b in blocks if b.side == "decode" and b.name == "cache"]
     if not any(b.side == "decode" for b in blocks):
         return StepMap(tuple(blocks), layers)
     at = max(decoding, default=prompt + 1)  # the longest cache drawn, else the first decode step's
-    cache_read = kv_read_bytes(Setup(shape, kv_dtype=kv_dtype), at)
-    return StepMap(tuple(blocks), layers, at, weight_read_bytes(Setup(shape)) + cache_read, cache_read)
+    setup = Setup(shape, dtype=dtype, kv_dtype=kv_dtype)
+    cache_read = kv_read_bytes(setup, at)
+    return StepMap(tuple(blocks), layers, at, weight_read_bytes(setup) + cache_read, cache_read)
 
 
-def _cache(side: str, tokens: int, config: dict, dtype: str, bytes_shown: bool = True) -> Block:
-    kv, hd = config["num_kv_heads"], config["head_dim"]
-    nbytes = 2 * tokens * kv * hd * ELEMENT_BYTES[dtype] if bytes_shown else None  # K and V of one layer
-    return Block("cache", (tokens, kv, hd), side, nbytes, dtype)
+def _cache(side: str, tokens: int, shape: Shape, dtype: str) -> Block:
+    """K and V of one layer at `tokens` tokens in `dtype` (a 1-byte cache's scales included: predict's rule)."""
+    per_layer = kv_bytes_per_token(Setup(shape, kv_dtype=dtype)) // shape.num_layers
+    return Block("cache", (tokens, shape.num_kv_heads, shape.head_dim), side, tokens * per_layer, dtype)
 
 
-def _blocks(name, dtype, side, parts, config, prompt, decoded, shape, kv_dtype) -> list[Block]:
+def _blocks(name, fmt, side, parts, config, prompt, decoded, shape, kv_dtype, dtype) -> list[Block]:
     if name == "ids":
         return [Block("ids", (prompt,), side)]
     if name == "cache+":  # the cache after each of the first decode steps: a row more each step
-        return [_cache(side, prompt + i, config, kv_dtype) for i in range(1, decoded + 1)]
+        return [_cache(side, prompt + i, shape, kv_dtype) for i in range(1, decoded + 1)]
     if name.startswith("cache@"):
         at = name.partition("@")[2]
-        return [_cache(side, LONG if at == "1024" else config["max_position_embeddings"], config, kv_dtype)]
+        return [_cache(side, LONG if at == "1024" else config["max_position_embeddings"], shape, kv_dtype)]
     if name == "cache":
-        return [_cache(side, parts["cache"][0], config, dtype or kv_dtype)]
-    if name == "weights":
-        read = weight_read_bytes(Setup(shape, quant="int8" if dtype == "int8" else "none"))
+        return [_cache(side, parts["cache"][0], shape, fmt or kv_dtype)]
+    if name == "weights":  # in the run's format, or as the step compares them: fp32 beside int8
+        quant = "int8" if fmt == "int8" else "none"
+        read = weight_read_bytes(Setup(shape, dtype=dtype if fmt in (None, "int8") else fmt, quant=quant))
         matrices = block_matrices(shape, shape.num_kv_heads)[0]
-        return [Block("weights", (config["num_layers"], matrices), side, read, dtype or "fp32")]
+        return [Block("weights", (config["num_layers"], matrices), side, read, fmt or dtype)]
     return [Block(name, parts[name], side)]
 

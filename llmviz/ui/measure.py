@@ -115,8 +115,12 @@ class _Bar:
 
 
 class Durations:
-    """How long the last run of each measurement took on this server (seconds by a key of the measurement; no
-    session's data): what a page says to expect before the next run (issue 38). Guarded by its own lock."""
+    """How long the last run of each measurement took on this server, from its queue slot granted to its end
+    (seconds by the measurement's kind: its store, or what the caller names, e.g. a claim; never a session's
+    inputs): what a page says to expect before the next run (issue 38). At most MOST kinds, the oldest forgotten;
+    guarded by its own lock."""
+
+    MOST = 256
 
     def __init__(self):
         self._lock, self._seconds = threading.Lock(), {}
@@ -127,7 +131,10 @@ class Durations:
 
     def put(self, key: Hashable, seconds: float) -> None:
         with self._lock:
-            self._seconds[key] = seconds
+            self._seconds.pop(key, None)
+            self._seconds[key] = seconds  # the newest last
+            while len(self._seconds) > self.MOST:
+                self._seconds.pop(next(iter(self._seconds)))
 
 
 @st.cache_resource(show_spinner=False)
@@ -148,22 +155,24 @@ def run(t: Translator, store: str, inputs: Hashable | None, work: Callable[[Queu
         spinner: str | None = None, what: Hashable | None = None) -> T | None:
     """Run `work` (see the module's docstring) with a progress bar starting at `text`, or with `spinner`'s text,
     the seconds passing, and no bar (a measurement that reports no progress); either says how long the last run of
-    the same measurement took (`what`; by default the store and the inputs). The result, kept under `store` for
-    `inputs`; None after a message."""
-    what = (store, inputs) if what is None else what
-    began, expect = time.monotonic(), expected(t, what)
+    the same measurement took (`what`; by default its store: the kind, not the inputs). The result, kept under
+    `store` for `inputs`; None after a message."""
+    what = store if what is None else what
+    expect, began = expected(t, what), []  # began: when the queue's slot was granted (waiting is not running)
     bar = _Bar(text, shown=spinner is None, expect=expect)
 
     @contextmanager
     def queued() -> Iterator[Progress]:
         with slot(t) as deadline:
+            began.append(time.monotonic())
             yield deadline.watch(bar.report)
 
     try:
         with st.spinner(spinner + expect, show_time=True) if spinner is not None else nullcontext():
             result = work(queued)
         bar.report(1.0)  # done: the bar full, whatever the last report said
-        durations().put(what, time.monotonic() - began)
+        if began:
+            durations().put(what, time.monotonic() - began[0])
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None

@@ -77,9 +77,9 @@ const LINKS = '[data-testid="stSidebarNav"] a, [data-testid="stSidebarNavLink"]'
 const TEXT = ["text", "number", "search", "password", "email", "url", ""];  // boxes whose value goes on blur
 const idle = () => doc.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]') !== null;
 if (doc.llmvizGuard) {
-  doc.removeEventListener("mousedown", doc.llmvizGuard.down, true);
-  doc.removeEventListener("click", doc.llmvizGuard.click, true);
+  for (const [name, handler] of Object.entries(doc.llmvizGuard)) doc.removeEventListener(name, handler, true);
 }
+const later = (f, ms) => window.parent.setTimeout(f, ms);  // the page's timer: this frame may be replaced meanwhile
 let held = null;  // the link pressed while a text box had the focus
 const down = (e) => {
   const link = e.target.closest && e.target.closest(LINKS);
@@ -88,6 +88,9 @@ const down = (e) => {
   if (!link || !typing) return;
   held = link;
   box.blur();  // the typed value goes first
+};
+const up = (e) => {  // released off the link: no click follows, nothing is held
+  if (held && !(e.target.closest && e.target.closest(LINKS) === held)) held = null;
 };
 const click = (e) => {
   const link = e.target.closest && e.target.closest(LINKS);
@@ -100,13 +103,12 @@ const click = (e) => {
     seenRunning = seenRunning || !idle();
     if ((seenRunning && idle()) || Date.now() - began > 4000 || (!seenRunning && Date.now() - began > 350)) {
       link.dataset.llmvizGo = "1"; link.click(); delete link.dataset.llmvizGo;
-    } else { setTimeout(go, 30); }
+    } else { later(go, 30); }
   };
-  setTimeout(go, 30);
+  later(go, 30);
 };
-doc.llmvizGuard = {down, click};
-doc.addEventListener("mousedown", down, true);
-doc.addEventListener("click", click, true);
+doc.llmvizGuard = {mousedown: down, mouseup: up, click: click};
+for (const [name, handler] of Object.entries(doc.llmvizGuard)) doc.addEventListener(name, handler, true);
 </script>"""
 
 

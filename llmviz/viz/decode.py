@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import MAX_TICKS, SCALES, lean, legend_below
+from llmviz.viz.style import MAX_TICKS, SCALES, lean, legend_below, plain
 
 HIGHLIGHT = "#e4572e"
 MIN_HEIGHT = 200  # a one-row map (a 1-token prompt, one head) keeps room for its title and axis
@@ -53,9 +53,10 @@ def kv_grid(norms: np.ndarray, new_cols: int, labels: list[str], row_label: str,
     heads, used = norms.shape
     outline = {"type": "rect", "x0": used - new_cols - 0.5, "x1": used - 0.5, "y0": -0.5, "y1": heads - 0.5,
                "line": {"color": HIGHLIGHT, "width": 3}}
+    named = [plain(x) for x in labels[:used]]  # a token's text may hold markup
     return lean([{"type": "heatmap", "z": norms, "x": list(range(used)),
                   "y": [f"{row_label} {h}" for h in range(heads)], "colorscale": SCALES["Viridis"],
-                  "colorbar": colorbar("‖k‖"), "xgap": 1, "ygap": 1, "customdata": np.array([labels[:used]] * heads),
+                  "colorbar": colorbar("‖k‖"), "xgap": 1, "ygap": 1, "customdata": np.array([named] * heads),
                   "hovertemplate": "%{y}, pos %{x} (%{customdata}): ‖k‖=%{z:.2f}<extra></extra>"}],
                 title, max(MIN_HEIGHT, 90 + 26 * heads), shapes=[outline], yaxis={"autorange": "reversed"},
                 xaxis={"range": [-0.5, max(used, 16) - 0.5], "dtick": max(1, used // 16)})

@@ -78,3 +78,13 @@ def test_bad_shapes_are_refused():
         Block("q", (4, 12, 64), "sideways")
     with pytest.raises(ValueError):
         step_map(GPT2, 0, "qkv")
+
+
+def test_the_weights_are_read_in_the_runs_format_and_a_byte_cache_carries_its_scales():
+    """Review finding: the map counted fp32 weights on a bf16 run; every number at 2 bytes halves them exactly. An
+    int8 cache holds one byte a number plus a 4-byte scale per token and head, for K and for V."""
+    m32, m16 = step_map(GPT2, 4, "roofline"), step_map(GPT2, 4, "roofline", dtype="bf16")
+    assert m16.blocks[0].nbytes * 2 == m32.blocks[0].nbytes and m16.blocks[0].dtype == "bf16"
+    assert m16.read_bytes - m16.cache_read_bytes == (m32.read_bytes - m32.cache_read_bytes) // 2
+    [cache] = step_map(GPT2, 4, "kv_bytes", kv_element_bytes=1).blocks
+    assert cache.nbytes == 4 * 12 * 2 * (64 * 1 + 4)

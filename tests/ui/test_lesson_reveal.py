@@ -315,7 +315,7 @@ def test_a_surprise_names_the_measured_numbers_behind_it(app_model):
                "at 2040 tokens a contiguous step took 10.00 ms, a paged one 9.00 ms" in v for v in said), said
     at.slider(key="lesson_again_K3").set_value(1.2).run()
     at.button(key="lesson_again_check_K3").click().run()
-    again = at.session_state["llmviz_lesson_again"]["K3"]
+    again = at.session_state["llmviz_lesson_again"][("K3", "2026-12-05 12:00:00")]
     assert again["effect"] == "contiguous_faster_short" and again["measured"] == pytest.approx(0.2, abs=1e-9)
     assert again["prediction"] == "in_range"
     assert any(translate("en", "lesson.prediction.in_range") in m.value for m in at.markdown)

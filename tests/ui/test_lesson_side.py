@@ -77,14 +77,14 @@ def step(position: str):
 def test_the_slips_and_the_recap_are_tabs_a_key_opens():
     at, _ = at_step("1.1.7")  # per_layer: one slip
     assert [t.label for t in at.tabs] == ["本步的张量", "整个模型", "原文的疏漏（1）· S"]
-    assert keys(step("1.1.7")) == {"g": "lesson_glossary", "m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/9",
+    assert keys(step("1.1.7")) == {"g": "lesson_glossary", "m": f"{TABS_KEY}/0", "q": f"{TABS_KEY}/9",
                                    "s": f"{TABS_KEY}/2"}
     assert f'"s": "{TABS_KEY}/2"' in script(keys(step("1.1.7")))
     at, _ = at_step("1.1.3")  # no slip: two tabs, and S and R find none
     assert len(at.tabs) == 2 and keys(step("1.1.3"))["s"] == f"{TABS_KEY}/9"
     at, _ = at_step("1.1.8")  # §1.1's last step: its recap, then its slip
-    assert [t.label for t in at.tabs][2:] == ["§1.1 小结 · R", "原文的疏漏（1）· S"]
-    assert keys(step("1.1.8")) == {"g": "lesson_glossary", "m": f"{TABS_KEY}/0", "r": f"{TABS_KEY}/2",
+    assert [t.label for t in at.tabs][2:] == ["§1.1 小结 · Q", "原文的疏漏（1）· S"]
+    assert keys(step("1.1.8")) == {"g": "lesson_glossary", "m": f"{TABS_KEY}/0", "q": f"{TABS_KEY}/2",
                                    "s": f"{TABS_KEY}/3"}
 
 

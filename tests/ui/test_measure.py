@@ -183,11 +183,23 @@ def test_a_long_measurement_says_how_long_its_last_run_took(bars):
     run then becomes the last (here a quick one: the next says nothing)."""
     from llmviz.ui import measure
 
-    measure.durations().put((STORE, "timed"), 12.4)
+    measure.durations().put(STORE, 12.4)
     measure_once(new_page(), "ok", "timed")
     said = " (the last run took about 12 s)"
     assert bars.texts == ["starting" + said, "at 0.25" + said, "at 0.5" + said, "at 1.5" + said, "at 1.5" + said]
-    assert measure.durations().get((STORE, "timed")) < 3.0
+    assert measure.durations().get(STORE) < 3.0
     bars.texts.clear()
     measure_once(new_page(), "ok", "timed")
     assert bars.texts[0] == "starting"
+
+
+def test_the_expected_times_are_bounded():
+    from llmviz.ui.measure import Durations
+
+    d = Durations()
+    for i in range(Durations.MOST + 10):
+        d.put(("kind", i), float(i))
+    assert d.get(("kind", 0)) is None and d.get(("kind", Durations.MOST + 9)) == Durations.MOST + 9
+    d.put(("kind", 10), 1.0)  # a kind run again is the newest: the next forgotten is the one after it
+    d.put(("kind", "new"), 2.0)
+    assert d.get(("kind", 10)) == 1.0 and d.get(("kind", 11)) is None

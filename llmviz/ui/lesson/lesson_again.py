@@ -24,7 +24,7 @@ def surprise(t, e: dict) -> None:
     st.info(line, icon=":material/lightbulb:")
 
 
-AGAIN = "llmviz_lesson_again"  # {claim id: the second setting's prediction and its measurement}
+AGAIN = "llmviz_lesson_again"  # {(claim id, when measured): the second setting's prediction and its measurement}
 
 
 def again(t, e: dict) -> None:
@@ -40,8 +40,8 @@ def again(t, e: dict) -> None:
                         key=f"lesson_again_{cid}")
     kept = st.session_state.setdefault(AGAIN, {})
     if right.button(t("lesson.again_check"), key=f"lesson_again_check_{cid}"):
-        kept[cid] = rv.predicted_again(e["claim"], rv.second_effect_of(cid, value))
-    result = kept.get(cid)
+        kept[(cid, e["when"])] = rv.predicted_again(e["claim"], rv.second_effect_of(cid, value))
+    result = kept.get((cid, e["when"]))  # a Reveal measured again starts the second prediction afresh
     if result is not None:
         st.markdown(t("lesson.again_result", predicted=shown(name, result["predicted"], t),
                       measured=shown(name, result["measured"], t), article=shown(name, result["article"], t),

@@ -41,17 +41,24 @@ def batch_lengths(run) -> tuple[int, ...]:
         from llmviz import service
 
         try:
-            lm = server.model(s.model, s.device, s.dtype)
+            lm = server.model(s.model, s.device, s.dtype, **s.load_options())  # the run's own copy
             cache[(s.model, prompts)] = tuple(len(service.models.tokens(lm, p)) for p in prompts)
         except (LlmvizError, MemoryError):
             return ()
     return cache[(s.model, prompts)]
 
 
-def facts(run) -> RunFacts:
-    kv, dtype = run.trace.steps[0].kv, str(run.trace.engine_config.get("dtype", "fp32"))
+def weights_format(run) -> str:
+    """The run's weights' format as the byte formulas name it (fp32, fp16, bf16)."""
+    dtype = str(run.trace.engine_config.get("dtype", "fp32"))
+    return dtype if dtype in ELEMENT_BYTES else "fp32"
+
+
+def facts(run, chapter: str | None = None) -> RunFacts:
+    """What the questions and recaps read of the run; the lesson's batch is tokenized only for §3.1's question."""
+    kv = run.trace.steps[0].kv
     return RunFacts(run.trace.model_card["config"], len(run.trace.prompt_ids), int(kv["element_bytes"]),
-                    dtype if dtype in ELEMENT_BYTES else "fp32", batch_lengths(run))
+                    weights_format(run), batch_lengths(run) if chapter == "3.1" else ())
 
 
 def shown_answer(value: float, unit: str) -> str:
@@ -74,7 +81,11 @@ def recap(t, run, chapter: str) -> None:
 
 def ask(t, run, chapter: str) -> None:
     """The chapter's question, its answer box and its grade (with the worked answer once graded)."""
-    q = question(chapter, facts(run), picked())
+    f = facts(run, chapter)
+    if chapter == "3.1" and not f.batch:  # a recording: the lesson's batch needs the model's tokenizer
+        st.caption(t("lesson.q.needs_tokenizer"))
+        return
+    q = question(chapter, f, picked())
     text = t(f"lesson.q.{q.key}", **words(q.values))
     st.markdown(f"**{t('lesson.q.title')}** {text}")
     left, right = st.columns([3, 1], vertical_alignment="bottom")

@@ -13,7 +13,7 @@ from llmviz.analysis.claim_effects import interval_text, reason_text
 from llmviz.analysis.claims import shown
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.reveal import judged_effect
-from llmviz.ui.chrome import html_report, table_csv
+from llmviz.ui.chrome import html_report, literal, table_csv
 from llmviz.ui.lesson.lesson_check import answers, shown_answer
 from llmviz.ui.lesson.lesson_reveal import revealed
 
@@ -64,7 +64,8 @@ def summary(t) -> None:
         table = rows(t, entries)
         where = t("lesson.col_where")  # long: under the table, so that the verdicts fit a 1280 px screen (issue 38)
         st.table([{k: v for k, v in r.items() if k != where} for r in table], hide_index=True)
-        st.caption("  \n".join(f"{e['id']} · {r[where]}" for e, r in zip(entries.values(), table, strict=True)))
+        st.caption("  \n".join(f"{e['id']} · {literal(r[where])}" for e, r in zip(entries.values(), table,
+                                                                                    strict=True)))
     else:
         st.info(t("lesson.end"))
     if given:

@@ -4,7 +4,8 @@ the panel's chart keeps its size and nothing pushes it below the first screen.
 - The step's map (analysis/step_map.py): the tensors the step is about with the run's shapes, prefill beside decode
   where the step contrasts them, the cache growing, and what a decode step reads (M).
 - The whole model (viz/model_map.py): every part with its prefill and decode shapes, the step's parts lit.
-- On a chapter's last step, its recap and question (ui/lesson/lesson_check.py), the tab shown first (R).
+- On a chapter's last step, its recap and question (ui/lesson/lesson_check.py), the tab shown first (Q; not R,
+  which is Streamlit's own rerun key).
 - The article's slips on this step, when it has any (S).
 
 Under them, the glossary (G) beside "open the full page".
@@ -44,7 +45,8 @@ def this_step(t, run, step, decoded: int) -> None:
     """The step's own map, and what its decode step reads."""
     config = run.trace.model_card["config"]
     n = len(run.trace.prompt_ids)
-    m = step_map(config, n, step.panel, step.claim, max(1, decoded), int(run.trace.steps[0].kv["element_bytes"]))
+    m = step_map(config, n, step.panel, step.claim, max(1, decoded), int(run.trace.steps[0].kv["element_bytes"]),
+                 lesson_check.weights_format(run))
     titles = {"prefill": t("lesson.side.prefill", n=n), "decode": t("lesson.side.decode", n=n)}
     st.image(step_map_svg(m, {b: t(f"lesson.part.{b}") for b in BLOCKS}, titles), width="stretch")
     notes = [t("lesson.side.per_layer", layers=m.layers)] if any(b.name == "cache" for b in m.blocks) else []
@@ -73,10 +75,10 @@ def tab_order(step) -> list[str]:
 
 
 def keys(step) -> dict[str, str]:
-    """The keys that open a tab (keys.press), on this step: M the map, R the recap, S the slips."""
+    """The keys that open a tab (keys.press), on this step: M the map, Q the recap and question, S the slips."""
     order = tab_order(step)
     return {"g": GLOSSARY_KEY} | {key: f"{TABS_KEY}/{order.index(tab) if tab in order else NOWHERE}"
-                                  for key, tab in (("m", "step"), ("r", "recap"), ("s", "slips"))}
+                                  for key, tab in (("m", "step"), ("q", "recap"), ("s", "slips"))}
 
 
 SHAPES_KEY = "lesson_shapes"

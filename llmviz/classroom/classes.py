@@ -123,6 +123,13 @@ def move(store: Store, code: str, teacher_key: str, step: str, now: float | None
     store.set_step(record.code, str(step), time.time() if now is None else now)
 
 
+def second_round(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
+    """Peer instruction's second vote at this step, after the class saw its first and argued: the students'
+    predictions now go to round 2 (round 1 kept beside it)."""
+    record = _teacher(store, code, teacher_key, now)
+    store.set_round(record.code, 2, time.time() if now is None else now)
+
+
 def predict(store: Store, code: str, student_id: str, item: str, round_: int, value: float,
             now: float | None = None) -> None:
     """A student's prediction for `item` (a claim) in round 1 (before discussion) or 2 (after); a later one in the

@@ -47,7 +47,7 @@ class RedisStore(Store):
         if not self.r.hsetnx(key, "teacher_hash", record.teacher_hash):  # the first to take the code owns it
             return False
         self.r.hset(key, mapping={"limits": json.dumps(record.limits.to_dict()), "step": record.step,
-                                  "created": record.created, "active": record.active})
+                                  "created": record.created, "active": record.active, "round": record.round})
         self.r.sadd(CODES, record.code)
         return True
 
@@ -56,11 +56,15 @@ class RedisStore(Store):
         if not h or "limits" not in h:
             return None
         return ClassRecord(code, h["teacher_hash"], Limits(**json.loads(h["limits"])), h["step"], float(h["created"]),
-                           float(h["active"]))
+                           float(h["active"]), int(h.get("round", 1)))
 
     def set_step(self, code: str, step: str, now: float) -> None:
         if self.r.exists(_key(code)):
-            self.r.hset(_key(code), mapping={"step": step, "active": now})
+            self.r.hset(_key(code), mapping={"step": step, "active": now, "round": 1})
+
+    def set_round(self, code: str, round_: int, now: float) -> None:
+        if self.r.exists(_key(code)):
+            self.r.hset(_key(code), mapping={"round": round_, "active": now})
 
     def touch(self, code: str, now: float) -> None:
         if self.r.exists(_key(code)):

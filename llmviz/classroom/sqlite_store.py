@@ -16,7 +16,8 @@ from llmviz.classroom.store import ClassRecord, Limits, Store, Student
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL, limits TEXT NOT NULL,
-                                    step TEXT NOT NULL, created REAL NOT NULL, active REAL NOT NULL);
+                                    step TEXT NOT NULL, created REAL NOT NULL, active REAL NOT NULL,
+                                    round INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, joined REAL NOT NULL,
                                      seq INTEGER PRIMARY KEY AUTOINCREMENT, UNIQUE (code, id));
 CREATE TABLE IF NOT EXISTS predictions (code TEXT NOT NULL, student TEXT NOT NULL, item TEXT NOT NULL,
@@ -55,24 +56,28 @@ class SqliteStore(Store):
     def create(self, record: ClassRecord) -> bool:
         with self._db(immediate=True) as db:
             try:
-                db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, ?)",
+                db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (record.code, record.teacher_hash, json.dumps(record.limits.to_dict()), record.step,
-                            record.created, record.active))
+                            record.created, record.active, record.round))
             except sqlite3.IntegrityError:
                 return False
         return True
 
     def get(self, code: str) -> ClassRecord | None:
         with self._db() as db:
-            row = db.execute("SELECT code, teacher_hash, limits, step, created, active FROM classes WHERE code = ?",
-                             (code,)).fetchone()
+            row = db.execute("SELECT code, teacher_hash, limits, step, created, active, round FROM classes "
+                             "WHERE code = ?", (code,)).fetchone()
         if row is None:
             return None
-        return ClassRecord(row[0], row[1], Limits(**json.loads(row[2])), row[3], row[4], row[5])
+        return ClassRecord(row[0], row[1], Limits(**json.loads(row[2])), row[3], row[4], row[5], row[6])
 
     def set_step(self, code: str, step: str, now: float) -> None:
         with self._db() as db:
-            db.execute("UPDATE classes SET step = ?, active = ? WHERE code = ?", (step, now, code))
+            db.execute("UPDATE classes SET step = ?, active = ?, round = 1 WHERE code = ?", (step, now, code))
+
+    def set_round(self, code: str, round_: int, now: float) -> None:
+        with self._db() as db:
+            db.execute("UPDATE classes SET round = ?, active = ? WHERE code = ?", (round_, now, code))
 
     def touch(self, code: str, now: float) -> None:
         with self._db() as db:

@@ -50,6 +50,7 @@ class ClassRecord:
     step: str  # the lesson position the projector shows ("1.2.3", "end")
     created: float
     active: float  # last activity (seconds since the epoch)
+    round: int = 1  # the vote the students' predictions go to at this step: 1, or 2 after the discussion
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,11 @@ class Store(ABC):
     def get(self, code: str) -> ClassRecord | None: ...
 
     @abstractmethod
-    def set_step(self, code: str, step: str, now: float) -> None: ...
+    def set_step(self, code: str, step: str, now: float) -> None:
+        """The projector's step; a new step's vote is the first."""
+
+    @abstractmethod
+    def set_round(self, code: str, round_: int, now: float) -> None: ...
 
     @abstractmethod
     def touch(self, code: str, now: float) -> None:

@@ -7,15 +7,20 @@ import plotly.graph_objects as go
 
 from llmviz.viz.style import finish, plain
 
+ROUND_COLOURS = ("#7a9cc6", "#e08a3c")  # the first vote, the second
 
-def prediction_histogram(counts: list[int], low: float, high: float, marks: list[tuple[str, float | None, str]],
-                         title: str, x_title: str, y_title: str) -> go.Figure:
-    """counts: students per bin over [low, high] (equal bins); marks: (label, value, colour) drawn as vertical
-    lines (a value None is left out)."""
-    width = (high - low) / len(counts)
-    centres = [low + (i + 0.5) * width for i in range(len(counts))]
-    fig = go.Figure(go.Bar(x=centres, y=counts, width=[0.9 * width] * len(counts), marker={"color": "#7a9cc6"},
-                           hovertemplate="%{x:.2f}: %{y}<extra></extra>"))
+
+def prediction_histogram(rounds: list[tuple[str, list[int]]], low: float, high: float,
+                         marks: list[tuple[str, float | None, str]], title: str, x_title: str, y_title: str
+                         ) -> go.Figure:
+    """rounds: (label, students per bin over [low, high] in equal bins) per vote, side by side in each bin; marks:
+    (label, value, colour) drawn as vertical lines (a value None is left out)."""
+    bins = len(rounds[0][1])
+    width = (high - low) / bins
+    centres = [low + (i + 0.5) * width for i in range(bins)]
+    fig = go.Figure([go.Bar(x=centres, y=counts, name=plain(label), width=[0.9 * width / len(rounds)] * bins,
+                            offset=(-0.45 + 0.9 * i / len(rounds)) * width, marker={"color": ROUND_COLOURS[i % 2]},
+                            hovertemplate="%{x:.2f}: %{y}<extra></extra>") for i, (label, counts) in enumerate(rounds)])
     shapes, notes = [], []
     for label, value, colour in marks:
         if value is None:
@@ -24,6 +29,6 @@ def prediction_histogram(counts: list[int], low: float, high: float, marks: list
                        "line": {"color": colour, "width": 3}})
         notes.append({"x": value, "yref": "paper", "y": 1.02, "text": plain(label), "showarrow": False,
                       "font": {"color": colour}, "yanchor": "bottom"})
-    return finish(fig, title, height=300, shapes=shapes, annotations=notes, bargap=0.05,
+    return finish(fig, title, height=300, shapes=shapes, annotations=notes, bargap=0.05, showlegend=len(rounds) > 1,
                   xaxis={"title": {"text": x_title}, "range": [low, high]},
                   yaxis={"title": {"text": y_title}, "rangemode": "tozero", "dtick": 1})

@@ -171,3 +171,19 @@ def test_the_teachers_summary_names_nothing_but_the_generated_names(store):
     assert a.id not in repr(out) and key not in repr(out)  # no device id, no key
     with pytest.raises(ClassError):
         classes.predict(store, code, a.id, "K:1", 1, 1.0, now=T0)
+
+
+def test_a_second_vote_after_the_discussion(store):
+    """Peer instruction: the teacher opens the second round; a prediction then goes to round 2, round 1 kept; the
+    next step starts at round 1 again."""
+    code, key = code_of(store)
+    s = classes.join(store, code, "10.0.6.1", now=T0)
+    assert store.get(code).round == 1
+    classes.predict(store, code, s.id, "K2", store.get(code).round, 1.5, now=T0)
+    with pytest.raises(ClassError):
+        classes.second_round(store, code, "nope", now=T0)
+    classes.second_round(store, code, key, now=T0 + 1)
+    classes.predict(store, code, s.id, "K2", store.get(code).round, 3.0, now=T0 + 2)
+    assert store.predictions(code, "K2", 1) == {s.id: 1.5} and store.predictions(code, "K2", 2) == {s.id: 3.0}
+    classes.move(store, code, key, "1.2.7", now=T0 + 3)
+    assert store.get(code).round == 1

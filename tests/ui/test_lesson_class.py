@@ -101,3 +101,31 @@ def test_the_teacher_downloads_the_summary_then_ends_the_class(app_model):
     student.run()  # the student's device: the class is gone, said so
     assert any(translate("zh", "class.error.no_class") in w.value for w in student.warning)
     assert name  # generated: an animal and a number
+
+
+def histogram_of(at) -> dict:
+    [fig] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "class_histogram" in c.proto.id]
+    return fig
+
+
+def test_peer_instruction_two_votes_then_the_measurement(app_model):
+    """The class votes, the projector shows the votes (no measurement yet), the teacher opens a second vote, the
+    class votes again, then the Reveal: both votes drawn, each summing to its submissions."""
+    teacher, code, _ = teacher_at("2.2.2")
+    students = [open_app(PAGE, lang="zh", room=code) for _ in range(3)]
+    for student, value in zip(students, (1.2, 1.3, 3.0), strict=True):
+        student.slider(key="lesson_predict_K4").set_value(value).run()
+    teacher.toggle(key="llmviz_class_shown_K4").set_value(True).run()
+    before = histogram_of(teacher)
+    assert [sum(b["y"]) for b in before["data"]] == [3]
+    assert len(before["layout"]["shapes"]) == 1  # the article's figure only: nothing measured yet
+    teacher.button(key="class_round_K4").click().run()
+    assert store().get(code).round == 2
+    for student, value in zip(students[:2], (1.1, 1.1), strict=True):  # two change their minds
+        student.slider(key="lesson_predict_K4").set_value(value).run()
+    assert sorted(store().predictions(code, "K4", 2).values()) == [1.1, 1.1]
+    assert sorted(store().predictions(code, "K4", 1).values()) == [1.2, 1.3, 3.0]
+    teacher.session_state["llmviz_claims_report"] = k4_report(10.0 / 1.5)
+    teacher.button(key="lesson_reveal_K4").click().run()
+    after = histogram_of(teacher)
+    assert [sum(b["y"]) for b in after["data"]] == [3, 2] and len(after["layout"]["shapes"]) == 2

@@ -161,46 +161,72 @@ def join_panel(t, code: str) -> None:
 
 
 def predicted(claim_id: str, shown_value: float) -> None:
-    """A student's prediction (the slider's value, as shown) goes to the class's store, round 1."""
+    """A student's prediction (the slider's value, as shown) goes to the class's store, in the class's vote now."""
     s = state.settings()
-    if role() != "student" or not s.me:
+    found = store().get(s.room) if role() == "student" and s.me else None
+    if found is None:
         return
     with contextlib.suppress(ClassError):  # the class ended, or the limit: the slider still works for this device
-        classes.predict(store(), s.room, s.me, claim_id, 1, float(shown_value))
+        classes.predict(store(), s.room, s.me, claim_id, found.round, float(shown_value))
 
 
-def class_values(claim_id: str) -> list[float]:
-    """The class's predictions of `claim_id` (round 1), in the slider's units."""
+def class_values(claim_id: str, round_: int = 1) -> list[float]:
+    """The class's predictions of `claim_id` in that vote, in the slider's units."""
     s = state.settings()
-    return list(store().predictions(s.room, claim_id, 1).values()) if s.room else []
+    return list(store().predictions(s.room, claim_id, round_).values()) if s.room else []
+
+
+SHOWN = "llmviz_class_shown_"  # + claim id: the teacher showed the class's votes before the Reveal
+
+
+def _second_round() -> None:
+    s = state.settings()
+    with contextlib.suppress(ClassError):
+        classes.second_round(store(), s.room, s.teach)
+
+
+def votes(t, claim_id: str) -> None:
+    """The teacher's peer instruction at a claim's step, before the Reveal: show the class's votes (to argue over),
+    then open a second vote."""
+    if role() != "teacher":
+        return
+    found = store().get(state.settings().room)
+    with st.container(horizontal=True):
+        st.toggle(t("class.show_votes"), key=f"{SHOWN}{claim_id}")
+        st.button(t("class.second_round"), key=f"class_round_{claim_id}", on_click=_second_round,
+                  disabled=found is None or found.round == 2, help=t("class.second_round_help"))
+    if st.session_state.get(f"{SHOWN}{claim_id}"):
+        histogram(t, claim_id)
 
 
 MOST_BINS = 40
 
 
-def histogram(t, e: dict) -> None:
-    """On the projector after a Reveal: the class's predictions beside this machine's measurement and the article's
-    figure, all in the slider's units (the measurement object of the Reveal, never a second rule)."""
+def histogram(t, claim_id: str, e: dict | None = None) -> None:
+    """On the projector: the class's votes (the first, and the second where there is one) in the slider's units,
+    beside the article's figure and, after the Reveal (`e`), this machine's measurement (the Reveal's own
+    measurement object, never a second rule)."""
     from llmviz.analysis import reveal as rv
     from llmviz.ui.charts import chart
     from llmviz.viz.classroom import prediction_histogram
 
     if role() != "teacher":
         return
-    cid, sc = e["id"], rv.scale(e["id"])
-    values = class_values(cid)
+    sc = rv.scale(claim_id)
+    votes_ = [(r, class_values(claim_id, r)) for r in classes.ROUNDS]
     with st.container(key="class-histogram"):
-        if not values:
+        if not votes_[0][1] and not votes_[1][1]:
             st.caption(t("class.no_predictions"))
             return
         bins = max(1, min(MOST_BINS, round((sc.high - sc.low) / sc.step)))
-        counts = classes.histogram(values, sc.low, sc.high, bins)
-        measured = None if e["measured"] is None else rv.shown_of(cid, e["measured"])
-        fig = prediction_histogram(counts, sc.low, sc.high, [
-            (t("lesson.this_machine"), measured, "#c0392b"), (t("lesson.article_a100"), rv.shown_of(cid, e["article"]),
-                                                              "#555555")],
-            t("class.histogram_title", n=len(values), claim=cid), t(f"lesson.predict_unit.{sc.unit}"),
-            t("class.students"))
+        rounds = [(t("class.round", n=r, count=len(v)), classes.histogram(v, sc.low, sc.high, bins))
+                  for r, v in votes_ if v or r == 1]
+        measured = None if e is None or e["measured"] is None else rv.shown_of(claim_id, e["measured"])
+        article = rv.shown_of(claim_id, rv.article_effect(claim_id))
+        fig = prediction_histogram(rounds, sc.low, sc.high, [(t("lesson.this_machine"), measured, "#c0392b"),
+                                                             (t("lesson.article_a100"), article, "#555555")],
+                                   t("class.histogram_title", n=len(votes_[0][1]), claim=claim_id),
+                                   t(f"lesson.predict_unit.{sc.unit}"), t("class.students"))
         chart(t, fig, key="class_histogram_chart")
 
 

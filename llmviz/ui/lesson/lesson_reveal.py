@@ -195,7 +195,7 @@ def show(t, e: dict) -> None:
     claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
-    lesson_class.histogram(t, e)  # a class's predictions, on the projector
+    lesson_class.histogram(t, e["id"], e)  # a class's votes, on the projector
     offer_rounds(t, e)
     if e.get("arithmetic"):
         text = t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t),
@@ -289,6 +289,7 @@ def panel(t, claim_id: str) -> None:
         do_reveal(t, claim_id, rv.effect_of(claim_id, value) if st.session_state.get(moved) else None)
     e = revealed().get(claim_id)
     if e is None:
+        lesson_class.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
         before_measuring(t, claim_id)
     else:
         show(t, e)

@@ -41,10 +41,11 @@ def navigation(t, at: int) -> None:
     here = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]
     if presenter.active() or lesson_class.role():
         left, middle, where, right = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
-        with where:
-            st.caption(progress) if presenter.active() else None
+        with where:  # a class's line in place of the progress: the code and the counts matter more to a room
             if lesson_class.role():
                 lesson_class.status(t, STEPS[at].claim if at < len(STEPS) else None)
+            else:
+                st.caption(progress)
     else:
         left, middle, right = st.columns([1, 3, 1])
     left.button(t("lesson.back"), key="lesson_back", on_click=move, args=(at - 1,), disabled=at == 0,

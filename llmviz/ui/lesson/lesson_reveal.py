@@ -19,7 +19,7 @@ from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import FROM_BYTES, bytes_read, interval_values, predicted_effect, report
 from llmviz.analysis.claims import CANNOT_TELL, shown
 from llmviz.errors import LlmvizError, ServerBusyError
-from llmviz.ui import measure, server, state
+from llmviz.ui import measure, presenter, server, state
 from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claims_run
 from llmviz.ui.claims.claim_flight import ClaimFlights
@@ -259,9 +259,10 @@ def passed(claim_id: str) -> None:
 
 
 def say_passed(t) -> None:
-    """The note of `passed`, once, as a toast (it takes no room on the step it lands on)."""
+    """The note of `passed`, once, as a toast (it takes no room on the step it lands on); not on a projector, where
+    the teacher leads and the room reads it."""
     claim_id = st.session_state.pop(PASSED, None)
-    if claim_id is not None:
+    if claim_id is not None and not presenter.active() and lesson_class.role() != "teacher":
         st.toast(t("lesson.passed", claim=claim_id), icon=":material/lightbulb:", duration="long")
 
 

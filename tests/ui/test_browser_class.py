@@ -1,0 +1,100 @@
+"""A class in one room in real browsers through `scripts/serve-class` (issue 39): two replicas behind HAProxy, one
+class store (a SQLite file), a projector at 1280x720 and two phone-sized students (390x844) in Debian's Chromium.
+The students join from the projector's link and follow the teacher's step; their predictions reach the projector,
+whose count says so and whose histogram draws them. Slow (two cold replicas, three browsers): CI runs it second.
+Skipped where Chromium or HAProxy is absent."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+from ui_helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from browser_kit import CHROMIUM, chromium, exceptions, free_port, wait_idle
+from lesson_walk import unfocus
+from serve_class import Class, find_haproxy
+
+from llmviz.i18n.translator import translate
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
+              pytest.mark.skipif(find_haproxy() is None, reason="HAProxy is absent (apt-get install -y haproxy)")]
+TITLES = "() => Array.from(document.querySelectorAll('[data-testid=stMain] h3')).map(h => h.innerText.trim())"
+
+
+def title(step: str) -> str:
+    section = step.rsplit(".", 1)[0]
+    return f"§{section} · {translate('zh', f'lesson.{step}.title')}"
+
+
+def shows(page, text: str, timeout_s: float = 20) -> None:
+    """Wait until the page's main area holds `text` (a fragment asks the store every 2 s)."""
+    page.wait_for_function("(t) => document.querySelector('[data-testid=stMain]').innerText.includes(t)", arg=text,
+                           timeout=timeout_s * 1000)
+
+
+@pytest.fixture(scope="module")
+def lesson_class(tmp_path_factory, monkeypatch_module):
+    folder = tmp_path_factory.mktemp("class")
+    monkeypatch_module.setenv("LLMVIZ_CLASS_STORE", f"sqlite:///{folder / 'class.db'}")  # the replicas inherit it
+    port = free_port()
+    (folder / "logs").mkdir()
+    with Class(2, port, log_dir=folder / "logs") as _, chromium() as browser:
+        base = f"http://127.0.0.1:{port}"
+        projector = browser.new_page(viewport={"width": 1280, "height": 720})
+        projector.goto(f"{base}/lesson?lang=zh&present=1&lesson=2.2.1")
+        wait_idle(projector, 180)
+        projector.locator(".st-key-class_start button").first.click()
+        wait_idle(projector, 60)
+        code = re.search(r"room=([A-Z0-9]{6})", projector.url).group(1)
+        phones = []
+        for _ in range(2):
+            phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True).new_page()
+            phone.goto(f"{base}/lesson?room={code}&lang=zh")
+            wait_idle(phone, 180)
+            phones.append(phone)
+        record = {"code": code, "joined": [p.evaluate(TITLES) for p in phones]}
+        unfocus(projector)
+        projector.keyboard.press("ArrowRight")  # the teacher's next step: 2.2.2, K4's prediction
+        wait_idle(projector, 60)
+        for phone in phones:
+            shows(phone, title("2.2.2"))
+            wait_idle(phone, 60)
+        record["followed"] = [p.evaluate(TITLES) for p in phones]
+        for phone, presses in zip(phones, (10, 20), strict=True):  # x1.00 -> x1.50 and x2.00 (steps of 0.05)
+            thumb = phone.locator('.st-key-lesson_predict_K4 input[type=range]').first
+            thumb.focus()
+            for _ in range(presses):
+                thumb.press("ArrowRight")
+            wait_idle(phone, 60)
+        shows(projector, translate("zh", "class.answered", n=2, joined=2))
+        projector.locator(".st-key-llmviz_class_shown_K4 label").first.click()
+        wait_idle(projector, 60)
+        record["histogram"] = projector.locator(".st-key-class-histogram [data-testid=stPlotlyChart]").count()
+        record["exceptions"] = [exceptions(p) for p in (projector, *phones)]
+        from llmviz.classroom.stores import open_store  # what the replicas wrote, read from the file itself
+
+        record["stored"] = sorted(open_store(f"sqlite:///{folder / 'class.db'}").predictions(code, "K4", 1).values())
+        projector.screenshot(path=str(folder / "projector.png"))
+        phones[0].screenshot(path=str(folder / "phone.png"))
+    return record
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_students_join_and_follow_the_teacher(lesson_class):
+    assert all(title("2.2.1") in titles for titles in lesson_class["joined"])
+    assert all(title("2.2.2") in titles for titles in lesson_class["followed"])
+
+
+def test_their_predictions_reach_the_projector(lesson_class):
+    assert lesson_class["stored"] == pytest.approx([1.5, 2.0])  # ten and twenty presses of 0.05 from x1.00
+    assert lesson_class["histogram"] == 1
+    assert lesson_class["exceptions"] == [[], [], []]

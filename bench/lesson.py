@@ -75,6 +75,7 @@ def summary(result: dict) -> dict:
             "reveal_s": result["reveal_s"], "reveal_budget_s": budgets,
             "reveal_target_met": {c: s <= budgets[c] for c, s in result["reveal_s"].items()},
             "verdict_bottom_px": result["verdict_bottom"], "outside_first_screen": outside,
+            "labels_cut": {s["position"]: s["cut"] for s in result["steps"] if s.get("cut")},
             "exceptions": sum(len(s["exceptions"]) for s in result["steps"])}
 
 if __name__ == "__main__":

@@ -63,6 +63,12 @@ def press(page, key: str, lang: str, to: str, timeout_s: float = 30) -> float:
     return took
 
 
+# The panel's metric labels and values cut short by an ellipsis (their text wider than their box)
+CUT_JS = """() => Array.from(document.querySelectorAll(['stMetricLabel', 'stMetricValue'].map(
+  id => `.st-key-lesson-panel [data-testid=${id}], .st-key-lesson-panel [data-testid=${id}] *`).join(', ')))
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText.trim())"""
+
+
 def check_step(page, pos: str, height: int) -> dict:
     """What one step shows: the URL's position, the panel's top, the bottoms of its control and of its chart (px),
     whether both are inside the first screen (issue 38's rule; a panel without a chart, its control), exceptions."""
@@ -71,7 +77,8 @@ def check_step(page, pos: str, height: int) -> dict:
     inside = bool(bottoms) and bottoms["control"] is not None and bottoms["control"] <= height and (
         bottoms["chart"] is None or bottoms["chart"] <= height)
     return {"position": position(page.url), "panel_top": box and round(box["y"]), "bottoms": bottoms,
-            "panel_in_first_screen": inside, "exceptions": exceptions(page)}
+            "panel_in_first_screen": inside, "cut": sorted(set(page.evaluate(CUT_JS))) if pos != END else [],
+            "exceptions": exceptions(page)}
 
 
 def verdict_bottom(page) -> int | None:

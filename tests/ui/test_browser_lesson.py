@@ -101,6 +101,7 @@ def test_every_panels_control_and_chart_are_inside_the_first_screen(walked, walk
         assert outside == [], result["lang"]
         assert [s["exceptions"] for s in result["steps"]] == [[]] * len(POSITIONS), result["lang"]
         assert all(s["bottoms"]["control"] > 0 for p, s in zip(POSITIONS, result["steps"], strict=True) if p != END)
+        assert {p: s["cut"] for p, s in zip(POSITIONS, result["steps"], strict=True) if s["cut"]} == {}, result["lang"]
 
 
 def test_a_reveals_verdict_is_inside_the_first_screen(walked):

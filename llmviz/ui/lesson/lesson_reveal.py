@@ -192,7 +192,6 @@ def show(t, e: dict) -> None:
     c = e["claim"]
     with st.container(key="lesson-verdict"):  # the browser walk finds it (issue 38: inside the first screen)
         claims_run.verdict_box(t, c)
-    claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
     lesson_class.histogram(t, e["id"], e)  # a class's votes, on the projector
@@ -208,15 +207,23 @@ def show(t, e: dict) -> None:
         st.caption(t(f"lesson.prediction.{e['prediction']}"))
     lesson_again.surprise(t, e)
     lesson_again.again(t, e)
-    figures = c.get("figures") or {}
-    if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
-        st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))
-    where = c.get("where") or {}
+    method(t, e)
+
+
+def method(t, e: dict) -> None:
+    """How it was measured (issue 38: method paragraphs a beginner need not read first), one click away: where and
+    when, the rounds, the sides' switches, the run's A-vs-A noise floor."""
+    c = e["claim"]
+    figures, where = c.get("figures") or {}, c.get("where") or {}
     rounds = max((x.get("rounds") or 0 for x in c.get("effects", [])), default=0)  # the rounds the rule judged
     key = f"lesson.source.{e['source']}" + ("_counted" if e["source"] == "measured" and not rounds else "")
-    st.caption(t(key, when=e["when"], model=literal(str(where.get("model", "?"))), rounds=rounds,
-                 device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
-                 seconds=c.get("seconds") or 0))
+    with st.expander(t("lesson.method"), icon=":material/science:"):
+        st.caption(t(key, when=e["when"], model=literal(str(where.get("model", "?"))), rounds=rounds,
+                     device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
+                     seconds=c.get("seconds") or 0))
+        if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
+            st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))
+        claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
 
 
 def bytes_because(t, claim_id: str, read: dict) -> str:

@@ -147,6 +147,33 @@ def predict(store: Store, code: str, student_id: str, item: str, round_: int, va
     store.touch(record.code, now)
 
 
+def answer(store: Store, code: str, student_id: str, chapter: str, given: float, right: bool,
+           now: float | None = None) -> None:
+    """A student's answer to a chapter's question (graded by the page from the student's own run); a later one
+    replaces it."""
+    now = time.time() if now is None else now
+    record = live(store, code, now)
+    _student(store, record, student_id)
+    if not isinstance(given, int | float) or not math.isfinite(given) or not str(chapter) or len(str(chapter)) > 8:
+        raise ClassError(f"an answer is a finite number to a chapter, got {given!r} to {chapter!r}", code="bad_value")
+    most = record.limits.submissions
+    if not store.put_answer(record.code, student_id, str(chapter), float(given), bool(right), most):
+        raise ClassError(f"no more submissions ({record.limits.submissions} a student)", code="limit")
+    store.touch(record.code, now)
+
+
+def answer_stats(store: Store, code: str, chapter: str) -> tuple[int, int, tuple[float, int] | None]:
+    """(right, answered, the most common wrong answer and how many gave it, or None): what the projector says of a
+    chapter's question. Ties go to the smaller value."""
+    given = list(store.answers(normal_code(code), chapter).values())
+    wrong: dict[float, int] = {}
+    for value, right in given:
+        if not right:
+            wrong[value] = wrong.get(value, 0) + 1
+    common = min(wrong.items(), key=lambda kv: (-kv[1], kv[0])) if wrong else None
+    return sum(right for _, right in given), len(given), common
+
+
 def answered(store: Store, code: str, item: str, round_: int) -> tuple[int, int]:
     """(students who predicted `item` in that round, students joined): what the projector counts."""
     return len(store.predictions(normal_code(code), item, round_)), len(store.students(normal_code(code)))
@@ -163,15 +190,17 @@ def histogram(values: list[float], low: float, high: float, bins: int) -> list[i
     return counts
 
 
-def summary(store: Store, code: str, teacher_key: str, now: float | None = None) -> dict:
-    """What the teacher may download before ending the class: its students by their generated (or chosen) names and
-    every prediction by name. Nothing else is kept of anyone."""
+def summary(store: Store, code: str, teacher_key: str, now: float | None = None, chapters: tuple = ()) -> dict:
+    """What the teacher may download before ending the class: its students by their generated (or chosen) names,
+    every prediction and every answer to the `chapters`' questions by name. Nothing else is kept of anyone."""
     record = _teacher(store, code, teacher_key, now)
     names = {s.id: s.name for s in store.students(record.code)}
     return {"class": record.code, "started": record.created, "step": record.step,
             "students": [{"name": s.name, "joined": s.joined} for s in store.students(record.code)],
             "predictions": [{"name": names.get(sid, "?"), "item": item, "round": round_, "value": value}
-                            for sid, item, round_, value in store.all_predictions(record.code)]}
+                            for sid, item, round_, value in store.all_predictions(record.code)],
+            "answers": [{"name": names.get(sid, "?"), "chapter": chapter, "given": given, "right": right}
+                        for chapter in chapters for sid, (given, right) in store.answers(record.code, chapter).items()]}
 
 
 def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:

@@ -19,7 +19,7 @@ redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 1
 """
 # KEYS: the student's submitted items (a set), the item and round's values (a hash); ARGV: item|round, the most,
-# the student, the value
+# the student, the value (a prediction; or an answer: Q<chapter>|0 and its record, in the chapter's answers' hash)
 PUT_PREDICTION = """
 local new = redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0
 if new and redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
@@ -89,6 +89,15 @@ class RedisStore(Store):
     def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
         keys = [_key(code, "done", student_id), _key(code, "pred", item, str(round_))]
         return bool(self._put(keys=keys, args=[f"{item}|{round_}", most, student_id, repr(float(value))]))
+
+    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, most: int) -> bool:
+        keys = [_key(code, "done", student_id), _key(code, "answers", chapter)]
+        record = json.dumps([float(given), bool(right)])
+        return bool(self._put(keys=keys, args=[f"Q{chapter}|0", most, student_id, record]))
+
+    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool]]:
+        return {s: (float((v := json.loads(x))[0]), bool(v[1]))
+                for s, x in self.r.hgetall(_key(code, "answers", chapter)).items()}
 
     def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
         return {s: float(v) for s, v in self.r.hgetall(_key(code, "pred", item, str(round_))).items()}

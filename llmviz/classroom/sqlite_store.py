@@ -23,6 +23,9 @@ CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, id TEXT NOT NULL, name 
 CREATE TABLE IF NOT EXISTS predictions (code TEXT NOT NULL, student TEXT NOT NULL, item TEXT NOT NULL,
                                         round INTEGER NOT NULL, value REAL NOT NULL,
                                         PRIMARY KEY (code, student, item, round));
+CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, student TEXT NOT NULL, chapter TEXT NOT NULL,
+                                    given REAL NOT NULL, right INTEGER NOT NULL,
+                                    PRIMARY KEY (code, student, chapter));
 CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, window INTEGER NOT NULL, count INTEGER NOT NULL,
                                  PRIMARY KEY (key, window));
 """
@@ -106,14 +109,35 @@ class SqliteStore(Store):
         with self._db(immediate=True) as db:
             held = db.execute("SELECT 1 FROM predictions WHERE code = ? AND student = ? AND item = ? AND round = ?",
                               (code, student_id, item, round_)).fetchone()
-            if held is None:  # a new item or round counts as a submission; changing one's mind does not
-                (count,) = db.execute("SELECT COUNT(*) FROM predictions WHERE code = ? AND student = ?",
-                                      (code, student_id)).fetchone()
-                if count >= most:
-                    return False
+            if held is None and self._count(db, code, student_id) >= most:  # a new item or round counts; a
+                return False  # change of mind does not
             db.execute("INSERT OR REPLACE INTO predictions VALUES (?, ?, ?, ?, ?)",
                        (code, student_id, item, round_, value))
         return True
+
+    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, most: int) -> bool:
+        with self._db(immediate=True) as db:
+            held = db.execute("SELECT 1 FROM answers WHERE code = ? AND student = ? AND chapter = ?",
+                              (code, student_id, chapter)).fetchone()
+            if held is None and self._count(db, code, student_id) >= most:
+                return False
+            db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
+                       (code, student_id, chapter, given, int(right)))
+        return True
+
+    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool]]:
+        with self._db() as db:
+            rows = db.execute("SELECT student, given, right FROM answers WHERE code = ? AND chapter = ?",
+                              (code, chapter)).fetchall()
+        return {s: (g, bool(r)) for s, g, r in rows}
+
+    @staticmethod
+    def _count(db: sqlite3.Connection, code: str, student_id: str) -> int:
+        """A student's submissions: predictions (an item and round each) and answers (a chapter each)."""
+        (count,) = db.execute("SELECT (SELECT COUNT(*) FROM predictions WHERE code = ?1 AND student = ?2) + "
+                              "(SELECT COUNT(*) FROM answers WHERE code = ?1 AND student = ?2)",
+                              (code, student_id)).fetchone()
+        return count
 
     def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
         with self._db() as db:
@@ -128,14 +152,12 @@ class SqliteStore(Store):
 
     def submissions(self, code: str, student_id: str) -> int:
         with self._db() as db:
-            (count,) = db.execute("SELECT COUNT(*) FROM predictions WHERE code = ? AND student = ?",
-                                  (code, student_id)).fetchone()
-        return count
+            return self._count(db, code, student_id)
 
     def delete(self, code: str) -> None:
         with self._db(immediate=True) as db:
-            for table in ("predictions", "students", "classes"):
-                db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))  # one of the three names above
+            for table in ("predictions", "answers", "students", "classes"):
+                db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))  # one of the names above
 
     def codes(self) -> list[str]:
         with self._db() as db:

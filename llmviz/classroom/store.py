@@ -103,6 +103,15 @@ class Store(ABC):
         """{student id: value} for one item and round."""
 
     @abstractmethod
+    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, most: int) -> bool:
+        """Keep a student's answer to a chapter's question (a later one replaces it), unless it would be the
+        student's `most`+1-th submission; whether it was kept."""
+
+    @abstractmethod
+    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool]]:
+        """{student id: (answer given, whether it was right)} for one chapter's question."""
+
+    @abstractmethod
     def all_predictions(self, code: str) -> list[tuple[str, str, int, float]]:
         """(student id, item, round, value) of every prediction of the class (the teacher's summary)."""
 

@@ -187,3 +187,25 @@ def test_a_second_vote_after_the_discussion(store):
     assert store.predictions(code, "K2", 1) == {s.id: 1.5} and store.predictions(code, "K2", 2) == {s.id: 3.0}
     classes.move(store, code, key, "1.2.7", now=T0 + 3)
     assert store.get(code).round == 1
+
+
+def test_the_chapters_answers_counted(store):
+    """A chapter's question on the projector: how many answered right, and the most common wrong answer."""
+    code, key = code_of(store)
+    students = [classes.join(store, code, f"10.0.7.{i}", now=T0) for i in range(4)]
+    for s, (given, right) in zip(students, ((96.0, True), (24.0, False), (24.0, False), (48.0, False)), strict=True):
+        classes.answer(store, code, s.id, "1.1", given, right, now=T0)
+    assert classes.answer_stats(store, code, "1.1") == (1, 4, (24.0, 2))
+    classes.answer(store, code, students[1].id, "1.1", 96.0, True, now=T0)  # tried again: replaced
+    assert classes.answer_stats(store, code, "1.1") == (2, 4, (24.0, 1))
+    assert classes.answer_stats(store, code, "1.2") == (0, 0, None)
+    assert store.submissions(code, students[1].id) == 1
+    for chapter in ("1.2", "2.1"):  # predictions and answers share the limit of 3 (code_of's)
+        classes.answer(store, code, students[1].id, chapter, 1.0, False, now=T0)
+    with pytest.raises(ClassError) as limit:
+        classes.predict(store, code, students[1].id, "K1", 1, 1.0, now=T0)
+    assert limit.value.code == "limit"
+    classes.end(store, code, key, now=T0)
+    assert store.answers(code, "1.1") == {}
+    if hasattr(store, "r"):
+        assert list(store.r.scan_iter(match=f"class:{code}*")) == []

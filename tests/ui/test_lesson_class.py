@@ -129,3 +129,27 @@ def test_peer_instruction_two_votes_then_the_measurement(app_model):
     teacher.button(key="lesson_reveal_K4").click().run()
     after = histogram_of(teacher)
     assert [sum(b["y"]) for b in after["data"]] == [3, 2] and len(after["layout"]["shapes"]) == 2
+
+
+def test_the_chapters_question_counted_on_the_projector(app_model):
+    """Two students answer §1.2's question, one right (worked out by hand from the config file and the prompt's
+    tokens, with that student's own draw), one wrong: the projector says 1 of 2 right and the wrong answer given."""
+    from transformers import AutoTokenizer
+    from ui_helpers import EMBEDDED_WEIGHTS
+
+    from llmviz.analysis.chapter_check import draw
+    from llmviz.ui.lesson.lesson_check import SEED_KEY
+
+    hf = json.loads((EMBEDDED_WEIGHTS.parent / "config.json").read_text())
+    per_token = hf["num_key_value_heads"] * hf["head_dim"] * 2 * 4 * hf["num_hidden_layers"]
+    teacher, code, _ = teacher_at("1.2.7")
+    right_one, wrong_one = (open_app(PAGE, lang="zh", room=code) for _ in range(2))
+    n = len(AutoTokenizer.from_pretrained(str(EMBEDDED_WEIGHTS.parent))(settings(right_one).prompt)["input_ids"])
+    more = draw(right_one.session_state[SEED_KEY])["more"]
+    for at, value in ((right_one, (n + more) * per_token), (wrong_one, 1234.0)):
+        at.number_input(key="lesson_q_1.2").set_value(value).run()
+        at.button(key="lesson_q_check_1.2").click().run()
+    teacher.run()
+    said = [m.value for m in teacher.markdown]
+    assert translate("zh", "class.answers", right=1, n=2) + " " + translate(
+        "zh", "class.common_wrong", value="1,234 B", count=1) in said, said

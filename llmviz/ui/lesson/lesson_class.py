@@ -24,6 +24,7 @@ from llmviz.classroom.store import ClassRecord, Store
 from llmviz.classroom.stores import open_store
 from llmviz.ui import state
 from llmviz.ui.chrome import literal
+from llmviz.ui.lesson.lesson_steps import CHAPTERS
 
 STORE_ENV = "LLMVIZ_CLASS_STORE"
 FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the class's pace left)
@@ -242,7 +243,7 @@ def end_panel(t) -> None:
     s = state.settings()
     with st.popover(t("class.end"), key="class_end_menu", icon=":material/logout:"):
         try:
-            out = classes.summary(store(), s.room, s.teach)
+            out = classes.summary(store(), s.room, s.teach, chapters=CHAPTERS)
         except ClassError as exc:
             explain(t, exc)
             return
@@ -255,3 +256,21 @@ def end_panel(t) -> None:
             classes.end(store(), s.room, s.teach)
             state.update(room="", teach="", me="")
             st.rerun()
+
+
+def answered_question(chapter: str, given: float, right: bool) -> None:
+    """A student's answer to a chapter's question goes to the class's store too."""
+    s = state.settings()
+    if role() == "student" and s.me:
+        with contextlib.suppress(ClassError):
+            classes.answer(store(), s.room, s.me, chapter, float(given), right)
+
+
+def question_stats(t, chapter: str, unit_shown) -> None:
+    """On the projector, under a chapter's question: how many answered right, and the most common wrong answer."""
+    if role() != "teacher":
+        return
+    right, n, common = classes.answer_stats(store(), state.settings().room, chapter)
+    with st.container(key="class-answers"):
+        st.markdown(t("class.answers", right=right, n=n) + (
+            "" if common is None else " " + t("class.common_wrong", value=unit_shown(common[0]), count=common[1])))

@@ -22,6 +22,7 @@ from llmviz.ui.lesson import (
     lesson_prefill,
     lesson_reveal,
     lesson_side,
+    lesson_workload,
 )
 from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEPS
 
@@ -48,6 +49,7 @@ def live(t, run, step) -> None:
     """The step's live panel (or its claim's prediction and reveal)."""
     if step.claim is not None:
         lesson_reveal.panel(t, step.claim)
+        lesson_workload.panel(t, step)  # K7's step in a class: the class's own requests
         return
     layers = run.trace.model_card["config"]["num_layers"]
     missing = missing_tensors(run.trace.steps[0], lesson_prefill.needs(step.panel, layers))

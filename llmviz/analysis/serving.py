@@ -45,19 +45,30 @@ def spread_text(p: dict, digits: int) -> str:
     return f"{p['p50']:.{digits}f} / {p['p95']:.{digits}f}"
 
 
+def latencies(result: dict) -> dict:
+    """Each request's {ttft_ms, ttft_steps, itl_ms: [gaps], itl_steps: [gaps]}, by its id: the one rule of TTFT and
+    ITL that the metrics below and a class's phones (each its own request) read."""
+    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
+    ends = np.cumsum([r["ms"] for r in records])  # [steps] ms
+    starts = np.concatenate([[0.0], ends[:-1]])
+    out = {}
+    for rid, steps in result["token_steps"].items():
+        arrival = result["arrival_steps"][rid]
+        out[rid] = {"ttft_ms": float(ends[steps[0]] - starts[arrival]), "ttft_steps": steps[0] - arrival + 1,
+                    "itl_ms": [float(ends[b] - ends[a]) for a, b in pairwise(steps)],
+                    "itl_steps": [b - a for a, b in pairwise(steps)]}
+    return out
+
+
 def metrics(result: dict) -> dict:
     """result: {"records": [StepRecord or dict], "token_steps": {id: [step, ...]}, "arrival_steps": {id: s},
     "slots": n}."""
     records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
     ends = np.cumsum([r["ms"] for r in records])  # [steps] ms
-    starts = np.concatenate([[0.0], ends[:-1]])
-    ttft_ms, ttft_steps, itl_ms, itl_steps = [], [], [], []
-    for rid, steps in result["token_steps"].items():
-        arrival = result["arrival_steps"][rid]
-        ttft_ms.append(float(ends[steps[0]] - starts[arrival]))
-        ttft_steps.append(steps[0] - arrival + 1)
-        itl_ms += [float(ends[b] - ends[a]) for a, b in pairwise(steps)]
-        itl_steps += [b - a for a, b in pairwise(steps)]
+    each = latencies(result).values()
+    ttft_ms, ttft_steps = [x["ttft_ms"] for x in each], [x["ttft_steps"] for x in each]
+    itl_ms = [g for x in each for g in x["itl_ms"]]
+    itl_steps = [g for x in each for g in x["itl_steps"]]
     tokens = sum(len(s) for s in result["token_steps"].values())
     wall_s = float(ends[-1]) / 1000 if len(ends) else 0.0
     used = sum(1 for r in records for row in r["rows"] if row[3] != "idle" and row[2] > 0)

@@ -162,6 +162,45 @@ def answer(store: Store, code: str, student_id: str, chapter: str, given: float,
     store.touch(record.code, now)
 
 
+def submit_prompt(store: Store, code: str, student_id: str, text: str, now: float | None = None) -> str:
+    """A student's prompt for the class's workload (§3.2): printable, 1 to the class's prompt_chars characters; the
+    projector shows it only once the teacher approved it (its length before)."""
+    now = time.time() if now is None else now
+    record = live(store, code, now)
+    _student(store, record, student_id)
+    clean = " ".join(str(text).split())
+    if not clean or len(clean) > record.limits.prompt_chars or not clean.isprintable():
+        raise ClassError(f"a prompt is 1 to {record.limits.prompt_chars} printable characters", code="bad_value")
+    if not store.put_prompt(record.code, student_id, clean, now, record.limits.submissions):
+        raise ClassError(f"no more submissions ({record.limits.submissions} a student)", code="limit")
+    store.touch(record.code, now)
+    return clean
+
+
+def approve(store: Store, code: str, teacher_key: str, student_id: str | None = None,
+            now: float | None = None) -> None:
+    """The teacher lets a student's prompt (or every prompt: None) reach the projector."""
+    record = _teacher(store, code, teacher_key, now)
+    for sid, _, _, _ in store.prompts(record.code):
+        if student_id is None or sid == student_id:
+            store.approve(record.code, sid)
+
+
+def workload(store: Store, code: str, teacher_key: str, now: float | None = None) -> list[dict]:
+    """The class's requests in the order submitted: {student, name, text, approved} (the teacher's view)."""
+    record = _teacher(store, code, teacher_key, now)
+    names = {s.id: s.name for s in store.students(record.code)}
+    return [{"student": sid, "name": names.get(sid, "?"), "text": text, "approved": ok}
+            for sid, text, _, ok in store.prompts(record.code)]
+
+
+def put_results(store: Store, code: str, teacher_key: str, results: dict[str, dict], now: float | None = None) -> None:
+    """What the class's run drew for each student's request, for their phones to read."""
+    record = _teacher(store, code, teacher_key, now)
+    for sid, result in results.items():
+        store.put_result(record.code, sid, result)
+
+
 def answer_stats(store: Store, code: str, chapter: str) -> tuple[int, int, tuple[float, int] | None]:
     """(right, answered, the most common wrong answer and how many gave it, or None): what the projector says of a
     chapter's question. Ties go to the smaller value."""

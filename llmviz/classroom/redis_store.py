@@ -99,6 +99,28 @@ class RedisStore(Store):
         return {s: (float((v := json.loads(x))[0]), bool(v[1]))
                 for s, x in self.r.hgetall(_key(code, "answers", chapter)).items()}
 
+    def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
+        record = json.dumps({"text": text, "submitted": now, "approved": False})
+        keys = [_key(code, "done", student_id), _key(code, "prompts")]
+        return bool(self._put(keys=keys, args=["prompt|0", most, student_id, record]))
+
+    def prompts(self, code: str) -> list[tuple[str, str, float, bool]]:
+        rows = [(s, json.loads(x)) for s, x in self.r.hgetall(_key(code, "prompts")).items()]
+        return [(s, p["text"], p["submitted"], p["approved"]) for s, p in sorted(rows, key=lambda x: (
+            x[1]["submitted"], x[0]))]
+
+    def approve(self, code: str, student_id: str) -> None:
+        held = self.r.hget(_key(code, "prompts"), student_id)
+        if held is not None:
+            self.r.hset(_key(code, "prompts"), student_id, json.dumps({**json.loads(held), "approved": True}))
+
+    def put_result(self, code: str, student_id: str, result: dict) -> None:
+        self.r.hset(_key(code, "results"), student_id, json.dumps(result))
+
+    def result(self, code: str, student_id: str) -> dict | None:
+        held = self.r.hget(_key(code, "results"), student_id)
+        return None if held is None else json.loads(held)
+
     def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
         return {s: float(v) for s, v in self.r.hgetall(_key(code, "pred", item, str(round_))).items()}
 

@@ -26,6 +26,11 @@ CREATE TABLE IF NOT EXISTS predictions (code TEXT NOT NULL, student TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, student TEXT NOT NULL, chapter TEXT NOT NULL,
                                     given REAL NOT NULL, right INTEGER NOT NULL,
                                     PRIMARY KEY (code, student, chapter));
+CREATE TABLE IF NOT EXISTS prompts (code TEXT NOT NULL, student TEXT NOT NULL, text TEXT NOT NULL,
+                                    submitted REAL NOT NULL, approved INTEGER NOT NULL DEFAULT 0,
+                                    PRIMARY KEY (code, student));
+CREATE TABLE IF NOT EXISTS results (code TEXT NOT NULL, student TEXT NOT NULL, result TEXT NOT NULL,
+                                    PRIMARY KEY (code, student));
 CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, window INTEGER NOT NULL, count INTEGER NOT NULL,
                                  PRIMARY KEY (key, window));
 """
@@ -133,11 +138,40 @@ class SqliteStore(Store):
 
     @staticmethod
     def _count(db: sqlite3.Connection, code: str, student_id: str) -> int:
-        """A student's submissions: predictions (an item and round each) and answers (a chapter each)."""
+        """A student's submissions: predictions (an item and round each), answers (a chapter each), a prompt."""
         (count,) = db.execute("SELECT (SELECT COUNT(*) FROM predictions WHERE code = ?1 AND student = ?2) + "
-                              "(SELECT COUNT(*) FROM answers WHERE code = ?1 AND student = ?2)",
+                              "(SELECT COUNT(*) FROM answers WHERE code = ?1 AND student = ?2) + "
+                              "(SELECT COUNT(*) FROM prompts WHERE code = ?1 AND student = ?2)",
                               (code, student_id)).fetchone()
         return count
+
+    def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
+        with self._db(immediate=True) as db:
+            held = db.execute("SELECT 1 FROM prompts WHERE code = ? AND student = ?", (code, student_id)).fetchone()
+            if held is None and self._count(db, code, student_id) >= most:
+                return False
+            db.execute("INSERT OR REPLACE INTO prompts VALUES (?, ?, ?, ?, 0)", (code, student_id, text, now))
+        return True
+
+    def prompts(self, code: str) -> list[tuple[str, str, float, bool]]:
+        with self._db() as db:
+            rows = db.execute("SELECT student, text, submitted, approved FROM prompts WHERE code = ? "
+                              "ORDER BY submitted, student", (code,)).fetchall()
+        return [(s, text, when, bool(ok)) for s, text, when, ok in rows]
+
+    def approve(self, code: str, student_id: str) -> None:
+        with self._db() as db:
+            db.execute("UPDATE prompts SET approved = 1 WHERE code = ? AND student = ?", (code, student_id))
+
+    def put_result(self, code: str, student_id: str, result: dict) -> None:
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?)", (code, student_id, json.dumps(result)))
+
+    def result(self, code: str, student_id: str) -> dict | None:
+        with self._db() as db:
+            row = db.execute("SELECT result FROM results WHERE code = ? AND student = ?",
+                             (code, student_id)).fetchone()
+        return None if row is None else json.loads(row[0])
 
     def predictions(self, code: str, item: str, round_: int) -> dict[str, float]:
         with self._db() as db:
@@ -156,7 +190,7 @@ class SqliteStore(Store):
 
     def delete(self, code: str) -> None:
         with self._db(immediate=True) as db:
-            for table in ("predictions", "answers", "students", "classes"):
+            for table in ("predictions", "answers", "prompts", "results", "students", "classes"):
                 db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))  # one of the names above
 
     def codes(self) -> list[str]:

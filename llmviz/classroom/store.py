@@ -112,6 +112,25 @@ class Store(ABC):
         """{student id: (answer given, whether it was right)} for one chapter's question."""
 
     @abstractmethod
+    def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
+        """Keep a student's prompt for the class's workload (a later one replaces it and must be approved again),
+        unless it would be the student's `most`+1-th submission; whether it was kept."""
+
+    @abstractmethod
+    def prompts(self, code: str) -> list[tuple[str, str, float, bool]]:
+        """(student id, text, when submitted, approved) of every prompt, in the order submitted."""
+
+    @abstractmethod
+    def approve(self, code: str, student_id: str) -> None: ...
+
+    @abstractmethod
+    def put_result(self, code: str, student_id: str, result: dict) -> None:
+        """What the class's run drew for a student's request (its text, TTFT and inter-token latency)."""
+
+    @abstractmethod
+    def result(self, code: str, student_id: str) -> dict | None: ...
+
+    @abstractmethod
     def all_predictions(self, code: str) -> list[tuple[str, str, int, float]]:
         """(student id, item, round, value) of every prediction of the class (the teacher's summary)."""
 

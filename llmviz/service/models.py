@@ -51,6 +51,11 @@ def token_texts(lm: LoadedModel, text: str) -> list[str]:
     return [table[i]["text"] for i in ids]
 
 
+def text_of(lm: LoadedModel, ids: list[int]) -> str:
+    """Token ids as text (special tokens such as EOS left out): a served request's output."""
+    return lm.tokenizer.hf.decode(list(ids), skip_special_tokens=True)
+
+
 def generated_text(lm: LoadedModel, trace: RunTrace, row: int = 0) -> str:
     """One row's generated tokens as text (special tokens such as EOS left out)."""
     return lm.tokenizer.hf.decode(trace.row_output_ids(row), skip_special_tokens=True)

@@ -36,6 +36,17 @@ def serve(lm: LoadedModel, trace, scheduler: str, progress: Progress | None = No
     return run_serving(lm, requests_of(trace), scheduler, config or serve_config(**options), progress, until)
 
 
+def class_trace(lm: LoadedModel, prompts: list[str], every: int = 2, outputs: tuple = (16, 24, 32, 40)):
+    """A class's own requests as a request trace (issue 39, §3.2): request i is prompts[i] tokenized by `lm`,
+    arriving at step every x i (so that requests join a batch already running) and generating outputs[i % 4] tokens
+    (so that they leave it at different steps), greedy."""
+    from llmviz.engine.serving.requests import Request, RequestTrace
+
+    requests = tuple(Request(i, every * i, tuple(lm.tokenizer.encode(p)), outputs[i % len(outputs)])
+                     for i, p in enumerate(prompts))
+    return RequestTrace("class", requests, note=f"{len(prompts)} requests of a class, one every {every} steps")
+
+
 def serve_alone(lm: LoadedModel, trace: RequestTrace, device: str) -> dict:
     """{request id: output ids} of every request run by itself with its seed and sampling: what a scheduler must
     reproduce, whoever shares its batch (tokens only, no logits kept)."""

@@ -209,3 +209,29 @@ def test_the_chapters_answers_counted(store):
     assert store.answers(code, "1.1") == {}
     if hasattr(store, "r"):
         assert list(store.r.scan_iter(match=f"class:{code}*")) == []
+
+
+def test_the_classs_own_requests(store):
+    """§3.2's workload: each student submits a prompt (a later one replaces it, unapproved again); only the teacher
+    approves them and sees them; each student reads back what the run drew for theirs."""
+    code, key = code_of(store)
+    a, b = (classes.join(store, code, f"10.0.8.{i}", now=T0 + i) for i in range(2))
+    assert classes.submit_prompt(store, code, a.id, "  济南的冬天  是 ", now=T0 + 5) == "济南的冬天 是"
+    classes.submit_prompt(store, code, b.id, "The list of", now=T0 + 6)
+    with pytest.raises(ClassError):
+        classes.submit_prompt(store, code, b.id, "x" * 201, now=T0)
+    with pytest.raises(ClassError):
+        classes.workload(store, code, "nope", now=T0)
+    assert [(w["name"], w["text"], w["approved"]) for w in classes.workload(store, code, key, now=T0)] == [
+        (a.name, "济南的冬天 是", False), (b.name, "The list of", False)]
+    classes.approve(store, code, key, a.id, now=T0)
+    assert [w["approved"] for w in classes.workload(store, code, key, now=T0)] == [True, False]
+    classes.approve(store, code, key, now=T0)
+    classes.submit_prompt(store, code, b.id, "Return the", now=T0 + 9)  # replaced: approved again before shown
+    assert [(w["text"], w["approved"]) for w in classes.workload(store, code, key, now=T0)] == [
+        ("济南的冬天 是", True), ("Return the", False)]
+    assert store.submissions(code, b.id) == 1
+    classes.put_results(store, code, key, {a.id: {"text": "天气", "ttft_ms": 12.5}}, now=T0)
+    assert store.result(code, a.id) == {"text": "天气", "ttft_ms": 12.5} and store.result(code, b.id) is None
+    classes.end(store, code, key, now=T0)
+    assert store.prompts(code) == [] and store.result(code, a.id) is None

@@ -149,7 +149,7 @@ UI_FAMILIES = {  # family -> the other families it may import; lowest first
     "claims": (),
     "batch": (), "decode": (), "prefill": (), "serving": (),
     "compare": ("claims",), "latency": ("claims",), "layouts": ("claims",),
-    "lesson": ("claims", "latency"),
+    "lesson": ("claims", "latency", "serving"),
 }
 URL_SECTIONS = ("llmviz.ui.batch.batch_url", "llmviz.ui.compare.compare_url", "llmviz.ui.layouts.layouts_url",
                 "llmviz.ui.lesson.lesson_steps")

@@ -1,7 +1,9 @@
 """A class in one room in real browsers through `scripts/serve-class` (issue 39): two replicas behind HAProxy, one
 class store (a SQLite file), a projector at 1280x720 and two phone-sized students (390x844) in Debian's Chromium.
 The students join from the projector's link and follow the teacher's step; their predictions reach the projector,
-whose count says so and whose histogram draws them. Slow (two cold replicas, three browsers): CI runs it second.
+whose count says so and whose histogram draws them; at §3.2 their prompts, approved and run, reach the projector's
+Gantt under their names, and each phone shows its own request's time to first token. Slow (two cold replicas, three
+browsers): CI runs it second.
 Skipped where Chromium or HAProxy is absent."""
 
 from __future__ import annotations
@@ -74,6 +76,27 @@ def lesson_class(tmp_path_factory, monkeypatch_module):
         projector.locator(".st-key-llmviz_class_shown_K4 label").first.click()
         wait_idle(projector, 60)
         record["histogram"] = projector.locator(".st-key-class-histogram [data-testid=stPlotlyChart]").count()
+        teacher_url = projector.url  # §3.2: the class is the workload (the teacher's link keeps the class)
+        projector.goto(re.sub(r"lesson=[0-9.]+", "lesson=3.2.1", teacher_url))
+        wait_idle(projector, 120)
+        for phone, text in zip(phones, ("济南的冬天", "The list of"), strict=True):
+            shows(phone, title("3.2.1"))
+            wait_idle(phone, 60)
+            phone.locator(".st-key-class_prompt input").first.fill(text)
+            phone.locator(".st-key-class_send button").first.click()
+            wait_idle(phone, 60)
+        projector.reload()
+        wait_idle(projector, 120)
+        projector.locator(".st-key-class_approve button").first.click()
+        wait_idle(projector, 60)
+        projector.locator(".st-key-class_run button").first.click()
+        projector.wait_for_selector(".st-key-class-gantt [data-testid=stPlotlyChart]", timeout=120_000)
+        wait_idle(projector, 60)
+        record["gantt_rows"] = projector.evaluate(
+            "() => Array.from(document.querySelectorAll('.st-key-class-gantt .ytick text')).map(e => e.textContent)")
+        for phone in phones:
+            shows(phone, translate("zh", "class.ttft"), timeout_s=30)
+        record["mine"] = [p.locator(".st-key-class-mine").first.inner_text() for p in phones]
         record["exceptions"] = [exceptions(p) for p in (projector, *phones)]
         from llmviz.classroom.stores import open_store  # what the replicas wrote, read from the file itself
 
@@ -92,6 +115,12 @@ def monkeypatch_module():
 def test_students_join_and_follow_the_teacher(lesson_class):
     assert all(title("2.2.1") in titles for titles in lesson_class["joined"])
     assert all(title("2.2.2") in titles for titles in lesson_class["followed"])
+
+
+def test_the_class_is_the_workload(lesson_class):
+    """Each student's request reaches the Gantt under their name, and its time to first token shows on its phone."""
+    assert len(lesson_class["gantt_rows"]) == 2 and all(row.strip() for row in lesson_class["gantt_rows"])
+    assert all(translate("zh", "class.ttft") in text and " ms" in text for text in lesson_class["mine"])
 
 
 def test_their_predictions_reach_the_projector(lesson_class):

@@ -206,3 +206,24 @@ def test_a_page_in_chinese_shows_no_english_prose(chinese_pages, page):
 def test_the_latin_check_catches_a_planted_english_sentence():
     assert latin_runs(["每 token 约 25 ms", "`from flash_attn import flash_attention`", "llmviz-tiny on cpu"]) == []
     assert latin_runs(["结果：the engine's timed region of each step"]) == ["the engine's timed region of each step"]
+
+
+def test_bold_closes_where_markdown_can_close_it():
+    """CommonMark closes ** only where it is right-flanking: after punctuation it must be followed by a space or
+    punctuation. 「**全班就是工作负载：**目前」 showed its asterisks (issue 39's first draft): the colon goes
+    outside."""
+    import unicodedata
+
+    def punct(c: str) -> bool:
+        return unicodedata.category(c).startswith("P") or unicodedata.category(c).startswith("S")
+
+    found = []
+    for lang in LANGUAGES:
+        for key, text in catalog(lang).items():
+            for m in re.finditer(r"\*\*([^*\n]+)\*\*", text):
+                inner, after = m.group(1), text[m.end():m.end() + 1]
+                if inner[-1] == "}" or after == "{":  # a placeholder: its value decides
+                    continue
+                if punct(inner[-1]) and after and not after.isspace() and not punct(after):
+                    found.append((lang, key))
+    assert found == []

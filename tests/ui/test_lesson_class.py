@@ -153,3 +153,39 @@ def test_the_chapters_question_counted_on_the_projector(app_model):
     said = [m.value for m in teacher.markdown]
     assert translate("zh", "class.answers", right=1, n=2) + " " + translate(
         "zh", "class.common_wrong", value="1,234 B", count=1) in said, said
+
+
+def test_the_class_is_the_workload(app_model):
+    """§3.2: three students send prompts; the projector shows their lengths until approved, then the texts; the
+    teacher's run serves them through continuous and static batching on the engine; the Gantt's rows are the
+    students' names; each phone shows its own request's text, which is what that request draws served alone, and its
+    time to first token."""
+    from llmviz import service
+    from llmviz.trace.config import EngineConfig
+
+    teacher, code, _ = teacher_at("3.2.1")
+    prompts = ["济南的冬天", "The list of", "人工智能"]
+    phones = []
+    for text in prompts:
+        phone = open_app(PAGE, lang="zh", room=code)
+        phone.text_input(key="class_prompt").input(text).run()
+        phone.button(key="class_send").click().run()
+        phones.append(phone)
+    teacher.run()
+    [listed] = [x.value for x in teacher.table if translate("zh", "class.col_prompt") in x.value.columns]
+    assert list(listed[translate("zh", "class.col_prompt")]) == [
+        translate("zh", "class.unapproved", chars=len(p)) for p in prompts]  # nothing unvetted on the wall
+    teacher.button(key="class_approve").click().run()
+    teacher.button(key="class_run").click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    names = [s.name for s in store().students(code)]
+    [gantt] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_gantt" in c.proto.id]
+    assert gantt["layout"]["yaxis"]["ticktext"] == names
+    lm = service.models.load("llmviz-tiny", EngineConfig())
+    alone = service.serving.serve_alone(lm, service.serving.class_trace(lm, prompts), "cpu")
+    assert [len(alone[i]) for i in range(3)] == [16, 24, 32]  # the trace's lengths: they leave at different steps
+    for i, phone in enumerate(phones):
+        phone.run()
+        mine = store().result(code, settings(phone).me)
+        assert mine["text"] == service.models.text_of(lm, alone[i]) and mine["ttft_ms"] > 0
+        assert any(translate("zh", "class.yours", text="")[:6] in m.value for m in phone.markdown)

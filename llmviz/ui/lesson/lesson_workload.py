@@ -1,0 +1,141 @@
+"""The class is the workload (issue 39, §3.2): at K7's step each student sends a short prompt (on a public server,
+picks one from a list); the teacher approves them (the projector shows a text only once approved, its length
+before) and runs the class's requests on the real engine through continuous batching, and static batching for
+contrast; the projector draws the Gantt of the class's own requests by their names, and each phone shows its own
+request's text as drawn, its time to first token and its inter-token latency (analysis/serving.latencies: the
+Serving page's rule).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import streamlit as st
+
+from llmviz.analysis.serving import latencies, metrics
+from llmviz.analysis.serving_timeline import binned_timeline
+from llmviz.classroom import classes
+from llmviz.classroom.classes import ClassError
+from llmviz.ui import measure, server, state
+from llmviz.ui.chrome import literal
+from llmviz.ui.lesson import lesson_class
+from llmviz.ui.settings import EXAMPLE_PROMPTS
+
+STEP = "3.2.1"  # K7's: continuous batching
+RUN_KEY = "llmviz_class_workload"  # the teacher's run: (code, {scheduler: result}, [student ids by request id])
+SLOTS = 4
+
+
+def panel(t, step) -> None:
+    """Under K7's prediction, in a class: the student's prompt and result, or the teacher's workload."""
+    if step.id != STEP or lesson_class.role() is None:
+        return
+    with st.container(key="class-workload", border=True):
+        if lesson_class.role() == "teacher":
+            teacher(t)
+        else:
+            student(t)
+
+
+def send(t) -> None:
+    s = state.settings()
+    text = st.session_state.get("class_prompt") or ""
+    try:
+        classes.submit_prompt(lesson_class.store(), s.room, s.me, text)
+    except ClassError as exc:
+        st.session_state["class_prompt_error"] = exc.code
+
+
+@st.fragment(run_every=lesson_class.POLL_S)
+def student(t) -> None:
+    """The student's prompt (typed, or picked on a public server), then what the class's run drew for it."""
+    s = state.settings()
+    st.markdown(t("class.workload_student"))
+    if server.policy().public:  # nothing typed reaches a public server's projector
+        st.selectbox(t("class.prompt"), EXAMPLE_PROMPTS, key="class_prompt")
+    else:
+        st.text_input(t("class.prompt"), key="class_prompt", max_chars=lesson_class.store().get(s.room).limits
+                      .prompt_chars if lesson_class.store().get(s.room) else 200)
+    st.button(t("class.send"), key="class_send", on_click=send, args=(t,))
+    if (code := st.session_state.pop("class_prompt_error", None)) is not None:
+        st.warning(t(f"class.error.{code}"))
+    mine = next(((text, ok) for sid, text, _, ok in lesson_class.store().prompts(s.room) if sid == s.me), None)
+    if mine is not None:
+        st.caption(t("class.sent", text=literal(mine[0])))
+    result = lesson_class.store().result(s.room, s.me)
+    if result is not None:
+        with st.container(key="class-mine"):
+            st.markdown(t("class.yours", text=literal(result["text"])))
+            a, b = st.columns(2)
+            a.metric(t("class.ttft"), f"{result['ttft_ms']:.0f} ms")
+            b.metric(t("class.itl"), "—" if result["itl_ms"] is None else f"{result['itl_ms']:.1f} ms")
+
+
+def teacher(t) -> None:
+    """The class's requests (texts once approved), Approve, Run; then the Gantt by names and the two schedulers."""
+    s = state.settings()
+    try:
+        rows = classes.workload(lesson_class.store(), s.room, s.teach)
+    except ClassError as exc:
+        lesson_class.explain(t, exc)
+        return
+    st.markdown(t("class.workload_teacher", n=len(rows)))
+    if rows:
+        st.table([{t("class.col_name"): r["name"], t("class.col_prompt"): r["text"] if r["approved"] else
+                   t("class.unapproved", chars=len(r["text"]))} for r in rows], hide_index=True)
+    a, b = st.columns(2)
+    if a.button(t("class.approve_all"), key="class_approve", disabled=not rows):
+        classes.approve(lesson_class.store(), s.room, s.teach)
+        st.rerun()
+    if b.button(t("class.run"), key="class_run", type="primary", disabled=not rows):
+        run(t, rows)
+    kept = st.session_state.get(RUN_KEY)
+    if kept is not None and kept[0] == s.room:
+        draw(t, kept[1], kept[2])
+
+
+def run(t, rows: list[dict]) -> None:
+    """The class's requests through both schedulers (the heavy slot on a public server); each student's own result
+    to the store, for their phone."""
+    from llmviz import service
+
+    s = state.settings()
+
+    def work(queued):
+        lm = server.model(s.model, s.device, s.dtype, **s.load_options())
+        trace = service.serving.class_trace(lm, [r["text"] for r in rows])
+        with queued() as progress:
+            out = {name: service.serving.serve(lm, trace, name, slots=SLOTS, device=s.device,
+                                               progress=lambda f, stage, values: progress(f, None))
+                   for name in ("continuous", "static")}
+        return out, lm
+
+    found = measure.run(t, "llmviz_class_run", None, work, text=t("class.running", n=len(rows)))
+    if found is None:
+        return
+    results, lm = found
+    each = latencies(results["continuous"])
+    mine = {r["student"]: {"text": service.models.text_of(lm, results["continuous"]["outputs"][i]),
+                           "ttft_ms": each[i]["ttft_ms"],
+                           "itl_ms": statistics.fmean(each[i]["itl_ms"]) if each[i]["itl_ms"] else None}
+            for i, r in enumerate(rows)}
+    classes.put_results(lesson_class.store(), s.room, s.teach, mine)
+    st.session_state[RUN_KEY] = (s.room, results, [r["name"] for r in rows])
+
+
+def draw(t, results: dict, names: list[str]) -> None:
+    """The projector: the class's requests over the continuous run's steps, each row a student's name; the two
+    schedulers' figures."""
+    from llmviz.ui.charts import chart
+    from llmviz.ui.serving.serving_view import metrics_table
+    from llmviz.viz.serving import gantt
+
+    view = binned_timeline(results["continuous"])
+    fig = gantt(view, {x: t(f"serving.state.{x}") for x in ("not_arrived", "waiting", "prefill", "decode", "idle",
+                                                             "done")},
+                t("class.gantt_title", n=len(names)), t("serving.step"), t("class.col_name"))
+    if not view.aggregated:  # a row a request: its student's name
+        fig.update_yaxes(ticktext=[names[i] for i in view.ids])
+    with st.container(key="class-gantt"):
+        chart(t, fig, key="class_gantt_chart")
+    metrics_table(t, {name: metrics(r) for name, r in results.items()})

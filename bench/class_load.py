@@ -3,6 +3,7 @@ scripts/st_session.py), each opening a page and pressing its Next K times with a
 
     python bench/class_load.py [--students 30] [--clicks 10] [--think 1.0] [--page decode|lesson]
                                [--replicas N | --url http://127.0.0.1:8501 --pid PID ...]
+    python bench/class_load.py --class --students 60 --replicas 2   # a class in one room (bench/class_mode.py)
 
 By default it starts one `streamlit run app.py` and measures that process; with --replicas N, N replicas behind
 HAProxy (scripts/serve-class) and all of them; with --url it drives a running server and measures --pid's.
@@ -166,7 +167,11 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=0, help="N replicas behind HAProxy (default: one process)")
     parser.add_argument("--url", default=None, help="a running server or balancer (default: start one here)")
     parser.add_argument("--pid", type=int, nargs="*", default=[], help="with --url: the server processes to watch")
+    parser.add_argument("--class", dest="lesson_class", action="store_true",
+                        help="a class in one room: the projector, predictions, the class's own requests")
     args = parser.parse_args()
+    if args.lesson_class:
+        return class_main(args)
     if args.students < 1 or args.clicks < 1 or args.think < 0:
         parser.error("students and clicks must be at least 1, think at least 0")
     if args.page == "lesson" and args.clicks >= len(POSITIONS):
@@ -189,6 +194,35 @@ def main() -> None:
                       "timed": "client-side, per click: the rerun sent until its script_finished (Streamlit's "
                                "websocket protocol, no browser); clients and server on the same machine",
                       **result}, indent=2))
+
+
+def class_main(args) -> None:
+    """--class: the projector and N students through one class store (a SQLite file in a temporary folder, which the
+    replicas inherit), on one process or --replicas N behind HAProxy."""
+    import tempfile
+
+    from class_mode import run_lesson_class
+
+    with tempfile.TemporaryDirectory() as folder:
+        store_url = f"sqlite:///{folder}/class.db"
+        os.environ["LLMVIZ_CLASS_STORE"] = store_url
+        if args.replicas:
+            port = free_port()
+            with Class(args.replicas, port):
+                result = asyncio.run(run_lesson_class(args.students, args.think, "127.0.0.1", port, store_url))
+            served = {"url": f"scripts/serve-class --replicas {args.replicas} (HAProxy in front)",
+                      "processes": args.replicas}
+        else:
+            with AppServer(timeout=120) as server:
+                result = asyncio.run(run_lesson_class(args.students, args.think, "127.0.0.1", server.port,
+                                                      store_url))
+            served = {"url": "one `streamlit run app.py` started here", "processes": 1}
+    print(json.dumps({"benchmark": "class_load --class", "machine": machine("cpu"), "served": served,
+                      "timed": "client-side: a prediction set until its run finished; the last one stored until the "
+                               "projector's count showed it (polled every 1 s, as its fragment); the first prompt "
+                               "sent until the teacher's run of the class's requests finished (Streamlit's "
+                               "websocket protocol, no browser); clients and server on the same machine",
+                      **result}, indent=2, ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -150,6 +150,35 @@ class StClient:
             raise RuntimeError(f"button {key!r} is disabled")
         return await self._rerun([WidgetState(id=button.widget_id, trigger_value=True)], button.fragment_id)
 
+    async def set(self, key: str, value) -> float:
+        """Set the widget whose user key is `key` as a person does (a slider to a number, a text box to a text,
+        sent when it is left); seconds from sending until its run finished."""
+        found = [e for e in self.elements.values() if e.widget_id and user_key(e.widget_id) == key]
+        if not found:
+            raise KeyError(f"no widget with key {key!r}")
+        e = found[0]
+        ws = WidgetState(id=e.widget_id)
+        if e.kind == "slider":
+            ws.double_array_value.data[:] = [float(value)]
+        elif e.kind in ("text_input", "text_area"):
+            ws.string_value = str(value)
+        else:
+            raise TypeError(f"setting a {e.kind} is not written here")
+        self.widgets[e.widget_id] = ws  # the browser holds it from now on
+        return await self._rerun([ws], e.fragment_id)
+
+    async def rerun(self, fragment_id: str = "") -> float:
+        """A rerun of the page, or of one fragment (what its run_every timer sends); seconds until it finished."""
+        return await self._rerun([], fragment_id)
+
+    def fragments(self) -> set[str]:
+        """The ids of the fragments drawn on the page."""
+        return {e.fragment_id for e in self.elements.values() if e.fragment_id}
+
+    def texts(self) -> list[str]:
+        """Every markdown body on the page (st.markdown, st.caption)."""
+        return [e.proto.body for e in self.elements.values() if e.kind == "markdown"]
+
     async def goto(self, page: str) -> float:
         """Another page of the app in this session, as a click in the sidebar does (its run is kept)."""
         if page not in self.pages:

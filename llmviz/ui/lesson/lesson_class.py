@@ -28,7 +28,8 @@ from llmviz.ui.lesson.lesson_steps import CHAPTERS
 
 STORE_ENV = "LLMVIZ_CLASS_STORE"
 FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the class's pace left)
-POLL_S = 2.0  # how often a device asks the store for the class's step and counts
+POLL_S = 2.0  # how often a student's device asks the store for the class's step
+TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
 
 
 def default_url() -> str:
@@ -113,8 +114,13 @@ def _rejoin() -> None:
     st.session_state[FOLLOW] = True
 
 
-@st.fragment(run_every=POLL_S)
 def status(t, claim: str | None) -> None:
+    """The class's line, asked again by the device's fragment: every TEACHER_POLL_S on the projector, POLL_S on a
+    phone."""
+    (_projector_status if role() == "teacher" else _student_status)(t, claim)
+
+
+def _status(t, claim: str | None) -> None:
     """The class's line in the navigation row, asked again every POLL_S: the code and the counts on the projector
     (joined, and on a claim's step how many predicted); on a student's device their name and the pace (a student
     following the teacher moves with them)."""
@@ -274,3 +280,7 @@ def question_stats(t, chapter: str, unit_shown) -> None:
     with st.container(key="class-answers"):
         st.markdown(t("class.answers", right=right, n=n) + (
             "" if common is None else " " + t("class.common_wrong", value=unit_shown(common[0]), count=common[1])))
+
+
+_projector_status = st.fragment(run_every=TEACHER_POLL_S)(_status)
+_student_status = st.fragment(run_every=POLL_S)(_status)

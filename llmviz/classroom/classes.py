@@ -54,7 +54,9 @@ def start(store: Store, limits: Limits | None = None, now: float | None = None, 
           ) -> tuple[str, str]:
     """A new class: (join code, teacher key)."""
     now = time.time() if now is None else now
-    key = secrets.token_urlsafe(24)
+    key = "-"
+    while key.startswith("-"):  # a key never reads as a command line's option (`llmviz class end CODE --key KEY`)
+        key = secrets.token_urlsafe(24)
     for _ in range(20):  # a taken code (one in 1e8 per live class) draws again
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
         if store.create(ClassRecord(code, _hash(key), limits or Limits(), step, now, now)):

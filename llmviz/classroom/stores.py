@@ -1,6 +1,11 @@
-"""A class store by its URL (issue 39; the app will read it from LLMVIZ_CLASS_STORE): SQLite or Redis."""
+"""A class store by its URL (issue 39): LLMVIZ_CLASS_STORE (the app and `llmviz class` read it), SQLite by default (a
+file in the temporary folder, which the replicas of one machine share), or Redis across machines."""
 
 from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
 
 from llmviz.classroom.redis_store import RedisStore
 from llmviz.classroom.sqlite_store import SqliteStore
@@ -15,3 +20,11 @@ def open_store(url: str) -> Store:
     if url.startswith(("redis://", "rediss://")):
         return RedisStore(url)
     raise ConfigError(f"a class store is sqlite:///path or redis://host:port/db, got {url!r}")
+
+
+STORE_ENV = "LLMVIZ_CLASS_STORE"
+
+
+def store_url() -> str:
+    """The class store this process uses: LLMVIZ_CLASS_STORE, else the default SQLite file."""
+    return os.environ.get(STORE_ENV) or f"sqlite:///{Path(tempfile.gettempdir()) / 'llmviz-class' / 'class.db'}"

@@ -7,13 +7,13 @@ import argparse
 import os
 import sys
 
-from llmviz.cli import app, claims, compare, generate, record, serve, speculative
+from llmviz.cli import app, claims, compare, generate, lesson_class, record, serve, speculative
 from llmviz.errors import LlmvizError
 from llmviz.trace.extensions import load_plugins
 
 # command -> its module (add_parser(sub), run(args) -> int), in the order `--help` lists them
 COMMANDS = {"generate": generate, "trace": record, "compare": compare, "serve-sim": serve,
-            "speculative": speculative, "claims": claims, "app": app}
+            "speculative": speculative, "claims": claims, "class": lesson_class, "app": app}
 RAISE_ENV = "LLMVIZ_RAISE_UNEXPECTED"  # set: an unexpected exception is raised (traceback), as in the app
 
 

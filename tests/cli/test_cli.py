@@ -305,7 +305,7 @@ def test_every_command_module_adds_its_parser_and_runs():
 
     commands = parser()._subparsers._group_actions[0].choices
     assert list(commands) == list(COMMANDS) == ["generate", "trace", "compare", "serve-sim", "speculative", "claims",
-                                                "app"]
+                                                "class", "app"]
     assert all(callable(m.add_parser) and callable(m.run) for m in COMMANDS.values())
 
 

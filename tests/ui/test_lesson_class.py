@@ -10,8 +10,9 @@ import pytest
 from ui_helpers import open_app, page_file, rendered_text
 
 from llmviz.analysis.claim_effects import judged
+from llmviz.classroom.stores import STORE_ENV
 from llmviz.i18n.translator import translate
-from llmviz.ui.lesson.lesson_class import STORE_ENV, store
+from llmviz.ui.lesson.lesson_class import store
 
 PAGE = page_file("lesson")
 

@@ -12,28 +12,20 @@ state is the store named by LLMVIZ_CLASS_STORE (default: a SQLite file beside th
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
-from pathlib import Path
 
 import streamlit as st
 
 from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
 from llmviz.classroom.store import ClassRecord, Store
-from llmviz.classroom.stores import open_store
+from llmviz.classroom.stores import open_store, store_url
 from llmviz.ui import state
 from llmviz.ui.chrome import literal
 from llmviz.ui.lesson.lesson_steps import CHAPTERS
 
-STORE_ENV = "LLMVIZ_CLASS_STORE"
 FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the class's pace left)
 POLL_S = 2.0  # how often a student's device asks the store for the class's step
 TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
-
-
-def default_url() -> str:
-    return f"sqlite:///{Path(tempfile.gettempdir()) / 'llmviz-class' / 'class.db'}"
 
 
 @st.cache_resource(show_spinner=False)
@@ -43,7 +35,7 @@ def _store(url: str) -> Store:
 
 def store() -> Store:
     """The class store of this server (one per process and URL; each store is safe to share between threads)."""
-    return _store(os.environ.get(STORE_ENV) or default_url())
+    return _store(store_url())
 
 
 def client() -> str:

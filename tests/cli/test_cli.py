@@ -264,9 +264,10 @@ def test_claims_errors_are_one_line(run):
         f"K{i}" for i in range(1, 12))
 
 
-# What the CLI may import of llmviz: the engine and the labs only through the service (issue 20)
+# What the CLI may import of llmviz: the engine and the labs only through the service (issue 20); the class's
+# rules and store (issue 39: `llmviz class`, torch-free)
 CLI_MAY_IMPORT = ("llmviz.service", "llmviz.cli", "llmviz.trace", "llmviz.analysis", "llmviz.i18n", "llmviz.files",
-                  "llmviz.errors", "llmviz.paths")
+                  "llmviz.errors", "llmviz.paths", "llmviz.classroom")
 
 
 def llmviz_imports_outside(source: str, allowed: tuple[str, ...]) -> list[str]:

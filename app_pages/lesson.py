@@ -99,6 +99,7 @@ def main() -> None:
     at = POSITIONS.index(state.settings().lesson)
     lesson_nav.navigation(t, at)
     lesson_reveal.say_passed(t)
+    lesson_class.say_refused(t)
     run = shown_run(t)
     if POSITIONS[at] == END:
         lesson_end.summary(t)

@@ -40,8 +40,9 @@ async def student(i: int, code: str, port: int, host: str, out: dict) -> StClien
 async def predict(i: int, c: StClient, think: float, out: dict) -> None:
     await asyncio.sleep(think * random.Random(i).uniform(0, 1))
     try:
+        sent = time.perf_counter()
         out[i]["submit_s"] = await c.set("lesson_predict_K4", round(1.0 + 0.05 * random.Random(i).randrange(60), 2))
-        out[i]["stored_at"] = time.perf_counter()
+        out[i]["stored_at"] = sent  # sent, not its run finished: the lag counts from before it could be stored
     except Exception as exc:  # counted, not raised
         out[i]["failures"].append(f"predict: {type(exc).__name__}: {exc}"[:200])
 
@@ -81,7 +82,11 @@ async def run_lesson_class(students: int, think: float, host: str, port: int, st
     watching = asyncio.create_task(projector_sees(teacher, students))
     await asyncio.gather(*(predict(i, c, think, out) for i, c in enumerate(clients)))
     last = max((r["stored_at"] for r in out.values() if r["stored_at"]), default=time.perf_counter())
-    seen = await watching
+    try:
+        seen = await watching
+    except TimeoutError as exc:  # counted as a failure, with what the projector showed
+        seen = None
+        out.setdefault(-1, {"failures": [], "joined": True})["failures"].append(str(exc))
     board = StClient(port, "lesson", f"lang=en&lesson=3.2.1&room={code}&teach={key}", host=host)
     await board.open()  # the projector at §3.2 (the class's step moves with it)
     began = time.perf_counter()
@@ -100,10 +105,10 @@ async def run_lesson_class(students: int, think: float, host: str, port: int, st
     failures += [f"student {i}: no result" for i, r in enumerate(results) if r is None]
     for c in (teacher, board, *clients):
         await c.close()
-    submits = [r["submit_s"] for r in out.values() if r["submit_s"] is not None]
+    submits = [r["submit_s"] for r in out.values() if r.get("submit_s") is not None]
     figures = {"submit_p50_s": round(percentile(submits, 50), 3) if submits else None,
                "submit_p95_s": round(percentile(submits, 95), 3) if submits else None,
-               "projector_lag_s": round(seen - last, 3), "workload_s": round(workload, 2)}
+               "projector_lag_s": None if seen is None else round(seen - last, 3), "workload_s": round(workload, 2)}
     return {"students": students, "think_s": think, **figures, "failures": len(failures),
             "failure_examples": failures[:5], "projector_poll_s": PROJECTOR_POLL_S, "targets": TARGETS,
             "target_met": not failures and all(figures[k] is not None and figures[k] < v for k, v in TARGETS.items())}

@@ -102,6 +102,8 @@ def _frontend(host: str, port: int, maxconn: int) -> str:
   tcp-request connection track-sc0 src,ipmask(32,{IPV6_PREFIX})
   tcp-request connection reject if {{ sc0_conn_cur gt {CONN_PER_SOURCE} }}
   tcp-request connection reject if {{ sc0_conn_rate gt {RATE_PER_SOURCE} }}
+  http-request del-header X-Forwarded-For
+  option forwardfor
   default_backend replicas"""
 
 

@@ -4,8 +4,9 @@
   only; the store keeps its hash). Only the key moves the class, and ends it.
 - A student joins with the code: anonymous, a generated name they may change; nothing personal is kept.
 - Codes cannot be guessed within the join rate limit: 31^6 (about 8.9e8) codes, JOIN_ATTEMPTS tries a minute per
-  client, so a client guessing for a whole class hour at the limit finds one of 10 live classes with a chance of
-  about 10 x 600 / 8.9e8, under one in 100,000.
+  client address (a whole class behind one school NAT address must fit in it), so a client guessing for a whole
+  class hour at the limit finds one of 10 live classes with a chance of about 10 x 7,200 / 8.9e8, under one in
+  10,000 (a fixed window: up to twice the limit around its edge).
 - Limits per class: students, a student's submissions, a prompt's length; a class idle past its idle time ends by
   itself (`sweep`), and ending deletes every record of it.
 Each refusal is a ClassError with a code (a page says it in its language); no torch, no streamlit here.
@@ -24,7 +25,8 @@ from llmviz.errors import LlmvizError
 
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: read off a projector without doubt
 CODE_LENGTH = 6
-JOIN_ATTEMPTS, JOIN_WINDOW_S = 10, 60.0  # per client
+JOIN_ATTEMPTS, JOIN_WINDOW_S = 120, 60.0  # per client address
+STARTS, STARTS_WINDOW_S = 5, 3600.0  # classes a client address may start an hour
 NAME_CHARS = 24
 ROUNDS = (1, 2)  # a prediction before discussion, and one after
 ANIMALS = ("Otter", "Heron", "Lynx", "Panda", "Crane", "Gecko", "Ibis", "Koala", "Marten", "Orca", "Puffin",
@@ -50,10 +52,14 @@ def is_code(text: str) -> bool:
     return len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text)
 
 
-def start(store: Store, limits: Limits | None = None, now: float | None = None, step: str = "1.1.1"
-          ) -> tuple[str, str]:
-    """A new class: (join code, teacher key)."""
+def start(store: Store, limits: Limits | None = None, now: float | None = None, step: str = "1.1.1",
+          client: str | None = None) -> tuple[str, str]:
+    """A new class: (join code, teacher key). A client address may start STARTS an hour (`client` None: the command
+    line, on the server itself); the classes idle past their time end first."""
     now = time.time() if now is None else now
+    if client is not None and store.hit(f"start:{client}", STARTS_WINDOW_S, now) > STARTS:
+        raise ClassError(f"this address started {STARTS} classes this hour: end one, or wait", code="too_many")
+    sweep(store, now)
     key = "-"
     while key.startswith("-"):  # a key never reads as a command line's option (`llmviz class end CODE --key KEY`)
         key = secrets.token_urlsafe(24)
@@ -78,16 +84,29 @@ def live(store: Store, code: str, now: float | None = None) -> ClassRecord:
 
 
 def join(store: Store, code: str, client: str, now: float | None = None) -> Student:
-    """A student joins (`client`: what the rate limit counts, e.g. the address the request came from)."""
+    """A student joins (`client`: what the rate limit counts, e.g. the address the request came from), with a
+    generated name no one else in the class has. Once a minute a join also ends the classes idle past their time."""
     now = time.time() if now is None else now
     if store.hit(f"join:{client}", JOIN_WINDOW_S, now) > JOIN_ATTEMPTS:
         raise ClassError(f"too many tries to join: wait a minute (at most {JOIN_ATTEMPTS} a minute)", code="too_many")
+    if store.hit("sweep", JOIN_WINDOW_S, now) == 1:
+        sweep(store, now)
     record = live(store, code, now)
-    student = Student(secrets.token_hex(8), f"{secrets.choice(ANIMALS)} {secrets.randbelow(90) + 10}", now)
+    taken = {s.name for s in store.students(record.code)}
+    name = next((n for n in (f"{secrets.choice(ANIMALS)} {secrets.randbelow(90) + 10}" for _ in range(50))
+                 if n not in taken), f"{secrets.choice(ANIMALS)} {secrets.token_hex(2)}")
+    student = Student(secrets.token_hex(8), name, now)
     if not store.add_student(record.code, student, record.limits.students):
-        raise ClassError(f"the class is full ({record.limits.students} students)", code="full")
+        _refused(store, record, "full", f"the class is full ({record.limits.students} students)")
     store.touch(record.code, now)
     return student
+
+
+def _refused(store: Store, record: ClassRecord, code: str, message: str):
+    """A store's write refused: the class ended meanwhile (no_class), or the limit (`code`)."""
+    if store.get(record.code) is None:
+        raise ClassError(f"the class {record.code} has ended", code="no_class")
+    raise ClassError(message, code=code)
 
 
 def _student(store: Store, record: ClassRecord, student_id: str) -> Student:
@@ -145,7 +164,7 @@ def predict(store: Store, code: str, student_id: str, item: str, round_: int, va
         raise ClassError(f"a prediction is a finite number in round 1 or 2, got {value!r} in round {round_!r}",
                          code="bad_value")
     if not store.put_prediction(record.code, student_id, str(item), round_, float(value), record.limits.submissions):
-        raise ClassError(f"no more submissions ({record.limits.submissions} a student)", code="limit")
+        _refused(store, record, "limit", f"no more submissions ({record.limits.submissions} a student)")
     store.touch(record.code, now)
 
 
@@ -160,7 +179,7 @@ def answer(store: Store, code: str, student_id: str, chapter: str, given: float,
         raise ClassError(f"an answer is a finite number to a chapter, got {given!r} to {chapter!r}", code="bad_value")
     most = record.limits.submissions
     if not store.put_answer(record.code, student_id, str(chapter), float(given), bool(right), most):
-        raise ClassError(f"no more submissions ({record.limits.submissions} a student)", code="limit")
+        _refused(store, record, "limit", f"no more submissions ({most} a student)")
     store.touch(record.code, now)
 
 
@@ -174,18 +193,16 @@ def submit_prompt(store: Store, code: str, student_id: str, text: str, now: floa
     if not clean or len(clean) > record.limits.prompt_chars or not clean.isprintable():
         raise ClassError(f"a prompt is 1 to {record.limits.prompt_chars} printable characters", code="bad_value")
     if not store.put_prompt(record.code, student_id, clean, now, record.limits.submissions):
-        raise ClassError(f"no more submissions ({record.limits.submissions} a student)", code="limit")
+        _refused(store, record, "limit", f"no more submissions ({record.limits.submissions} a student)")
     store.touch(record.code, now)
     return clean
 
 
-def approve(store: Store, code: str, teacher_key: str, student_id: str | None = None,
-            now: float | None = None) -> None:
-    """The teacher lets a student's prompt (or every prompt: None) reach the projector."""
+def approve(store: Store, code: str, teacher_key: str, seen: list[tuple[str, str]], now: float | None = None) -> int:
+    """The teacher lets the prompts they read (`seen`: (student, text) pairs) reach the projector and the run; a
+    prompt changed since it was read stays unapproved. How many were approved."""
     record = _teacher(store, code, teacher_key, now)
-    for sid, _, _, _ in store.prompts(record.code):
-        if student_id is None or sid == student_id:
-            store.approve(record.code, sid)
+    return sum(store.approve(record.code, sid, text) for sid, text in seen)
 
 
 def workload(store: Store, code: str, teacher_key: str, now: float | None = None) -> list[dict]:
@@ -220,15 +237,20 @@ def answered(store: Store, code: str, item: str, round_: int) -> tuple[int, int]
     return len(store.predictions(normal_code(code), item, round_)), len(store.students(normal_code(code)))
 
 
-def histogram(values: list[float], low: float, high: float, bins: int) -> list[int]:
-    """Counts of `values` in `bins` equal bins over [low, high] (a value outside is counted in the nearest end bin,
-    as the prediction slider holds it)."""
-    if bins < 1 or not high > low:
-        raise ValueError(f"at least one bin over a range, got {bins} over [{low}, {high}]")
+def histogram(values: list[float], low: float, high: float, step: float, most_bins: int = 40
+              ) -> tuple[float, list[int]]:
+    """(a bin's width, counts) of slider values over [low, high] in steps of `step`: each bin holds the same whole
+    number of slider positions (at most `most_bins` bins), a value counted by the position it stands at (rounded,
+    never truncated: x1.40 is position 23 of 0.05 from x0.25, not 22.99...), outside values in the end bins."""
+    if not step > 0 or not high > low or most_bins < 1:
+        raise ValueError(f"a step and bins over a range, got {step}, {most_bins} over [{low}, {high}]")
+    positions = round((high - low) / step) + 1
+    per = -(-positions // most_bins)  # positions a bin
+    bins = -(-positions // per)
     counts = [0] * bins
     for v in values:
-        counts[min(bins - 1, max(0, int((v - low) / (high - low) * bins)))] += 1
-    return counts
+        counts[min(bins - 1, max(0, round((v - low) / step) // per))] += 1
+    return per * step, counts
 
 
 def summary(store: Store, code: str, teacher_key: str, now: float | None = None, chapters: tuple = ()) -> dict:
@@ -250,7 +272,8 @@ def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> 
 
 
 def sweep(store: Store, now: float | None = None) -> list[str]:
-    """End every class idle past its time (its data deleted); the codes ended."""
+    """End every class idle past its time (its data deleted), then remove anything no live class holds; the codes
+    ended."""
     now = time.time() if now is None else now
     ended = []
     for code in store.codes():
@@ -258,4 +281,5 @@ def sweep(store: Store, now: float | None = None) -> list[str]:
         if record is not None and now - record.active > record.limits.idle_s:
             store.delete(code)
             ended.append(code)
+    store.prune(now)
     return ended

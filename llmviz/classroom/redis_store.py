@@ -1,7 +1,8 @@
 """The class store across machines (issue 39): Redis through redis-py. Every key of a class starts `class:<code>`
 (its hash, its students in the order they joined, their names, a hash of values per item and round, and the set of
-items each student has submitted), so that ending a class deletes them all. The two changes that check a limit run
-as Lua scripts: Redis runs a script whole, so two students joining at once never pass the limit together.
+items each student has submitted), so that ending a class deletes them all. Every change runs as a Lua script, which
+Redis runs whole: two students joining at once never pass a limit together, and a change checks that the class's
+hash still exists, so that nothing is written for a class that just ended (ending deletes the hash first).
 """
 
 from __future__ import annotations
@@ -11,20 +12,48 @@ import json
 from llmviz.classroom.store import ClassRecord, Limits, Store, Student
 
 CODES = "classes"  # the set of every class's code
-# KEYS: the students' list, their names' hash; ARGV: the most, the id, the name record
-ADD_STUDENT = """
-if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('RPUSH', KEYS[1], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+# KEYS: the class's hash, the set of codes; ARGV: the code, then the hash's fields and values
+CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 """
-# KEYS: the student's submitted items (a set), the item and round's values (a hash); ARGV: item|round, the most,
-# the student, the value (a prediction; or an answer: Q<chapter>|0 and its record, in the chapter's answers' hash)
-PUT_PREDICTION = """
-local new = redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0
-if new and redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+# KEYS: the class's hash, the hash to set (the class's own, or another of its hashes); ARGV: fields and values
+SET_IF_LIVE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], unpack(ARGV))
+return 1
+"""
+# KEYS: the class's hash, the students' list, their names' hash; ARGV: the most, the id, the name record
+ADD_STUDENT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+return 1
+"""
+# KEYS: the class's hash, the student's submitted items (a set), the item and round's values (a hash); ARGV:
+# item|round, the most, the student, the value (a prediction; or an answer: Q<chapter>|0 and its record, in the
+# chapter's answers' hash; or a prompt)
+PUT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local new = redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0
+if new and redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+return 1
+"""
+# KEYS: the class's hash, a hash of JSON records; ARGV: the field, the record's key, its new value, and (optional)
+# the key and value the record must still hold
+EDIT_RECORD = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local held = redis.call('HGET', KEYS[2], ARGV[1])
+if not held then return 0 end
+local r = cjson.decode(held)
+if ARGV[4] and r[ARGV[4]] ~= ARGV[5] then return 0 end
+r[ARGV[2]] = cjson.decode(ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(r))
 return 1
 """
 
@@ -39,17 +68,15 @@ class RedisStore(Store):
 
         self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5.0)
         self.r.ping()  # a store that cannot be reached says so now, not at a student's first join
-        self._add = self.r.register_script(ADD_STUDENT)
-        self._put = self.r.register_script(PUT_PREDICTION)
+        self._create, self._set = self.r.register_script(CREATE), self.r.register_script(SET_IF_LIVE)
+        self._add, self._put = self.r.register_script(ADD_STUDENT), self.r.register_script(PUT)
+        self._edit = self.r.register_script(EDIT_RECORD)
 
     def create(self, record: ClassRecord) -> bool:
-        key = _key(record.code)
-        if not self.r.hsetnx(key, "teacher_hash", record.teacher_hash):  # the first to take the code owns it
-            return False
-        self.r.hset(key, mapping={"limits": json.dumps(record.limits.to_dict()), "step": record.step,
-                                  "created": record.created, "active": record.active, "round": record.round})
-        self.r.sadd(CODES, record.code)
-        return True
+        fields = {"teacher_hash": record.teacher_hash, "limits": json.dumps(record.limits.to_dict()),
+                  "step": record.step, "created": record.created, "active": record.active, "round": record.round}
+        return bool(self._create(keys=[_key(record.code), CODES],
+                                 args=[record.code, *(x for kv in fields.items() for x in kv)]))
 
     def get(self, code: str) -> ClassRecord | None:
         h = self.r.hgetall(_key(code))
@@ -59,27 +86,21 @@ class RedisStore(Store):
                            float(h["active"]), int(h.get("round", 1)))
 
     def set_step(self, code: str, step: str, now: float) -> None:
-        if self.r.exists(_key(code)):
-            self.r.hset(_key(code), mapping={"step": step, "active": now, "round": 1})
+        self._set(keys=[_key(code), _key(code)], args=["step", step, "active", now, "round", 1])
 
     def set_round(self, code: str, round_: int, now: float) -> None:
-        if self.r.exists(_key(code)):
-            self.r.hset(_key(code), mapping={"round": round_, "active": now})
+        self._set(keys=[_key(code), _key(code)], args=["round", round_, "active", now])
 
     def touch(self, code: str, now: float) -> None:
-        if self.r.exists(_key(code)):
-            self.r.hset(_key(code), "active", now)
+        self._set(keys=[_key(code), _key(code)], args=["active", now])
 
     def add_student(self, code: str, student: Student, most: int) -> bool:
         record = json.dumps({"name": student.name, "joined": student.joined})
-        return bool(self._add(keys=[_key(code, "students"), _key(code, "names")], args=[most, student.id, record]))
+        return bool(self._add(keys=[_key(code), _key(code, "students"), _key(code, "names")],
+                              args=[most, student.id, record]))
 
     def rename(self, code: str, student_id: str, name: str) -> bool:
-        held = self.r.hget(_key(code, "names"), student_id)
-        if held is None:
-            return False
-        self.r.hset(_key(code, "names"), student_id, json.dumps({**json.loads(held), "name": name}))
-        return True
+        return bool(self._edit(keys=[_key(code), _key(code, "names")], args=[student_id, "name", json.dumps(name)]))
 
     def students(self, code: str) -> list[Student]:
         ids = self.r.lrange(_key(code, "students"), 0, -1)
@@ -87,11 +108,11 @@ class RedisStore(Store):
         return [Student(i, (rec := json.loads(names[i]))["name"], rec["joined"]) for i in ids if i in names]
 
     def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
-        keys = [_key(code, "done", student_id), _key(code, "pred", item, str(round_))]
+        keys = [_key(code), _key(code, "done", student_id), _key(code, "pred", item, str(round_))]
         return bool(self._put(keys=keys, args=[f"{item}|{round_}", most, student_id, repr(float(value))]))
 
     def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, most: int) -> bool:
-        keys = [_key(code, "done", student_id), _key(code, "answers", chapter)]
+        keys = [_key(code), _key(code, "done", student_id), _key(code, "answers", chapter)]
         record = json.dumps([float(given), bool(right)])
         return bool(self._put(keys=keys, args=[f"Q{chapter}|0", most, student_id, record]))
 
@@ -101,7 +122,7 @@ class RedisStore(Store):
 
     def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
         record = json.dumps({"text": text, "submitted": now, "approved": False})
-        keys = [_key(code, "done", student_id), _key(code, "prompts")]
+        keys = [_key(code), _key(code, "done", student_id), _key(code, "prompts")]
         return bool(self._put(keys=keys, args=["prompt|0", most, student_id, record]))
 
     def prompts(self, code: str) -> list[tuple[str, str, float, bool]]:
@@ -109,13 +130,12 @@ class RedisStore(Store):
         return [(s, p["text"], p["submitted"], p["approved"]) for s, p in sorted(rows, key=lambda x: (
             x[1]["submitted"], x[0]))]
 
-    def approve(self, code: str, student_id: str) -> None:
-        held = self.r.hget(_key(code, "prompts"), student_id)
-        if held is not None:
-            self.r.hset(_key(code, "prompts"), student_id, json.dumps({**json.loads(held), "approved": True}))
+    def approve(self, code: str, student_id: str, text: str) -> bool:
+        return bool(self._edit(keys=[_key(code), _key(code, "prompts")],
+                               args=[student_id, "approved", "true", "text", text]))
 
     def put_result(self, code: str, student_id: str, result: dict) -> None:
-        self.r.hset(_key(code, "results"), student_id, json.dumps(result))
+        self._set(keys=[_key(code), _key(code, "results")], args=[student_id, json.dumps(result)])
 
     def result(self, code: str, student_id: str) -> dict | None:
         held = self.r.hget(_key(code, "results"), student_id)
@@ -135,9 +155,19 @@ class RedisStore(Store):
         return int(self.r.scard(_key(code, "done", student_id)))
 
     def delete(self, code: str) -> None:
-        keys = [_key(code), *self.r.scan_iter(match=_key(code, "*"), count=500)]
-        self.r.delete(*keys)
-        self.r.srem(CODES, code)
+        with self.r.pipeline() as p:  # the hash first: from here no change of the class is written (its checks)
+            p.delete(_key(code))
+            p.srem(CODES, code)
+            p.execute()
+        keys = list(self.r.scan_iter(match=_key(code, "*"), count=500))
+        if keys:
+            self.r.delete(*keys)
+
+    def prune(self, now: float) -> None:
+        live = self.r.smembers(CODES)
+        gone = [k for k in self.r.scan_iter(match="class:*", count=500) if k.split(":")[1] not in live]
+        if gone:
+            self.r.delete(*gone)
 
     def codes(self) -> list[str]:
         records = [(c, self.r.hget(_key(c), "created")) for c in self.r.smembers(CODES)]

@@ -1,7 +1,8 @@
 """The class store on one machine (issue 39): SQLite through Python's sqlite3, in WAL mode so that the app's
 processes read while one writes. A connection per call (a Streamlit session is a thread, and replicas are
-processes): each change is one transaction, `BEGIN IMMEDIATE` where it reads before it writes (a limit), so that two
-processes never both pass it.
+processes): each change is one transaction, `BEGIN IMMEDIATE` where it reads before it writes (a limit, the class's
+existence), so that two processes never both pass a limit and nothing is written for a class that just ended.
+Deleted rows are overwritten (secure_delete), not left in the file's free pages.
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ CREATE TABLE IF NOT EXISTS prompts (code TEXT NOT NULL, student TEXT NOT NULL, t
                                     PRIMARY KEY (code, student));
 CREATE TABLE IF NOT EXISTS results (code TEXT NOT NULL, student TEXT NOT NULL, result TEXT NOT NULL,
                                     PRIMARY KEY (code, student));
-CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, window INTEGER NOT NULL, count INTEGER NOT NULL,
-                                 PRIMARY KEY (key, window));
+CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, until REAL NOT NULL, count INTEGER NOT NULL,
+                                 PRIMARY KEY (key, until));
 """
+
+
+CLASS_TABLES = ("predictions", "answers", "prompts", "results", "students")  # a class's rows beside its own
 
 
 class SqliteStore(Store):
     def __init__(self, path: str | Path):
         self.path = str(path)
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")  # outside a transaction; the file keeps it
@@ -51,6 +55,7 @@ class SqliteStore(Store):
     def _db(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
         db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
+            db.execute("PRAGMA secure_delete=ON")
             db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             yield db
             db.execute("COMMIT")
@@ -60,6 +65,10 @@ class SqliteStore(Store):
             raise
         finally:
             db.close()
+
+    @staticmethod
+    def _exists(db: sqlite3.Connection, code: str) -> bool:
+        return db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is not None
 
     def create(self, record: ClassRecord) -> bool:
         with self._db(immediate=True) as db:
@@ -94,7 +103,7 @@ class SqliteStore(Store):
     def add_student(self, code: str, student: Student, most: int) -> bool:
         with self._db(immediate=True) as db:
             (held,) = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()
-            if held >= most:
+            if held >= most or not self._exists(db, code):
                 return False
             db.execute("INSERT INTO students (code, id, name, joined) VALUES (?, ?, ?, ?)",
                        (code, student.id, student.name, student.joined))
@@ -116,6 +125,8 @@ class SqliteStore(Store):
                               (code, student_id, item, round_)).fetchone()
             if held is None and self._count(db, code, student_id) >= most:  # a new item or round counts; a
                 return False  # change of mind does not
+            if not self._exists(db, code):
+                return False
             db.execute("INSERT OR REPLACE INTO predictions VALUES (?, ?, ?, ?, ?)",
                        (code, student_id, item, round_, value))
         return True
@@ -124,7 +135,7 @@ class SqliteStore(Store):
         with self._db(immediate=True) as db:
             held = db.execute("SELECT 1 FROM answers WHERE code = ? AND student = ? AND chapter = ?",
                               (code, student_id, chapter)).fetchone()
-            if held is None and self._count(db, code, student_id) >= most:
+            if (held is None and self._count(db, code, student_id) >= most) or not self._exists(db, code):
                 return False
             db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
                        (code, student_id, chapter, given, int(right)))
@@ -148,7 +159,7 @@ class SqliteStore(Store):
     def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
         with self._db(immediate=True) as db:
             held = db.execute("SELECT 1 FROM prompts WHERE code = ? AND student = ?", (code, student_id)).fetchone()
-            if held is None and self._count(db, code, student_id) >= most:
+            if (held is None and self._count(db, code, student_id) >= most) or not self._exists(db, code):
                 return False
             db.execute("INSERT OR REPLACE INTO prompts VALUES (?, ?, ?, ?, 0)", (code, student_id, text, now))
         return True
@@ -159,13 +170,15 @@ class SqliteStore(Store):
                               "ORDER BY submitted, student", (code,)).fetchall()
         return [(s, text, when, bool(ok)) for s, text, when, ok in rows]
 
-    def approve(self, code: str, student_id: str) -> None:
+    def approve(self, code: str, student_id: str, text: str) -> bool:
         with self._db() as db:
-            db.execute("UPDATE prompts SET approved = 1 WHERE code = ? AND student = ?", (code, student_id))
+            return db.execute("UPDATE prompts SET approved = 1 WHERE code = ? AND student = ? AND text = ?",
+                              (code, student_id, text)).rowcount == 1
 
     def put_result(self, code: str, student_id: str, result: dict) -> None:
-        with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?)", (code, student_id, json.dumps(result)))
+        with self._db(immediate=True) as db:
+            if self._exists(db, code):
+                db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?)", (code, student_id, json.dumps(result)))
 
     def result(self, code: str, student_id: str) -> dict | None:
         with self._db() as db:
@@ -190,18 +203,24 @@ class SqliteStore(Store):
 
     def delete(self, code: str) -> None:
         with self._db(immediate=True) as db:
-            for table in ("predictions", "answers", "prompts", "results", "students", "classes"):
+            for table in (*CLASS_TABLES, "classes"):
                 db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))  # one of the names above
+
+    def prune(self, now: float) -> None:
+        with self._db(immediate=True) as db:
+            for table in CLASS_TABLES:  # rows of a class that is gone (nothing should leave any: a net under it)
+                db.execute(f"DELETE FROM {table} WHERE code NOT IN (SELECT code FROM classes)")  # a name above
+            db.execute("DELETE FROM hits WHERE until < ?", (now,))
 
     def codes(self) -> list[str]:
         with self._db() as db:
             return [code for (code,) in db.execute("SELECT code FROM classes ORDER BY created").fetchall()]
 
     def hit(self, key: str, window_s: float, now: float) -> int:
-        window = int(now // window_s)
+        until = (now // window_s + 1) * window_s  # the end of the current window
         with self._db(immediate=True) as db:
-            db.execute("DELETE FROM hits WHERE key = ? AND window < ?", (key, window))
-            db.execute("INSERT INTO hits VALUES (?, ?, 1) ON CONFLICT (key, window) DO UPDATE SET count = count + 1",
-                       (key, window))
-            (count,) = db.execute("SELECT count FROM hits WHERE key = ? AND window = ?", (key, window)).fetchone()
+            db.execute("DELETE FROM hits WHERE until <= ?", (now,))  # every key's past windows: no address kept
+            db.execute("INSERT INTO hits VALUES (?, ?, 1) ON CONFLICT (key, until) DO UPDATE SET count = count + 1",
+                       (key, until))
+            (count,) = db.execute("SELECT count FROM hits WHERE key = ? AND until = ?", (key, until)).fetchone()
         return count

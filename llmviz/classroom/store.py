@@ -83,8 +83,9 @@ class Store(ABC):
 
     @abstractmethod
     def add_student(self, code: str, student: Student, most: int) -> bool:
-        """Add a student unless the class already holds `most`; whether it was added (atomic: two joining at
-        once never pass the limit together)."""
+        """Add a student unless the class already holds `most`, or is gone; whether it was added (atomic: two
+        joining at once never pass the limit together, and nothing is written for a class that just ended; every
+        write below checks the class the same way)."""
 
     @abstractmethod
     def rename(self, code: str, student_id: str, name: str) -> bool: ...
@@ -121,7 +122,8 @@ class Store(ABC):
         """(student id, text, when submitted, approved) of every prompt, in the order submitted."""
 
     @abstractmethod
-    def approve(self, code: str, student_id: str) -> None: ...
+    def approve(self, code: str, student_id: str, text: str) -> bool:
+        """Approve a student's prompt if it is still `text` (the one the teacher saw); whether it was."""
 
     @abstractmethod
     def put_result(self, code: str, student_id: str, result: dict) -> None:
@@ -140,6 +142,10 @@ class Store(ABC):
     @abstractmethod
     def delete(self, code: str) -> None:
         """Every record of the class, gone."""
+
+    @abstractmethod
+    def prune(self, now: float) -> None:
+        """Remove what no live class holds: another class's leftovers, rate-limit windows past."""
 
     @abstractmethod
     def codes(self) -> list[str]:

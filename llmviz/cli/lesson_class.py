@@ -13,6 +13,7 @@ import json
 import urllib.parse
 from pathlib import Path
 
+from llmviz.analysis.chapter_check import CHAPTERS
 from llmviz.classroom import classes
 from llmviz.classroom.stores import open_store, store_url
 from llmviz.errors import ConfigError
@@ -52,7 +53,7 @@ def run(args) -> int:
         print(json.dumps({"code": code, "projector": projector, "join": join, "store": store_url()}, indent=1))
         return 0
     if args.action == "end":
-        summary = classes.summary(store, args.code, args.key)
+        summary = classes.summary(store, args.code, args.key, chapters=CHAPTERS)
         if args.out is not None:
             args.out.write_text(json.dumps(summary, ensure_ascii=False, indent=1), encoding="utf-8")
         classes.end(store, args.code, args.key)

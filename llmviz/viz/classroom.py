@@ -10,14 +10,14 @@ from llmviz.viz.style import finish, plain
 ROUND_COLOURS = ("#7a9cc6", "#e08a3c")  # the first vote, the second
 
 
-def prediction_histogram(rounds: list[tuple[str, list[int]]], low: float, high: float,
-                         marks: list[tuple[str, float | None, str]], title: str, x_title: str, y_title: str
-                         ) -> go.Figure:
-    """rounds: (label, students per bin over [low, high] in equal bins) per vote, side by side in each bin; marks:
-    (label, value, colour) drawn as vertical lines (a value None is left out)."""
-    bins = len(rounds[0][1])
-    width = (high - low) / bins
-    centres = [low + (i + 0.5) * width for i in range(bins)]
+def prediction_histogram(rounds: list[tuple[str, list[int]]], centres: list[float], width: float,
+                         span: tuple[float, float], marks: list[tuple[str, float | None, str]], title: str,
+                         x_title: str, y_title: str) -> go.Figure:
+    """rounds: (label, students per bin) per vote, side by side in each bin; centres, width: the bins' (the middle of
+    the slider positions each holds); span: the slider's range; marks: (label, value, colour) drawn as vertical
+    lines (a value None is left out)."""
+    bins = len(centres)
+    low, high = span
     fig = go.Figure([go.Bar(x=centres, y=counts, name=plain(label), width=[0.9 * width / len(rounds)] * bins,
                             offset=(-0.45 + 0.9 * i / len(rounds)) * width, marker={"color": ROUND_COLOURS[i % 2]},
                             hovertemplate="%{x:.2f}: %{y}<extra></extra>") for i, (label, counts) in enumerate(rounds)])

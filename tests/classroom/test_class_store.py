@@ -44,9 +44,11 @@ def test_three_students_predict_and_the_projector_counts_them(store):
     classes.predict(store, code, a.id, "K1", 1, 3.0, now=T0 + 11)  # a change of mind replaces the first
     assert store.predictions(code, "K1", 1) == {a.id: 3.0, b.id: 2.0, c.id: 1.55}
     assert classes.answered(store, code, "K1", 1) == (3, 3) and classes.answered(store, code, "K1", 2) == (0, 3)
-    counts = classes.histogram(list(store.predictions(code, "K1", 1).values()), 0.25, 6.0, 23)  # the slider's bins
-    assert sum(counts) == 3 and counts[int((1.55 - 0.25) / 0.25)] == 1 and counts[int((2.0 - 0.25) / 0.25)] == 1
-    assert counts[int((3.0 - 0.25) / 0.25)] == 1
+    # the slider: x0.25..x6.00 by 0.05, 116 positions, 3 a bin (at most 40 bins): 39 bins of 0.15. By hand: x1.55 is
+    # position 26 (bin 8), x2.00 position 35 (bin 11), x3.00 position 55 (bin 18)
+    width, counts = classes.histogram(list(store.predictions(code, "K1", 1).values()), 0.25, 6.0, 0.05)
+    assert width == pytest.approx(0.15) and len(counts) == 39
+    assert {i: n for i, n in enumerate(counts) if n} == {8: 1, 11: 1, 18: 1}
     assert store.submissions(code, a.id) == 1  # one item and round, however often it changed
 
 
@@ -95,7 +97,7 @@ def test_the_rate_limit_and_the_submission_limit(store):
     code, _ = code_of(store)
     for i in range(classes.JOIN_ATTEMPTS):  # wrong codes count too: guessing is what the limit stops
         with pytest.raises(ClassError):
-            classes.join(store, "AAAAAA" if code != "AAAAAA" else "BBBBBB", "10.9.9.9", now=T0 + i)
+            classes.join(store, "AAAAAA" if code != "AAAAAA" else "BBBBBB", "10.9.9.9", now=T0 + i * 0.1)
     with pytest.raises(ClassError) as many:
         classes.join(store, code, "10.9.9.9", now=T0 + 20)
     assert many.value.code == "too_many"
@@ -224,10 +226,10 @@ def test_the_classs_own_requests(store):
         classes.workload(store, code, "nope", now=T0)
     assert [(w["name"], w["text"], w["approved"]) for w in classes.workload(store, code, key, now=T0)] == [
         (a.name, "济南的冬天 是", False), (b.name, "The list of", False)]
-    classes.approve(store, code, key, a.id, now=T0)
+    assert classes.approve(store, code, key, [(a.id, "济南的冬天 是")], now=T0) == 1
     assert [w["approved"] for w in classes.workload(store, code, key, now=T0)] == [True, False]
-    classes.approve(store, code, key, now=T0)
-    classes.submit_prompt(store, code, b.id, "Return the", now=T0 + 9)  # replaced: approved again before shown
+    classes.submit_prompt(store, code, b.id, "Return the", now=T0 + 9)  # changed after the teacher read it:
+    assert classes.approve(store, code, key, [(b.id, "The list of")], now=T0) == 0  # what was read is not approved
     assert [(w["text"], w["approved"]) for w in classes.workload(store, code, key, now=T0)] == [
         ("济南的冬天 是", True), ("Return the", False)]
     assert store.submissions(code, b.id) == 1
@@ -235,3 +237,60 @@ def test_the_classs_own_requests(store):
     assert store.result(code, a.id) == {"text": "天气", "ttft_ms": 12.5} and store.result(code, b.id) is None
     classes.end(store, code, key, now=T0)
     assert store.prompts(code) == [] and store.result(code, a.id) is None
+
+
+def test_nothing_is_written_for_a_class_that_just_ended(store):
+    """Review finding: a write that passed its check before the end must not leave rows or keys behind; and a
+    class's leftovers (however made) go at the next sweep."""
+    from llmviz.classroom.store import Student
+
+    code, key = code_of(store)
+    s = classes.join(store, code, "10.0.9.1", now=T0)
+    classes.end(store, code, key, now=T0)
+    assert not store.add_student(code, Student("ab", "Late", T0), 5)
+    assert not store.put_prediction(code, s.id, "K1", 1, 1.0, 5)
+    assert not store.put_answer(code, s.id, "1.1", 1.0, True, 5)
+    assert not store.put_prompt(code, s.id, "late", T0, 5)
+    store.put_result(code, s.id, {"text": "late"})
+    store.set_step(code, "1.2.1", T0)
+    store.touch(code, T0)
+    assert store.get(code) is None and store.students(code) == [] and store.result(code, s.id) is None
+    if hasattr(store, "r"):
+        assert list(store.r.scan_iter(match=f"class:{code}*")) == []
+        store.r.hset("class:ZZZZZZ:pred:K1:1", "x", "1.0")  # an orphan, as a crash could leave
+        classes.sweep(store, now=T0)
+        assert list(store.r.scan_iter(match="class:ZZZZZZ*")) == []
+    else:
+        import sqlite3
+
+        with sqlite3.connect(store.path) as db:
+            held = {t: db.execute(f"SELECT COUNT(*) FROM {t} WHERE code = ?", (code,)).fetchone()[0]
+                    for t in ("students", "predictions", "answers", "prompts", "results", "classes")}
+            db.execute("INSERT INTO predictions VALUES ('ZZZZZZ', 'x', 'K1', 1, 1.0)")  # an orphan
+        assert set(held.values()) == {0}
+        classes.sweep(store, now=T0)
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("SELECT COUNT(*) FROM predictions").fetchone()[0] == 0
+
+
+def test_sixty_students_sixty_names(store):
+    code, _ = classes.start(store, Limits(students=60), now=T0)
+    names = [classes.join(store, code, f"10.1.0.{i}", now=T0).name for i in range(60)]
+    assert len(set(names)) == 60
+
+
+def test_the_rate_limits_keep_no_address_past_their_window(tmp_path):
+    """SQLite: a window's counters go when it is past, every address's, not only the next one counted."""
+    import sqlite3
+
+    store = open_store(f"sqlite:///{tmp_path / 'class.db'}")
+    for i in range(3):
+        store.hit(f"join:10.2.0.{i}", 60.0, T0 + 60 * i)
+    with sqlite3.connect(store.path) as db:
+        assert [k for (k,) in db.execute("SELECT key FROM hits")] == ["join:10.2.0.2"]
+    classes.start(store, now=T0)  # the command line's (no client): not counted
+    for _ in range(classes.STARTS):
+        classes.start(store, now=T0, client="10.2.0.9")
+    with pytest.raises(ClassError) as many:
+        classes.start(store, now=T0, client="10.2.0.9")
+    assert many.value.code == "too_many"

@@ -114,3 +114,11 @@ def test_haproxy_gets_no_secret_in_its_environment():
 @pytest.mark.parametrize("value, expected", [("5s", 5), ("1h", 3600), ("500ms", 0.5), ("3000", 3)])
 def test_times_read_as_haproxy_reads_them(value, expected):
     assert seconds(value) == expected
+
+
+def test_the_replicas_learn_the_clients_address_and_no_client_sets_it():
+    """Issue 39: a class's join limit counts client addresses; behind the balancer a replica's peer is 127.0.0.1, so
+    the balancer writes the address it saw as the one X-Forwarded-For, after dropping any the client sent."""
+    lines = [" ".join(words) for words in frontend()]
+    assert "http-request del-header X-Forwarded-For" in lines and "option forwardfor" in lines
+    assert lines.index("http-request del-header X-Forwarded-For") < lines.index("option forwardfor")

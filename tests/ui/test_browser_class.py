@@ -87,6 +87,7 @@ def lesson_class(tmp_path_factory, monkeypatch_module):
             wait_idle(phone, 60)
         projector.reload()
         wait_idle(projector, 120)
+        projector.locator(".st-key-class_review_here button").first.click()  # the review, on the projector
         projector.locator(".st-key-class_approve button").first.click()
         wait_idle(projector, 60)
         projector.locator(".st-key-class_run button").first.click()

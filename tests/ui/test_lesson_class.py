@@ -75,10 +75,11 @@ def test_the_classes_predictions_on_the_projector_after_the_reveal(app_model):
     teacher.button(key="lesson_reveal_K4").click().run()
     [fig] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_histogram" in c.proto.id]
     bars = fig["data"][0]
-    assert sum(bars["y"]) == 3 and len(bars["y"]) == 40  # the three submitted, no more, in 40 bins over x0.25..x6
-    width = (6.0 - 0.25) / 40
+    # the three submitted, no more, in 39 bins of three slider positions (x0.25..x6.00 by 0.05): by hand, x1.50 is
+    # position 25, in the bin of positions 24-26 (centre x1.50); x2.00 position 35, in 33-35 (centre x1.95)
+    assert sum(bars["y"]) == 3 and len(bars["y"]) == 39
     held = {round(x, 4): y for x, y in zip(bars["x"], bars["y"], strict=True) if y}
-    assert held == {round(0.25 + (int((v - 0.25) / width) + 0.5) * width, 4): n for v, n in ((1.5, 1), (2.0, 2))}
+    assert held == {1.5: 1, 1.95: 2}
     marks = [s["x0"] for s in fig["layout"]["shapes"]]
     assert marks[0] == pytest.approx(1.5, rel=1e-3) and marks[1] == pytest.approx(1.8)  # here, and the article's
 
@@ -190,3 +191,18 @@ def test_the_class_is_the_workload(app_model):
         mine = store().result(code, settings(phone).me)
         assert mine["text"] == service.models.text_of(lm, alone[i]) and mine["ttft_ms"] > 0
         assert any(translate("zh", "class.yours", text="")[:6] in m.value for m in phone.markdown)
+
+
+def test_a_rerun_never_copies_the_first_vote_into_the_second(app_model):
+    """Review finding: a student's page rerun after the second vote opened stored their first vote again as the
+    second. Only a move of the slider sends a vote."""
+    teacher, code, _ = teacher_at("2.2.2")
+    student = open_app(PAGE, lang="zh", room=code)
+    student.slider(key="lesson_predict_K4").set_value(3.0).run()
+    teacher.button(key="class_round_K4").click().run()
+    student.run()
+    student.run()
+    assert store().predictions(code, "K4", 1) == {settings(student).me: 3.0}
+    assert store().predictions(code, "K4", 2) == {}
+    teacher.run()
+    assert any(translate("zh", "class.answered", n=0, joined=1) in c.value for c in teacher.caption)  # vote 2's

@@ -26,6 +26,7 @@ EXAMPLES = {
     "kv_model": ("home", "gpt2"), "kv_lengths": ("64, 512", "64,x"), "kv_repeats": (2, "0"),
     "batch": ("a\nbb\nccc", None), "padding": ("left", "middle"), "lesson": ("2.1.2", "9.9.9"),
     "from_lesson": (1, "2"), "room": ("ABC234", "ABC"), "teach": ("k3y-_x", "a key"), "me": ("0a1b2c", "XYZ"),
+    "review": (1, "2"),
 }
 
 
@@ -38,7 +39,7 @@ def test_every_section_is_declared_by_its_page_family_and_every_field_once():
     names = [f.name for f in fields()]
     assert len(names) == len(set(names)) and sorted(names) == sorted(EXAMPLES)  # an example for each field
     # the lesson's position is the lesson's, whether the page shown was opened from it (the way back), and a class
-    assert [f.name for f in lesson_steps.SECTION.fields] == ["lesson", "from_lesson", "room", "teach", "me"]
+    assert [f.name for f in lesson_steps.SECTION.fields] == ["lesson", "from_lesson", "room", "teach", "me", "review"]
 
 
 @pytest.mark.parametrize("field", fields(), ids=lambda f: f.name)

@@ -39,9 +39,19 @@ def store() -> Store:
 
 
 def client() -> str:
-    """What the join rate limit counts: the address our proxy saw (the last X-Forwarded-For), else the peer's."""
-    forwarded = (st.context.headers.get("X-Forwarded-For") or "").split(",")
-    return forwarded[-1].strip() or st.context.ip_address or "unknown"
+    """What the join rate limit counts: the peer's address; behind serve-class's balancer (a peer on this machine,
+    which Streamlit does not name), the address the balancer saw, which it writes as the one X-Forwarded-For (it
+    drops any a client sent). An IPv6 address counts by its /64, as the balancer counts it."""
+    import ipaddress
+
+    peer = st.context.ip_address
+    if peer is None or peer in ("127.0.0.1", "::1"):
+        peer = (st.context.headers.get("X-Forwarded-For") or "").split(",")[-1].strip() or "local"
+    try:
+        address = ipaddress.ip_address(peer)
+    except ValueError:
+        return peer[:64]
+    return str(ipaddress.ip_network(f"{address}/64", strict=False)) if address.version == 6 else str(address)
 
 
 def role() -> str | None:
@@ -61,7 +71,11 @@ def start(t) -> None:
     if role() is not None:
         return
     if st.button(t("class.start"), key="class_start", icon=":material/groups:", help=t("class.start_help")):
-        code, key = classes.start(store(), step=state.settings().lesson)
+        try:
+            code, key = classes.start(store(), step=state.settings().lesson, client=client())
+        except ClassError as exc:
+            explain(t, exc)
+            return
         state.update(room=code, teach=key, me="")
         st.session_state[FOLLOW] = True
         st.rerun()
@@ -88,11 +102,12 @@ def record(t) -> ClassRecord | None:
 
 
 def keep_pace(found: ClassRecord) -> None:
-    """Before the page draws: the teacher's step goes to the store; a following student goes to the teacher's."""
+    """Before the page draws: the projector's step goes to the store; a following student, or the teacher's own
+    review device (review=1: it reads and approves, it never moves the class), goes to the projector's."""
     s = state.settings()
-    if role() == "teacher" and found.step != s.lesson:
+    if role() == "teacher" and not s.review and found.step != s.lesson:
         classes.move(store(), s.room, s.teach, s.lesson)
-    elif role() == "student" and st.session_state.get(FOLLOW, True) and found.step != s.lesson:
+    elif (s.review or (role() == "student" and st.session_state.get(FOLLOW, True))) and found.step != s.lesson:
         state.update(lesson=found.step)
 
 
@@ -119,10 +134,12 @@ def _status(t, claim: str | None) -> None:
     s = state.settings()
     found = store().get(s.room) if s.room else None
     if found is None:
+        if role() == "student":  # the class ended: the page says so (record) at once, not at the next tap
+            st.rerun(scope="app")
         return
     students = store().students(s.room)
     if role() == "teacher":
-        answered = len(class_values(claim)) if claim else None
+        answered = len(class_values(claim, found.round)) if claim else None  # the vote open now
         with st.container(key="class-status"):
             st.caption(t("class.projector", code=found.code, joined=len(students)) + (
                 "" if answered is None else " · " + t("class.answered", n=answered, joined=len(students))))
@@ -159,14 +176,26 @@ def join_panel(t, code: str) -> None:
         st.code(url, language=None)
 
 
+REFUSED = "llmviz_class_refused"  # a refusal a callback met, said on the next draw
+
+
 def predicted(claim_id: str, shown_value: float) -> None:
-    """A student's prediction (the slider's value, as shown) goes to the class's store, in the class's vote now."""
+    """A student moved the prediction slider (its callback): the value, as shown, goes to the class's store in the
+    vote open now. Only a move sends it: a rerun never copies a first vote into the second."""
     s = state.settings()
     found = store().get(s.room) if role() == "student" and s.me else None
     if found is None:
         return
-    with contextlib.suppress(ClassError):  # the class ended, or the limit: the slider still works for this device
+    try:
         classes.predict(store(), s.room, s.me, claim_id, found.round, float(shown_value))
+    except ClassError as exc:  # the class ended, or the limit: said, and the slider still works for this device
+        st.session_state[REFUSED] = exc.code
+
+
+def say_refused(t) -> None:
+    code = st.session_state.pop(REFUSED, None)
+    if code is not None:
+        st.toast(t(f"class.error.{code}"), icon=":material/block:")
 
 
 def class_values(claim_id: str, round_: int = 1) -> list[float]:
@@ -217,13 +246,16 @@ def histogram(t, claim_id: str, e: dict | None = None) -> None:
         if not votes_[0][1] and not votes_[1][1]:
             st.caption(t("class.no_predictions"))
             return
-        bins = max(1, min(MOST_BINS, round((sc.high - sc.low) / sc.step)))
-        rounds = [(t("class.round", n=r, count=len(v)), classes.histogram(v, sc.low, sc.high, bins))
-                  for r, v in votes_ if v or r == 1]
+        counted = [(r, *classes.histogram(v, sc.low, sc.high, sc.step, MOST_BINS)) for r, v in votes_ if v or r == 1]
+        width = counted[0][1]
+        rounds = [(t("class.round", n=r, count=len(v)), counts) for (r, v), (_, _, counts) in zip(
+            [x for x in votes_ if x[1] or x[0] == 1], counted, strict=True)]
+        per = round(width / sc.step)  # slider positions a bin: a bin's centre is the middle of its positions
+        centres = [sc.low + (i * per + (per - 1) / 2) * sc.step for i in range(len(counted[0][2]))]
         measured = None if e is None or e["measured"] is None else rv.shown_of(claim_id, e["measured"])
         article = rv.shown_of(claim_id, rv.article_effect(claim_id))
-        fig = prediction_histogram(rounds, sc.low, sc.high, [(t("lesson.this_machine"), measured, "#c0392b"),
-                                                             (t("lesson.article_a100"), article, "#555555")],
+        fig = prediction_histogram(rounds, centres, width, (sc.low, sc.high), [
+            (t("lesson.this_machine"), measured, "#c0392b"), (t("lesson.article_a100"), article, "#555555")],
                                    t("class.histogram_title", n=len(votes_[0][1]), claim=claim_id),
                                    t(f"lesson.predict_unit.{sc.unit}"), t("class.students"))
         chart(t, fig, key="class_histogram_chart")
@@ -249,7 +281,9 @@ def end_panel(t) -> None:
         st.download_button(t("claims.download_json"), json.dumps(out, ensure_ascii=False, indent=1),
                            f"class-{out['class']}.json", "application/json", key="class_summary_json")
         st.download_button(t("claims.download_csv"), table_csv(out["predictions"]) if out["predictions"] else "",
-                           f"class-{out['class']}.csv", "text/csv", key="class_summary_csv")
+                           f"class-{out['class']}-predictions.csv", "text/csv", key="class_summary_csv")
+        st.download_button(t("class.answers_csv"), table_csv(out["answers"]) if out["answers"] else "",
+                           f"class-{out['class']}-answers.csv", "text/csv", key="class_answers_csv")
         if st.button(t("class.end_now"), key="class_end", type="primary"):
             classes.end(store(), s.room, s.teach)
             state.update(room="", teach="", me="")

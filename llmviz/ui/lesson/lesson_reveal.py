@@ -273,6 +273,12 @@ def say_passed(t) -> None:
         st.toast(t("lesson.passed", claim=claim_id), icon=":material/lightbulb:", duration="long")
 
 
+def _moved(claim_id: str, moved: str, slider: str) -> None:
+    """The prediction slider moved (its callback): a prediction was made; a student in a class sends it."""
+    st.session_state[moved] = True
+    lesson_class.predicted(claim_id, st.session_state[slider])
+
+
 def panel(t, claim_id: str) -> None:
     """A claim's step: the prediction slider, Reveal, and what was revealed."""
     sc = rv.scale(claim_id)
@@ -285,9 +291,7 @@ def panel(t, claim_id: str) -> None:
     label = f"lesson.predict_unit.{claim_id}"  # K1's ratio is of times (bigger: slower), not a speed-up
     value = left.slider(t(label if label in t else f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
                         float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
-                        key=slider, on_change=st.session_state.__setitem__, args=(moved, True))
-    if st.session_state.get(moved):
-        lesson_class.predicted(claim_id, value)  # a student in a class: the class's store has it too
+                        key=slider, on_change=_moved, args=(claim_id, moved, slider))
     right.write("")
     pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
                            disabled=not server.engine_available() and claim_id not in revealed())

@@ -102,10 +102,12 @@ def position_of(text: str) -> int:
 
 # The lesson's URL section (ui/url_fields.py): the step shown, "1.2.3" or "end"; a chapter ("4.2") opens its first
 # opened; from_lesson=1: the page shown was opened from that step, and offers the way back (ui/lesson_link.py)
-# room, teach, me: a class in one room (issue 39): its join code, the teacher's key (the teacher's URL only), this
-# device's student id once joined
+# room, teach, me, review: a class in one room (issue 39): its join code, the teacher's key (the teacher's URL only),
+# this device's student id once joined; review=1 on the teacher's own second device (it reads and approves the
+# class's prompts off the projector, and never moves the class)
 SECTION = Section("lesson", (Field("lesson", STEP_IDS[0], one_of(POSITIONS), parse=opened),
                              Field("from_lesson", 0, between(0, 1)),
                              Field("room", "", lambda v: v == "" or is_code(v), parse=normal_code),
                              Field("teach", "", lambda v: len(v) <= 64 and all(c.isalnum() or c in "-_" for c in v)),
-                             Field("me", "", lambda v: len(v) <= 32 and all(c in "0123456789abcdef" for c in v))))
+                             Field("me", "", lambda v: len(v) <= 32 and all(c in "0123456789abcdef" for c in v)),
+                             Field("review", 0, between(0, 1))))

@@ -72,31 +72,50 @@ def student(t) -> None:
 
 
 def teacher(t) -> None:
-    """The class's requests (texts once approved), Approve, Run; then the Gantt by names and the two schedulers."""
+    """The projector: the class's requests by name, a text only once approved (its length before); the teacher
+    reads and approves them on a second device (review=1) or, a click away, here; Run serves the approved ones;
+    then the Gantt by names and the two schedulers."""
     s = state.settings()
     try:
         rows = classes.workload(lesson_class.store(), s.room, s.teach)
     except ClassError as exc:
         lesson_class.explain(t, exc)
         return
-    st.markdown(t("class.workload_teacher", n=len(rows)))
-    if rows:
-        st.table([{t("class.col_name"): r["name"], t("class.col_prompt"): r["text"] if r["approved"] else
-                   t("class.unapproved", chars=len(r["text"]))} for r in rows], hide_index=True)
-    a, b = st.columns(2)
-    if a.button(t("class.approve_all"), key="class_approve", disabled=not rows):
-        classes.approve(lesson_class.store(), s.room, s.teach)
-        st.rerun()
-    if b.button(t("class.run"), key="class_run", type="primary", disabled=not rows):
-        run(t, rows)
+    approved = [r for r in rows if r["approved"]]
+    st.markdown(t("class.workload_teacher", n=len(rows), approved=len(approved)))
+    if s.review:
+        review(t, rows)
+    elif rows:
+        st.table([{t("class.col_name"): literal(r["name"]), t("class.col_prompt"): literal(r["text"]) if
+                   r["approved"] else t("class.unapproved", chars=len(r["text"]))} for r in rows], hide_index=True)
+        with st.popover(t("class.review_here"), key="class_review_here", help=t("class.review_help")):
+            review(t, rows)
+    if not s.review and st.button(t("class.run", n=len(approved)), key="class_run", type="primary",
+                                  disabled=not approved or not server.engine_available()):
+        run(t, approved)
     kept = st.session_state.get(RUN_KEY)
     if kept is not None and kept[0] == s.room:
         draw(t, kept[1], kept[2])
 
 
+def review(t, rows: list[dict]) -> None:
+    """The texts waiting for approval, each with a box; Approve approves those ticked, as they were read here (a
+    text its student changed since stays waiting)."""
+    s = state.settings()
+    waiting = [r for r in rows if not r["approved"]]
+    if not waiting:
+        st.caption(t("class.none_waiting"))
+        return
+    ticked = [r for i, r in enumerate(waiting)
+              if st.checkbox(f"{literal(r['name'])}: {literal(r['text'])}", value=True, key=f"class_tick_{i}")]
+    if st.button(t("class.approve", n=len(ticked)), key="class_approve", disabled=not ticked):
+        classes.approve(lesson_class.store(), s.room, s.teach, [(r["student"], r["text"]) for r in ticked])
+        st.rerun()
+
+
 def run(t, rows: list[dict]) -> None:
-    """The class's requests through both schedulers (the heavy slot on a public server); each student's own result
-    to the store, for their phone."""
+    """The class's approved requests through both schedulers (the heavy slot on a public server); each student's
+    own result to the store, for their phone."""
     from llmviz import service
 
     s = state.settings()
@@ -108,15 +127,15 @@ def run(t, rows: list[dict]) -> None:
             out = {name: service.serving.serve(lm, trace, name, slots=SLOTS, device=s.device,
                                                progress=lambda f, stage, values: progress(f, None))
                    for name in ("continuous", "static")}
-        return out, lm
+        texts = [service.models.text_of(lm, out["continuous"]["outputs"][i]) for i in range(len(rows))]
+        return out, texts  # the texts, not the model: a session keeps no model of its own
 
     found = measure.run(t, "llmviz_class_run", None, work, text=t("class.running", n=len(rows)))
     if found is None:
         return
-    results, lm = found
+    results, texts = found
     each = latencies(results["continuous"])
-    mine = {r["student"]: {"text": service.models.text_of(lm, results["continuous"]["outputs"][i]),
-                           "ttft_ms": each[i]["ttft_ms"],
+    mine = {r["student"]: {"text": texts[i], "ttft_ms": each[i]["ttft_ms"],
                            "itl_ms": statistics.fmean(each[i]["itl_ms"]) if each[i]["itl_ms"] else None}
             for i, r in enumerate(rows)}
     classes.put_results(lesson_class.store(), s.room, s.teach, mine)

@@ -41,7 +41,8 @@ async def predict(i: int, c: StClient, think: float, out: dict) -> None:
     await asyncio.sleep(think * random.Random(i).uniform(0, 1))
     try:
         sent = time.perf_counter()
-        out[i]["submit_s"] = await c.set("lesson_predict_K4", round(1.0 + 0.05 * random.Random(i).randrange(60), 2))
+        value = round(1.05 + 0.05 * random.Random(i).randrange(60), 2)  # never the slider's x1.00: no change there
+        out[i]["submit_s"] = await c.set("lesson_predict_K4", value)
         out[i]["stored_at"] = sent  # sent, not its run finished: the lag counts from before it could be stored
     except Exception as exc:  # counted, not raised
         out[i]["failures"].append(f"predict: {type(exc).__name__}: {exc}"[:200])

@@ -82,7 +82,9 @@ def test_the_whole_quick_run():
     assert [c["id"] for c in kept["claims"]] == [f"K{i}" for i in range(1, 12)]
     assert all(c["verdict"] in ("holds", "does_not_hold") for c in kept["claims"])  # a CPU measures them all
     assert all("measured" in e for c in kept["claims"] for e in c["effects"])
-    assert len(at.get("plotly_chart")) == 1 and any("Prefill ms ≈" in m.value for m in at.markdown)
+    charts = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]  # K1's fit; the slips' two BERT masks
+    assert charts == ["claims_k1", "article_mask_bidirectional", "article_mask_causal"]
+    assert any("Prefill ms ≈" in m.value for m in at.markdown)
     assert json.loads(json.dumps(kept["claims"][0]["figures"]))["longest"] == 510
 
 

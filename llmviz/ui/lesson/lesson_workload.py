@@ -54,8 +54,8 @@ def student(t) -> None:
     if server.policy().public:  # nothing typed reaches a public server's projector
         st.selectbox(t("class.prompt"), EXAMPLE_PROMPTS, key="class_prompt")
     else:
-        st.text_input(t("class.prompt"), key="class_prompt", max_chars=lesson_class.store().get(s.room).limits
-                      .prompt_chars if lesson_class.store().get(s.room) else 200)
+        found = lesson_class.store().get(s.room)  # one read of the class a poll
+        st.text_input(t("class.prompt"), key="class_prompt", max_chars=found.limits.prompt_chars if found else 200)
     st.button(t("class.send"), key="class_send", on_click=send, args=(t,))
     if (code := st.session_state.pop("class_prompt_error", None)) is not None:
         st.warning(t(f"class.error.{code}"))

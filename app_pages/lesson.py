@@ -14,6 +14,7 @@ from llmviz.ui.errors import guarded
 from llmviz.ui.frame import PAGES
 from llmviz.ui.layouts import locality_view
 from llmviz.ui.lesson import (
+    class_wall,
     lesson_class,
     lesson_decode,
     lesson_end,
@@ -74,8 +75,8 @@ def panel(t, run, step) -> None:
                     lesson_link.open_page(step.page, PAGE_FILES[step.page])
                 lesson_side.glossary(t)
                 if lesson_class.role() == "teacher":
-                    lesson_class.join_panel(t, state.settings().room)
-                    lesson_class.end_panel(t)
+                    class_wall.join_panel(t, state.settings().room)
+                    class_wall.end_panel(t)
                 lesson_class.start(t)
 
 
@@ -100,12 +101,13 @@ def main() -> None:
     lesson_nav.navigation(t, at)
     lesson_reveal.say_passed(t)
     lesson_class.say_refused(t)
+    lesson_class.say_follows(t)  # a teacher's second device: it follows the projector, and says so
     run = shown_run(t)
     if POSITIONS[at] == END:
         lesson_end.summary(t)
     elif run is not None:
         show(t, run, STEPS[at])
-    keys.press({**SPACE, "j": lesson_class.JOIN_KEY, **(lesson_side.keys(STEPS[at]) if at < len(STEPS) else {})})
+    keys.press({**SPACE, "j": class_wall.JOIN_KEY, **(lesson_side.keys(STEPS[at]) if at < len(STEPS) else {})})
     state.sync_url()
 
 

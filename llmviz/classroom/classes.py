@@ -1,14 +1,15 @@
 """A class in one room (issue 39): the rules, in one place, over either store (llmviz/classroom/store.py).
 
 - The teacher starts a class and gets a join code (shown on the projector) and a teacher key (in the teacher's URL
-  only; the store keeps its hash). Only the key moves the class, and ends it.
+  only; the store keeps its hash). Only the key moves the class, and ends it; of the teacher's devices, the one that
+  leads (the projector) moves it: a second one follows it and may take the lead, so two never fight.
 - A student joins with the code: anonymous, a generated name they may change; nothing personal is kept.
 - Codes cannot be guessed within the join rate limit: 31^6 (about 8.9e8) codes, JOIN_ATTEMPTS tries a minute per
   client address (a whole class behind one school NAT address must fit in it), so a client guessing for a whole
   class hour at the limit finds one of 10 live classes with a chance of about 10 x 7,200 / 8.9e8, under one in
   10,000 (a fixed window: up to twice the limit around its edge).
-- Limits per class: students, a student's submissions, a prompt's length; a class idle past its idle time ends by
-  itself (`sweep`), and ending deletes every record of it.
+- Limits per class: students, a student's submissions, a prompt's length; a class idle past its idle time, or past
+  its lifetime however active, ends by itself (`sweep`), and ending deletes every record of it.
 Each refusal is a ClassError with a code (a page says it in its language); no torch, no streamlit here.
 """
 
@@ -18,6 +19,7 @@ import hashlib
 import hmac
 import math
 import secrets
+import statistics
 import time
 
 from llmviz.classroom.store import ClassRecord, Limits, Store, Student
@@ -29,13 +31,15 @@ JOIN_ATTEMPTS, JOIN_WINDOW_S = 120, 60.0  # per client address
 STARTS, STARTS_WINDOW_S = 5, 3600.0  # classes a client address may start an hour
 NAME_CHARS = 24
 ROUNDS = (1, 2)  # a prediction before discussion, and one after
+LEAD_STALE_S = 30.0  # a leading device silent this long (a closed or reloaded tab) gives the lead to the next one
 ANIMALS = ("Otter", "Heron", "Lynx", "Panda", "Crane", "Gecko", "Ibis", "Koala", "Marten", "Orca", "Puffin",
            "Quail", "Raven", "Seal", "Tapir", "Wren", "Yak", "Zebra", "Badger", "Camel")
 
 
 class ClassError(LlmvizError):
-    """A class refused something. code: no_class (a wrong or ended code), full, teacher_only, too_many (the join
-    rate limit), limit (a student's submissions), bad_value, no_student."""
+    """A class refused something. code: no_class (a wrong or ended code), full, teacher_only, not_leader (another of
+    the teacher's devices leads), too_many (the join rate limit), limit (a student's submissions), bad_value,
+    no_student."""
 
 
 def _hash(teacher_key: str) -> str:
@@ -53,31 +57,37 @@ def is_code(text: str) -> bool:
 
 
 def start(store: Store, limits: Limits | None = None, now: float | None = None, step: str = "1.1.1",
-          client: str | None = None) -> tuple[str, str]:
-    """A new class: (join code, teacher key). A client address may start STARTS an hour (`client` None: the command
-    line, on the server itself); the classes idle past their time end first."""
+          client: str | None = None, device: str = "") -> tuple[str, str]:
+    """A new class: (join code, teacher key), led by `device` (the projector that started it; "" for none yet: the
+    command line's, whose first teacher device leads). A client address may start STARTS an hour (`client` None:
+    the command line, on the server itself); the classes past their time end first."""
     now = time.time() if now is None else now
     if client is not None and store.hit(f"start:{client}", STARTS_WINDOW_S, now) > STARTS:
         raise ClassError(f"this address started {STARTS} classes this hour: end one, or wait", code="too_many")
     sweep(store, now)
     key = "-"
-    while key.startswith("-"):  # a key never reads as a command line's option (`llmviz class end CODE --key KEY`)
+    while key.startswith("-"):  # a key never reads as an option wherever it is typed
         key = secrets.token_urlsafe(24)
     for _ in range(20):  # a taken code (one in 1e8 per live class) draws again
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-        if store.create(ClassRecord(code, _hash(key), limits or Limits(), step, now, now)):
+        if store.create(ClassRecord(code, _hash(key), limits or Limits(), step, now, now, leader=device, led=now)):
             return code, key
     raise ClassError("no free class code after 20 draws: the store holds too many classes", code="full")
 
 
+def over(record: ClassRecord, now: float) -> bool:
+    """Whether a class is past its time: idle past its idle time, or past its lifetime however active."""
+    return now - record.active > record.limits.idle_s or now > record.expires
+
+
 def live(store: Store, code: str, now: float | None = None) -> ClassRecord:
-    """The class of `code`, or ClassError(no_class) for a wrong code or a class idle past its time (which ends
-    here, its data deleted)."""
+    """The class of `code`, or ClassError(no_class) for a wrong code or a class past its time (which ends here, its
+    data deleted)."""
     now = time.time() if now is None else now
     record = store.get(normal_code(code))
     if record is None:
         raise ClassError(f"no class has the code {code!r}: check it on the projector", code="no_class")
-    if now - record.active > record.limits.idle_s:
+    if over(record, now):
         store.delete(record.code)
         raise ClassError(f"the class {record.code} has ended", code="no_class")
     return record
@@ -138,10 +148,22 @@ def _teacher(store: Store, code: str, teacher_key: str, now: float | None) -> Cl
     return record
 
 
-def move(store: Store, code: str, teacher_key: str, step: str, now: float | None = None) -> None:
-    """The projector's step (the lesson's position), which the students' devices follow."""
+def lead(store: Store, code: str, teacher_key: str, device: str, now: float | None = None, take: bool = False) -> bool:
+    """Whether the teacher's `device` (a token of its browser session) leads the class, saying so (the leading
+    projector asks every poll): it leads if it did, if none did, if the leading device was silent LEAD_STALE_S, or
+    when it `take`s the lead (the teacher's click; the device that led then follows)."""
     record = _teacher(store, code, teacher_key, now)
-    store.set_step(record.code, str(step), time.time() if now is None else now)
+    if not device:
+        raise ClassError("a teacher's device has a token", code="bad_value")
+    return store.lead(record.code, device, time.time() if now is None else now, LEAD_STALE_S, take)
+
+
+def move(store: Store, code: str, teacher_key: str, device: str, step: str, now: float | None = None) -> None:
+    """The projector's step (the lesson's position), which the students' devices follow; only the leading device
+    moves it (ClassError not_leader for another of the teacher's devices)."""
+    record = _teacher(store, code, teacher_key, now)
+    if not device or not store.set_step(record.code, str(step), time.time() if now is None else now, leader=device):
+        _refused(store, record, "not_leader", "another of the teacher's devices leads the class")
 
 
 def second_round(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
@@ -168,17 +190,19 @@ def predict(store: Store, code: str, student_id: str, item: str, round_: int, va
     store.touch(record.code, now)
 
 
-def answer(store: Store, code: str, student_id: str, chapter: str, given: float, right: bool,
+def answer(store: Store, code: str, student_id: str, chapter: str, given: float, right: bool, answer_: float,
            now: float | None = None) -> None:
-    """A student's answer to a chapter's question (graded by the page from the student's own run); a later one
-    replaces it."""
+    """A student's answer to a chapter's question, graded by the page from the student's own run and draw (`answer_`:
+    the right one for them; neighbours' differ); a later one replaces it."""
     now = time.time() if now is None else now
     record = live(store, code, now)
     _student(store, record, student_id)
-    if not isinstance(given, int | float) or not math.isfinite(given) or not str(chapter) or len(str(chapter)) > 8:
-        raise ClassError(f"an answer is a finite number to a chapter, got {given!r} to {chapter!r}", code="bad_value")
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (given, answer_)) or not str(chapter) or \
+            len(str(chapter)) > 8:
+        raise ClassError(f"an answer is a finite number to a chapter, got {given!r} ({answer_!r}) to {chapter!r}",
+                         code="bad_value")
     most = record.limits.submissions
-    if not store.put_answer(record.code, student_id, str(chapter), float(given), bool(right), most):
+    if not store.put_answer(record.code, student_id, str(chapter), float(given), bool(right), float(answer_), most):
         _refused(store, record, "limit", f"no more submissions ({most} a student)")
     store.touch(record.code, now)
 
@@ -220,16 +244,35 @@ def put_results(store: Store, code: str, teacher_key: str, results: dict[str, di
         store.put_result(record.code, sid, result)
 
 
-def answer_stats(store: Store, code: str, chapter: str) -> tuple[int, int, tuple[float, int] | None]:
-    """(right, answered, the most common wrong answer and how many gave it, or None): what the projector says of a
-    chapter's question. Ties go to the smaller value."""
+def mistake(given: float, answer_: float | None) -> float | None:
+    """A wrong answer as its ratio to the right one (x0.5: K or V left out; x2: fp32 for fp16; x1/1024: KiB for
+    MiB), the same mistake on neighbours' different numbers; None where no ratio exists (a right answer of 0, or
+    none kept)."""
+    return None if answer_ is None or answer_ == 0 else given / answer_
+
+
+Common = tuple[float | None, int, float | None]  # a mistake's ratio, how many made it, the one value they gave
+
+
+def answer_stats(store: Store, code: str, chapter: str) -> tuple[int, int, Common | None]:
+    """(right, answered, the most common wrong answer or None): what the projector says of a chapter's question. Each
+    student's numbers are their own, so a mistake is counted by its ratio to that student's right answer (`mistake`,
+    grouped to two significant figures, which forgive the rounding a unit asks for) as (the group's median ratio,
+    how many made it, the value they gave where they all gave one, else None). Ties go to the smaller ratio; answers
+    without a ratio count last."""
     given = list(store.answers(normal_code(code), chapter).values())
-    wrong: dict[float, int] = {}
-    for value, right in given:
+    wrong: dict[float | None, list[tuple[float, float | None]]] = {}
+    for value, right, answer_ in given:
         if not right:
-            wrong[value] = wrong.get(value, 0) + 1
-    common = min(wrong.items(), key=lambda kv: (-kv[1], kv[0])) if wrong else None
-    return sum(right for _, right in given), len(given), common
+            ratio = mistake(value, answer_)
+            wrong.setdefault(None if ratio is None else float(f"{ratio:.2g}"), []).append((value, ratio))
+    common = None
+    if wrong:
+        key, made = min(wrong.items(), key=lambda kv: (-len(kv[1]), kv[0] is None, kv[0] or 0.0))
+        values = {v for v, _ in made}
+        common = (None if key is None else statistics.median(r for _, r in made), len(made),
+                  made[0][0] if len(values) == 1 else None)
+    return sum(right for _, right, _ in given), len(given), common
 
 
 def answered(store: Store, code: str, item: str, round_: int) -> tuple[int, int]:
@@ -262,8 +305,9 @@ def summary(store: Store, code: str, teacher_key: str, now: float | None = None,
             "students": [{"name": s.name, "joined": s.joined} for s in store.students(record.code)],
             "predictions": [{"name": names.get(sid, "?"), "item": item, "round": round_, "value": value}
                             for sid, item, round_, value in store.all_predictions(record.code)],
-            "answers": [{"name": names.get(sid, "?"), "chapter": chapter, "given": given, "right": right}
-                        for chapter in chapters for sid, (given, right) in store.answers(record.code, chapter).items()]}
+            "answers": [{"name": names.get(sid, "?"), "chapter": chapter, "given": given, "right": right,
+                         "answer": answer_} for chapter in chapters
+                        for sid, (given, right, answer_) in store.answers(record.code, chapter).items()]}
 
 
 def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
@@ -272,13 +316,13 @@ def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> 
 
 
 def sweep(store: Store, now: float | None = None) -> list[str]:
-    """End every class idle past its time (its data deleted), then remove anything no live class holds; the codes
+    """End every class past its time (its data deleted), then remove anything no live class holds; the codes
     ended."""
     now = time.time() if now is None else now
     ended = []
     for code in store.codes():
         record = store.get(code)
-        if record is not None and now - record.active > record.limits.idle_s:
+        if record is not None and over(record, now):
             store.delete(code)
             ended.append(code)
     store.prune(now)

@@ -2,20 +2,31 @@
 (its hash, its students in the order they joined, their names, a hash of values per item and round, and the set of
 items each student has submitted), so that ending a class deletes them all. Every change runs as a Lua script, which
 Redis runs whole: two students joining at once never pass a limit together, and a change checks that the class's
-hash still exists, so that nothing is written for a class that just ended (ending deletes the hash first).
+hash still exists, so that nothing is written for a class that just ended (ending deletes the hash first), and
+gives every key it writes the class's own expiry (its lifetime's end, and a minute): should no process ever sweep
+again, Redis deletes a class's records by itself.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 from llmviz.classroom.store import ClassRecord, Limits, Store, Student
 
 CODES = "classes"  # the set of every class's code
-# KEYS: the class's hash, the set of codes; ARGV: the code, then the hash's fields and values
+EXPIRE_AFTER_S = 60  # a class's keys expire this long after its lifetime's end (the rules end it at the end)
+# the end of each script that wrote a class's keys: the keys after the class's hash take its expiry
+EXPIRE = """
+local at = redis.call('HGET', KEYS[1], 'expires')
+if at then for i = 2, #KEYS do redis.call('EXPIREAT', KEYS[i], at) end end
+return 1
+"""
+# KEYS: the class's hash, the set of codes; ARGV: the code, the expiry, then the hash's fields and values
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('EXPIREAT', KEYS[1], ARGV[2])
 redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 """
@@ -23,7 +34,24 @@ return 1
 SET_IF_LIVE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], unpack(ARGV))
+""" + EXPIRE
+# KEYS: the class's hash; ARGV: '1' to ask for a leader, the leader the class must then have, fields and values
+SET_IF_LEADER = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == '1' and (redis.call('HGET', KEYS[1], 'leader') or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 return 1
+"""
+# KEYS: the class's hash; ARGV: the device, now, the stale time, '1' to take the lead
+LEAD = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local held = redis.call('HGET', KEYS[1], 'leader') or ''
+local led = tonumber(redis.call('HGET', KEYS[1], 'led') or '0')
+if ARGV[4] == '1' or held == ARGV[1] or held == '' or tonumber(ARGV[2]) - led > tonumber(ARGV[3]) then
+  redis.call('HSET', KEYS[1], 'leader', ARGV[1], 'led', ARGV[2])
+  return 1
+end
+return 0
 """
 # KEYS: the class's hash, the students' list, their names' hash; ARGV: the most, the id, the name record
 ADD_STUDENT = """
@@ -31,8 +59,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
-return 1
-"""
+""" + EXPIRE
 # KEYS: the class's hash, the student's submitted items (a set), the item and round's values (a hash); ARGV:
 # item|round, the most, the student, the value (a prediction; or an answer: Q<chapter>|0 and its record, in the
 # chapter's answers' hash; or a prompt)
@@ -42,8 +69,7 @@ local new = redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0
 if new and redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-return 1
-"""
+""" + EXPIRE
 # KEYS: the class's hash, a hash of JSON records; ARGV: the field, the record's key, its new value, and (optional)
 # the key and value the record must still hold
 EDIT_RECORD = """
@@ -71,22 +97,30 @@ class RedisStore(Store):
         self._create, self._set = self.r.register_script(CREATE), self.r.register_script(SET_IF_LIVE)
         self._add, self._put = self.r.register_script(ADD_STUDENT), self.r.register_script(PUT)
         self._edit = self.r.register_script(EDIT_RECORD)
+        self._set_led, self._lead = self.r.register_script(SET_IF_LEADER), self.r.register_script(LEAD)
 
     def create(self, record: ClassRecord) -> bool:
+        expires = math.ceil(record.expires) + EXPIRE_AFTER_S
         fields = {"teacher_hash": record.teacher_hash, "limits": json.dumps(record.limits.to_dict()),
-                  "step": record.step, "created": record.created, "active": record.active, "round": record.round}
+                  "step": record.step, "created": record.created, "active": record.active, "round": record.round,
+                  "leader": record.leader, "led": record.led, "expires": expires}
         return bool(self._create(keys=[_key(record.code), CODES],
-                                 args=[record.code, *(x for kv in fields.items() for x in kv)]))
+                                 args=[record.code, expires, *(x for kv in fields.items() for x in kv)]))
 
     def get(self, code: str) -> ClassRecord | None:
         h = self.r.hgetall(_key(code))
         if not h or "limits" not in h:
             return None
         return ClassRecord(code, h["teacher_hash"], Limits(**json.loads(h["limits"])), h["step"], float(h["created"]),
-                           float(h["active"]), int(h.get("round", 1)))
+                           float(h["active"]), int(h.get("round", 1)), h.get("leader", ""), float(h.get("led", 0)))
 
-    def set_step(self, code: str, step: str, now: float) -> None:
-        self._set(keys=[_key(code), _key(code)], args=["step", step, "active", now, "round", 1])
+    def set_step(self, code: str, step: str, now: float, leader: str | None = None) -> bool:
+        asks = ["0", ""] if leader is None else ["1", leader]
+        return bool(self._set_led(keys=[_key(code)], args=[*asks, "step", step, "active", now, "round", 1]))
+
+    def lead(self, code: str, device: str, now: float, stale_s: float, take: bool) -> bool:
+        return bool(self._lead(keys=[_key(code)], args=[device, repr(float(now)), repr(float(stale_s)),
+                                                         "1" if take else "0"]))
 
     def set_round(self, code: str, round_: int, now: float) -> None:
         self._set(keys=[_key(code), _key(code)], args=["round", round_, "active", now])
@@ -111,14 +145,15 @@ class RedisStore(Store):
         keys = [_key(code), _key(code, "done", student_id), _key(code, "pred", item, str(round_))]
         return bool(self._put(keys=keys, args=[f"{item}|{round_}", most, student_id, repr(float(value))]))
 
-    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, most: int) -> bool:
+    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, answer: float,
+                   most: int) -> bool:
         keys = [_key(code), _key(code, "done", student_id), _key(code, "answers", chapter)]
-        record = json.dumps([float(given), bool(right)])
+        record = json.dumps([float(given), bool(right), float(answer)])
         return bool(self._put(keys=keys, args=[f"Q{chapter}|0", most, student_id, record]))
 
-    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool]]:
-        return {s: (float((v := json.loads(x))[0]), bool(v[1]))
-                for s, x in self.r.hgetall(_key(code, "answers", chapter)).items()}
+    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool, float | None]]:
+        return {s: (float(v[0]), bool(v[1]), float(v[2]) if len(v) > 2 else None)
+                for s, x in self.r.hgetall(_key(code, "answers", chapter)).items() for v in (json.loads(x),)}
 
     def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
         record = json.dumps({"text": text, "submitted": now, "approved": False})
@@ -164,6 +199,9 @@ class RedisStore(Store):
             self.r.delete(*keys)
 
     def prune(self, now: float) -> None:
+        expired = [c for c in self.r.smembers(CODES) if not self.r.exists(_key(c))]  # its hash expired by itself
+        if expired:
+            self.r.srem(CODES, *expired)
         live = self.r.smembers(CODES)
         gone = [k for k in self.r.scan_iter(match="class:*", count=500) if k.split(":")[1] not in live]
         if gone:

@@ -18,14 +18,15 @@ from llmviz.classroom.store import ClassRecord, Limits, Store, Student
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL, limits TEXT NOT NULL,
                                     step TEXT NOT NULL, created REAL NOT NULL, active REAL NOT NULL,
-                                    round INTEGER NOT NULL DEFAULT 1);
+                                    round INTEGER NOT NULL DEFAULT 1, leader TEXT NOT NULL DEFAULT '',
+                                    led REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, joined REAL NOT NULL,
                                      seq INTEGER PRIMARY KEY AUTOINCREMENT, UNIQUE (code, id));
 CREATE TABLE IF NOT EXISTS predictions (code TEXT NOT NULL, student TEXT NOT NULL, item TEXT NOT NULL,
                                         round INTEGER NOT NULL, value REAL NOT NULL,
                                         PRIMARY KEY (code, student, item, round));
 CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, student TEXT NOT NULL, chapter TEXT NOT NULL,
-                                    given REAL NOT NULL, right INTEGER NOT NULL,
+                                    given REAL NOT NULL, right INTEGER NOT NULL, answer REAL,
                                     PRIMARY KEY (code, student, chapter));
 CREATE TABLE IF NOT EXISTS prompts (code TEXT NOT NULL, student TEXT NOT NULL, text TEXT NOT NULL,
                                     submitted REAL NOT NULL, approved INTEGER NOT NULL DEFAULT 0,
@@ -38,6 +39,10 @@ CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, until REAL NOT NULL, count I
 
 
 CLASS_TABLES = ("predictions", "answers", "prompts", "results", "students")  # a class's rows beside its own
+# columns a file made by an earlier version lacks (the default store outlives an upgrade): (table, column, its type)
+ADDED = (("classes", "leader", "TEXT NOT NULL DEFAULT ''"), ("classes", "led", "REAL NOT NULL DEFAULT 0"),
+         ("answers", "answer", "REAL"))
+CLASS_COLUMNS = "code, teacher_hash, limits, step, created, active, round, leader, led"
 
 
 class SqliteStore(Store):
@@ -48,6 +53,9 @@ class SqliteStore(Store):
         try:
             db.execute("PRAGMA journal_mode=WAL")  # outside a transaction; the file keeps it
             db.executescript(SCHEMA)
+            for table, column, kind in ADDED:
+                if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:  # names above
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         finally:
             db.close()
 
@@ -73,24 +81,29 @@ class SqliteStore(Store):
     def create(self, record: ClassRecord) -> bool:
         with self._db(immediate=True) as db:
             try:
-                db.execute("INSERT INTO classes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                db.execute(f"INSERT INTO classes ({CLASS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            (record.code, record.teacher_hash, json.dumps(record.limits.to_dict()), record.step,
-                            record.created, record.active, record.round))
+                            record.created, record.active, record.round, record.leader, record.led))
             except sqlite3.IntegrityError:
                 return False
         return True
 
     def get(self, code: str) -> ClassRecord | None:
         with self._db() as db:
-            row = db.execute("SELECT code, teacher_hash, limits, step, created, active, round FROM classes "
-                             "WHERE code = ?", (code,)).fetchone()
+            row = db.execute(f"SELECT {CLASS_COLUMNS} FROM classes WHERE code = ?", (code,)).fetchone()
         if row is None:
             return None
-        return ClassRecord(row[0], row[1], Limits(**json.loads(row[2])), row[3], row[4], row[5], row[6])
+        return ClassRecord(row[0], row[1], Limits(**json.loads(row[2])), *row[3:])
 
-    def set_step(self, code: str, step: str, now: float) -> None:
+    def set_step(self, code: str, step: str, now: float, leader: str | None = None) -> bool:
         with self._db() as db:
-            db.execute("UPDATE classes SET step = ?, active = ?, round = 1 WHERE code = ?", (step, now, code))
+            return db.execute("UPDATE classes SET step = ?, active = ?, round = 1 WHERE code = ? AND "
+                              "(?4 IS NULL OR leader = ?4)", (step, now, code, leader)).rowcount == 1
+
+    def lead(self, code: str, device: str, now: float, stale_s: float, take: bool) -> bool:
+        with self._db(immediate=True) as db:
+            return db.execute("UPDATE classes SET leader = ?2, led = ?3 WHERE code = ?1 AND (?5 OR leader = ?2 OR "
+                              "leader = '' OR ?3 - led > ?4)", (code, device, now, stale_s, take)).rowcount == 1
 
     def set_round(self, code: str, round_: int, now: float) -> None:
         with self._db() as db:
@@ -131,21 +144,22 @@ class SqliteStore(Store):
                        (code, student_id, item, round_, value))
         return True
 
-    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, most: int) -> bool:
+    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, answer: float,
+                   most: int) -> bool:
         with self._db(immediate=True) as db:
             held = db.execute("SELECT 1 FROM answers WHERE code = ? AND student = ? AND chapter = ?",
                               (code, student_id, chapter)).fetchone()
             if (held is None and self._count(db, code, student_id) >= most) or not self._exists(db, code):
                 return False
-            db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
-                       (code, student_id, chapter, given, int(right)))
+            db.execute("INSERT OR REPLACE INTO answers (code, student, chapter, given, right, answer) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (code, student_id, chapter, given, int(right), answer))
         return True
 
-    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool]]:
+    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool, float | None]]:
         with self._db() as db:
-            rows = db.execute("SELECT student, given, right FROM answers WHERE code = ? AND chapter = ?",
+            rows = db.execute("SELECT student, given, right, answer FROM answers WHERE code = ? AND chapter = ?",
                               (code, chapter)).fetchall()
-        return {s: (g, bool(r)) for s, g, r in rows}
+        return {s: (g, bool(r), a) for s, g, r, a in rows}  # a: None in a row an earlier version kept
 
     @staticmethod
     def _count(db: sqlite3.Connection, code: str, student_id: str) -> int:

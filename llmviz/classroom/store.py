@@ -7,8 +7,9 @@ A store keeps records and answers questions about them; it decides nothing. What
 which limits is llmviz/classroom/classes.py, the one place of those rules, over either store.
 
 Records, per class (its join code is its id): the class (the teacher key's hash, its limits, the step the projector
-shows, when it was last active), its students (a generated id and a changeable name, nothing else), and their
-predictions (a value per student, item and round); plus counters for rate limits (a key, a window).
+shows, when it was last active, which of the teacher's devices leads), its students (a generated id and a changeable
+name, nothing else), their predictions (a value per student, item and round), answers, prompts and results; plus
+counters for rate limits (a key, a window).
 """
 
 from __future__ import annotations
@@ -29,14 +30,19 @@ class Limits:
     submissions: int = 40  # per student: predictions (each item and round counts once) and prompts
     prompt_chars: int = 200
     idle_s: float = 3 * 3600.0
+    lifetime_s: float = 24 * 3600.0  # a class ends this long after it started, however active (a lesson, not a term)
 
     def __post_init__(self):
         for name, low, high in (("students", 1, 500), ("submissions", 1, 1000), ("prompt_chars", 1, 4000)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise ConfigError(f"a class's {name} must be a whole number in {low}..{high}, got {value!r}")
-        if not (isinstance(self.idle_s, int | float) and math.isfinite(self.idle_s) and 60 <= self.idle_s <= 86400):
-            raise ConfigError(f"a class's idle time must be 60 s to a day, got {self.idle_s!r}")
+        for name, low, high, says in (("idle_s", 60, 86400, "idle time must be 60 s to a day"),
+                                      ("lifetime_s", 3600, 7 * 86400, "lifetime must be an hour to a week")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value)
+                                               and low <= value <= high):
+                raise ConfigError(f"a class's {says}, got {value!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -51,6 +57,13 @@ class ClassRecord:
     created: float
     active: float  # last activity (seconds since the epoch)
     round: int = 1  # the vote the students' predictions go to at this step: 1, or 2 after the discussion
+    leader: str = ""  # the teacher's device that leads (the projector): a token of its browser session, or none yet
+    led: float = 0.0  # when the leading device last said it is there
+
+    @property
+    def expires(self) -> float:
+        """When the class ends however active it is (a store's records of it may expire by themselves then)."""
+        return self.created + self.limits.lifetime_s
 
 
 @dataclass(frozen=True)
@@ -71,8 +84,14 @@ class Store(ABC):
     def get(self, code: str) -> ClassRecord | None: ...
 
     @abstractmethod
-    def set_step(self, code: str, step: str, now: float) -> None:
-        """The projector's step; a new step's vote is the first."""
+    def set_step(self, code: str, step: str, now: float, leader: str | None = None) -> bool:
+        """The projector's step (a new step's vote is the first), only while `leader` leads the class (None: whoever
+        leads); whether it was set."""
+
+    @abstractmethod
+    def lead(self, code: str, device: str, now: float, stale_s: float, take: bool) -> bool:
+        """`device` leads the class (and says so now) if it already did, if none did, if the leading device has not
+        said so for `stale_s`, or if it `take`s the lead; whether it leads (atomic: two devices never both lead)."""
 
     @abstractmethod
     def set_round(self, code: str, round_: int, now: float) -> None: ...
@@ -104,13 +123,15 @@ class Store(ABC):
         """{student id: value} for one item and round."""
 
     @abstractmethod
-    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, most: int) -> bool:
-        """Keep a student's answer to a chapter's question (a later one replaces it), unless it would be the
-        student's `most`+1-th submission; whether it was kept."""
+    def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, answer: float,
+                   most: int) -> bool:
+        """Keep a student's answer to a chapter's question (`answer`: the right one of the student's own draw; a
+        later one replaces it), unless it would be the student's `most`+1-th submission; whether it was kept."""
 
     @abstractmethod
-    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool]]:
-        """{student id: (answer given, whether it was right)} for one chapter's question."""
+    def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool, float | None]]:
+        """{student id: (answer given, whether it was right, the right answer or None if not kept)} for one chapter's
+        question."""
 
     @abstractmethod
     def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:

@@ -1,7 +1,9 @@
 """`llmviz class`: a class in one room from the command line (issue 39), as the lesson's Start a class does.
 
     llmviz class start --url http://HOST:8501 [--lang zh] [--step 1.1.1]   # the projector's link and the join link
-    llmviz class end CODE --key KEY [--out summary.json]                   # the summary, then every record deleted
+    llmviz class end CODE [--out summary.json]    # the summary, then every record deleted; the teacher key from
+                                                  # LLMVIZ_CLASS_KEY, else standard input (asked, unechoed, on a
+                                                  # terminal): never the command line, which `ps` shows to all
     llmviz class sweep                                                      # end every class idle past its time
 
 The store is LLMVIZ_CLASS_STORE's (the app's): a SQLite file by default, Redis across machines.
@@ -9,7 +11,10 @@ The store is LLMVIZ_CLASS_STORE's (the app's): a SQLite file by default, Redis a
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
+import sys
 import urllib.parse
 from pathlib import Path
 
@@ -30,9 +35,24 @@ def add_parser(sub) -> None:
     start.add_argument("--step", default="1.1.1", help="the lesson's step to start at")
     end = acts.add_parser("end", help="end a class: its summary (to --out), then every record of it deleted")
     end.add_argument("code")
-    end.add_argument("--key", required=True, help="the teacher key (teach= in the projector's link)")
     end.add_argument("--out", type=Path, default=None, help="write the class's summary (JSON) here first")
     acts.add_parser("sweep", help="end every class idle past its time")
+
+
+KEY_ENV = "LLMVIZ_CLASS_KEY"
+
+
+def teacher_key() -> str:
+    """The teacher key (teach= in the projector's link): LLMVIZ_CLASS_KEY, else a line of standard input (asked
+    without echo on a terminal)."""
+    key = os.environ.get(KEY_ENV)
+    if key is None:
+        key = getpass.getpass("teacher key (teach= in the projector's link): ") if sys.stdin.isatty() else \
+            sys.stdin.readline()
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"no teacher key: set {KEY_ENV}, or give it on standard input")
+    return key
 
 
 def links(url: str, code: str, key: str, lang: str, step: str) -> tuple[str, str]:
@@ -53,10 +73,11 @@ def run(args) -> int:
         print(json.dumps({"code": code, "projector": projector, "join": join, "store": store_url()}, indent=1))
         return 0
     if args.action == "end":
-        summary = classes.summary(store, args.code, args.key, chapters=CHAPTERS)
+        key = teacher_key()
+        summary = classes.summary(store, args.code, key, chapters=CHAPTERS)
         if args.out is not None:
             args.out.write_text(json.dumps(summary, ensure_ascii=False, indent=1), encoding="utf-8")
-        classes.end(store, args.code, args.key)
+        classes.end(store, args.code, key)
         print(json.dumps({"ended": summary["class"], "students": len(summary["students"]),
                           "predictions": len(summary["predictions"])}))
         return 0

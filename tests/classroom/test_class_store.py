@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from redis_server import ABSENT, REDIS, redis_server
+from class_helpers import PROJECTOR, T0  # the store fixture (both kinds) is tests/classroom/conftest.py's
 
 from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
@@ -16,22 +16,9 @@ from llmviz.classroom.store import Limits
 from llmviz.classroom.stores import open_store
 from llmviz.errors import ConfigError
 
-T0 = 1_800_000_000.0
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        yield open_store(f"sqlite:///{tmp_path / 'class.db'}")
-        return
-    if REDIS is None:
-        pytest.skip(ABSENT)
-    with redis_server(tmp_path) as url:
-        yield open_store(url)
-
 
 def code_of(store) -> tuple[str, str]:
-    return classes.start(store, Limits(students=5, submissions=3), now=T0)
+    return classes.start(store, Limits(students=5, submissions=3), now=T0, device=PROJECTOR)
 
 
 def test_three_students_predict_and_the_projector_counts_them(store):
@@ -55,9 +42,9 @@ def test_three_students_predict_and_the_projector_counts_them(store):
 def test_only_the_teachers_key_moves_the_class(store):
     code, key = code_of(store)
     with pytest.raises(ClassError) as refused:
-        classes.move(store, code, "not-the-key", "1.2.3", now=T0)
+        classes.move(store, code, "not-the-key", PROJECTOR, "1.2.3", now=T0)
     assert refused.value.code == "teacher_only" and store.get(code).step == "1.1.1"
-    classes.move(store, code, key, "1.2.3", now=T0 + 5)
+    classes.move(store, code, key, PROJECTOR, "1.2.3", now=T0 + 5)
     assert store.get(code).step == "1.2.3" and store.get(code).active == T0 + 5
     with pytest.raises(ClassError):
         classes.end(store, code, key[:-1] + ("x" if key[-1] != "x" else "y"), now=T0)
@@ -187,7 +174,7 @@ def test_a_second_vote_after_the_discussion(store):
     classes.second_round(store, code, key, now=T0 + 1)
     classes.predict(store, code, s.id, "K2", store.get(code).round, 3.0, now=T0 + 2)
     assert store.predictions(code, "K2", 1) == {s.id: 1.5} and store.predictions(code, "K2", 2) == {s.id: 3.0}
-    classes.move(store, code, key, "1.2.7", now=T0 + 3)
+    classes.move(store, code, key, PROJECTOR, "1.2.7", now=T0 + 3)
     assert store.get(code).round == 1
 
 
@@ -196,14 +183,14 @@ def test_the_chapters_answers_counted(store):
     code, key = code_of(store)
     students = [classes.join(store, code, f"10.0.7.{i}", now=T0) for i in range(4)]
     for s, (given, right) in zip(students, ((96.0, True), (24.0, False), (24.0, False), (48.0, False)), strict=True):
-        classes.answer(store, code, s.id, "1.1", given, right, now=T0)
-    assert classes.answer_stats(store, code, "1.1") == (1, 4, (24.0, 2))
-    classes.answer(store, code, students[1].id, "1.1", 96.0, True, now=T0)  # tried again: replaced
-    assert classes.answer_stats(store, code, "1.1") == (2, 4, (24.0, 1))
+        classes.answer(store, code, s.id, "1.1", given, right, 96.0, now=T0)  # one question: 96 is right
+    assert classes.answer_stats(store, code, "1.1") == (1, 4, (0.25, 2, 24.0))  # 24 of 96: a quarter, by two
+    classes.answer(store, code, students[1].id, "1.1", 96.0, True, 96.0, now=T0)  # tried again: replaced
+    assert classes.answer_stats(store, code, "1.1") == (2, 4, (0.25, 1, 24.0))  # a tie with x0.5: the smaller
     assert classes.answer_stats(store, code, "1.2") == (0, 0, None)
     assert store.submissions(code, students[1].id) == 1
     for chapter in ("1.2", "2.1"):  # predictions and answers share the limit of 3 (code_of's)
-        classes.answer(store, code, students[1].id, chapter, 1.0, False, now=T0)
+        classes.answer(store, code, students[1].id, chapter, 1.0, False, 2.0, now=T0)
     with pytest.raises(ClassError) as limit:
         classes.predict(store, code, students[1].id, "K1", 1, 1.0, now=T0)
     assert limit.value.code == "limit"
@@ -249,10 +236,10 @@ def test_nothing_is_written_for_a_class_that_just_ended(store):
     classes.end(store, code, key, now=T0)
     assert not store.add_student(code, Student("ab", "Late", T0), 5)
     assert not store.put_prediction(code, s.id, "K1", 1, 1.0, 5)
-    assert not store.put_answer(code, s.id, "1.1", 1.0, True, 5)
+    assert not store.put_answer(code, s.id, "1.1", 1.0, True, 1.0, 5)
     assert not store.put_prompt(code, s.id, "late", T0, 5)
     store.put_result(code, s.id, {"text": "late"})
-    store.set_step(code, "1.2.1", T0)
+    assert not store.set_step(code, "1.2.1", T0) and not store.lead(code, PROJECTOR, T0, 30.0, True)
     store.touch(code, T0)
     assert store.get(code) is None and store.students(code) == [] and store.result(code, s.id) is None
     if hasattr(store, "r"):

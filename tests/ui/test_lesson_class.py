@@ -12,7 +12,8 @@ from ui_helpers import open_app, page_file, rendered_text
 from llmviz.analysis.claim_effects import judged
 from llmviz.classroom.stores import STORE_ENV
 from llmviz.i18n.translator import translate
-from llmviz.ui.lesson.lesson_class import store
+from llmviz.ui.lesson.class_wall import times
+from llmviz.ui.lesson.lesson_class import DEVICE, store
 
 PAGE = page_file("lesson")
 
@@ -153,8 +154,40 @@ def test_the_chapters_question_counted_on_the_projector(app_model):
         at.button(key="lesson_q_check_1.2").click().run()
     teacher.run()
     said = [m.value for m in teacher.markdown]
+    ratio = 1234.0 / ((n + draw(wrong_one.session_state[SEED_KEY])["more"]) * per_token)  # of its own right answer
     assert translate("zh", "class.answers", right=1, n=2) + " " + translate(
-        "zh", "class.common_wrong", value="1,234 B", count=1) in said, said
+        "zh", "class.common_wrong_ratio", value="1,234 B", count=1, ratio=times(ratio)) in said, said
+
+
+@pytest.mark.parametrize(("ratio", "said"), [(0.5, "×1/2"), (0.25, "×1/4"), (1 / 1024, "×1/1024"), (2.0, "×2"),
+                                             (1000 / 1024, "×0.98"), (1023.0, "×1023"), (1.3, "×1.3"),
+                                             (0.3, "×0.3"), (7 / 120, "×0.058")])
+def test_a_mistake_said_as_a_teacher_says_it(ratio, said):
+    assert times(ratio) == said
+
+
+def test_a_second_teacher_device_follows_the_projector(app_model):
+    """The teacher's link opened on a second device: it says so, follows the projector's steps and moves nothing;
+    its Next is undone by the projector's step. "Lead from here" makes it the projector; the first then follows and
+    says so."""
+    projector, code, key = teacher_at("2.2.1")
+    second = open_app(PAGE, lang="zh", room=code, teach=key, lesson="1.1.1")
+    assert settings(second).lesson == "2.2.1" and store().get(code).step == "2.2.1"
+    assert any(translate("zh", "class.follows") in i.value for i in second.info)
+    second.button(key="lesson_next").click().run()
+    assert store().get(code).step == "2.2.1" and settings(second).lesson == "2.2.1"
+    projector.button(key="lesson_next").click().run()
+    second.run()
+    assert settings(second).lesson == store().get(code).step == "2.2.2"
+    second.button(key="class_take_lead").click().run()
+    assert store().get(code).leader == second.session_state[DEVICE] and not second.info
+    second.button(key="lesson_next").click().run()
+    assert store().get(code).step == "2.2.3"
+    projector.run()  # a full run asks the store as the projector's poll does: it follows now
+    assert settings(projector).lesson == "2.2.3"
+    assert any(translate("zh", "class.follows") in i.value for i in projector.info)
+    projector.button(key="lesson_next").click().run()
+    assert store().get(code).step == "2.2.3"  # it moves nothing
 
 
 def test_the_class_is_the_workload(app_model):

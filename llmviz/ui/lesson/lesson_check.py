@@ -15,7 +15,7 @@ from llmviz.analysis.kv_memory import human
 from llmviz.analysis.predict import ELEMENT_BYTES
 from llmviz.errors import LlmvizError
 from llmviz.ui import lesson_link, server, state
-from llmviz.ui.lesson import lesson_class
+from llmviz.ui.lesson import class_wall, lesson_class
 
 ANSWERS_KEY = "llmviz_lesson_answers"  # {chapter: entry}, in the order answered
 SEED_KEY = "llmviz_lesson_seed"  # the student's draw
@@ -97,8 +97,8 @@ def ask(t, run, chapter: str) -> None:
     if right.button(t("lesson.q.check"), key=f"lesson_q_check_{chapter}") and given is not None:
         answers()[chapter] = {"chapter": chapter, "question": text, "given": given, "answer": q.answer,
                               "unit": q.unit, "right": q.right(given)}
-        lesson_class.answered_question(chapter, given, q.right(given))  # a student in a class: the class's too
-    lesson_class.question_stats(t, chapter, lambda v: shown_answer(v, q.unit))  # on the projector
+        lesson_class.answered_question(chapter, given, q.right(given), q.answer)  # a class's student: the class's
+    class_wall.question_stats(t, chapter, lambda v: shown_answer(v, q.unit))  # on the projector
     entry = answers().get(chapter)
     if entry is not None and entry["question"] == text:
         worked = t(f"lesson.q.{q.key}.why", **words(q.values), answer=shown_answer(q.answer, q.unit))

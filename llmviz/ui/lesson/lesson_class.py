@@ -5,32 +5,40 @@ a student joins from the QR code's link (`lesson?room=CODE`), anonymous, and the
 class's store; on the teacher's Reveal the projector draws the class's predictions beside the measurement.
 
 Roles come from the URL: `room` (the code) and `teach` (the teacher's key: the teacher's own URL only, never shown
-on the page) or `me` (this device's student id, once joined). The rules are llmviz/classroom/classes.py; the shared
-state is the store named by LLMVIZ_CLASS_STORE (default: a SQLite file beside the app's data), one per process.
+on the page) or `me` (this device's student id, once joined). Of the teacher's devices one leads (the projector:
+it moves the class); another with the key follows it, says so, and takes the lead on a click. The rules are
+llmviz/classroom/classes.py; the shared state is the store named by LLMVIZ_CLASS_STORE (default: a SQLite file
+beside the app's data), one per process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 
 import streamlit as st
 
 from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
 from llmviz.classroom.store import ClassRecord, Store
-from llmviz.classroom.stores import open_store, store_url
+from llmviz.classroom.stores import open_store, store_url, sweep_every
 from llmviz.ui import state
 from llmviz.ui.chrome import literal
-from llmviz.ui.lesson.lesson_steps import CHAPTERS
 
 FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the class's pace left)
+DEVICE = "llmviz_class_device"  # this browser session's token: which of the teacher's devices leads
+LEADS = "llmviz_class_leads"  # whether this teacher's device led the class at its last ask
+LOST = "llmviz_class_lost"  # this device led, and another took the lead: said once
 POLL_S = 2.0  # how often a student's device asks the store for the class's step
 TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
 
 
 @st.cache_resource(show_spinner=False)
 def _store(url: str) -> Store:
-    return open_store(url)
+    """The store, and its sweep every minute in this process (an idle class ends on time with no one touching it)."""
+    opened = open_store(url)
+    sweep_every(opened)
+    return opened
 
 
 def store() -> Store:
@@ -62,6 +70,16 @@ def role() -> str | None:
     return "teacher" if s.teach else "student"
 
 
+def device() -> str:
+    """This browser session's token (a reload is a new session: it leads again once the old one is silent)."""
+    return st.session_state.setdefault(DEVICE, secrets.token_hex(8))
+
+
+def leads() -> bool:
+    """Whether this is the teacher's leading device, the projector (as of this run's ask)."""
+    return role() == "teacher" and bool(st.session_state.get(LEADS, False))
+
+
 def explain(t, exc: ClassError) -> None:
     st.warning(t(f"class.error.{exc.code}"))
 
@@ -72,7 +90,7 @@ def start(t) -> None:
         return
     if st.button(t("class.start"), key="class_start", icon=":material/groups:", help=t("class.start_help")):
         try:
-            code, key = classes.start(store(), step=state.settings().lesson, client=client())
+            code, key = classes.start(store(), step=state.settings().lesson, client=client(), device=device())
         except ClassError as exc:
             explain(t, exc)
             return
@@ -101,14 +119,42 @@ def record(t) -> ClassRecord | None:
         return None
 
 
+def _ask_lead(s) -> bool:
+    """Ask the store whether this teacher's device leads (saying it is there: the lead's heartbeat), and keep the
+    answer for the run; a review device (review=1: it reads and approves, it never moves the class) never leads. A
+    device that led and no longer does says so once (LOST)."""
+    was = leads()
+    try:
+        now = not s.review and classes.lead(store(), s.room, s.teach, device())
+    except ClassError:  # the class ended meanwhile: the next draw says so
+        now = False
+    st.session_state[LEADS] = now
+    if was and not now:
+        st.session_state[LOST] = True
+    return now
+
+
 def keep_pace(found: ClassRecord) -> None:
-    """Before the page draws: the projector's step goes to the store; a following student, or the teacher's own
-    review device (review=1: it reads and approves, it never moves the class), goes to the projector's."""
+    """Before the page draws: the leading device's step goes to the store; a following student, or a teacher's
+    device that does not lead (a review device, a second tab), goes to the projector's."""
     s = state.settings()
-    if role() == "teacher" and not s.review and found.step != s.lesson:
-        classes.move(store(), s.room, s.teach, s.lesson)
-    elif (s.review or (role() == "student" and st.session_state.get(FOLLOW, True))) and found.step != s.lesson:
+    follows = role() == "student" and st.session_state.get(FOLLOW, True)
+    if role() == "teacher":
+        _ask_lead(s)
+        if leads() and found.step != s.lesson:
+            try:
+                classes.move(store(), s.room, s.teach, device(), s.lesson)
+            except ClassError:  # another device took the lead in between: follow it
+                st.session_state[LEADS] = False
+        follows = not leads()
+    if follows and found.step != s.lesson:
         state.update(lesson=found.step)
+
+
+def _take_lead() -> None:
+    s = state.settings()
+    with contextlib.suppress(ClassError):
+        st.session_state[LEADS] = classes.lead(store(), s.room, s.teach, device(), take=True)
 
 
 def left_pace() -> None:
@@ -139,10 +185,7 @@ def _status(t, claim: str | None) -> None:
         return
     students = store().students(s.room)
     if role() == "teacher":
-        answered = len(class_values(claim, found.round)) if claim else None  # the vote open now
-        with st.container(key="class-status"):
-            st.caption(t("class.projector", code=found.code, joined=len(students)) + (
-                "" if answered is None else " · " + t("class.answered", n=answered, joined=len(students))))
+        _teacher_status(t, s, found, students, claim)
         return
     me = next((x.name for x in students if x.id == s.me), "?")
     if st.session_state.get(FOLLOW, True):
@@ -154,26 +197,30 @@ def _status(t, claim: str | None) -> None:
         st.button(t("class.rejoin", step=found.step), key="class_rejoin", on_click=_rejoin, type="primary")
 
 
-JOIN_KEY = "class_join"  # the projector's popover with the code and its QR code (J opens it)
+def _teacher_status(t, s, found: ClassRecord, students: list, claim: str | None) -> None:
+    """The projector's counts (and its word that it is there: the lead's heartbeat); a teacher's device that does not
+    lead follows the projector's step, says so, and offers the lead (a second tab never fights the projector)."""
+    was = leads()
+    now = _ask_lead(s)
+    if was != now or (not now and found.step != s.lesson):
+        if not now:
+            state.update(lesson=found.step)
+        st.rerun(scope="app")
+    answered = len(class_values(claim, found.round)) if claim else None  # the vote open now
+    with st.container(key="class-status"):
+        st.caption(t("class.projector", code=found.code, joined=len(students)) + (
+            "" if answered is None else " · " + t("class.answered", n=answered, joined=len(students))))
+        if not now and not s.review:
+            st.button(t("class.take_lead"), key="class_take_lead", on_click=_take_lead, help=t("class.take_lead_help"))
 
 
-def join_url(code: str) -> str:
-    """The link a student's phone opens: this server's lesson with the code (and the projector's language)."""
-    here = st.context.url or ""
-    base = here.split("?", 1)[0].rsplit("/", 1)[0] if "://" in here else ""
-    return f"{base}/lesson?room={code}&lang={state.settings().lang}"
-
-
-def join_panel(t, code: str) -> None:
-    """On the projector: the code, large, its QR code and the link (the teacher's key is in none of them)."""
-    import segno
-
-    url = join_url(code)
-    with st.popover(t("class.join_button", code=code), key=JOIN_KEY, icon=":material/qr_code_2:"), \
-            st.container(key="class-join"):
-        st.markdown(t("class.join_how", code=code))
-        st.image(segno.make(url, error="m").svg_inline(scale=8, dark="#111", light="#fff"), width=320)
-        st.code(url, language=None)
+def say_follows(t) -> None:
+    """On a teacher's device that does not lead: that it follows the projector (once, as it loses the lead)."""
+    if role() != "teacher" or leads() or state.settings().review:
+        return
+    if st.session_state.pop(LOST, False):
+        st.toast(t("class.lead_lost"), icon=":material/cast:")
+    st.info(t("class.follows"), icon=":material/cast:")
 
 
 REFUSED = "llmviz_class_refused"  # a refusal a callback met, said on the next draw
@@ -204,108 +251,12 @@ def class_values(claim_id: str, round_: int = 1) -> list[float]:
     return list(store().predictions(s.room, claim_id, round_).values()) if s.room else []
 
 
-SHOWN = "llmviz_class_shown_"  # + claim id: the teacher showed the class's votes before the Reveal
-
-
-def _second_round() -> None:
-    s = state.settings()
-    with contextlib.suppress(ClassError):
-        classes.second_round(store(), s.room, s.teach)
-
-
-def votes(t, claim_id: str) -> None:
-    """The teacher's peer instruction at a claim's step, before the Reveal: show the class's votes (to argue over),
-    then open a second vote."""
-    if role() != "teacher":
-        return
-    found = store().get(state.settings().room)
-    with st.container(horizontal=True):
-        st.toggle(t("class.show_votes"), key=f"{SHOWN}{claim_id}")
-        st.button(t("class.second_round"), key=f"class_round_{claim_id}", on_click=_second_round,
-                  disabled=found is None or found.round == 2, help=t("class.second_round_help"))
-    if st.session_state.get(f"{SHOWN}{claim_id}"):
-        histogram(t, claim_id)
-
-
-MOST_BINS = 40
-
-
-def histogram(t, claim_id: str, e: dict | None = None) -> None:
-    """On the projector: the class's votes (the first, and the second where there is one) in the slider's units,
-    beside the article's figure and, after the Reveal (`e`), this machine's measurement (the Reveal's own
-    measurement object, never a second rule)."""
-    from llmviz.analysis import reveal as rv
-    from llmviz.ui.charts import chart
-    from llmviz.viz.classroom import prediction_histogram
-
-    if role() != "teacher":
-        return
-    sc = rv.scale(claim_id)
-    votes_ = [(r, class_values(claim_id, r)) for r in classes.ROUNDS]
-    with st.container(key="class-histogram"):
-        if not votes_[0][1] and not votes_[1][1]:
-            st.caption(t("class.no_predictions"))
-            return
-        counted = [(r, *classes.histogram(v, sc.low, sc.high, sc.step, MOST_BINS)) for r, v in votes_ if v or r == 1]
-        width = counted[0][1]
-        rounds = [(t("class.round", n=r, count=len(v)), counts) for (r, v), (_, _, counts) in zip(
-            [x for x in votes_ if x[1] or x[0] == 1], counted, strict=True)]
-        per = round(width / sc.step)  # slider positions a bin: a bin's centre is the middle of its positions
-        centres = [sc.low + (i * per + (per - 1) / 2) * sc.step for i in range(len(counted[0][2]))]
-        measured = None if e is None or e["measured"] is None else rv.shown_of(claim_id, e["measured"])
-        article = rv.shown_of(claim_id, rv.article_effect(claim_id))
-        fig = prediction_histogram(rounds, centres, width, (sc.low, sc.high), [
-            (t("lesson.this_machine"), measured, "#c0392b"), (t("lesson.article_a100"), article, "#555555")],
-                                   t("class.histogram_title", n=len(votes_[0][1]), claim=claim_id),
-                                   t(f"lesson.predict_unit.{sc.unit}"), t("class.students"))
-        chart(t, fig, key="class_histogram_chart")
-
-
-def end_panel(t) -> None:
-    """The teacher's way out: the class's summary to download (students by their generated names, their
-    predictions), then End, which deletes every record of the class."""
-    import json
-
-    from llmviz.ui.chrome import table_csv
-
-    if role() != "teacher":
-        return
-    s = state.settings()
-    with st.popover(t("class.end"), key="class_end_menu", icon=":material/logout:"):
-        try:
-            out = classes.summary(store(), s.room, s.teach, chapters=CHAPTERS)
-        except ClassError as exc:
-            explain(t, exc)
-            return
-        st.caption(t("class.end_how", students=len(out["students"]), predictions=len(out["predictions"])))
-        st.download_button(t("claims.download_json"), json.dumps(out, ensure_ascii=False, indent=1),
-                           f"class-{out['class']}.json", "application/json", key="class_summary_json")
-        st.download_button(t("claims.download_csv"), table_csv(out["predictions"]) if out["predictions"] else "",
-                           f"class-{out['class']}-predictions.csv", "text/csv", key="class_summary_csv")
-        st.download_button(t("class.answers_csv"), table_csv(out["answers"]) if out["answers"] else "",
-                           f"class-{out['class']}-answers.csv", "text/csv", key="class_answers_csv")
-        if st.button(t("class.end_now"), key="class_end", type="primary"):
-            classes.end(store(), s.room, s.teach)
-            state.update(room="", teach="", me="")
-            st.rerun()
-
-
-def answered_question(chapter: str, given: float, right: bool) -> None:
-    """A student's answer to a chapter's question goes to the class's store too."""
+def answered_question(chapter: str, given: float, right: bool, answer: float) -> None:
+    """A student's answer to a chapter's question (and the right one of their draw) goes to the class's store too."""
     s = state.settings()
     if role() == "student" and s.me:
         with contextlib.suppress(ClassError):
-            classes.answer(store(), s.room, s.me, chapter, float(given), right)
-
-
-def question_stats(t, chapter: str, unit_shown) -> None:
-    """On the projector, under a chapter's question: how many answered right, and the most common wrong answer."""
-    if role() != "teacher":
-        return
-    right, n, common = classes.answer_stats(store(), state.settings().room, chapter)
-    with st.container(key="class-answers"):
-        st.markdown(t("class.answers", right=right, n=n) + (
-            "" if common is None else " " + t("class.common_wrong", value=unit_shown(common[0]), count=common[1])))
+            classes.answer(store(), s.room, s.me, chapter, float(given), right, float(answer))
 
 
 _projector_status = st.fragment(run_every=TEACHER_POLL_S)(_status)

@@ -24,7 +24,7 @@ from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claims_run
 from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
-from llmviz.ui.lesson import lesson_again, lesson_class
+from llmviz.ui.lesson import class_wall, lesson_again, lesson_class
 from llmviz.ui.public import LatestClaims
 from llmviz.ui.server import load
 
@@ -194,7 +194,7 @@ def show(t, e: dict) -> None:
         claims_run.verdict_box(t, c)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
-    lesson_class.histogram(t, e["id"], e)  # a class's votes, on the projector
+    class_wall.histogram(t, e["id"], e)  # a class's votes, on the projector
     offer_rounds(t, e)
     if e.get("arithmetic"):
         text = t(f"lesson.arithmetic.{e['arithmetic']}", predicted=shown(name, here, t),
@@ -301,7 +301,7 @@ def panel(t, claim_id: str) -> None:
         do_reveal(t, claim_id, rv.effect_of(claim_id, value) if st.session_state.get(moved) else None)
     e = revealed().get(claim_id)
     if e is None:
-        lesson_class.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
+        class_wall.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
         before_measuring(t, claim_id)
     else:
         show(t, e)

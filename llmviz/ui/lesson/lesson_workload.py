@@ -73,7 +73,8 @@ def student(t) -> None:
 
 def teacher(t) -> None:
     """The projector: the class's requests by name, a text only once approved (its length before); the teacher
-    reads and approves them on a second device (review=1) or, a click away, here; Run serves the approved ones;
+    reads and approves them on a second device (review=1, or any that does not lead) or, a click away, here; Run
+    serves the approved ones;
     then the Gantt by names and the two schedulers."""
     s = state.settings()
     try:
@@ -83,14 +84,14 @@ def teacher(t) -> None:
         return
     approved = [r for r in rows if r["approved"]]
     st.markdown(t("class.workload_teacher", n=len(rows), approved=len(approved)))
-    if s.review:
+    if not lesson_class.leads():  # a review device (or a second tab): it reads and approves; the projector runs
         review(t, rows)
     elif rows:
         st.table([{t("class.col_name"): literal(r["name"]), t("class.col_prompt"): literal(r["text"]) if
                    r["approved"] else t("class.unapproved", chars=len(r["text"]))} for r in rows], hide_index=True)
         with st.popover(t("class.review_here"), key="class_review_here", help=t("class.review_help")):
             review(t, rows)
-    if not s.review and st.button(t("class.run", n=len(approved)), key="class_run", type="primary",
+    if lesson_class.leads() and st.button(t("class.run", n=len(approved)), key="class_run", type="primary",
                                   disabled=not approved or not server.engine_available()):
         run(t, approved)
     kept = st.session_state.get(RUN_KEY)

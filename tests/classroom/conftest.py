@@ -1,0 +1,20 @@
+"""The class store's tests (issue 39) run against both stores: SQLite (a file, WAL) and a real redis-server (skipped
+with the reason where it is absent)."""
+
+from __future__ import annotations
+
+import pytest
+from redis_server import ABSENT, REDIS, redis_server
+
+from llmviz.classroom.stores import open_store
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        yield open_store(f"sqlite:///{tmp_path / 'class.db'}")
+        return
+    if REDIS is None:
+        pytest.skip(ABSENT)
+    with redis_server(tmp_path) as url:
+        yield open_store(url)

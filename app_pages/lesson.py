@@ -102,6 +102,7 @@ def main() -> None:
     lesson_reveal.say_passed(t)
     lesson_class.say_refused(t)
     lesson_class.say_follows(t)  # a teacher's second device: it follows the projector, and says so
+    lesson_class.remember_device()  # a teacher's browser keeps its token: a reload still leads
     run = shown_run(t)
     if POSITIONS[at] == END:
         lesson_end.summary(t)

@@ -77,7 +77,7 @@ async def run_lesson_class(students: int, think: float, host: str, port: int, st
     await teacher.open()
     await teacher.click("class_start")
     q = query(teacher)
-    code, key = q["room"], q["teach"]
+    code = q["room"]
     out: dict = {}
     clients = await asyncio.gather(*(student(i, code, port, host, out) for i in range(students)))
     watching = asyncio.create_task(projector_sees(teacher, students))
@@ -88,13 +88,13 @@ async def run_lesson_class(students: int, think: float, host: str, port: int, st
     except TimeoutError as exc:  # counted as a failure, with what the projector showed
         seen = None
         out.setdefault(-1, {"failures": [], "joined": True})["failures"].append(str(exc))
-    board = StClient(port, "lesson", f"lang=en&lesson=3.2.1&room={code}&teach={key}", host=host)
-    await board.open()  # the projector at §3.2 (the class's step moves with it)
+    for _ in range(4):  # the projector to §3.2 by Next (2.2.3, 3.1.1, 3.1.2, 3.2.1): the class's step moves with it
+        await teacher.click("lesson_next")
     began = time.perf_counter()
     await asyncio.gather(*(prompt(i, c, out) for i, c in enumerate(clients)))
-    await board.rerun()  # the projector's list of the class's requests, now full
-    await board.click("class_approve")
-    await board.click("class_run")
+    await teacher.rerun()  # the projector's list of the class's requests, now full
+    await teacher.click("class_approve")
+    await teacher.click("class_run")
     workload = time.perf_counter() - began
     store = open_store(store_url)
     stored = store.predictions(code, "K4", 1)
@@ -104,7 +104,7 @@ async def run_lesson_class(students: int, think: float, host: str, port: int, st
     if len(stored) != students:
         failures.append(f"{len(stored)} predictions stored of {students}")
     failures += [f"student {i}: no result" for i, r in enumerate(results) if r is None]
-    for c in (teacher, board, *clients):
+    for c in (teacher, *clients):
         await c.close()
     submits = [r["submit_s"] for r in out.values() if r.get("submit_s") is not None]
     figures = {"submit_p50_s": round(percentile(submits, 50), 3) if submits else None,

@@ -76,17 +76,19 @@ def lesson_class(tmp_path_factory, monkeypatch_module):
         projector.locator(".st-key-llmviz_class_shown_K4 label").first.click()
         wait_idle(projector, 60)
         record["histogram"] = projector.locator(".st-key-class-histogram [data-testid=stPlotlyChart]").count()
-        teacher_url = projector.url  # §3.2: the class is the workload (the teacher's link keeps the class)
-        projector.goto(re.sub(r"lesson=[0-9.]+", "lesson=3.2.1", teacher_url))
-        wait_idle(projector, 120)
+        for _ in range(4):  # 2.2.3, 3.1.1, 3.1.2, then 3.2.1: the class is the workload
+            unfocus(projector)
+            projector.keyboard.press("ArrowRight")
+            wait_idle(projector, 120)
         for phone, text in zip(phones, ("济南的冬天", "The list of"), strict=True):
             shows(phone, title("3.2.1"))
             wait_idle(phone, 60)
             phone.locator(".st-key-class_prompt input").first.fill(text)
             phone.locator(".st-key-class_send button").first.click()
             wait_idle(phone, 60)
-        projector.reload()
+        projector.reload()  # the same browser (its cookie): the same device, which still leads
         wait_idle(projector, 120)
+        record["reloaded"] = (projector.locator(".st-key-class_take_lead").count(), "lesson=3.2.1" in projector.url)
         projector.locator(".st-key-class_review_here button").first.click()  # the review, on the projector
         projector.locator(".st-key-class_approve button").first.click()
         wait_idle(projector, 60)
@@ -119,7 +121,9 @@ def test_students_join_and_follow_the_teacher(lesson_class):
 
 
 def test_the_class_is_the_workload(lesson_class):
-    """Each student's request reaches the Gantt under their name, and its time to first token shows on its phone."""
+    """Each student's request reaches the Gantt under their name, and its time to first token shows on its phone;
+    the projector reloaded still leads the class (no "Lead from here"; its Run is there)."""
+    assert lesson_class["reloaded"] == (0, True)
     assert len(lesson_class["gantt_rows"]) == 2 and all(row.strip() for row in lesson_class["gantt_rows"])
     assert all(translate("zh", "class.ttft") in text and " ms" in text for text in lesson_class["mine"])
 

@@ -239,3 +239,17 @@ def test_a_rerun_never_copies_the_first_vote_into_the_second(app_model):
     assert store().predictions(code, "K4", 2) == {}
     teacher.run()
     assert any(translate("zh", "class.answered", n=0, joined=1) in c.value for c in teacher.caption)  # vote 2's
+
+
+def test_the_teachers_link_opened_again_shows_the_class_where_it_is(app_model):
+    """A class started by `llmviz class start` (no device leads yet) at 2.2.2: the teacher's link opened at an older
+    step (1.1.1, a link kept from the start) shows 2.2.2 and moves nothing; this device leads, and its Next moves
+    the class."""
+    from llmviz.classroom import classes
+
+    code, key = classes.start(store(), step="2.2.2")
+    at = open_app(PAGE, lang="zh", room=code, teach=key, lesson="1.1.1")
+    assert settings(at).lesson == "2.2.2" and store().get(code).step == "2.2.2"
+    assert store().get(code).leader == at.session_state[DEVICE] and not at.info
+    at.button(key="lesson_next").click().run()
+    assert store().get(code).step == "2.2.3"

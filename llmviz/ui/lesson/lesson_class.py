@@ -29,6 +29,7 @@ FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the
 DEVICE = "llmviz_class_device"  # this browser session's token: which of the teacher's devices leads
 LEADS = "llmviz_class_leads"  # whether this teacher's device led the class at its last ask
 LOST = "llmviz_class_lost"  # this device led, and another took the lead: said once
+OPENED = "llmviz_class_opened"  # the class this session has shown (its first run follows the class's step)
 POLL_S = 2.0  # how often a student's device asks the store for the class's step
 TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
 
@@ -71,8 +72,27 @@ def role() -> str | None:
 
 
 def device() -> str:
-    """This browser session's token (a reload is a new session: it leads again once the old one is silent)."""
-    return st.session_state.setdefault(DEVICE, secrets.token_hex(8))
+    """This teacher's device: its browser's token (a cookie, so that a reload is the same device and still leads),
+    else a new one for this session, which remember_device() gives the browser."""
+    held = st.session_state.get(DEVICE)
+    if held is None:
+        cookie = st.context.cookies.get(COOKIE) or ""
+        held = cookie if len(cookie) == 16 and all(c in "0123456789abcdef" for c in cookie) else secrets.token_hex(8)
+        st.session_state[DEVICE] = held
+    return held
+
+
+COOKIE = "llmviz_device"  # a teacher's browser's token: grants nothing without the key; a class lasts a day at most
+_REMEMBER = """<script>
+window.parent.document.cookie = "COOKIE=TOKEN; path=/; max-age=86400; SameSite=Strict";
+</script>"""
+
+
+def remember_device() -> None:
+    """On a teacher's device: its token as a cookie of this browser (our own fixed script and a hex token, in a frame
+    of the page's origin), read when the page is opened again."""
+    if role() == "teacher" and st.context.cookies.get(COOKIE) != device():
+        st.iframe(_REMEMBER.replace("COOKIE", COOKIE).replace("TOKEN", device()), height=1)
 
 
 def leads() -> bool:
@@ -96,6 +116,7 @@ def start(t) -> None:
             return
         state.update(room=code, teach=key, me="")
         st.session_state[FOLLOW] = True
+        st.session_state[OPENED] = code  # started at this step: the class's own
         st.rerun()
 
 
@@ -141,12 +162,14 @@ def keep_pace(found: ClassRecord) -> None:
     follows = role() == "student" and st.session_state.get(FOLLOW, True)
     if role() == "teacher":
         _ask_lead(s)
-        if leads() and found.step != s.lesson:
+        opened = st.session_state.get(OPENED) != s.room  # the teacher's link opened (again): it shows the class's
+        st.session_state[OPENED] = s.room  # step, never moves it (a link kept from an earlier step, a second tab)
+        if leads() and not opened and found.step != s.lesson:
             try:
                 classes.move(store(), s.room, s.teach, device(), s.lesson)
             except ClassError:  # another device took the lead in between: follow it
                 st.session_state[LEADS] = False
-        follows = not leads()
+        follows = opened or not leads()
     if follows and found.step != s.lesson:
         state.update(lesson=found.step)
 

@@ -244,6 +244,21 @@ def put_results(store: Store, code: str, teacher_key: str, results: dict[str, di
         store.put_result(record.code, sid, result)
 
 
+REVEAL = "reveal:"  # + an item: the teacher's measurement, kept beside the students' results (never a student's id)
+
+
+def put_reveal(store: Store, code: str, teacher_key: str, item: str, measured: dict, now: float | None = None) -> None:
+    """The teacher's Reveal of `item` (the judged claim and when it was measured), for the students' devices to show
+    the very measurement the projector shows, never one of their own."""
+    record = _teacher(store, code, teacher_key, now)
+    store.put_result(record.code, f"{REVEAL}{item}", measured)
+
+
+def reveal_of(store: Store, code: str, item: str) -> dict | None:
+    """The teacher's Reveal of `item` in this class, or None before it."""
+    return store.result(normal_code(code), f"{REVEAL}{item}")
+
+
 def mistake(given: float, answer_: float | None) -> float | None:
     """A wrong answer as its ratio to the right one (x0.5: K or V left out; x2: fp32 for fp16; x1/1024: KiB for
     MiB), the same mistake on neighbours' different numbers; None where no ratio exists (a right answer of 0, or

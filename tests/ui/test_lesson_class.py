@@ -253,3 +253,25 @@ def test_the_teachers_link_opened_again_shows_the_class_where_it_is(app_model):
     assert store().get(code).leader == at.session_state[DEVICE] and not at.info
     at.button(key="lesson_next").click().run()
     assert store().get(code).step == "2.2.3"
+
+
+def test_each_phone_shows_the_teachers_reveal_not_its_own(app_model):
+    """In a class a student's device has no Reveal (thirty measurements would queue on one server and spoil the
+    discussion): it says the teacher reveals, and once the projector has, it shows that very measurement (its
+    verdict and its effect, from the projector's judged claim) beside the student's own prediction."""
+    from llmviz.analysis import reveal as rv
+    from llmviz.ui.lesson.lesson_reveal import REVEALED_KEY
+
+    teacher, code, _ = teacher_at("2.2.2")
+    student = open_app(PAGE, lang="zh", room=code)
+    assert not [b for b in student.button if b.key == "lesson_reveal_K4"]
+    assert any(translate("zh", "class.reveal_on_projector") in c.value for c in student.caption)
+    student.slider(key="lesson_predict_K4").set_value(2.0).run()
+    teacher.session_state["llmviz_claims_report"] = report = k4_report(10.0 / 1.5)
+    teacher.button(key="lesson_reveal_K4").click().run()
+    student.run()  # as its poll does once the class's reveal is there
+    mine, theirs = student.session_state[REVEALED_KEY]["K4"], teacher.session_state[REVEALED_KEY]["K4"]
+    assert mine["source"] == "class" and mine["claim"] == report["claims"][0] == theirs["claim"]
+    assert mine["verdict"] == theirs["verdict"] and rv.shown_of("K4", mine["measured"]) == pytest.approx(1.5)
+    assert mine["predicted"] == pytest.approx(rv.effect_of("K4", 2.0)) and theirs["predicted"] is None
+    assert not student.exception

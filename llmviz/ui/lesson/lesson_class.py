@@ -29,6 +29,7 @@ FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the
 DEVICE = "llmviz_class_device"  # this browser session's token: which of the teacher's devices leads
 LEADS = "llmviz_class_leads"  # whether this teacher's device led the class at its last ask
 LOST = "llmviz_class_lost"  # this device led, and another took the lead: said once
+WAITING = "llmviz_class_waiting"  # the claim a student's page drew unrevealed: its poll watches for the teacher's
 OPENED = "llmviz_class_opened"  # the class this session has shown (its first run follows the class's step)
 POLL_S = 2.0  # how often a student's device asks the store for the class's step
 TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
@@ -180,6 +181,29 @@ def _take_lead() -> None:
         st.session_state[LEADS] = classes.lead(store(), s.room, s.teach, device(), take=True)
 
 
+def class_reveal(claim_id: str) -> dict | None:
+    """On a student's device: the teacher's Reveal of the claim ({"claim", "when"}), or None before it."""
+    s = state.settings()
+    return classes.reveal_of(store(), s.room, claim_id) if role() == "student" and s.room else None
+
+
+def wait_for_reveal(claim_id: str) -> None:
+    """A student's page drew the claim unrevealed: its poll asks for the teacher's Reveal."""
+    st.session_state[WAITING] = claim_id
+
+
+def share_reveal(claim_id: str, entry: dict) -> None:
+    """On the leading device: its Reveal goes to the class (once, and again when measured anew), so that each
+    phone shows the projector's own measurement instead of taking thirty of its own."""
+    s = state.settings()
+    if not leads():
+        return
+    held = classes.reveal_of(store(), s.room, claim_id)
+    if held is None or held.get("when") != entry["when"]:
+        with contextlib.suppress(ClassError):
+            classes.put_reveal(store(), s.room, s.teach, claim_id, {"claim": entry["claim"], "when": entry["when"]})
+
+
 def left_pace() -> None:
     """A student's own Back / Next / chapter: their lesson no longer follows the teacher's."""
     if role() == "student":
@@ -214,6 +238,9 @@ def _status(t, claim: str | None) -> None:
     if st.session_state.get(FOLLOW, True):
         if found.step != s.lesson:  # the teacher moved: this device goes too
             state.update(lesson=found.step)
+            st.rerun(scope="app")
+        if claim and st.session_state.get(WAITING) == claim and class_reveal(claim) is not None:
+            del st.session_state[WAITING]  # the teacher revealed: the page shows it now (once: never a loop)
             st.rerun(scope="app")
         st.caption(t("class.student", code=found.code, name=literal(me)))
     else:

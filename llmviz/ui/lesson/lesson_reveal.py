@@ -293,15 +293,25 @@ def panel(t, claim_id: str) -> None:
                         float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
                         key=slider, on_change=_moved, args=(claim_id, moved, slider))
     right.write("")
-    pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
-                           disabled=not server.engine_available() and claim_id not in revealed())
-    if not server.engine_available():
-        st.caption(t("lesson.reveal_off"))
-    if pressed:
-        do_reveal(t, claim_id, rv.effect_of(claim_id, value) if st.session_state.get(moved) else None)
+    predicted = rv.effect_of(claim_id, value) if st.session_state.get(moved) else None
+    if lesson_class.role() == "student":  # in a class the teacher reveals, and each phone shows that measurement
+        shared = lesson_class.class_reveal(claim_id)
+        if shared is not None and claim_id not in revealed():
+            revealed()[claim_id] = entry_of(shared["claim"], shared["when"], "class", predicted)
+        if claim_id not in revealed():
+            right.caption(t("class.reveal_on_projector"))
+            lesson_class.wait_for_reveal(claim_id)
+    else:
+        pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
+                               disabled=not server.engine_available() and claim_id not in revealed())
+        if not server.engine_available():
+            st.caption(t("lesson.reveal_off"))
+        if pressed:
+            do_reveal(t, claim_id, predicted)
     e = revealed().get(claim_id)
     if e is None:
         class_wall.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
         before_measuring(t, claim_id)
     else:
+        lesson_class.share_reveal(claim_id, e)  # on the projector: the class's phones show this measurement
         show(t, e)

@@ -65,8 +65,9 @@ _MOST_HEIGHT: ContextVar[int | None] = ContextVar("llmviz_most_chart_height", de
 
 
 @contextlib.contextmanager
-def fitted(height: int):
-    """Charts drawn inside are at most `height` px tall (a taller figure is drawn at that height, never cropped)."""
+def fitted(height: int | None):
+    """Charts drawn inside are at most `height` px tall (a taller figure is drawn at that height, never cropped);
+    None lifts an outer cap."""
     token = _MOST_HEIGHT.set(height)
     try:
         yield

@@ -24,6 +24,7 @@ from llmviz.ui.settings import EXAMPLE_PROMPTS
 STEP = "3.2.1"  # K7's: continuous batching
 RUN_KEY = "llmviz_class_workload"  # the teacher's run: (code, {scheduler: result}, [student ids by request id])
 SLOTS = 4
+GANTT_PX, ROW_PX = 900, 22  # the class's Gantt: a row a student, readable on a projector, at most a screen
 
 
 def panel(t, step) -> None:
@@ -146,7 +147,7 @@ def run(t, rows: list[dict]) -> None:
 def draw(t, results: dict, names: list[str]) -> None:
     """The projector: the class's requests over the continuous run's steps, each row a student's name; the two
     schedulers' figures."""
-    from llmviz.ui.charts import chart
+    from llmviz.ui.charts import chart, fitted
     from llmviz.ui.serving.serving_view import metrics_table
     from llmviz.viz.serving import gantt
 
@@ -154,8 +155,10 @@ def draw(t, results: dict, names: list[str]) -> None:
     fig = gantt(view, {x: t(f"serving.state.{x}") for x in ("not_arrived", "waiting", "prefill", "decode", "idle",
                                                              "done")},
                 t("class.gantt_title", n=len(names)), t("serving.step"), t("class.col_name"))
-    if not view.aggregated:  # a row a request: its student's name
-        fig.update_yaxes(ticktext=[names[i] for i in view.ids])
-    with st.container(key="class-gantt"):
+    if not view.aggregated:  # a row a request: its student's name, read from the back of the room
+        fig.update_yaxes(ticktext=[names[i] for i in view.ids], automargin=True, tickfont={"size": 14})
+    fig.update_layout(height=min(GANTT_PX, 300 + ROW_PX * len(view.row_ids())),  # the title, axis and legend: 300
+                      legend={"entrywidth": 0.5, "entrywidthmode": "fraction"})  # two states a row, not one
+    with st.container(key="class-gantt"), fitted(None):  # the step's point on the wall: not the panel's cap
         chart(t, fig, key="class_gantt_chart")
     metrics_table(t, {name: metrics(r) for name, r in results.items()})

@@ -189,6 +189,12 @@ def wait_metric_change(page, label: str, old: str | None, timeout_s: float = 30)
     return metric(page, label)
 
 
+def wait_text(page, text: str, timeout_s: float = 20) -> None:
+    """Wait until the page's main area holds `text` (a class's fragment asks the store every 1-2 s)."""
+    page.wait_for_function("(t) => document.querySelector('[data-testid=stMain]').innerText.includes(t)", arg=text,
+                           timeout=timeout_s * 1000)
+
+
 def exceptions(page) -> list[str]:
     return [e.inner_text()[:500] for e in page.query_selector_all(EXCEPTION)]
 

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 from browser_kit import AppServer, chromium, exceptions, wait_idle  # noqa: E402
+from browser_kit import wait_text as shows  # noqa: E402
 from lesson_walk import unfocus  # noqa: E402
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "device_scale_factor": 2}
@@ -34,11 +35,6 @@ def nav(page, presses: int) -> None:
         unfocus(page)
         page.keyboard.press("ArrowRight")
         wait_idle(page, 120)
-
-
-def shows(page, text: str, timeout_s: float = 30) -> None:
-    page.wait_for_function("(t) => document.querySelector('[data-testid=stMain]').innerText.includes(t)", arg=text,
-                           timeout=timeout_s * 1000)
 
 
 def take(lang: str, out: Path) -> list[Path]:

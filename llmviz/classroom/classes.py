@@ -31,7 +31,9 @@ JOIN_ATTEMPTS, JOIN_WINDOW_S = 120, 60.0  # per client address
 STARTS, STARTS_WINDOW_S = 5, 3600.0  # classes a client address may start an hour
 NAME_CHARS = 24
 ROUNDS = (1, 2)  # a prediction before discussion, and one after
-LEAD_STALE_S = 30.0  # a leading device silent this long (a closed or reloaded tab) gives the lead to the next one
+LEAD_STALE_S = 30.0  # a leading device silent this long (closed) gives the lead to a device opening the class
+RELOAD_S = 3.0  # a leading tab silent this long (three projector polls) gives the lead to its own browser's tabs
+NEVER_STALE_S = 1e18  # the store's own staleness rule, unused: the rules above decide (a finite number for Lua)
 ANIMALS = ("Otter", "Heron", "Lynx", "Panda", "Crane", "Gecko", "Ibis", "Koala", "Marten", "Orca", "Puffin",
            "Quail", "Raven", "Seal", "Tapir", "Wren", "Yak", "Zebra", "Badger", "Camel")
 
@@ -148,14 +150,24 @@ def _teacher(store: Store, code: str, teacher_key: str, now: float | None) -> Cl
     return record
 
 
-def lead(store: Store, code: str, teacher_key: str, device: str, now: float | None = None, take: bool = False) -> bool:
-    """Whether the teacher's `device` (a token of its browser session) leads the class, saying so (the leading
-    projector asks every poll): it leads if it did, if none did, if the leading device was silent LEAD_STALE_S, or
-    when it `take`s the lead (the teacher's click; the device that led then follows)."""
+def lead(store: Store, code: str, teacher_key: str, device: str, now: float | None = None, take: bool = False,
+         opened: bool = False) -> bool:
+    """Whether the teacher's `device` ("browser.tab": its browser's token and its tab's) leads the class, saying so
+    (the leading projector asks every poll). It leads if it did, if none did, or on the teacher's click (`take`; the
+    device that led then follows). Without a click it takes the lead only from a leader gone silent: a tab of its own
+    browser silent RELOAD_S (the projector reloaded), or, on the run that opens the class on this device (`opened`),
+    any device silent LEAD_STALE_S (the projector closed). A device already open never takes the lead from another
+    browser by itself, however long the projector is busy (a long Reveal runs no poll)."""
     record = _teacher(store, code, teacher_key, now)
-    if not device:
-        raise ClassError("a teacher's device has a token", code="bad_value")
-    return store.lead(record.code, device, time.time() if now is None else now, LEAD_STALE_S, take)
+    browser, dot, tab = str(device).partition(".")
+    if not (browser and dot and tab):
+        raise ClassError(f"a teacher's device is browser.tab, got {device!r}", code="bad_value")
+    now = time.time() if now is None else now
+    silent = now - record.led
+    same_browser = record.leader.partition(".")[0] == browser
+    claim = take or (record.leader not in ("", device) and (
+        (same_browser and silent > RELOAD_S) or (opened and silent > LEAD_STALE_S)))
+    return store.lead(record.code, device, now, NEVER_STALE_S, claim)
 
 
 def move(store: Store, code: str, teacher_key: str, device: str, step: str, now: float | None = None) -> None:
@@ -273,19 +285,21 @@ def answer_stats(store: Store, code: str, chapter: str) -> tuple[int, int, Commo
     """(right, answered, the most common wrong answer or None): what the projector says of a chapter's question. Each
     student's numbers are their own, so a mistake is counted by its ratio to that student's right answer (`mistake`,
     grouped to two significant figures, which forgive the rounding a unit asks for) as (the group's median ratio,
-    how many made it, the value they gave where they all gave one, else None). Ties go to the smaller ratio; answers
-    without a ratio count last."""
+    how many made it, the value they gave where they all gave one, else None); answers without a ratio (a right
+    answer of 0, or none kept) by their value. Ties go to the smaller ratio, then to those by value."""
     given = list(store.answers(normal_code(code), chapter).values())
-    wrong: dict[float | None, list[tuple[float, float | None]]] = {}
+    wrong: dict[float | tuple, list[tuple[float, float | None]]] = {}  # a ratio, or ("value", v) without one
     for value, right, answer_ in given:
         if not right:
             ratio = mistake(value, answer_)
-            wrong.setdefault(None if ratio is None else float(f"{ratio:.2g}"), []).append((value, ratio))
+            key = ("value", value) if ratio is None else float(f"{ratio:.2g}")
+            wrong.setdefault(key, []).append((value, ratio))
     common = None
     if wrong:
-        key, made = min(wrong.items(), key=lambda kv: (-len(kv[1]), kv[0] is None, kv[0] or 0.0))
+        key, made = min(wrong.items(), key=lambda kv: (-len(kv[1]), isinstance(kv[0], tuple),
+                                                        kv[0][1] if isinstance(kv[0], tuple) else kv[0]))
         values = {v for v, _ in made}
-        common = (None if key is None else statistics.median(r for _, r in made), len(made),
+        common = (None if isinstance(key, tuple) else statistics.median(r for _, r in made), len(made),
                   made[0][0] if len(values) == 1 else None)
     return sum(right for _, right, _ in given), len(given), common
 

@@ -202,8 +202,9 @@ class RedisStore(Store):
         expired = [c for c in self.r.smembers(CODES) if not self.r.exists(_key(c))]  # its hash expired by itself
         if expired:
             self.r.srem(CODES, *expired)
-        live = self.r.smembers(CODES)
-        gone = [k for k in self.r.scan_iter(match="class:*", count=500) if k.split(":")[1] not in live]
+        seen = list(self.r.scan_iter(match="class:*", count=500))  # before the codes: a class created in between
+        live = self.r.smembers(CODES)  # is in them (its code added with its hash), so its keys stay
+        gone = [k for k in seen if k.split(":")[1] not in live]
         if gone:
             self.r.delete(*gone)
 

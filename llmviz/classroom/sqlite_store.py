@@ -55,7 +55,11 @@ class SqliteStore(Store):
             db.executescript(SCHEMA)
             for table, column, kind in ADDED:
                 if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:  # names above
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                    try:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                    except sqlite3.OperationalError as exc:  # another replica added it in between
+                        if "duplicate column" not in str(exc):
+                            raise
         finally:
             db.close()
 

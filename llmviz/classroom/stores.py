@@ -3,10 +3,12 @@ file in the temporary folder, which the replicas of one machine share), or Redis
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from llmviz.classroom import classes
@@ -37,18 +39,28 @@ SWEEP_S = 60.0
 log = logging.getLogger(__name__)
 
 
-def sweep_every(store: Store, every_s: float = SWEEP_S) -> threading.Event:
-    """End the classes past their time every `every_s` seconds in a daemon thread of this process (the app's, for
-    its store), whatever its students do: a class nobody touches still ends on time, its records deleted. Each
-    replica sweeps; a sweep is idempotent. Set the event returned to stop."""
+def sweep_every(opener: Callable[[], Store], every_s: float = SWEEP_S, name: str = "llmviz-class-sweep"
+                ) -> threading.Event:
+    """End the classes past their time every `every_s` seconds in a daemon thread of this process (the app starts
+    one per process), whatever its students do: a class nobody touches still ends on time, its records deleted.
+    The store is opened at the first sweep (`opener`), and again after a failure (a store out of reach now: the
+    next sweep tries again). Each replica sweeps; a sweep is idempotent. Set the event returned to stop."""
     stop = threading.Event()
 
     def loop() -> None:
+        held = None
         while not stop.wait(every_s):
             try:
-                classes.sweep(store)
-            except Exception:  # a store out of reach now: the next sweep tries again
+                held = held or opener()
+                classes.sweep(held)
+            except Exception:
+                held = None
                 log.exception("the class store's sweep failed")
 
-    threading.Thread(target=loop, name="llmviz-class-sweep", daemon=True).start()
+    threading.Thread(target=loop, name=name, daemon=True).start()
     return stop
+
+
+def sweeper_name(url: str) -> str:
+    """The sweep thread's name for a store (its URL's hash: a password in a Redis URL is not shown)."""
+    return f"llmviz-class-sweep-{hashlib.sha256(url.encode('utf-8')).hexdigest()[:12]}"

@@ -61,6 +61,7 @@ def run() -> None:
     st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
     plugins = imported()  # the extensions, then the heavy imports, once per process (never two sessions at once)
     apply_upload_limit()  # public mode: Streamlit refuses a file over the app's limit before taking it in
+    server.class_sweeping()  # a class past its time ends with no one on its pages (one thread a process)
     t = sidebar(plugins)
     pages = [st.Page(APP_PAGES / file, title=t(title), icon=icon, url_path=path or None, default=not path)
              for file, title, icon, path in PAGES]

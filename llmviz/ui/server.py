@@ -141,3 +141,18 @@ def heavy_gate(slots: int) -> HeavyGate:
 def latest_claims() -> LatestClaims:
     """The server's latest measurement of each claim, shared by every session (public mode's Reveal)."""
     return LatestClaims()
+
+
+@st.cache_resource(show_spinner=False)
+def _class_sweeper(url: str):
+    from llmviz.classroom.stores import open_store, sweep_every, sweeper_name
+
+    return sweep_every(lambda: open_store(url), name=sweeper_name(url))  # the event that would stop it
+
+
+def class_sweeping() -> None:
+    """The class store's sweep every minute in this process, from its first page on (the frame asks every run; one
+    thread a process and store): a class past its time ends though no one opens a class page again (issue 39)."""
+    from llmviz.classroom.stores import store_url
+
+    _class_sweeper(store_url())

@@ -14,33 +14,55 @@ import pytest
 from class_helpers import PROJECTOR, T0
 
 from llmviz.classroom import classes
-from llmviz.classroom.classes import LEAD_STALE_S, ClassError
+from llmviz.classroom.classes import LEAD_STALE_S, RELOAD_S, ClassError
 from llmviz.classroom.store import Limits
 from llmviz.classroom.stores import open_store, sweep_every
 
-TAB = "second-tab"  # the teacher's key opened on another device
+TAB = "phone.tab1"  # the teacher's key opened on another device (another browser)
 
 
 def test_one_device_leads_and_a_second_follows_until_it_takes_the_lead(store):
     code, key = classes.start(store, now=T0, device=PROJECTOR)
     assert classes.lead(store, code, key, PROJECTOR, now=T0 + 1)
-    assert not classes.lead(store, code, key, TAB, now=T0 + 2)  # the projector said so a second ago
+    assert not classes.lead(store, code, key, TAB, now=T0 + 2, opened=True)  # the projector said so a second ago
     with pytest.raises(ClassError) as second:
         classes.move(store, code, key, TAB, "2.2.1", now=T0 + 2)
     assert second.value.code == "not_leader" and store.get(code).step == "1.1.1"
     with pytest.raises(ClassError) as wrong:
         classes.lead(store, code, "not-the-key", TAB, now=T0 + 2, take=True)
     assert wrong.value.code == "teacher_only" and store.get(code).leader == PROJECTOR
+    with pytest.raises(ClassError) as bad:
+        classes.lead(store, code, key, "no-tab", now=T0 + 2)
+    assert bad.value.code == "bad_value"
     assert classes.lead(store, code, key, TAB, now=T0 + 3, take=True)  # the teacher's click on the second device
     assert not classes.lead(store, code, key, PROJECTOR, now=T0 + 4)  # the projector now follows
     with pytest.raises(ClassError):
         classes.move(store, code, key, PROJECTOR, "1.2.1", now=T0 + 4)
     classes.move(store, code, key, TAB, "2.2.1", now=T0 + 5)
     assert store.get(code).step == "2.2.1" and store.get(code).leader == TAB
-    # the second device closed: silent past LEAD_STALE_S, the lead goes to the next device that asks, not before
-    assert not classes.lead(store, code, key, PROJECTOR, now=T0 + 3 + LEAD_STALE_S - 1)
-    assert classes.lead(store, code, key, PROJECTOR, now=T0 + 3 + LEAD_STALE_S + 1)
-    assert store.get(code).led == T0 + 3 + LEAD_STALE_S + 1
+
+
+def test_a_busy_projector_keeps_the_lead_and_a_closed_one_gives_it_to_a_device_that_opens(store):
+    """A long Reveal runs no poll: a device already open never takes the lead by itself, however long the silence;
+    a device opening the class takes it from a leader silent past LEAD_STALE_S (the projector closed), not before."""
+    code, key = classes.start(store, now=T0, device=PROJECTOR)
+    assert not classes.lead(store, code, key, TAB, now=T0 + LEAD_STALE_S + 600)
+    assert not classes.lead(store, code, key, "desk.tab1", now=T0 + LEAD_STALE_S - 1, opened=True)
+    assert classes.lead(store, code, key, "desk.tab1", now=T0 + LEAD_STALE_S + 1, opened=True)
+    assert store.get(code).leader == "desk.tab1" and store.get(code).led == T0 + LEAD_STALE_S + 1
+
+
+def test_a_reloaded_projector_leads_on_and_a_second_tab_does_not_fight_it(store):
+    """A reload is a new tab of the same browser: it takes the lead once the old tab is silent RELOAD_S (three
+    polls), at any run; while the leading tab still polls, a second tab of the same browser follows."""
+    code, key = classes.start(store, now=T0, device=PROJECTOR)
+    again = "laptop.tab2"
+    assert not classes.lead(store, code, key, again, now=T0 + RELOAD_S - 1, opened=True)  # tab1 may still be there
+    assert classes.lead(store, code, key, PROJECTOR, now=T0 + RELOAD_S - 0.5)  # it is: its poll
+    assert not classes.lead(store, code, key, again, now=T0 + 2 * RELOAD_S - 1)
+    assert classes.lead(store, code, key, again, now=T0 + 2 * RELOAD_S)  # tab1 silent past RELOAD_S: reloaded
+    assert not classes.lead(store, code, key, PROJECTOR, now=T0 + 2 * RELOAD_S + 1)
+    assert not classes.lead(store, code, key, TAB, now=T0 + 10 * RELOAD_S)  # another browser: only on a click
 
 
 def test_a_class_started_by_the_command_line_is_led_by_its_first_device(store):
@@ -48,7 +70,8 @@ def test_a_class_started_by_the_command_line_is_led_by_its_first_device(store):
     assert store.get(code).leader == ""
     with pytest.raises(ClassError):
         classes.move(store, code, key, TAB, "1.2.1", now=T0)
-    assert classes.lead(store, code, key, TAB, now=T0 + 1) and not classes.lead(store, code, key, PROJECTOR, now=T0 + 2)
+    assert classes.lead(store, code, key, TAB, now=T0 + 1)
+    assert not classes.lead(store, code, key, PROJECTOR, now=T0 + 2, opened=True)
 
 
 def test_a_class_ends_at_its_lifetime_however_active(store):
@@ -90,7 +113,7 @@ def test_the_app_sweeps_on_a_timer_with_no_one_joining(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'class.db'}")
     idle, _ = classes.start(store, Limits(idle_s=600), now=time.time() - 700)
     kept, _ = classes.start(store, Limits(idle_s=600))
-    stop = sweep_every(store, every_s=0.05)
+    stop = sweep_every(lambda: store, every_s=0.05)
     try:
         deadline = time.monotonic() + 10
         while store.get(idle) is not None and time.monotonic() < deadline:
@@ -129,3 +152,8 @@ def test_a_mistake_counted_on_neighbours_numbers(store):
     assert classes.answer_stats(store, code, "1.2") == (1, 8, (0.5, 4, None))  # no one value: each their own
     assert [classes.mistake(g, r) for r, g in cases[-3:]] == [2.0, 1.0, pytest.approx(7 / 120)]
     assert classes.mistake(5.0, 0.0) is None and classes.mistake(5.0, None) is None
+    late, _ = classes.start(store, Limits(students=8), now=T0)  # no ratio (a right answer of 0): by the value
+    for i, (right_answer, given) in enumerate([(0.0, 3.0), (0.0, 3.0), (0.0, 4.0), (10.0, 5.0)]):
+        s = classes.join(store, late, f"10.4.1.{i}", now=T0)
+        classes.answer(store, late, s.id, "1.2", given, False, right_answer, now=T0)
+    assert classes.answer_stats(store, late, "1.2") == (0, 4, (None, 2, 3.0))

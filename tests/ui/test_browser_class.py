@@ -16,6 +16,7 @@ from ui_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import CHROMIUM, chromium, exceptions, free_port, wait_idle
+from browser_kit import wait_text as shows
 from lesson_walk import unfocus
 from serve_class import Class, find_haproxy
 
@@ -30,12 +31,6 @@ TITLES = "() => Array.from(document.querySelectorAll('[data-testid=stMain] h3'))
 def title(step: str) -> str:
     section = step.rsplit(".", 1)[0]
     return f"§{section} · {translate('zh', f'lesson.{step}.title')}"
-
-
-def shows(page, text: str, timeout_s: float = 20) -> None:
-    """Wait until the page's main area holds `text` (a fragment asks the store every 2 s)."""
-    page.wait_for_function("(t) => document.querySelector('[data-testid=stMain]').innerText.includes(t)", arg=text,
-                           timeout=timeout_s * 1000)
 
 
 @pytest.fixture(scope="module")

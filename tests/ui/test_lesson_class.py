@@ -260,6 +260,7 @@ def test_each_phone_shows_the_teachers_reveal_not_its_own(app_model):
     discussion): it says the teacher reveals, and once the projector has, it shows that very measurement (its
     verdict and its effect, from the projector's judged claim) beside the student's own prediction."""
     from llmviz.analysis import reveal as rv
+    from llmviz.classroom import classes
     from llmviz.ui.lesson.lesson_reveal import REVEALED_KEY
 
     teacher, code, _ = teacher_at("2.2.2")
@@ -275,3 +276,22 @@ def test_each_phone_shows_the_teachers_reveal_not_its_own(app_model):
     assert mine["verdict"] == theirs["verdict"] and rv.shown_of("K4", mine["measured"]) == pytest.approx(1.5)
     assert mine["predicted"] == pytest.approx(rv.effect_of("K4", 2.0)) and theirs["predicted"] is None
     assert not student.exception
+    again = k4_report(10.0 / 1.2)["claims"][0]  # the teacher measured again (more rounds): x1.20 this time
+    classes.put_reveal(store(), code, settings(teacher).teach, "K4", {"claim": again, "when": "2026-12-05 12:05:00"})
+    student.run()
+    mine = student.session_state[REVEALED_KEY]["K4"]
+    assert mine["when"] == "2026-12-05 12:05:00" and rv.shown_of("K4", mine["measured"]) == pytest.approx(1.2)
+
+
+def test_the_app_sweeps_its_class_store_from_its_first_page(app_model, tmp_path, monkeypatch):
+    """Any page starts the store's sweep (once a process): a class past its time ends though no one opens a class
+    page again (the sweep itself: tests/classroom/test_class_lead.py)."""
+    import threading
+
+    from llmviz.classroom.stores import sweeper_name
+
+    url = f"sqlite:///{tmp_path / 'swept.db'}"
+    monkeypatch.setenv(STORE_ENV, url)
+    assert sweeper_name(url) not in {x.name for x in threading.enumerate()}
+    open_app(page_file("home"), lang="zh")
+    assert [x.daemon for x in threading.enumerate() if x.name == sweeper_name(url)] == [True]

@@ -21,7 +21,7 @@ import streamlit as st
 from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
 from llmviz.classroom.store import ClassRecord, Store
-from llmviz.classroom.stores import open_store, store_url, sweep_every
+from llmviz.classroom.stores import open_store, store_url
 from llmviz.ui import state
 from llmviz.ui.chrome import literal
 
@@ -29,7 +29,7 @@ FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the
 DEVICE = "llmviz_class_device"  # this browser session's token: which of the teacher's devices leads
 LEADS = "llmviz_class_leads"  # whether this teacher's device led the class at its last ask
 LOST = "llmviz_class_lost"  # this device led, and another took the lead: said once
-WAITING = "llmviz_class_waiting"  # the claim a student's page drew unrevealed: its poll watches for the teacher's
+WAITING = "llmviz_class_waiting"  # (claim, when shown or None) on a student's page: its poll watches for a newer
 OPENED = "llmviz_class_opened"  # the class this session has shown (its first run follows the class's step)
 POLL_S = 2.0  # how often a student's device asks the store for the class's step
 TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
@@ -37,10 +37,8 @@ TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a
 
 @st.cache_resource(show_spinner=False)
 def _store(url: str) -> Store:
-    """The store, and its sweep every minute in this process (an idle class ends on time with no one touching it)."""
-    opened = open_store(url)
-    sweep_every(opened)
-    return opened
+    return open_store(url)
+
 
 
 def store() -> Store:
@@ -73,14 +71,18 @@ def role() -> str | None:
 
 
 def device() -> str:
-    """This teacher's device: its browser's token (a cookie, so that a reload is the same device and still leads),
-    else a new one for this session, which remember_device() gives the browser."""
+    """This teacher's device, "browser.tab": its browser's token (a cookie, so that a reloaded projector is known as
+    its own browser and leads on) and this tab's, so that a second tab of the same browser does not lead too."""
     held = st.session_state.get(DEVICE)
     if held is None:
         cookie = st.context.cookies.get(COOKIE) or ""
-        held = cookie if len(cookie) == 16 and all(c in "0123456789abcdef" for c in cookie) else secrets.token_hex(8)
-        st.session_state[DEVICE] = held
+        browser = cookie if len(cookie) == 16 and all(c in "0123456789abcdef" for c in cookie) else secrets.token_hex(8)
+        held = st.session_state[DEVICE] = f"{browser}.{secrets.token_hex(4)}"
     return held
+
+
+def _browser() -> str:
+    return device().partition(".")[0]
 
 
 COOKIE = "llmviz_device"  # a teacher's browser's token: grants nothing without the key; a class lasts a day at most
@@ -92,8 +94,8 @@ window.parent.document.cookie = "COOKIE=TOKEN; path=/; max-age=86400; SameSite=S
 def remember_device() -> None:
     """On a teacher's device: its token as a cookie of this browser (our own fixed script and a hex token, in a frame
     of the page's origin), read when the page is opened again."""
-    if role() == "teacher" and st.context.cookies.get(COOKIE) != device():
-        st.iframe(_REMEMBER.replace("COOKIE", COOKIE).replace("TOKEN", device()), height=1)
+    if role() == "teacher" and st.context.cookies.get(COOKIE) != _browser():
+        st.iframe(_REMEMBER.replace("COOKIE", COOKIE).replace("TOKEN", _browser()), height=1)
 
 
 def leads() -> bool:
@@ -141,13 +143,13 @@ def record(t) -> ClassRecord | None:
         return None
 
 
-def _ask_lead(s) -> bool:
-    """Ask the store whether this teacher's device leads (saying it is there: the lead's heartbeat), and keep the
-    answer for the run; a review device (review=1: it reads and approves, it never moves the class) never leads. A
-    device that led and no longer does says so once (LOST)."""
+def _ask_lead(s, opened: bool = False) -> bool:
+    """Ask the store whether this teacher's device leads (saying it is there: the lead's heartbeat; `opened`: the
+    run that opens the class on this device), and keep the answer for the run; a review device (review=1: it reads
+    and approves, it never moves the class) never leads. A device that led and no longer does says so once."""
     was = leads()
     try:
-        now = not s.review and classes.lead(store(), s.room, s.teach, device())
+        now = not s.review and classes.lead(store(), s.room, s.teach, device(), opened=opened)
     except ClassError:  # the class ended meanwhile: the next draw says so
         now = False
     st.session_state[LEADS] = now
@@ -162,9 +164,9 @@ def keep_pace(found: ClassRecord) -> None:
     s = state.settings()
     follows = role() == "student" and st.session_state.get(FOLLOW, True)
     if role() == "teacher":
-        _ask_lead(s)
         opened = st.session_state.get(OPENED) != s.room  # the teacher's link opened (again): it shows the class's
         st.session_state[OPENED] = s.room  # step, never moves it (a link kept from an earlier step, a second tab)
+        _ask_lead(s, opened)
         if leads() and not opened and found.step != s.lesson:
             try:
                 classes.move(store(), s.room, s.teach, device(), s.lesson)
@@ -187,9 +189,10 @@ def class_reveal(claim_id: str) -> dict | None:
     return classes.reveal_of(store(), s.room, claim_id) if role() == "student" and s.room else None
 
 
-def wait_for_reveal(claim_id: str) -> None:
-    """A student's page drew the claim unrevealed: its poll asks for the teacher's Reveal."""
-    st.session_state[WAITING] = claim_id
+def wait_for_reveal(claim_id: str, when: str | None) -> None:
+    """A student's page drew the claim unrevealed (`when` None) or revealed as measured at `when`: its poll asks for
+    the teacher's Reveal, or a newer one."""
+    st.session_state[WAITING] = (claim_id, when)
 
 
 def share_reveal(claim_id: str, entry: dict) -> None:
@@ -239,8 +242,10 @@ def _status(t, claim: str | None) -> None:
         if found.step != s.lesson:  # the teacher moved: this device goes too
             state.update(lesson=found.step)
             st.rerun(scope="app")
-        if claim and st.session_state.get(WAITING) == claim and class_reveal(claim) is not None:
-            del st.session_state[WAITING]  # the teacher revealed: the page shows it now (once: never a loop)
+        waiting = st.session_state.get(WAITING)
+        if claim and waiting is not None and waiting[0] == claim and (
+                shared := class_reveal(claim)) is not None and shared["when"] != waiting[1]:
+            del st.session_state[WAITING]  # the teacher revealed (or measured anew): the page shows it now, once
             st.rerun(scope="app")
         st.caption(t("class.student", code=found.code, name=literal(me)))
     else:

@@ -295,12 +295,12 @@ def panel(t, claim_id: str) -> None:
     right.write("")
     predicted = rv.effect_of(claim_id, value) if st.session_state.get(moved) else None
     if lesson_class.role() == "student":  # in a class the teacher reveals, and each phone shows that measurement
-        shared = lesson_class.class_reveal(claim_id)
-        if shared is not None and claim_id not in revealed():
-            revealed()[claim_id] = entry_of(shared["claim"], shared["when"], "class", predicted)
+        shared, held = lesson_class.class_reveal(claim_id), revealed().get(claim_id)
+        if shared is not None and (held is None or (held["source"] == "class" and held["when"] != shared["when"])):
+            revealed()[claim_id] = entry_of(shared["claim"], shared["when"], "class", predicted)  # or measured anew
         if claim_id not in revealed():
             right.caption(t("class.reveal_on_projector"))
-            lesson_class.wait_for_reveal(claim_id)
+        lesson_class.wait_for_reveal(claim_id, revealed().get(claim_id, {}).get("when"))
     else:
         pressed = right.button(t("lesson.reveal"), key=f"lesson_reveal_{claim_id}", type="primary", width="stretch",
                                disabled=not server.engine_available() and claim_id not in revealed())

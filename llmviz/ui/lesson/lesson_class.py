@@ -30,6 +30,7 @@ DEVICE = "llmviz_class_device"  # this browser session's token: which of the tea
 LEADS = "llmviz_class_leads"  # whether this teacher's device led the class at its last ask
 LOST = "llmviz_class_lost"  # this device led, and another took the lead: said once
 WAITING = "llmviz_class_waiting"  # (claim, when shown or None) on a student's page: its poll watches for a newer
+RELOADED = "llmviz_class_reloaded"  # a tab of the leading browser that does not lead yet (a reload, for RELOAD_S)
 OPENED = "llmviz_class_opened"  # the class this session has shown (its first run follows the class's step)
 POLL_S = 2.0  # how often a student's device asks the store for the class's step
 TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
@@ -167,6 +168,7 @@ def keep_pace(found: ClassRecord) -> None:
         opened = st.session_state.get(OPENED) != s.room  # the teacher's link opened (again): it shows the class's
         st.session_state[OPENED] = s.room  # step, never moves it (a link kept from an earlier step, a second tab)
         _ask_lead(s, opened)
+        st.session_state[RELOADED] = not leads() and found.leader.partition(".")[0] == _browser()
         if leads() and not opened and found.step != s.lesson:
             try:
                 classes.move(store(), s.room, s.teach, device(), s.lesson)
@@ -271,8 +273,8 @@ def _teacher_status(t, s, found: ClassRecord, students: list, claim: str | None)
 
 def say_follows(t) -> None:
     """On a teacher's device that does not lead: that it follows the projector (once, as it loses the lead)."""
-    if role() != "teacher" or leads() or state.settings().review:
-        return
+    if role() != "teacher" or leads() or state.settings().review or st.session_state.get(RELOADED):
+        return  # a reload of the projector: its tab leads again within RELOAD_S, nothing to say
     if st.session_state.pop(LOST, False):
         st.toast(t("class.lead_lost"), icon=":material/cast:")
     st.info(t("class.follows"), icon=":material/cast:")

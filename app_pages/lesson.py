@@ -78,6 +78,7 @@ def panel(t, run, step) -> None:
                     class_wall.join_panel(t, state.settings().room)
                     class_wall.end_panel(t)
                 lesson_class.start(t)
+                lesson_class.name_panel(t)  # a student's generated name, changeable
 
 
 def show(t, run, step) -> None:

@@ -108,6 +108,9 @@ def test_a_class_ended_or_idle_leaves_nothing(store):
     s = classes.join(store, code, "10.0.3.1", now=T0)
     classes.predict(store, code, s.id, "K1", 1, 1.2, now=T0)
     assert classes.rename(store, code, s.id, "  Ada  L. ", now=T0) == "Ada L."
+    for bad in ("x" * (classes.NAME_CHARS + 1), " ", "a\x07b"):
+        with pytest.raises(ClassError):
+            classes.rename(store, code, s.id, bad, now=T0)
     assert [x.name for x in store.students(code)] == ["Ada L."]
     classes.end(store, code, key, now=T0 + 1)
     assert store.get(code) is None and store.students(code) == [] and store.predictions(code, "K1", 1) == {}

@@ -295,3 +295,18 @@ def test_the_app_sweeps_its_class_store_from_its_first_page(app_model, tmp_path,
     assert sweeper_name(url) not in {x.name for x in threading.enumerate()}
     open_app(page_file("home"), lang="zh")
     assert [x.daemon for x in threading.enumerate() if x.name == sweeper_name(url)] == [True]
+
+
+def test_a_student_changes_their_generated_name(app_model):
+    """Anonymous by default, changeable: the new name is the class's (the projector's and the summary's); a blank one
+    is refused and said, the name kept (the box holds at most NAME_CHARS; the library refuses more)."""
+    _, code, _ = teacher_at("2.2.1")
+    student = open_app(PAGE, lang="zh", room=code)
+    [generated] = [s.name for s in store().students(code)]
+    student.text_input(key="class_name").input("  Lin   Wei ").run()
+    student.button(key="class_rename").click().run()
+    assert [s.name for s in store().students(code)] == ["Lin Wei"]
+    student.text_input(key="class_name").input("   ").run()
+    student.button(key="class_rename").click().run()
+    assert [s.name for s in store().students(code)] == ["Lin Wei"] and generated != "Lin Wei"
+    assert [x.value for x in student.toast] == [translate("zh", "class.error.bad_value")]

@@ -296,6 +296,28 @@ def predicted(claim_id: str, shown_value: float) -> None:
         st.session_state[REFUSED] = exc.code
 
 
+def name_panel(t) -> None:
+    """A student's name in the class: generated (an animal and a number), changeable here; the projector and the
+    teacher's summary use it, nothing else of the student is kept."""
+    s = state.settings()
+    if role() != "student" or not s.me:
+        return
+    me = next((x.name for x in store().students(s.room) if x.id == s.me), None)
+    if me is None:
+        return
+    with st.popover(t("class.name_button", name=literal(me)), key="class_name_menu", icon=":material/badge:"):
+        st.text_input(t("class.name"), value=me, max_chars=classes.NAME_CHARS, key="class_name")
+        st.button(t("class.rename"), key="class_rename", on_click=_rename)
+
+
+def _rename() -> None:
+    s = state.settings()
+    try:
+        classes.rename(store(), s.room, s.me, st.session_state.get("class_name") or "")
+    except ClassError as exc:  # an empty or over-long name, or the class ended: said on the next draw
+        st.session_state[REFUSED] = exc.code
+
+
 def say_refused(t) -> None:
     code = st.session_state.pop(REFUSED, None)
     if code is not None:

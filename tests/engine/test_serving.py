@@ -42,12 +42,14 @@ def test_continuous_equals_each_request_alone(lm, sampled):
     trace = random_trace(1, sampled=sampled)
     # 3 slots, a budget of 8 tokens (prompts arrive in chunks), 6 blocks of 4 tokens (requests get preempted)
     scheduler = ContinuousScheduler(lm, trace, ServeConfig(slots=3, token_budget=8, block_size=4, pool_blocks=8))
-    result = scheduler.run()
+    streamed: dict[int, list[int]] = {}  # a request's tokens as they come (a class's phones read them so)
+    result = scheduler.run(lambda f, stage, values: [streamed.setdefault(rid, []).append(tok)
+                                                     for rid, tok in values["tokens"].items()])
     preempted = [rid for r in result["records"] for rid in r.preempted]
     chunked = [row for r in result["records"] for row in r.rows if row[3] == "prefill" and row[2] < 20]
     assert preempted and chunked  # the schedule exercised both
     for r in trace.requests:
-        assert result["outputs"][r.id] == alone(lm, r), r.id
+        assert result["outputs"][r.id] == alone(lm, r) == streamed[r.id], r.id  # streamed once, preempted or not
         assert len(result["token_steps"][r.id]) == r.output_len
 
 

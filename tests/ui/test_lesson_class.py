@@ -190,14 +190,20 @@ def test_a_second_teacher_device_follows_the_projector(app_model):
     assert store().get(code).step == "2.2.3"  # it moves nothing
 
 
-def test_the_class_is_the_workload(app_model):
+def test_the_class_is_the_workload(app_model, monkeypatch):
     """§3.2: three students send prompts; the projector shows their lengths until approved, then the texts; the
     teacher's run serves them through continuous and static batching on the engine; the Gantt's rows are the
-    students' names; each phone shows its own request's text, which is what that request draws served alone, and its
-    time to first token."""
+    students' names; each phone shows its own request's text as it comes (written every STREAM_S: here every step),
+    which is at last what that request draws served alone, and its time to first token."""
     from llmviz import service
+    from llmviz.classroom import classes
     from llmviz.trace.config import EngineConfig
+    from llmviz.ui.lesson import lesson_workload
 
+    written: list[dict] = []  # what the run wrote for the phones, in order (the store's own writes, watched)
+    real = classes.put_results
+    monkeypatch.setattr(classes, "put_results", lambda *a, **k: (written.append(a[3]), real(*a, **k))[1])
+    monkeypatch.setattr(lesson_workload, "STREAM_S", 0.0)
     teacher, code, _ = teacher_at("3.2.1")
     prompts = ["济南的冬天", "The list of", "人工智能"]
     phones = []
@@ -210,6 +216,10 @@ def test_the_class_is_the_workload(app_model):
     [listed] = [x.value for x in teacher.table if translate("zh", "class.col_prompt") in x.value.columns]
     assert list(listed[translate("zh", "class.col_prompt")]) == [
         translate("zh", "class.unapproved", chars=len(p)) for p in prompts]  # nothing unvetted on the wall
+    first = settings(phones[0]).me  # a phone while its request is drawn: the text so far and its count
+    real(store(), code, settings(teacher).teach, {first: {"text": "天气", "partial": True, "tokens": 2}})
+    phones[0].run()
+    assert translate("zh", "class.drawing", text="天气", n=2) in [m.value for m in phones[0].markdown]
     teacher.button(key="class_approve").click().run()
     teacher.button(key="class_run").click().run()
     assert not teacher.exception, [e.value for e in teacher.exception]
@@ -221,9 +231,14 @@ def test_the_class_is_the_workload(app_model):
     assert [len(alone[i]) for i in range(3)] == [16, 24, 32]  # the trace's lengths: they leave at different steps
     for i, phone in enumerate(phones):
         phone.run()
-        mine = store().result(code, settings(phone).me)
+        me = settings(phone).me
+        mine = store().result(code, me)
         assert mine["text"] == service.models.text_of(lm, alone[i]) and mine["ttft_ms"] > 0
         assert any(translate("zh", "class.yours", text="")[:6] in m.value for m in phone.markdown)
+        counts = [w[me]["tokens"] for w in written if me in w and w[me].get("partial")]  # as they came
+        assert counts == list(range(1, len(alone[i]) + 1))  # a write a step drawn, one token more each
+        last = [w[me] for w in written if me in w and w[me].get("partial")][-1]
+        assert last["text"] == mine["text"] and "partial" not in mine
 
 
 def test_a_rerun_never_copies_the_first_vote_into_the_second(app_model):

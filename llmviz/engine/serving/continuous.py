@@ -289,7 +289,8 @@ class ContinuousScheduler:
         """Steps until every request is done (or step `until` has run: a look inside that step); returns the
         outputs and the per-step records. Progress is reported after each step that drew a token (the tokens
         drawn so far, counted as they are drawn: summing every request's tokens at every step cost requests x
-        steps)."""
+        steps), with the token each request drew in it ({"step": n, "tokens": {request id: token id}}: a
+        request's tokens as they come, issue 39)."""
         total, drawn = sum(r.output_len for r in self.trace.requests), 0
         while not self.finished and (until is None or len(self.records) <= until):
             self.idle_until_arrival()
@@ -298,7 +299,9 @@ class ContinuousScheduler:
             record = self.step()
             drawn += len(record.drawn)
             if progress and record.drawn:
-                progress(drawn / total, "step", {"step": len(self.records)})
+                runs = {run.request.id: run for run in self.running}
+                tokens = {rid: (runs.get(rid) or self.done[rid]).seq.ids[-1] for rid in record.drawn}
+                progress(drawn / total, "step", {"step": len(self.records), "tokens": tokens})
         return self.result()
 
     def result(self) -> dict:

@@ -8,7 +8,9 @@ Serving page's rule).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import time
 
 import streamlit as st
 
@@ -24,6 +26,8 @@ from llmviz.ui.settings import EXAMPLE_PROMPTS
 STEP = "3.2.1"  # K7's: continuous batching
 RUN_KEY = "llmviz_class_workload"  # the teacher's run: (code, {scheduler: result}, [student ids by request id])
 SLOTS = 4
+STREAM_S = 0.5  # how often the run writes each request's text so far, for the phones
+MINE_POLL_S = 1.0  # how often a phone asks for its request's text at this step
 GANTT_PX, ROW_PX = 900, 22  # the class's Gantt: a row a student, readable on a projector, at most a screen
 
 
@@ -47,29 +51,65 @@ def send(t) -> None:
         st.session_state["class_prompt_error"] = exc.code
 
 
-@st.fragment(run_every=lesson_class.POLL_S)
 def student(t) -> None:
-    """The student's prompt (typed, or picked on a public server), then what the class's run drew for it."""
+    """The student's prompt (typed, or picked on a public server), then what the class's run draws for it, as it
+    comes."""
     s = state.settings()
     st.markdown(t("class.workload_student"))
     if server.policy().public:  # nothing typed reaches a public server's projector
         st.selectbox(t("class.prompt"), EXAMPLE_PROMPTS, key="class_prompt")
     else:
-        found = lesson_class.store().get(s.room)  # one read of the class a poll
+        found = lesson_class.store().get(s.room)
         st.text_input(t("class.prompt"), key="class_prompt", max_chars=found.limits.prompt_chars if found else 200)
     st.button(t("class.send"), key="class_send", on_click=send, args=(t,))
     if (code := st.session_state.pop("class_prompt_error", None)) is not None:
         st.warning(t(f"class.error.{code}"))
-    mine = next(((text, ok) for sid, text, _, ok in lesson_class.store().prompts(s.room) if sid == s.me), None)
-    if mine is not None:
-        st.caption(t("class.sent", text=literal(mine[0])))
+    mine(t)
+
+
+@st.fragment(run_every=MINE_POLL_S)
+def mine(t) -> None:
+    """What this student sent, and their request's text as the class's run draws it (then its TTFT and ITL); asked
+    again every MINE_POLL_S, apart from the prompt's box (a poll never redraws what the student is typing)."""
+    s = state.settings()
+    sent = next((text for sid, text, _, _ in lesson_class.store().prompts(s.room) if sid == s.me), None)
+    if sent is not None:
+        st.caption(t("class.sent", text=literal(sent)))
     result = lesson_class.store().result(s.room, s.me)
-    if result is not None:
-        with st.container(key="class-mine"):
-            st.markdown(t("class.yours", text=literal(result["text"])))
-            a, b = st.columns(2)
-            a.metric(t("class.ttft"), f"{result['ttft_ms']:.0f} ms")
-            b.metric(t("class.itl"), "—" if result["itl_ms"] is None else f"{result['itl_ms']:.1f} ms")
+    if result is None:
+        return
+    with st.container(key="class-mine"):
+        if result.get("partial"):  # the run is drawing it now
+            st.markdown(t("class.drawing", text=literal(result["text"]), n=result["tokens"]))
+            return
+        st.markdown(t("class.yours", text=literal(result["text"])))
+        a, b = st.columns(2)
+        a.metric(t("class.ttft"), f"{result['ttft_ms']:.0f} ms")
+        b.metric(t("class.itl"), "—" if result["itl_ms"] is None else f"{result['itl_ms']:.1f} ms")
+
+
+class Streamed:
+    """The class's requests' tokens as the continuous run draws them (its progress's values), each student's text
+    so far written for their phone every STREAM_S (and once more at the end, before the final results)."""
+
+    def __init__(self, text_of, students: list[str], write):
+        self.text_of, self.students, self.write = text_of, students, write
+        self.tokens: dict[int, list[int]] = {}
+        self.changed: set[int] = set()
+        self.last = time.monotonic()
+
+    def __call__(self, values: dict) -> None:
+        for rid, token in values.get("tokens", {}).items():
+            self.tokens.setdefault(rid, []).append(token)
+            self.changed.add(rid)
+        if time.monotonic() - self.last >= STREAM_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.changed:
+            self.write({self.students[rid]: {"text": self.text_of(self.tokens[rid]), "partial": True,
+                                             "tokens": len(self.tokens[rid])} for rid in sorted(self.changed)})
+        self.changed, self.last = set(), time.monotonic()
 
 
 def teacher(t) -> None:
@@ -120,15 +160,23 @@ def run(t, rows: list[dict]) -> None:
     own result to the store, for their phone."""
     from llmviz import service
 
-    s = state.settings()
+    s, store = state.settings(), lesson_class.store()
+
+    def write(partial: dict) -> None:
+        with contextlib.suppress(ClassError):  # the class ended mid-run: the run's end says so
+            classes.put_results(store, s.room, s.teach, partial)
 
     def work(queued):
         lm = server.model(s.model, s.device, s.dtype, **s.load_options())
         trace = service.serving.class_trace(lm, [r["text"] for r in rows])
+        streamed = Streamed(lambda ids: service.models.text_of(lm, ids), [r["student"] for r in rows], write)
         with queued() as progress:
-            out = {name: service.serving.serve(lm, trace, name, slots=SLOTS, device=s.device,
-                                               progress=lambda f, stage, values: progress(f, None))
-                   for name in ("continuous", "static")}
+            out = {"continuous": service.serving.serve(
+                lm, trace, "continuous", slots=SLOTS, device=s.device,
+                progress=lambda f, stage, values: (progress(f / 2, None), streamed(values)))}
+            streamed.flush()
+            out["static"] = service.serving.serve(lm, trace, "static", slots=SLOTS, device=s.device,
+                                                  progress=lambda f, stage, values: progress(0.5 + f / 2, None))
         texts = [service.models.text_of(lm, out["continuous"]["outputs"][i]) for i in range(len(rows))]
         return out, texts  # the texts, not the model: a session keeps no model of its own
 

@@ -226,6 +226,14 @@ def test_the_class_is_the_workload(app_model, monkeypatch):
     names = [s.name for s in store().students(code)]
     [gantt] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_gantt" in c.proto.id]
     assert gantt["layout"]["yaxis"]["ticktext"] == names
+    # slot use by hand: requests arrive at steps 0, 2, 4 and hold a slot (of 4) for their 16, 24, 32 tokens (the
+    # prefill draws the first), so 1, 2, 3, then 2, then 1 slots feed a token over the 36 steps
+    [util] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_util" in c.proto.id]
+    cont = next(d for d in util["data"] if d["name"] == translate("zh", "serving.sched.continuous"))
+    assert cont["y"] == pytest.approx([n / 4 for n in [1] * 2 + [2] * 2 + [3] * 12 + [2] * 10 + [1] * 10])
+    [pool] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_blocks" in c.proto.id]
+    served = teacher.session_state[lesson_workload.RUN_KEY][1]["continuous"]  # the pool's own count, each step
+    assert pool["data"][0]["y"] == [r.blocks_used for r in served["records"]] and max(pool["data"][0]["y"]) > 0
     lm = service.models.load("llmviz-tiny", EngineConfig())
     alone = service.serving.serve_alone(lm, service.serving.class_trace(lm, prompts), "cpu")
     assert [len(alone[i]) for i in range(3)] == [16, 24, 32]  # the trace's lengths: they leave at different steps

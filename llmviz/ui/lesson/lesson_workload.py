@@ -14,8 +14,7 @@ import time
 
 import streamlit as st
 
-from llmviz.analysis.serving import latencies, metrics
-from llmviz.analysis.serving_timeline import binned_timeline
+from llmviz.analysis.serving import latencies
 from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
 from llmviz.ui import measure, server, state
@@ -193,20 +192,30 @@ def run(t, rows: list[dict]) -> None:
 
 
 def draw(t, results: dict, names: list[str]) -> None:
-    """The projector: the class's requests over the continuous run's steps, each row a student's name; the two
-    schedulers' figures."""
+    """The projector: the class's requests over the continuous run's steps, each row a student's name; under it the
+    slots in use under each scheduler and the paged pool's blocks in use (the Serving page's series, from the same
+    derivation); the two schedulers' figures."""
     from llmviz.ui.charts import chart, fitted
-    from llmviz.ui.serving.serving_view import metrics_table
-    from llmviz.viz.serving import gantt
+    from llmviz.ui.serving.serving_view import averaged, derive, metrics_table
+    from llmviz.viz.serving import gantt, series
 
-    view = binned_timeline(results["continuous"])
-    fig = gantt(view, {x: t(f"serving.state.{x}") for x in ("not_arrived", "waiting", "prefill", "decode", "idle",
-                                                             "done")},
+    view = derive(results)
+    cells = view["timeline"]["continuous"]
+    fig = gantt(cells, {x: t(f"serving.state.{x}") for x in ("not_arrived", "waiting", "prefill", "decode", "idle",
+                                                              "done")},
                 t("class.gantt_title", n=len(names)), t("serving.step"), t("class.col_name"))
-    if not view.aggregated:  # a row a request: its student's name, read from the back of the room
-        fig.update_yaxes(ticktext=[names[i] for i in view.ids], automargin=True, tickfont={"size": 14})
-    fig.update_layout(height=min(GANTT_PX, 300 + ROW_PX * len(view.row_ids())),  # the title, axis and legend: 300
+    if not cells.aggregated:  # a row a request: its student's name, read from the back of the room
+        fig.update_yaxes(ticktext=[names[i] for i in cells.ids], automargin=True, tickfont={"size": 14})
+    fig.update_layout(height=min(GANTT_PX, 300 + ROW_PX * len(cells.row_ids())),  # the title, axis and legend: 300
                       legend={"entrywidth": 0.5, "entrywidthmode": "fraction"})  # two states a row, not one
     with st.container(key="class-gantt"), fitted(None):  # the step's point on the wall: not the panel's cap
         chart(t, fig, key="class_gantt_chart")
-    metrics_table(t, {name: metrics(r) for name, r in results.items()})
+    util, blocks = view["utilization"], view["blocks"]
+    with st.container(key="class-pool", horizontal=True):
+        chart(t, series({t(f"serving.sched.{n}"): line[:2] for n, line in util.items()}, t("serving.util_title"),
+                        t("serving.x_step"), t("serving.util_y"), percent=True,
+                        note=averaged(t, max(line[2] for line in util.values()))), key="class_util_chart")
+        pool = t("serving.blocks_title", total=results["continuous"]["blocks_total"])
+        chart(t, series({t("serving.blocks"): blocks[:2]}, pool, t("serving.x_step"), t("serving.blocks"),
+                        note=averaged(t, blocks[2])), key="class_blocks_chart")
+    metrics_table(t, view["metrics"])

@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ os.environ["LLMVIZ_AUTO_DEVICE"] = "cpu"
 # it is, except the test of that message itself.
 os.environ["LLMVIZ_RAISE_UNEXPECTED"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# A class's store (issue 39): the suite's own file, never the machine's default that a running app shares (a page
+# opened by a test starts the store's sweep); tests of the class set their own on top.
+os.environ["LLMVIZ_CLASS_STORE"] = f"sqlite:///{Path(tempfile.mkdtemp(prefix='llmviz-class-tests-')) / 'class.db'}"
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 # The helpers every test folder shares (tests/support/: model_factory, ui_helpers, parity, ...) import by their

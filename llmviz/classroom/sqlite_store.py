@@ -40,8 +40,9 @@ CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, until REAL NOT NULL, count I
 
 CLASS_TABLES = ("predictions", "answers", "prompts", "results", "students")  # a class's rows beside its own
 # columns a file made by an earlier version lacks (the default store outlives an upgrade): (table, column, its type)
-ADDED = (("classes", "leader", "TEXT NOT NULL DEFAULT ''"), ("classes", "led", "REAL NOT NULL DEFAULT 0"),
-         ("answers", "answer", "REAL"))
+ADDED = (("classes", "round", "INTEGER NOT NULL DEFAULT 1"), ("classes", "leader", "TEXT NOT NULL DEFAULT ''"),
+         ("classes", "led", "REAL NOT NULL DEFAULT 0"), ("answers", "answer", "REAL"))
+COUNTERS = ("hits", {"key", "until", "count"})  # rate-limit windows: an earlier version's form is dropped, not kept
 CLASS_COLUMNS = "code, teacher_hash, limits, step, created, active, round, leader, led"
 
 
@@ -52,6 +53,10 @@ class SqliteStore(Store):
         db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")  # outside a transaction; the file keeps it
+            table, columns = COUNTERS
+            held = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}  # a name above
+            if held and held != columns:  # a minute's counters are all it holds
+                db.execute(f"DROP TABLE IF EXISTS {table}")
             db.executescript(SCHEMA)
             for table, column, kind in ADDED:
                 if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:  # names above

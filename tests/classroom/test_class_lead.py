@@ -124,17 +124,25 @@ def test_the_app_sweeps_on_a_timer_with_no_one_joining(tmp_path):
 
 
 def test_a_store_file_of_an_earlier_version_gains_the_new_columns(tmp_path):
+    """The default store is a file in the temporary folder: it outlives an upgrade. A file as the first version
+    made it (no round, leader, led or answer; rate-limit windows by number) works on."""
     path = tmp_path / "class.db"
     with sqlite3.connect(path) as db:  # the tables as the first version of the store made them
         db.execute("CREATE TABLE classes (code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL, limits TEXT NOT NULL, "
-                   "step TEXT NOT NULL, created REAL NOT NULL, active REAL NOT NULL, round INTEGER NOT NULL DEFAULT 1)")
+                   "step TEXT NOT NULL, created REAL NOT NULL, active REAL NOT NULL)")
         db.execute("CREATE TABLE answers (code TEXT NOT NULL, student TEXT NOT NULL, chapter TEXT NOT NULL, "
                    "given REAL NOT NULL, right INTEGER NOT NULL, PRIMARY KEY (code, student, chapter))")
-        db.execute("INSERT INTO classes VALUES ('ABCDEF', 'h', '{}', '1.2.1', ?, ?, 1)", (T0, T0))
+        db.execute("CREATE TABLE hits (key TEXT NOT NULL, window INTEGER NOT NULL, count INTEGER NOT NULL, "
+                   "PRIMARY KEY (key, window))")
+        db.execute("INSERT INTO classes VALUES ('ABCDEF', 'h', '{}', '1.2.1', ?, ?)", (T0, T0))
         db.execute("INSERT INTO answers VALUES ('ABCDEF', 's1', '1.1', 24.0, 0)")
+        db.execute("INSERT INTO hits VALUES ('join:10.0.0.1', 1, 3)")
     store = open_store(f"sqlite:///{path}")
     kept = store.get("ABCDEF")
-    assert (kept.step, kept.leader, kept.led, kept.limits) == ("1.2.1", "", 0.0, Limits())
+    assert (kept.step, kept.round, kept.leader, kept.led, kept.limits) == ("1.2.1", 1, "", 0.0, Limits())
+    assert store.hit("join:10.0.0.1", 60.0, T0) == 1  # the counters start afresh
+    code, _ = classes.start(store, now=T0, client="10.0.0.2")  # a class started, as the lesson's button does
+    assert store.get(code).round == 1
     assert store.answers("ABCDEF", "1.1") == {"s1": (24.0, False, None)}  # no right answer was kept then
     assert store.lead("ABCDEF", PROJECTOR, T0, LEAD_STALE_S, False)
 

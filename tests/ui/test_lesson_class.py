@@ -333,3 +333,12 @@ def test_a_student_changes_their_generated_name(app_model):
     student.button(key="class_rename").click().run()
     assert [s.name for s in store().students(code)] == ["Lin Wei"] and generated != "Lin Wei"
     assert [x.value for x in student.toast] == [translate("zh", "class.error.bad_value")]
+
+
+def test_a_store_that_cannot_be_used_is_said_not_thrown(app_model, monkeypatch):
+    """The store's own failure (here a file in a folder that cannot be made) gets a clear message, no traceback."""
+    monkeypatch.setenv(STORE_ENV, "sqlite:////proc/llmviz-no-such/class.db")
+    at = open_app(PAGE, lang="zh", lesson="2.2.1")
+    at.button(key="class_start").click().run()
+    assert not at.exception and settings(at).room == ""
+    assert [e.value for e in at.error] == [translate("zh", "class.error.store")]

@@ -14,6 +14,7 @@ beside the app's data), one per process.
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 
 import streamlit as st
@@ -117,6 +118,10 @@ def start(t) -> None:
             code, key = classes.start(store(), step=state.settings().lesson, client=client(), device=device())
         except ClassError as exc:
             explain(t, exc)
+            return
+        except Exception:  # the store itself (a file it cannot write, a Redis out of reach): said, and logged
+            logging.getLogger(__name__).exception("the class store refused a new class")
+            st.error(t("class.error.store"))
             return
         state.update(room=code, teach=key, me="")
         st.session_state[FOLLOW] = True

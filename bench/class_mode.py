@@ -21,8 +21,8 @@ from st_session import StClient
 
 from llmviz.classroom.stores import open_store
 from llmviz.i18n.translator import translate
+from llmviz.ui.lesson.lesson_class import TEACHER_POLL_S as PROJECTOR_POLL_S  # its status fragment's
 
-PROJECTOR_POLL_S = 1.0  # the projector's status fragment (ui/lesson/lesson_class.py TEACHER_POLL_S)
 TARGETS = {"submit_p95_s": 0.5, "projector_lag_s": 2.0, "workload_s": 60.0}
 
 

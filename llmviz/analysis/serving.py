@@ -45,11 +45,16 @@ def spread_text(p: dict, digits: int) -> str:
     return f"{p['p50']:.{digits}f} / {p['p95']:.{digits}f}"
 
 
-def latencies(result: dict) -> dict:
-    """Each request's {ttft_ms, ttft_steps, itl_ms: [gaps], itl_steps: [gaps]}, by its id: the one rule of TTFT and
-    ITL that the metrics below and a class's phones (each its own request) read."""
+def _records(result: dict) -> tuple[list[dict], np.ndarray]:
+    """The steps' records as dicts, and when each step ended (ms from the first step's start)."""
     records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
-    ends = np.cumsum([r["ms"] for r in records])  # [steps] ms
+    return records, np.cumsum([r["ms"] for r in records])  # [steps] ms
+
+
+def latencies(result: dict, ends: np.ndarray | None = None) -> dict:
+    """Each request's {ttft_ms, ttft_steps, itl_ms: [gaps], itl_steps: [gaps]}, by its id: the one rule of TTFT and
+    ITL that the metrics below and a class's phones (each its own request) read. `ends`: _records' (the caller's)."""
+    ends = _records(result)[1] if ends is None else ends
     starts = np.concatenate([[0.0], ends[:-1]])
     out = {}
     for rid, steps in result["token_steps"].items():
@@ -63,9 +68,8 @@ def latencies(result: dict) -> dict:
 def metrics(result: dict) -> dict:
     """result: {"records": [StepRecord or dict], "token_steps": {id: [step, ...]}, "arrival_steps": {id: s},
     "slots": n}."""
-    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
-    ends = np.cumsum([r["ms"] for r in records])  # [steps] ms
-    each = latencies(result).values()
+    records, ends = _records(result)
+    each = latencies(result, ends).values()
     ttft_ms, ttft_steps = [x["ttft_ms"] for x in each], [x["ttft_steps"] for x in each]
     itl_ms = [g for x in each for g in x["itl_ms"]]
     itl_steps = [g for x in each for g in x["itl_steps"]]

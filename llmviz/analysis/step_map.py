@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llmviz.analysis.model_map import step_parts
 from llmviz.analysis.predict import (
-        Setup,
+    Setup,
     Shape,
     block_matrices,
     format_of,

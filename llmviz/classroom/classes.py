@@ -33,7 +33,7 @@ NAME_CHARS = 24
 ROUNDS = (1, 2)  # a prediction before discussion, and one after
 LEAD_STALE_S = 30.0  # a leading device silent this long (closed) gives the lead to a device opening the class
 RELOAD_S = 3.0  # a leading tab silent this long (three projector polls) gives the lead to its own browser's tabs
-NEVER_STALE_S = 1e18  # the store's own staleness rule, unused: the rules above decide (a finite number for Lua)
+NEVER_STALE_S = 1e18  # a leader of another browser, to a device already open: it never gives way by itself
 ANIMALS = ("Otter", "Heron", "Lynx", "Panda", "Crane", "Gecko", "Ibis", "Koala", "Marten", "Orca", "Puffin",
            "Quail", "Raven", "Seal", "Tapir", "Wren", "Yak", "Zebra", "Badger", "Camel")
 
@@ -139,13 +139,10 @@ def rename(store: Store, code: str, student_id: str, name: str, now: float | Non
     return clean
 
 
-def is_teacher(record: ClassRecord, teacher_key: str) -> bool:
-    return hmac.compare_digest(_hash(str(teacher_key)), record.teacher_hash)
-
-
-def _teacher(store: Store, code: str, teacher_key: str, now: float | None) -> ClassRecord:
+def teacher(store: Store, code: str, teacher_key: str, now: float | None = None) -> ClassRecord:
+    """The live class of `code` for its teacher's key, or ClassError (no_class, teacher_only)."""
     record = live(store, code, now)
-    if not is_teacher(record, teacher_key):
+    if not hmac.compare_digest(_hash(str(teacher_key)), record.teacher_hash):
         raise ClassError("only the teacher's key moves the class", code="teacher_only")
     return record
 
@@ -158,22 +155,19 @@ def lead(store: Store, code: str, teacher_key: str, device: str, now: float | No
     browser silent RELOAD_S (the projector reloaded), or, on the run that opens the class on this device (`opened`),
     any device silent LEAD_STALE_S (the projector closed). A device already open never takes the lead from another
     browser by itself, however long the projector is busy (a long Reveal runs no poll)."""
-    record = _teacher(store, code, teacher_key, now)
+    record = teacher(store, code, teacher_key, now)
     browser, dot, tab = str(device).partition(".")
     if not (browser and dot and tab):
         raise ClassError(f"a teacher's device is browser.tab, got {device!r}", code="bad_value")
-    now = time.time() if now is None else now
-    silent = now - record.led
     same_browser = record.leader.partition(".")[0] == browser
-    claim = take or (record.leader not in ("", device) and (
-        (same_browser and silent > RELOAD_S) or (opened and silent > LEAD_STALE_S)))
-    return store.lead(record.code, device, now, NEVER_STALE_S, claim)
+    stale_s = RELOAD_S if same_browser else LEAD_STALE_S if opened else NEVER_STALE_S  # silent this long: it gives way
+    return store.lead(record.code, device, time.time() if now is None else now, stale_s, take)  # atomic, in the store
 
 
 def move(store: Store, code: str, teacher_key: str, device: str, step: str, now: float | None = None) -> None:
     """The projector's step (the lesson's position), which the students' devices follow; only the leading device
     moves it (ClassError not_leader for another of the teacher's devices)."""
-    record = _teacher(store, code, teacher_key, now)
+    record = teacher(store, code, teacher_key, now)
     if not device or not store.set_step(record.code, str(step), time.time() if now is None else now, leader=device):
         _refused(store, record, "not_leader", "another of the teacher's devices leads the class")
 
@@ -181,7 +175,7 @@ def move(store: Store, code: str, teacher_key: str, device: str, step: str, now:
 def second_round(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
     """Peer instruction's second vote at this step, after the class saw its first and argued: the students'
     predictions now go to round 2 (round 1 kept beside it)."""
-    record = _teacher(store, code, teacher_key, now)
+    record = teacher(store, code, teacher_key, now)
     store.set_round(record.code, 2, time.time() if now is None else now)
 
 
@@ -237,13 +231,13 @@ def submit_prompt(store: Store, code: str, student_id: str, text: str, now: floa
 def approve(store: Store, code: str, teacher_key: str, seen: list[tuple[str, str]], now: float | None = None) -> int:
     """The teacher lets the prompts they read (`seen`: (student, text) pairs) reach the projector and the run; a
     prompt changed since it was read stays unapproved. How many were approved."""
-    record = _teacher(store, code, teacher_key, now)
+    record = teacher(store, code, teacher_key, now)
     return sum(store.approve(record.code, sid, text) for sid, text in seen)
 
 
 def workload(store: Store, code: str, teacher_key: str, now: float | None = None) -> list[dict]:
     """The class's requests in the order submitted: {student, name, text, approved} (the teacher's view)."""
-    record = _teacher(store, code, teacher_key, now)
+    record = teacher(store, code, teacher_key, now)
     names = {s.id: s.name for s in store.students(record.code)}
     return [{"student": sid, "name": names.get(sid, "?"), "text": text, "approved": ok}
             for sid, text, _, ok in store.prompts(record.code)]
@@ -251,7 +245,7 @@ def workload(store: Store, code: str, teacher_key: str, now: float | None = None
 
 def put_results(store: Store, code: str, teacher_key: str, results: dict[str, dict], now: float | None = None) -> None:
     """What the class's run drew for each student's request, for their phones to read."""
-    record = _teacher(store, code, teacher_key, now)
+    record = teacher(store, code, teacher_key, now)
     for sid, result in results.items():
         store.put_result(record.code, sid, result)
 
@@ -262,7 +256,7 @@ REVEAL = "reveal:"  # + an item: the teacher's measurement, kept beside the stud
 def put_reveal(store: Store, code: str, teacher_key: str, item: str, measured: dict, now: float | None = None) -> None:
     """The teacher's Reveal of `item` (the judged claim and when it was measured), for the students' devices to show
     the very measurement the projector shows, never one of their own."""
-    record = _teacher(store, code, teacher_key, now)
+    record = teacher(store, code, teacher_key, now)
     store.put_result(record.code, f"{REVEAL}{item}", measured)
 
 
@@ -328,10 +322,11 @@ def histogram(values: list[float], low: float, high: float, step: float, most_bi
 def summary(store: Store, code: str, teacher_key: str, now: float | None = None, chapters: tuple = ()) -> dict:
     """What the teacher may download before ending the class: its students by their generated (or chosen) names,
     every prediction and every answer to the `chapters`' questions by name. Nothing else is kept of anyone."""
-    record = _teacher(store, code, teacher_key, now)
-    names = {s.id: s.name for s in store.students(record.code)}
+    record = teacher(store, code, teacher_key, now)
+    students = store.students(record.code)
+    names = {s.id: s.name for s in students}
     return {"class": record.code, "started": record.created, "step": record.step,
-            "students": [{"name": s.name, "joined": s.joined} for s in store.students(record.code)],
+            "students": [{"name": s.name, "joined": s.joined} for s in students],
             "predictions": [{"name": names.get(sid, "?"), "item": item, "round": round_, "value": value}
                             for sid, item, round_, value in store.all_predictions(record.code)],
             "answers": [{"name": names.get(sid, "?"), "chapter": chapter, "given": given, "right": right,
@@ -341,7 +336,7 @@ def summary(store: Store, code: str, teacher_key: str, now: float | None = None,
 
 def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
     """The teacher ends the class: every record of it is deleted."""
-    store.delete(_teacher(store, code, teacher_key, now).code)
+    store.delete(teacher(store, code, teacher_key, now).code)
 
 
 def sweep(store: Store, now: float | None = None) -> list[str]:

@@ -58,7 +58,7 @@ def text_of(lm: LoadedModel, ids: list[int]) -> str:
 
 def generated_text(lm: LoadedModel, trace: RunTrace, row: int = 0) -> str:
     """One row's generated tokens as text (special tokens such as EOS left out)."""
-    return lm.tokenizer.hf.decode(trace.row_output_ids(row), skip_special_tokens=True)
+    return text_of(lm, trace.row_output_ids(row))
 
 
 def language_note(lm: LoadedModel, prompt: str) -> str | None:

@@ -21,11 +21,15 @@ def _legend(fig: go.Figure, names: dict, colors: dict) -> None:
                                          "line": {"color": "#999999", "width": 1}}))
 
 
+GANTT_FRAME = 260  # px of a Gantt besides its rows: title, axis, and the legend's rows under it
+
+
 def gantt(view: Timeline, names: dict, title: str, x_title: str, y_title: str, marked_step: int | None = None,
-          note: str | None = None) -> go.Figure:
+          note: str | None = None, row_labels: dict | None = None, row_px: int = 16) -> go.Figure:
     """A Timeline (analysis.serving_timeline) as coloured cells: a request per row and a step per column, or, for a
     binned one, its rows of requests and columns of steps, each cell in its shown state with its share in the
-    hover and `note` (what was binned) under the title.
+    hover and `note` (what was binned) under the title. row_labels: {request id: its name} for a row a request (a
+    class's students; text, never markup); row_px: a row's height (a projector's names are read from the back).
 
     One heatmap a state, its cells where the state is shown and gaps elsewhere, named in its own hover template:
     each cell costs 4 bytes (float32, sent as base64) a state present, whatever the states' names and the language
@@ -39,7 +43,8 @@ def gantt(view: Timeline, names: dict, title: str, x_title: str, y_title: str, m
     else:
         where, hover = {"xgap": 0, "ygap": 1}, "%{y} · %{x}: {name}"
         value = np.ones(view.shown.shape, dtype=np.float32)
-        yaxis = {"tickmode": "array", "tickvals": list(range(rows)), "ticktext": [str(i) for i in view.ids]}
+        ticks = [plain(str((row_labels or {}).get(i, i))) for i in view.ids]
+        yaxis = {"tickmode": "array", "tickvals": list(range(rows)), "ticktext": ticks, "automargin": True}
     fig = go.Figure()
     for code, state in enumerate(STATES):
         mask = view.shown == code
@@ -53,10 +58,12 @@ def gantt(view: Timeline, names: dict, title: str, x_title: str, y_title: str, m
     if marked_step is not None:
         shapes.append({"type": "rect", "x0": marked_step - 0.5, "x1": marked_step + 0.5, "y0": -0.5,
                        "y1": rows - 0.5, "line": {"color": "#222222", "width": 2}})
-    fig = finish(fig, title, height=min(900, 140 + 16 * rows), shapes=shapes, plot_bgcolor="#ffffff",
+    # the legend below wraps its five states two or three a row in a narrow column: the height keeps room for
+    # them under the axis (GANTT_FRAME), so that a few rows are never squeezed to a line
+    fig = finish(fig, title, height=min(900, GANTT_FRAME + row_px * rows), shapes=shapes, plot_bgcolor="#ffffff",
                  xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
                  yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
-                        **yaxis}, legend=legend_below())
+                        **yaxis}, legend={**legend_below(), "entrywidth": 180, "entrywidthmode": "pixels"})
     return noted(fig, note)
 
 

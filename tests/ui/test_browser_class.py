@@ -17,7 +17,7 @@ from ui_helpers import ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 from browser_kit import CHROMIUM, chromium, exceptions, free_port, wait_idle
 from browser_kit import wait_text as shows
-from lesson_walk import unfocus
+from lesson_walk import expected_title, unfocus
 from serve_class import Class, find_haproxy
 
 from llmviz.i18n.translator import translate
@@ -29,8 +29,7 @@ TITLES = "() => Array.from(document.querySelectorAll('[data-testid=stMain] h3'))
 
 
 def title(step: str) -> str:
-    section = step.rsplit(".", 1)[0]
-    return f"§{section} · {translate('zh', f'lesson.{step}.title')}"
+    return expected_title("zh", step)
 
 
 @pytest.fixture(scope="module")

@@ -216,6 +216,7 @@ def test_the_class_is_the_workload(app_model, monkeypatch):
     [listed] = [x.value for x in teacher.table if translate("zh", "class.col_prompt") in x.value.columns]
     assert list(listed[translate("zh", "class.col_prompt")]) == [
         translate("zh", "class.unapproved", chars=len(p)) for p in prompts]  # nothing unvetted on the wall
+    classes.rename(store(), code, settings(phones[1]).me, "<b>Lin</b>")
     first = settings(phones[0]).me  # a phone while its request is drawn: the text so far and its count
     real(store(), code, settings(teacher).teach, {first: {"text": "天气", "partial": True, "tokens": 2}})
     phones[0].run()
@@ -225,14 +226,15 @@ def test_the_class_is_the_workload(app_model, monkeypatch):
     assert not teacher.exception, [e.value for e in teacher.exception]
     names = [s.name for s in store().students(code)]
     [gantt] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_gantt" in c.proto.id]
-    assert gantt["layout"]["yaxis"]["ticktext"] == names
+    assert gantt["layout"]["yaxis"]["ticktext"] == [n.replace("<", "&lt;").replace(">", "&gt;") for n in names]
+    assert "&lt;b&gt;Lin&lt;/b&gt;" in gantt["layout"]["yaxis"]["ticktext"]  # a name is text, never markup
     # slot use by hand: requests arrive at steps 0, 2, 4 and hold a slot (of 4) for their 16, 24, 32 tokens (the
     # prefill draws the first), so 1, 2, 3, then 2, then 1 slots feed a token over the 36 steps
     [util] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_util" in c.proto.id]
     cont = next(d for d in util["data"] if d["name"] == translate("zh", "serving.sched.continuous"))
     assert cont["y"] == pytest.approx([n / 4 for n in [1] * 2 + [2] * 2 + [3] * 12 + [2] * 10 + [1] * 10])
     [pool] = [json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "class_blocks" in c.proto.id]
-    served = teacher.session_state[lesson_workload.RUN_KEY][1]["continuous"]  # the pool's own count, each step
+    served = teacher.session_state[lesson_workload.RUN_KEY][1][0]["continuous"]  # the pool's own count, each step
     assert pool["data"][0]["y"] == [r.blocks_used for r in served["records"]] and max(pool["data"][0]["y"]) > 0
     lm = service.models.load("llmviz-tiny", EngineConfig())
     alone = service.serving.serve_alone(lm, service.serving.class_trace(lm, prompts), "cpu")
@@ -342,3 +344,25 @@ def test_a_store_that_cannot_be_used_is_said_not_thrown(app_model, monkeypatch):
     at.button(key="class_start").click().run()
     assert not at.exception and settings(at).room == ""
     assert [e.value for e in at.error] == [translate("zh", "class.error.store")]
+
+
+def test_a_cleared_review_box_stays_with_its_prompt(app_model):
+    """Review finding: the boxes were keyed by their place in the list, which a resubmitted prompt moves to the end:
+    the teacher's cleared box then stood for another student, and the prompt they refused came back ticked."""
+    from llmviz.classroom import classes
+    from llmviz.ui.lesson.lesson_workload import tick_key
+
+    teacher, code, key = teacher_at("3.2.1")
+    a, b = (open_app(PAGE, lang="zh", room=code) for _ in range(2))
+    for phone, text in ((a, "济南的冬天"), (b, "unvetted words")):
+        phone.text_input(key="class_prompt").input(text).run()
+        phone.button(key="class_send").click().run()
+    teacher.run()
+    refused = next(r for r in classes.workload(store(), code, key) if r["text"] == "unvetted words")
+    teacher.checkbox(key=tick_key(refused)).uncheck().run()
+    a.text_input(key="class_prompt").input("人工智能").run()  # A sends again: its prompt moves to the end
+    a.button(key="class_send").click().run()
+    teacher.run()
+    teacher.button(key="class_approve").click().run()
+    assert {r["text"]: r["approved"] for r in classes.workload(store(), code, key)} == {
+        "unvetted words": False, "人工智能": True}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+import time
 
 import streamlit as st
 
@@ -29,6 +30,7 @@ from llmviz.ui.chrome import literal
 FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the class's pace left)
 DEVICE = "llmviz_class_device"  # this browser session's token: which of the teacher's devices leads
 LEADS = "llmviz_class_leads"  # whether this teacher's device led the class at its last ask
+ASKED = "llmviz_class_asked"  # when this device last asked whether it leads (time.monotonic)
 LOST = "llmviz_class_lost"  # this device led, and another took the lead: said once
 WAITING = "llmviz_class_waiting"  # (claim, when shown or None) on a student's page: its poll watches for a newer
 RELOADED = "llmviz_class_reloaded"  # a tab of the leading browser that does not lead yet (a reload, for RELOAD_S)
@@ -135,10 +137,7 @@ def record(t) -> ClassRecord | None:
     s = state.settings()
     try:
         if s.teach:
-            found = classes.live(store(), s.room)
-            if not classes.is_teacher(found, s.teach):
-                raise ClassError("not this class's key", code="teacher_only")
-            return found
+            return classes.teacher(store(), s.room, s.teach)
         if not s.me or not any(x.id == s.me for x in store().students(s.room)):
             state.update(me=classes.join(store(), s.room, client()).id)
             st.session_state[FOLLOW] = True
@@ -149,10 +148,14 @@ def record(t) -> ClassRecord | None:
         return None
 
 
-def _ask_lead(s, opened: bool = False) -> bool:
+def _ask_lead(s, opened: bool = False, within_s: float = 0.0) -> bool:
     """Ask the store whether this teacher's device leads (saying it is there: the lead's heartbeat; `opened`: the
     run that opens the class on this device), and keep the answer for the run; a review device (review=1: it reads
-    and approves, it never moves the class) never leads. A device that led and no longer does says so once."""
+    and approves, it never moves the class) never leads. A device that led and no longer does says so once. An ask
+    made within `within_s` stands (the status fragment drawn in the same run as keep_pace: one write, not two)."""
+    if within_s and time.monotonic() - st.session_state.get(ASKED, -within_s) < within_s:
+        return leads()
+    st.session_state[ASKED] = time.monotonic()
     was = leads()
     try:
         now = not s.review and classes.lead(store(), s.room, s.teach, device(), opened=opened)
@@ -263,7 +266,7 @@ def _teacher_status(t, s, found: ClassRecord, students: list, claim: str | None)
     """The projector's counts (and its word that it is there: the lead's heartbeat); a teacher's device that does not
     lead follows the projector's step, says so, and offers the lead (a second tab never fights the projector)."""
     was = leads()
-    now = _ask_lead(s)
+    now = _ask_lead(s, within_s=TEACHER_POLL_S / 2)
     if was != now or (not now and found.step != s.lesson):
         if not now:
             state.update(lesson=found.step)

@@ -9,6 +9,7 @@ Serving page's rule).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import statistics
 import time
 
@@ -23,11 +24,11 @@ from llmviz.ui.lesson import lesson_class
 from llmviz.ui.settings import EXAMPLE_PROMPTS
 
 STEP = "3.2.1"  # K7's: continuous batching
-RUN_KEY = "llmviz_class_workload"  # the teacher's run: (code, {scheduler: result}, [student ids by request id])
+RUN_KEY = "llmviz_class_workload"  # measure.run's store of the teacher's run: (code, (results, texts, names))
 SLOTS = 4
 STREAM_S = 0.5  # how often the run writes each request's text so far, for the phones
 MINE_POLL_S = 1.0  # how often a phone asks for its request's text at this step
-GANTT_PX, ROW_PX = 900, 22  # the class's Gantt: a row a student, readable on a projector, at most a screen
+ROW_PX = 22  # the class's Gantt: a row a student, readable on a projector
 
 
 def panel(t, step) -> None:
@@ -134,9 +135,9 @@ def teacher(t) -> None:
     if lesson_class.leads() and st.button(t("class.run", n=len(approved)), key="class_run", type="primary",
                                   disabled=not approved or not server.engine_available()):
         run(t, approved)
-    kept = st.session_state.get(RUN_KEY)
-    if kept is not None and kept[0] == s.room:
-        draw(t, kept[1], kept[2])
+    kept = measure.kept(RUN_KEY, s.room)  # this class's run: (results, texts, names)
+    if kept is not None:
+        draw(t, kept[0], kept[2])
 
 
 def review(t, rows: list[dict]) -> None:
@@ -147,11 +148,17 @@ def review(t, rows: list[dict]) -> None:
     if not waiting:
         st.caption(t("class.none_waiting"))
         return
-    ticked = [r for i, r in enumerate(waiting)
-              if st.checkbox(f"{literal(r['name'])}: {literal(r['text'])}", value=True, key=f"class_tick_{i}")]
+    ticked = [r for r in waiting  # a box a student's text: a tick stays with what it was given to
+              if st.checkbox(f"{literal(r['name'])}: {literal(r['text'])}", value=True, key=tick_key(r))]
     if st.button(t("class.approve", n=len(ticked)), key="class_approve", disabled=not ticked):
         classes.approve(lesson_class.store(), s.room, s.teach, [(r["student"], r["text"]) for r in ticked])
         st.rerun()
+
+
+def tick_key(row: dict) -> str:
+    """A review box's key: the student and their text (a box cleared stays cleared for that text, wherever the list
+    puts it; a text changed since is a new box)."""
+    return f"class_tick_{row['student']}_{hashlib.sha256(row['text'].encode('utf-8')).hexdigest()[:12]}"
 
 
 def run(t, rows: list[dict]) -> None:
@@ -177,37 +184,32 @@ def run(t, rows: list[dict]) -> None:
             out["static"] = service.serving.serve(lm, trace, "static", slots=SLOTS, device=s.device,
                                                   progress=lambda f, stage, values: progress(0.5 + f / 2, None))
         texts = [service.models.text_of(lm, out["continuous"]["outputs"][i]) for i in range(len(rows))]
-        return out, texts  # the texts, not the model: a session keeps no model of its own
+        return out, texts, [r["name"] for r in rows]  # the texts, not the model: a session keeps no model
 
-    found = measure.run(t, "llmviz_class_run", None, work, text=t("class.running", n=len(rows)))
+    found = measure.run(t, RUN_KEY, s.room, work, text=t("class.running", n=len(rows)))  # kept for this class
     if found is None:
         return
-    results, texts = found
+    results, texts, _ = found
     each = latencies(results["continuous"])
     mine = {r["student"]: {"text": texts[i], "ttft_ms": each[i]["ttft_ms"],
                            "itl_ms": statistics.fmean(each[i]["itl_ms"]) if each[i]["itl_ms"] else None}
             for i, r in enumerate(rows)}
     classes.put_results(lesson_class.store(), s.room, s.teach, mine)
-    st.session_state[RUN_KEY] = (s.room, results, [r["name"] for r in rows])
 
 
 def draw(t, results: dict, names: list[str]) -> None:
     """The projector: the class's requests over the continuous run's steps, each row a student's name; under it the
     slots in use under each scheduler and the paged pool's blocks in use (the Serving page's series, from the same
     derivation); the two schedulers' figures."""
+    from llmviz.analysis.serving import STATES
     from llmviz.ui.charts import chart, fitted
-    from llmviz.ui.serving.serving_view import averaged, derive, metrics_table
+    from llmviz.ui.serving.serving_view import averaged, batching_view, metrics_table
     from llmviz.viz.serving import gantt, series
 
-    view = derive(results)
+    view = batching_view(results)  # derived once per result (the Serving page's cache): a rerun only draws
     cells = view["timeline"]["continuous"]
-    fig = gantt(cells, {x: t(f"serving.state.{x}") for x in ("not_arrived", "waiting", "prefill", "decode", "idle",
-                                                              "done")},
-                t("class.gantt_title", n=len(names)), t("serving.step"), t("class.col_name"))
-    if not cells.aggregated:  # a row a request: its student's name, read from the back of the room
-        fig.update_yaxes(ticktext=[names[i] for i in cells.ids], automargin=True, tickfont={"size": 14})
-    fig.update_layout(height=min(GANTT_PX, 300 + ROW_PX * len(cells.row_ids())),  # the title, axis and legend: 300
-                      legend={"entrywidth": 0.5, "entrywidthmode": "fraction"})  # two states a row, not one
+    fig = gantt(cells, {x: t(f"serving.state.{x}") for x in STATES}, t("class.gantt_title", n=len(names)),
+                t("serving.step"), t("class.col_name"), row_labels=dict(enumerate(names)), row_px=ROW_PX)
     with st.container(key="class-gantt"), fitted(None):  # the step's point on the wall: not the panel's cap
         chart(t, fig, key="class_gantt_chart")
     util, blocks = view["utilization"], view["blocks"]

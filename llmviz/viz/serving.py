@@ -21,7 +21,7 @@ def _legend(fig: go.Figure, names: dict, colors: dict) -> None:
                                          "line": {"color": "#999999", "width": 1}}))
 
 
-GANTT_FRAME = 260  # px of a Gantt besides its rows: title, axis, and the legend's rows under it
+GANTT_FRAME = 300  # px of a Gantt besides its rows: title, axis, and the legend's three rows under it
 
 
 def gantt(view: Timeline, names: dict, title: str, x_title: str, y_title: str, marked_step: int | None = None,
@@ -58,12 +58,12 @@ def gantt(view: Timeline, names: dict, title: str, x_title: str, y_title: str, m
     if marked_step is not None:
         shapes.append({"type": "rect", "x0": marked_step - 0.5, "x1": marked_step + 0.5, "y0": -0.5,
                        "y1": rows - 0.5, "line": {"color": "#222222", "width": 2}})
-    # the legend below wraps its five states two or three a row in a narrow column: the height keeps room for
+    # the legend below wraps its five states two a row (a long state name is whole): the height keeps room for
     # them under the axis (GANTT_FRAME), so that a few rows are never squeezed to a line
     fig = finish(fig, title, height=min(900, GANTT_FRAME + row_px * rows), shapes=shapes, plot_bgcolor="#ffffff",
                  xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},
                  yaxis={"title": {"text": y_title}, "autorange": "reversed", "showgrid": False, "zeroline": False,
-                        **yaxis}, legend={**legend_below(), "entrywidth": 180, "entrywidthmode": "pixels"})
+                        **yaxis}, legend={**legend_below(), "entrywidth": 0.5, "entrywidthmode": "fraction"})
     return noted(fig, note)
 
 

@@ -12,8 +12,10 @@ read-only model files and one cookie secret (so a browser's XSRF token is valid 
 process, so N replicas run up to N x slots heavy measurements at once: size the slots to the cores.
 
 Several machines: start `streamlit run app.py --server.address 0.0.0.0` on each with the same
-STREAMLIT_SERVER_COOKIE_SECRET in the environment, and here list them with --backend HOST:PORT (--replicas 0 starts
-none on this one); the balancer is the same. HAProxy's limits (timeouts, connections per client address) and the
+STREAMLIT_SERVER_COOKIE_SECRET in the environment and LLMVIZ_TRUSTED_PROXIES set to this balancer's address as they
+see it (else each of them counts every student as the balancer, one client, for the join and rerun limits), and here
+list them with --backend HOST:PORT (--replicas 0 starts none on this one); the balancer is the same. The replicas
+started here trust 127.0.0.1, HAProxy's address, and nothing else (llmviz/classroom/clients.py). HAProxy's limits (timeouts, connections per client address) and the
 account it runs as are in scripts/class_balancer.py; it never sees the cookie secret. Ctrl-C, `kill` or a closed
 terminal stops everything and removes the temporary folder (logs, configuration); --logs DIR keeps the logs.
 """
@@ -159,7 +161,7 @@ class Class:
                              "choose another with --port")
         secret = os.environ.get("STREAMLIT_SERVER_COOKIE_SECRET") or secrets.token_hex(16)  # one for all replicas
         env = dict(os.environ, HF_HUB_OFFLINE=os.environ.get("HF_HUB_OFFLINE", "1"), PYTHONUNBUFFERED="1",
-                   STREAMLIT_SERVER_COOKIE_SECRET=secret)
+                   STREAMLIT_SERVER_COOKIE_SECRET=secret, LLMVIZ_TRUSTED_PROXIES="127.0.0.1")
         if self.public:
             env["LLMVIZ_PUBLIC"] = "1"
         replicas = [self._spawn(replica_command(p), f"replica{i}", env | {"LLMVIZ_REPLICA": f"r{i}"})

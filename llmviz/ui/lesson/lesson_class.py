@@ -26,6 +26,7 @@ from llmviz.classroom.store import ClassRecord, Store
 from llmviz.classroom.stores import open_store, store_url
 from llmviz.ui import state
 from llmviz.ui.chrome import literal
+from llmviz.ui.client import client
 
 FOLLOW = "llmviz_class_follow"  # False once a student stepped on their own (the class's pace left)
 DEVICE = "llmviz_class_device"  # this browser session's token: which of the teacher's devices leads
@@ -48,22 +49,6 @@ def _store(url: str) -> Store:
 def store() -> Store:
     """The class store of this server (one per process and URL; each store is safe to share between threads)."""
     return _store(store_url())
-
-
-def client() -> str:
-    """What the join rate limit counts: the peer's address; behind serve-class's balancer (a peer on this machine,
-    which Streamlit does not name), the address the balancer saw, which it writes as the one X-Forwarded-For (it
-    drops any a client sent). An IPv6 address counts by its /64, as the balancer counts it."""
-    import ipaddress
-
-    peer = st.context.ip_address
-    if peer is None or peer in ("127.0.0.1", "::1"):
-        peer = (st.context.headers.get("X-Forwarded-For") or "").split(",")[-1].strip() or "local"
-    try:
-        address = ipaddress.ip_address(peer)
-    except ValueError:
-        return peer[:64]
-    return str(ipaddress.ip_network(f"{address}/64", strict=False)) if address.version == 6 else str(address)
 
 
 def role() -> str | None:

@@ -76,6 +76,7 @@ def panel(t, run, step) -> None:
                 lesson_side.glossary(t)
                 if lesson_class.role() == "teacher":
                     class_wall.join_panel(t, state.settings().room)
+                    class_wall.seats_panel(t)
                     class_wall.end_panel(t)
                 lesson_class.start(t)
                 lesson_class.name_panel(t)  # a student's generated name, changeable
@@ -103,7 +104,7 @@ def main() -> None:
     lesson_reveal.say_passed(t)
     lesson_class.say_refused(t)
     lesson_class.say_follows(t)  # a teacher's second device: it follows the projector, and says so
-    lesson_class.remember_device()  # a teacher's browser keeps its token: a reload still leads
+    lesson_class.remember_device()  # a browser keeps its token: a reloaded projector leads, a student has one seat
     run = shown_run(t)
     if POSITIONS[at] == END:
         lesson_end.summary(t)

@@ -15,9 +15,10 @@ Several machines: start `streamlit run app.py --server.address 0.0.0.0` on each 
 STREAMLIT_SERVER_COOKIE_SECRET in the environment and LLMVIZ_TRUSTED_PROXIES set to this balancer's address as they
 see it (else each of them counts every student as the balancer, one client, for the join and rerun limits), and here
 list them with --backend HOST:PORT (--replicas 0 starts none on this one); the balancer is the same. The replicas
-started here trust 127.0.0.1, HAProxy's address, and nothing else (llmviz/classroom/clients.py). HAProxy's limits (timeouts, connections per client address) and the
-account it runs as are in scripts/class_balancer.py; it never sees the cookie secret. Ctrl-C, `kill` or a closed
-terminal stops everything and removes the temporary folder (logs, configuration); --logs DIR keeps the logs.
+started here trust 127.0.0.1, HAProxy's address, and nothing else (llmviz/classroom/clients.py).
+HAProxy's limits (timeouts, connections per client address) and the account it runs as are in
+scripts/class_balancer.py; it never sees the cookie secret. Ctrl-C, `kill` or a closed terminal stops everything and
+removes the temporary folder (logs, configuration); --logs DIR keeps the logs.
 """
 
 from __future__ import annotations

@@ -3,11 +3,18 @@
 - The teacher starts a class and gets a join code (shown on the projector) and a teacher key (in the teacher's URL
   only; the store keeps its hash). Only the key moves the class, and ends it; of the teacher's devices, the one that
   leads (the projector) moves it: a second one follows it and may take the lead, so two never fight.
-- A student joins with the code: anonymous, a generated name they may change; nothing personal is kept.
-- Codes cannot be guessed within the join rate limit: 31^6 (about 8.9e8) codes, JOIN_ATTEMPTS tries a minute per
-  client address (a whole class behind one school NAT address must fit in it), so a client guessing for a whole
-  class hour at the limit finds one of 10 live classes with a chance of about 10 x 7,200 / 8.9e8, under one in
-  10,000 (a fixed window: up to twice the limit around its edge).
+- A student joins with the code: anonymous, a generated name they may change (unique in the class); nothing
+  personal is kept. One seat a device (its browser's token): a device joins once, however many sessions it opens,
+  and one the teacher removed cannot join that class again.
+- Codes cannot be guessed within the tries' limit: 31^6 (about 8.9e8) codes, JOIN_ATTEMPTS tries a minute per
+  client (llmviz/classroom/clients.py: one address, an IPv6 /64; a whole class behind one school NAT address must
+  fit in it), and every code checked counts, a join's and a teacher link's alike, whose refusals read the same ("no
+  such class, or not yours"). A client guessing for a whole class hour at the limit finds one of 10 live classes
+  with a chance of about 10 x 7,200 / 8.9e8, under one in 10,000 (a fixed window: up to twice the limit around its
+  edge).
+- One client takes at most SEATS_PER_MINUTE new seats a minute, well under a class's 60: one phone cannot fill a
+  class or stuff its vote before the teacher sees it (and removes the seats); a class of 60 behind one NAT address
+  joins in three minutes.
 - Limits per class: students, a student's submissions, a prompt's length; a class idle past its idle time, or past
   its lifetime however active, ends by itself (`sweep`), and ending deletes every record of it.
 Each refusal is a ClassError with a code (a page says it in its language); no torch, no streamlit here.
@@ -19,15 +26,16 @@ import hashlib
 import hmac
 import math
 import secrets
-import statistics
 import time
+from collections.abc import Collection
 
-from llmviz.classroom.store import ClassRecord, Limits, Store, Student
+from llmviz.classroom.store import REMOVED, ClassRecord, Limits, Store, Student
 from llmviz.errors import LlmvizError
 
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: read off a projector without doubt
 CODE_LENGTH = 6
-JOIN_ATTEMPTS, JOIN_WINDOW_S = 120, 60.0  # per client address
+JOIN_ATTEMPTS, JOIN_WINDOW_S = 120, 60.0  # codes checked per client a minute (joins, teacher links)
+SEATS_PER_MINUTE = 20  # new seats one client takes a minute
 STARTS, STARTS_WINDOW_S = 5, 3600.0  # classes a client address may start an hour
 NAME_CHARS = 24
 ROUNDS = (1, 2)  # a prediction before discussion, and one after
@@ -39,9 +47,14 @@ ANIMALS = ("Otter", "Heron", "Lynx", "Panda", "Crane", "Gecko", "Ibis", "Koala",
 
 
 class ClassError(LlmvizError):
-    """A class refused something. code: no_class (a wrong or ended code), full, teacher_only, not_leader (another of
-    the teacher's devices leads), too_many (the join rate limit), limit (a student's submissions), bad_value,
-    no_student."""
+    """A class refused something. code: no_class (a wrong or ended code, or a teacher key that is not the class's:
+    one answer, so that a teacher link tells no more than a join), full, not_leader (another of the teacher's
+    devices leads), too_many (the tries' limit, a minute), too_many_seats (new seats from one client, a minute),
+    too_many_starts (classes started by one client, an hour), removed (a device the teacher removed), name_taken,
+    limit (a student's submissions), bad_value, no_student."""
+
+
+NOT_YOURS = "no such class, or not yours: check the code on the projector"
 
 
 def _hash(teacher_key: str) -> str:
@@ -59,20 +72,24 @@ def is_code(text: str) -> bool:
 
 
 def start(store: Store, limits: Limits | None = None, now: float | None = None, step: str = "1.1.1",
-          client: str | None = None, device: str = "") -> tuple[str, str]:
+          client: str | None = None, device: str = "", steps: Collection[str] | None = None) -> tuple[str, str]:
     """A new class: (join code, teacher key), led by `device` (the projector that started it; "" for none yet: the
     command line's, whose first teacher device leads). A client address may start STARTS an hour (`client` None:
     the command line, on the server itself); the classes past their time end first."""
+    if steps is not None and step not in steps:  # the lesson's positions, handed down (analysis/lesson_plan)
+        raise ClassError(f"no lesson step {step!r}", code="bad_value")
     now = time.time() if now is None else now
     if client is not None and store.hit(f"start:{client}", STARTS_WINDOW_S, now) > STARTS:
-        raise ClassError(f"this address started {STARTS} classes this hour: end one, or wait", code="too_many")
+        raise ClassError(f"this address started {STARTS} classes this hour: end one, or wait up to an hour",
+                         code="too_many_starts")
     sweep(store, now)
     key = "-"
     while key.startswith("-"):  # a key never reads as an option wherever it is typed
         key = secrets.token_urlsafe(24)
     for _ in range(20):  # a taken code (one in 1e8 per live class) draws again
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-        if store.create(ClassRecord(code, _hash(key), limits or Limits(), step, now, now, leader=device, led=now)):
+        if store.create(ClassRecord(code, _hash(key), limits or Limits(), step, now, now, leader=device, led=now,
+                                    starter=client or "")):
             return code, key
     raise ClassError("no free class code after 20 draws: the store holds too many classes", code="full")
 
@@ -95,20 +112,45 @@ def live(store: Store, code: str, now: float | None = None) -> ClassRecord:
     return record
 
 
-def join(store: Store, code: str, client: str, now: float | None = None) -> Student:
-    """A student joins (`client`: what the rate limit counts, e.g. the address the request came from), with a
-    generated name no one else in the class has. Once a minute a join also ends the classes idle past their time."""
-    now = time.time() if now is None else now
+def _try(store: Store, client: str, now: float) -> None:
+    """Count a code checked by `client`; ClassError(too_many) past JOIN_ATTEMPTS this minute."""
     if store.hit(f"join:{client}", JOIN_WINDOW_S, now) > JOIN_ATTEMPTS:
-        raise ClassError(f"too many tries to join: wait a minute (at most {JOIN_ATTEMPTS} a minute)", code="too_many")
+        raise ClassError(f"too many tries: wait a minute (at most {JOIN_ATTEMPTS} a minute)", code="too_many")
+
+
+def _new_name(taken: set[str]) -> str:
+    """An animal and a number that no one in the class has (names compared as unique_name does)."""
+    held = {unique_name(n) for n in taken}
+    return next((n for n in (f"{secrets.choice(ANIMALS)} {secrets.randbelow(90) + 10}" for _ in range(50))
+                 if unique_name(n) not in held), f"{secrets.choice(ANIMALS)} {secrets.token_hex(3)}")
+
+
+def unique_name(name: str) -> str:
+    """The form in which two names are the same name (case and spacing aside): one such name a class."""
+    return " ".join(str(name).split()).casefold()
+
+
+def join(store: Store, code: str, client: str, now: float | None = None, device: str = "") -> Student:
+    """A student joins (`client`: what the limits count, llmviz/classroom/clients.py) from `device` (its browser's
+    token; "" unknown: a seat each time), with a generated name no one else in the class has; a device already in the
+    class gets its own seat back. Once a minute a join also ends the classes idle past their time."""
+    now = time.time() if now is None else now
+    _try(store, client, now)
     if store.hit("sweep", JOIN_WINDOW_S, now) == 1:
         sweep(store, now)
     record = live(store, code, now)
-    taken = {s.name for s in store.students(record.code)}
-    name = next((n for n in (f"{secrets.choice(ANIMALS)} {secrets.randbelow(90) + 10}" for _ in range(50))
-                 if n not in taken), f"{secrets.choice(ANIMALS)} {secrets.token_hex(2)}")
-    student = Student(secrets.token_hex(8), name, now)
-    if not store.add_student(record.code, student, record.limits.students):
+    students = store.students(record.code)
+    held = next((s for s in students if device and s.device == device), None)
+    if held is not None:  # this browser's seat (another tab, a reload without its link): no new seat
+        return held
+    if store.hit(f"seat:{client}", JOIN_WINDOW_S, now) > SEATS_PER_MINUTE:
+        raise ClassError(f"{SEATS_PER_MINUTE} students joined from this network this minute: wait a minute",
+                         code="too_many_seats")
+    said, student = store.add_student(record.code, Student(secrets.token_hex(8), _new_name(
+        {s.name for s in students}), now, str(device)), record.limits.students)
+    if said == REMOVED:
+        raise ClassError("the teacher removed this device from the class", code="removed")
+    if student is None:
         _refused(store, record, "full", f"the class is full ({record.limits.students} students)")
     store.touch(record.code, now)
     return student
@@ -129,22 +171,47 @@ def _student(store: Store, record: ClassRecord, student_id: str) -> Student:
 
 
 def rename(store: Store, code: str, student_id: str, name: str, now: float | None = None) -> str:
-    """A student's new name (printable, at most NAME_CHARS characters, not empty)."""
+    """A student's new name (printable, at most NAME_CHARS characters, not empty, no other student's)."""
     record = live(store, code, now)
     clean = " ".join(str(name).split())
     if not clean or len(clean) > NAME_CHARS or not clean.isprintable():
         raise ClassError(f"a name is 1 to {NAME_CHARS} printable characters", code="bad_value")
     _student(store, record, student_id)
+    if any(unique_name(s.name) == unique_name(clean) for s in store.students(record.code) if s.id != student_id):
+        raise ClassError(f"another student in the class is called {clean!r}", code="name_taken")
     store.rename(record.code, student_id, clean)
     return clean
 
 
-def teacher(store: Store, code: str, teacher_key: str, now: float | None = None) -> ClassRecord:
-    """The live class of `code` for its teacher's key, or ClassError (no_class, teacher_only)."""
+def draw_name(store: Store, code: str, student_id: str, now: float | None = None) -> str:
+    """Another generated name for a student (a public server's only way to change one: nothing typed reaches its
+    projector)."""
     record = live(store, code, now)
-    if not hmac.compare_digest(_hash(str(teacher_key)), record.teacher_hash):
-        raise ClassError("only the teacher's key moves the class", code="teacher_only")
-    return record
+    _student(store, record, student_id)
+    name = _new_name({s.name for s in store.students(record.code)})
+    store.rename(record.code, student_id, name)
+    return name
+
+
+def remove(store: Store, code: str, teacher_key: str, student_id: str, now: float | None = None) -> bool:
+    """The teacher removes a student: their seat and everything they sent go, and their device cannot join this
+    class again; whether they were in it."""
+    record = teacher(store, code, teacher_key, now)
+    return store.remove_student(record.code, str(student_id))
+
+
+def teacher(store: Store, code: str, teacher_key: str, now: float | None = None, client: str | None = None
+            ) -> ClassRecord:
+    """The live class of `code` for its teacher's key, or ClassError(no_class) whether the code or the key is wrong
+    (one answer: a teacher link is no oracle of codes). A failure counts as one of `client`'s tries, as a join does
+    (None: a check after one that passed, or the command line on the server itself)."""
+    now = time.time() if now is None else now
+    record = store.get(normal_code(code))
+    if record is None or not hmac.compare_digest(_hash(str(teacher_key)), record.teacher_hash):
+        if client is not None:
+            _try(store, client, now)
+        raise ClassError(NOT_YOURS, code="no_class")
+    return live(store, record.code, now)
 
 
 def lead(store: Store, code: str, teacher_key: str, device: str, now: float | None = None, take: bool = False,
@@ -265,60 +332,6 @@ def reveal_of(store: Store, code: str, item: str) -> dict | None:
     return store.result(normal_code(code), f"{REVEAL}{item}")
 
 
-def mistake(given: float, answer_: float | None) -> float | None:
-    """A wrong answer as its ratio to the right one (x0.5: K or V left out; x2: fp32 for fp16; x1/1024: KiB for
-    MiB), the same mistake on neighbours' different numbers; None where no ratio exists (a right answer of 0, or
-    none kept)."""
-    return None if answer_ is None or answer_ == 0 else given / answer_
-
-
-Common = tuple[float | None, int, float | None]  # a mistake's ratio, how many made it, the one value they gave
-
-
-def answer_stats(store: Store, code: str, chapter: str) -> tuple[int, int, Common | None]:
-    """(right, answered, the most common wrong answer or None): what the projector says of a chapter's question. Each
-    student's numbers are their own, so a mistake is counted by its ratio to that student's right answer (`mistake`,
-    grouped to two significant figures, which forgive the rounding a unit asks for) as (the group's median ratio,
-    how many made it, the value they gave where they all gave one, else None); answers without a ratio (a right
-    answer of 0, or none kept) by their value. Ties go to the smaller ratio, then to those by value."""
-    given = list(store.answers(normal_code(code), chapter).values())
-    wrong: dict[float | tuple, list[tuple[float, float | None]]] = {}  # a ratio, or ("value", v) without one
-    for value, right, answer_ in given:
-        if not right:
-            ratio = mistake(value, answer_)
-            key = ("value", value) if ratio is None else float(f"{ratio:.2g}")
-            wrong.setdefault(key, []).append((value, ratio))
-    common = None
-    if wrong:
-        key, made = min(wrong.items(), key=lambda kv: (-len(kv[1]), isinstance(kv[0], tuple),
-                                                        kv[0][1] if isinstance(kv[0], tuple) else kv[0]))
-        values = {v for v, _ in made}
-        common = (None if isinstance(key, tuple) else statistics.median(r for _, r in made), len(made),
-                  made[0][0] if len(values) == 1 else None)
-    return sum(right for _, right, _ in given), len(given), common
-
-
-def answered(store: Store, code: str, item: str, round_: int) -> tuple[int, int]:
-    """(students who predicted `item` in that round, students joined): what the projector counts."""
-    return len(store.predictions(normal_code(code), item, round_)), len(store.students(normal_code(code)))
-
-
-def histogram(values: list[float], low: float, high: float, step: float, most_bins: int = 40
-              ) -> tuple[float, list[int]]:
-    """(a bin's width, counts) of slider values over [low, high] in steps of `step`: each bin holds the same whole
-    number of slider positions (at most `most_bins` bins), a value counted by the position it stands at (rounded,
-    never truncated: x1.40 is position 23 of 0.05 from x0.25, not 22.99...), outside values in the end bins."""
-    if not step > 0 or not high > low or most_bins < 1:
-        raise ValueError(f"a step and bins over a range, got {step}, {most_bins} over [{low}, {high}]")
-    positions = round((high - low) / step) + 1
-    per = -(-positions // most_bins)  # positions a bin
-    bins = -(-positions // per)
-    counts = [0] * bins
-    for v in values:
-        counts[min(bins - 1, max(0, round((v - low) / step) // per))] += 1
-    return per * step, counts
-
-
 def summary(store: Store, code: str, teacher_key: str, now: float | None = None, chapters: tuple = ()) -> dict:
     """What the teacher may download before ending the class: its students by their generated (or chosen) names,
     every prediction and every answer to the `chapters`' questions by name. Nothing else is kept of anyone."""
@@ -335,8 +348,12 @@ def summary(store: Store, code: str, teacher_key: str, now: float | None = None,
 
 
 def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
-    """The teacher ends the class: every record of it is deleted."""
-    store.delete(teacher(store, code, teacher_key, now).code)
+    """The teacher ends the class: every record of it is deleted, and its starter's start limit with it (no address
+    kept after the class)."""
+    record = teacher(store, code, teacher_key, now)
+    store.delete(record.code)
+    if record.starter:
+        store.forget(f"start:{record.starter}")
 
 
 def sweep(store: Store, now: float | None = None) -> list[str]:

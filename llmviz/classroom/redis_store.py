@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 
-from llmviz.classroom.store import ClassRecord, Limits, Store, Student
+from llmviz.classroom.store import JOINED, ClassRecord, Limits, Store, Student
 
 CODES = "classes"  # the set of every class's code
 EXPIRE_AFTER_S = 60  # a class's keys expire this long after its lifetime's end (the rules end it at the end)
@@ -53,12 +53,39 @@ if ARGV[4] == '1' or held == ARGV[1] or held == '' or tonumber(ARGV[2]) - led > 
 end
 return 0
 """
-# KEYS: the class's hash, the students' list, their names' hash; ARGV: the most, the id, the name record
+# KEYS: the class's hash, the students' list, their names' hash, their devices' hash, the removed devices' set; ARGV:
+# the most, the id, the name record, the device. Returns the seat's id (the device's own if it has one), or why not.
 ADD_STUDENT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[1]) then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end
+if ARGV[4] ~= '' then
+  if redis.call('SISMEMBER', KEYS[5], ARGV[4]) == 1 then return {'removed'} end
+  local held = redis.call('HGET', KEYS[4], ARGV[4])
+  if held then return {'joined', held} end
+end
+if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[1]) then return {'full'} end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], ARGV[4], ARGV[2]) end
+local at = redis.call('HGET', KEYS[1], 'expires')
+if at then for i = 2, #KEYS do redis.call('EXPIREAT', KEYS[i], at) end end
+return {'joined', ARGV[2]}
+"""
+# KEYS: the class's hash, the students' list, their names' hash, their devices' hash, the removed devices' set, the
+# student's submitted items, the prompts' hash, the results' hash; ARGV: the id. Returns 1 if the student was there.
+REMOVE_STUDENT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local held = redis.call('HGET', KEYS[3], ARGV[1])
+if not held then return 0 end
+local device = cjson.decode(held)['device'] or ''
+if device ~= '' then
+  redis.call('SADD', KEYS[5], device)
+  redis.call('HDEL', KEYS[4], device)
+end
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('DEL', KEYS[6])
+redis.call('HDEL', KEYS[7], ARGV[1])
+redis.call('HDEL', KEYS[8], ARGV[1])
 """ + EXPIRE
 # KEYS: the class's hash, the student's submitted items (a set), the item and round's values (a hash); ARGV:
 # item|round, the most, the student, the value (a prediction; or an answer: Q<chapter>|0 and its record, in the
@@ -98,12 +125,13 @@ class RedisStore(Store):
         self._add, self._put = self.r.register_script(ADD_STUDENT), self.r.register_script(PUT)
         self._edit = self.r.register_script(EDIT_RECORD)
         self._set_led, self._lead = self.r.register_script(SET_IF_LEADER), self.r.register_script(LEAD)
+        self._remove = self.r.register_script(REMOVE_STUDENT)
 
     def create(self, record: ClassRecord) -> bool:
         expires = math.ceil(record.expires) + EXPIRE_AFTER_S
         fields = {"teacher_hash": record.teacher_hash, "limits": json.dumps(record.limits.to_dict()),
                   "step": record.step, "created": record.created, "active": record.active, "round": record.round,
-                  "leader": record.leader, "led": record.led, "expires": expires}
+                  "leader": record.leader, "led": record.led, "starter": record.starter, "expires": expires}
         return bool(self._create(keys=[_key(record.code), CODES],
                                  args=[record.code, expires, *(x for kv in fields.items() for x in kv)]))
 
@@ -112,7 +140,8 @@ class RedisStore(Store):
         if not h or "limits" not in h:
             return None
         return ClassRecord(code, h["teacher_hash"], Limits(**json.loads(h["limits"])), h["step"], float(h["created"]),
-                           float(h["active"]), int(h.get("round", 1)), h.get("leader", ""), float(h.get("led", 0)))
+                           float(h["active"]), int(h.get("round", 1)), h.get("leader", ""), float(h.get("led", 0)),
+                           h.get("starter", ""))
 
     def set_step(self, code: str, step: str, now: float, leader: str | None = None) -> bool:
         asks = ["0", ""] if leader is None else ["1", leader]
@@ -128,10 +157,27 @@ class RedisStore(Store):
     def touch(self, code: str, now: float) -> None:
         self._set(keys=[_key(code), _key(code)], args=["active", now])
 
-    def add_student(self, code: str, student: Student, most: int) -> bool:
-        record = json.dumps({"name": student.name, "joined": student.joined})
-        return bool(self._add(keys=[_key(code), _key(code, "students"), _key(code, "names")],
-                              args=[most, student.id, record]))
+    def add_student(self, code: str, student: Student, most: int) -> tuple[str, Student | None]:
+        record = json.dumps({"name": student.name, "joined": student.joined, "device": student.device})
+        said = self._add(keys=[_key(code), _key(code, "students"), _key(code, "names"), _key(code, "devices"),
+                               _key(code, "removed")], args=[most, student.id, record, student.device])
+        if said[0] != JOINED:
+            return said[0], None
+        if said[1] == student.id:
+            return JOINED, student
+        return JOINED, next(s for s in self.students(code) if s.id == said[1])  # the device's own seat
+
+    def remove_student(self, code: str, student_id: str) -> bool:
+        done = self._remove(keys=[_key(code), _key(code, "students"), _key(code, "names"), _key(code, "devices"),
+                                  _key(code, "removed"), _key(code, "done", student_id), _key(code, "prompts"),
+                                  _key(code, "results")], args=[student_id])
+        if not done:
+            return False
+        for key in self.r.scan_iter(match=_key(code, "pred", "*"), count=500):  # votes and answers: hashes by
+            self.r.hdel(key, student_id)  # item, a student's field in each (the student is already out: no write
+        for key in self.r.scan_iter(match=_key(code, "answers", "*"), count=500):  # of theirs lands in between)
+            self.r.hdel(key, student_id)
+        return True
 
     def rename(self, code: str, student_id: str, name: str) -> bool:
         return bool(self._edit(keys=[_key(code), _key(code, "names")], args=[student_id, "name", json.dumps(name)]))
@@ -139,7 +185,8 @@ class RedisStore(Store):
     def students(self, code: str) -> list[Student]:
         ids = self.r.lrange(_key(code, "students"), 0, -1)
         names = self.r.hgetall(_key(code, "names"))
-        return [Student(i, (rec := json.loads(names[i]))["name"], rec["joined"]) for i in ids if i in names]
+        return [Student(i, (rec := json.loads(names[i]))["name"], rec["joined"], rec.get("device", ""))
+                for i in ids if i in names]
 
     def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
         keys = [_key(code), _key(code, "done", student_id), _key(code, "pred", item, str(round_))]
@@ -211,6 +258,12 @@ class RedisStore(Store):
     def codes(self) -> list[str]:
         records = [(c, self.r.hget(_key(c), "created")) for c in self.r.smembers(CODES)]
         return [c for c, created in sorted(records, key=lambda x: float(x[1] or 0))]
+
+    def forget(self, key: str) -> None:
+        pattern = "".join("\\" + c if c in "*?[]\\^-" else c for c in key)  # the key itself, not a glob
+        keys = list(self.r.scan_iter(match=f"hits:{pattern}:*", count=500))
+        if keys:
+            self.r.delete(*keys)
 
     def hit(self, key: str, window_s: float, now: float) -> int:
         name = f"hits:{key}:{int(now // window_s)}"

@@ -13,15 +13,17 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from llmviz.classroom.store import ClassRecord, Limits, Store, Student
+from llmviz.classroom.store import FULL, GONE, JOINED, REMOVED, ClassRecord, Limits, Store, Student
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL, limits TEXT NOT NULL,
                                     step TEXT NOT NULL, created REAL NOT NULL, active REAL NOT NULL,
                                     round INTEGER NOT NULL DEFAULT 1, leader TEXT NOT NULL DEFAULT '',
-                                    led REAL NOT NULL DEFAULT 0);
+                                    led REAL NOT NULL DEFAULT 0, starter TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, joined REAL NOT NULL,
-                                     seq INTEGER PRIMARY KEY AUTOINCREMENT, UNIQUE (code, id));
+                                     seq INTEGER PRIMARY KEY AUTOINCREMENT, device TEXT NOT NULL DEFAULT '',
+                                     UNIQUE (code, id));
+CREATE TABLE IF NOT EXISTS removed (code TEXT NOT NULL, device TEXT NOT NULL, PRIMARY KEY (code, device));
 CREATE TABLE IF NOT EXISTS predictions (code TEXT NOT NULL, student TEXT NOT NULL, item TEXT NOT NULL,
                                         round INTEGER NOT NULL, value REAL NOT NULL,
                                         PRIMARY KEY (code, student, item, round));
@@ -38,18 +40,18 @@ CREATE TABLE IF NOT EXISTS hits (key TEXT NOT NULL, until REAL NOT NULL, count I
 """
 
 
-CLASS_TABLES = ("predictions", "answers", "prompts", "results", "students")  # a class's rows beside its own
+CLASS_TABLES = ("predictions", "answers", "prompts", "results", "students", "removed")  # a class's rows beside its own
 # columns a file made by an earlier version lacks (the default store outlives an upgrade): (table, column, its type)
 ADDED = (("classes", "round", "INTEGER NOT NULL DEFAULT 1"), ("classes", "leader", "TEXT NOT NULL DEFAULT ''"),
-         ("classes", "led", "REAL NOT NULL DEFAULT 0"), ("answers", "answer", "REAL"))
+         ("classes", "led", "REAL NOT NULL DEFAULT 0"), ("answers", "answer", "REAL"),
+         ("classes", "starter", "TEXT NOT NULL DEFAULT ''"), ("students", "device", "TEXT NOT NULL DEFAULT ''"))
 COUNTERS = ("hits", {"key", "until", "count"})  # rate-limit windows: an earlier version's form is dropped, not kept
-CLASS_COLUMNS = "code, teacher_hash, limits, step, created, active, round, leader, led"
+CLASS_COLUMNS = "code, teacher_hash, limits, step, created, active, round, leader, led, starter"
 
 
 class SqliteStore(Store):
     def __init__(self, path: str | Path):
         self.path = str(path)
-        Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")  # outside a transaction; the file keeps it
@@ -90,9 +92,9 @@ class SqliteStore(Store):
     def create(self, record: ClassRecord) -> bool:
         with self._db(immediate=True) as db:
             try:
-                db.execute(f"INSERT INTO classes ({CLASS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                db.execute(f"INSERT INTO classes ({CLASS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            (record.code, record.teacher_hash, json.dumps(record.limits.to_dict()), record.step,
-                            record.created, record.active, record.round, record.leader, record.led))
+                            record.created, record.active, record.round, record.leader, record.led, record.starter))
             except sqlite3.IntegrityError:
                 return False
         return True
@@ -122,13 +124,35 @@ class SqliteStore(Store):
         with self._db() as db:
             db.execute("UPDATE classes SET active = ? WHERE code = ?", (now, code))
 
-    def add_student(self, code: str, student: Student, most: int) -> bool:
+    def add_student(self, code: str, student: Student, most: int) -> tuple[str, Student | None]:
         with self._db(immediate=True) as db:
+            if not self._exists(db, code):
+                return GONE, None
+            if student.device:
+                if db.execute("SELECT 1 FROM removed WHERE code = ? AND device = ?",
+                              (code, student.device)).fetchone():
+                    return REMOVED, None
+                row = db.execute("SELECT id, name, joined, device FROM students WHERE code = ? AND device = ?",
+                                 (code, student.device)).fetchone()
+                if row is not None:
+                    return JOINED, Student(*row)
             (held,) = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()
-            if held >= most or not self._exists(db, code):
+            if held >= most:
+                return FULL, None
+            db.execute("INSERT INTO students (code, id, name, joined, device) VALUES (?, ?, ?, ?, ?)",
+                       (code, student.id, student.name, student.joined, student.device))
+        return JOINED, student
+
+    def remove_student(self, code: str, student_id: str) -> bool:
+        with self._db(immediate=True) as db:
+            row = db.execute("SELECT device FROM students WHERE code = ? AND id = ?", (code, student_id)).fetchone()
+            if row is None:
                 return False
-            db.execute("INSERT INTO students (code, id, name, joined) VALUES (?, ?, ?, ?)",
-                       (code, student.id, student.name, student.joined))
+            if row[0]:
+                db.execute("INSERT OR IGNORE INTO removed VALUES (?, ?)", (code, row[0]))
+            for table in ("predictions", "answers", "prompts", "results"):
+                db.execute(f"DELETE FROM {table} WHERE code = ? AND student = ?", (code, student_id))  # names above
+            db.execute("DELETE FROM students WHERE code = ? AND id = ?", (code, student_id))
         return True
 
     def rename(self, code: str, student_id: str, name: str) -> bool:
@@ -138,7 +162,8 @@ class SqliteStore(Store):
 
     def students(self, code: str) -> list[Student]:
         with self._db() as db:
-            rows = db.execute("SELECT id, name, joined FROM students WHERE code = ? ORDER BY seq", (code,)).fetchall()
+            rows = db.execute("SELECT id, name, joined, device FROM students WHERE code = ? ORDER BY seq",
+                              (code,)).fetchall()
         return [Student(*row) for row in rows]
 
     def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
@@ -238,6 +263,10 @@ class SqliteStore(Store):
     def codes(self) -> list[str]:
         with self._db() as db:
             return [code for (code,) in db.execute("SELECT code FROM classes ORDER BY created").fetchall()]
+
+    def forget(self, key: str) -> None:
+        with self._db() as db:
+            db.execute("DELETE FROM hits WHERE key = ?", (key,))
 
     def hit(self, key: str, window_s: float, now: float) -> int:
         until = (now // window_s + 1) * window_s  # the end of the current window

@@ -59,6 +59,7 @@ class ClassRecord:
     round: int = 1  # the vote the students' predictions go to at this step: 1, or 2 after the discussion
     leader: str = ""  # the teacher's device that leads (the projector): a token of its browser session, or none yet
     led: float = 0.0  # when the leading device last said it is there
+    starter: str = ""  # the client that started it (its start limit's key, forgotten when the class ends)
 
     @property
     def expires(self) -> float:
@@ -71,6 +72,10 @@ class Student:
     id: str
     name: str
     joined: float
+    device: str = ""  # the browser it joined from (its cookie's token; "" unknown): one seat a device, never shown
+
+
+JOINED, FULL, REMOVED, GONE = "joined", "full", "removed", "gone"  # what add_student did
 
 
 class Store(ABC):
@@ -101,10 +106,17 @@ class Store(ABC):
         """Note activity (the idle clock starts again)."""
 
     @abstractmethod
-    def add_student(self, code: str, student: Student, most: int) -> bool:
-        """Add a student unless the class already holds `most`, or is gone; whether it was added (atomic: two
-        joining at once never pass the limit together, and nothing is written for a class that just ended; every
-        write below checks the class the same way)."""
+    def add_student(self, code: str, student: Student, most: int) -> tuple[str, Student | None]:
+        """Seat a student: (JOINED, the student kept) — the one its device already has in the class, if it has one,
+        else `student` — or (FULL, None) when the class holds `most`, (REMOVED, None) for a device the teacher
+        removed, (GONE, None) for a class that is gone. Atomic: two joining at once never pass the limit together,
+        one device never takes two seats, and nothing is written for a class that just ended (every write below
+        checks the class the same way)."""
+
+    @abstractmethod
+    def remove_student(self, code: str, student_id: str) -> bool:
+        """The teacher removes a student: their seat, predictions, answers, prompt and result go, and their device
+        may not join this class again; whether they were in it."""
 
     @abstractmethod
     def rename(self, code: str, student_id: str, name: str) -> bool: ...
@@ -171,6 +183,10 @@ class Store(ABC):
     @abstractmethod
     def codes(self) -> list[str]:
         """The codes of every class kept."""
+
+    @abstractmethod
+    def forget(self, key: str) -> None:
+        """Drop every window of a rate limit's `key` (a class's starter, when the class ends: no address kept)."""
 
     @abstractmethod
     def hit(self, key: str, window_s: float, now: float) -> int:

@@ -1,17 +1,17 @@
 """A class store by its URL (issue 39): LLMVIZ_CLASS_STORE (the app and `llmviz class` read it), SQLite by default (a
-file in the temporary folder, which the replicas of one machine share), or Redis across machines."""
+file in this user's private state folder, which the replicas of one machine share: private_dir, issue 47), or Redis
+across machines."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
-from llmviz.classroom import classes
+from llmviz.classroom import classes, private_dir
+from llmviz.classroom.private_dir import STORE_ENV
 from llmviz.classroom.redis_store import RedisStore
 from llmviz.classroom.sqlite_store import SqliteStore
 from llmviz.classroom.store import Store
@@ -19,20 +19,23 @@ from llmviz.errors import ConfigError
 
 
 def open_store(url: str) -> Store:
-    """`sqlite:///path/to/class.db` (the default: one machine) or `redis://host:port/db` (several machines)."""
+    """`sqlite:///path/to/class.db` (the default: one machine) or `redis://host:port/db` (several machines). A SQLite
+    store's folder and file are made and checked on every open (private_dir.prepare: UnsafeStoreError where another
+    user could read, replace or redirect them)."""
     if url.startswith("sqlite:///"):
-        return SqliteStore(url.removeprefix("sqlite:///"))
+        return SqliteStore(private_dir.prepare(url.removeprefix("sqlite:///")))
     if url.startswith(("redis://", "rediss://")):
         return RedisStore(url)
     raise ConfigError(f"a class store is sqlite:///path or redis://host:port/db, got {url!r}")
 
 
-STORE_ENV = "LLMVIZ_CLASS_STORE"
-
-
 def store_url() -> str:
-    """The class store this process uses: LLMVIZ_CLASS_STORE, else the default SQLite file."""
-    return os.environ.get(STORE_ENV) or f"sqlite:///{Path(tempfile.gettempdir()) / 'llmviz-class' / 'class.db'}"
+    """The class store this process uses: LLMVIZ_CLASS_STORE, else the default SQLite file in this user's state
+    folder (an earlier version's store in the temporary folder is noted once in the log, never used)."""
+    if url := os.environ.get(STORE_ENV):
+        return url
+    private_dir.note_old_store()
+    return f"sqlite:///{private_dir.default_store()}"
 
 
 SWEEP_S = 60.0

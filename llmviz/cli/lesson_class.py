@@ -11,6 +11,7 @@ The store is LLMVIZ_CLASS_STORE's (the app's): a SQLite file by default, Redis a
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import json
 import os
@@ -18,10 +19,11 @@ import sys
 import urllib.parse
 from pathlib import Path
 
+from llmviz.analysis import lesson_plan
 from llmviz.analysis.chapter_check import CHAPTERS
 from llmviz.classroom import classes
 from llmviz.classroom.stores import open_store, store_url
-from llmviz.errors import ConfigError
+from llmviz.errors import ConfigError, UnknownNameError
 
 
 def add_parser(sub) -> None:
@@ -32,11 +34,23 @@ def add_parser(sub) -> None:
                             "the students' link")
     start.add_argument("--url", default="http://localhost:8501", help="the app's address as the room reaches it")
     start.add_argument("--lang", default="zh", choices=("zh", "en"))
-    start.add_argument("--step", default="1.1.1", help="the lesson's step to start at")
+    start.add_argument("--step", type=lesson_position, default=lesson_plan.STEP_IDS[0],
+                       help="the lesson's step to start at: a step's id (1.2.3), a chapter (4.2: its first step) or "
+                       f"{lesson_plan.END!r}, as the lesson's link takes it")
     end = acts.add_parser("end", help="end a class: its summary (to --out), then every record of it deleted")
     end.add_argument("code")
     end.add_argument("--out", type=Path, default=None, help="write the class's summary (JSON) here first")
     acts.add_parser("sweep", help="end every class idle past its time")
+
+
+def lesson_position(text: str) -> str:
+    """--step as the lesson's position (analysis/lesson_plan.py's rule, the lesson link's own): checked as the
+    argument is read, so a step the lesson lacks is a usage error (exit 2) before any store is opened, never a class
+    whose every student page fails."""
+    try:
+        return lesson_plan.position(text)
+    except UnknownNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 KEY_ENV = "LLMVIZ_CLASS_KEY"
@@ -68,7 +82,7 @@ def links(url: str, code: str, key: str, lang: str, step: str) -> tuple[str, str
 def run(args) -> int:
     store = open_store(store_url())
     if args.action == "start":
-        code, key = classes.start(store, step=args.step)
+        code, key = classes.start(store, step=args.step, steps=lesson_plan.POSITIONS)
         projector, join = links(args.url, code, key, args.lang, args.step)
         print(json.dumps({"code": code, "projector": projector, "join": join, "store": store_url()}, indent=1))
         return 0

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:])")  # ":" too: Streamlit's :color[...] and :icon: directives
+# ":" too: Streamlit's :color[...] and :icon: directives; "&" too: a character reference (&rlm;, &ZeroWidthSpace;) would
+# bring back a character the text never held (issue 47: characters a name's filter refuses)
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:&])")
 WORD_JOINER = "\u2060"
 # Where GFM's autolink literal would start: after the `h` of http(s)://, after the first `w` of www., before an @.
 _AUTOLINK = re.compile(r"h(?=ttps?://)|w(?=ww\.)|(?=@)", re.IGNORECASE)

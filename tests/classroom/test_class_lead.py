@@ -13,7 +13,7 @@ import time
 import pytest
 from class_helpers import PROJECTOR, T0
 
-from llmviz.classroom import classes
+from llmviz.classroom import classes, tally
 from llmviz.classroom.classes import LEAD_STALE_S, RELOAD_S, ClassError
 from llmviz.classroom.store import Limits
 from llmviz.classroom.stores import open_store, sweep_every
@@ -30,7 +30,7 @@ def test_one_device_leads_and_a_second_follows_until_it_takes_the_lead(store):
     assert second.value.code == "not_leader" and store.get(code).step == "1.1.1"
     with pytest.raises(ClassError) as wrong:
         classes.lead(store, code, "not-the-key", TAB, now=T0 + 2, take=True)
-    assert wrong.value.code == "teacher_only" and store.get(code).leader == PROJECTOR
+    assert wrong.value.code == "no_class" and store.get(code).leader == PROJECTOR
     with pytest.raises(ClassError) as bad:
         classes.lead(store, code, key, "no-tab", now=T0 + 2)
     assert bad.value.code == "bad_value"
@@ -157,11 +157,11 @@ def test_a_mistake_counted_on_neighbours_numbers(store):
     for i, (right_answer, given) in enumerate(cases):
         s = classes.join(store, code, f"10.4.0.{i}", now=T0)
         classes.answer(store, code, s.id, "1.2", given, given == right_answer, right_answer, now=T0)
-    assert classes.answer_stats(store, code, "1.2") == (1, 8, (0.5, 4, None))  # no one value: each their own
-    assert [classes.mistake(g, r) for r, g in cases[-3:]] == [2.0, 1.0, pytest.approx(7 / 120)]
-    assert classes.mistake(5.0, 0.0) is None and classes.mistake(5.0, None) is None
+    assert tally.answer_stats(store, code, "1.2") == (1, 8, (0.5, 4, None))  # no one value: each their own
+    assert [tally.mistake(g, r) for r, g in cases[-3:]] == [2.0, 1.0, pytest.approx(7 / 120)]
+    assert tally.mistake(5.0, 0.0) is None and tally.mistake(5.0, None) is None
     late, _ = classes.start(store, Limits(students=8), now=T0)  # no ratio (a right answer of 0): by the value
     for i, (right_answer, given) in enumerate([(0.0, 3.0), (0.0, 3.0), (0.0, 4.0), (10.0, 5.0)]):
         s = classes.join(store, late, f"10.4.1.{i}", now=T0)
         classes.answer(store, late, s.id, "1.2", given, False, right_answer, now=T0)
-    assert classes.answer_stats(store, late, "1.2") == (0, 4, (None, 2, 3.0))
+    assert tally.answer_stats(store, late, "1.2") == (0, 4, (None, 2, 3.0))

@@ -10,7 +10,7 @@ import threading
 import pytest
 from class_helpers import PROJECTOR, T0  # the store fixture (both kinds) is tests/classroom/conftest.py's
 
-from llmviz.classroom import classes
+from llmviz.classroom import classes, tally
 from llmviz.classroom.classes import ClassError
 from llmviz.classroom.store import Limits
 from llmviz.classroom.stores import open_store
@@ -30,10 +30,10 @@ def test_three_students_predict_and_the_projector_counts_them(store):
         classes.predict(store, code, student.id, "K1", 1, value, now=T0 + 10)
     classes.predict(store, code, a.id, "K1", 1, 3.0, now=T0 + 11)  # a change of mind replaces the first
     assert store.predictions(code, "K1", 1) == {a.id: 3.0, b.id: 2.0, c.id: 1.55}
-    assert classes.answered(store, code, "K1", 1) == (3, 3) and classes.answered(store, code, "K1", 2) == (0, 3)
+    assert tally.answered(store, code, "K1", 1) == (3, 3) and tally.answered(store, code, "K1", 2) == (0, 3)
     # the slider: x0.25..x6.00 by 0.05, 116 positions, 3 a bin (at most 40 bins): 39 bins of 0.15. By hand: x1.55 is
     # position 26 (bin 8), x2.00 position 35 (bin 11), x3.00 position 55 (bin 18)
-    width, counts = classes.histogram(list(store.predictions(code, "K1", 1).values()), 0.25, 6.0, 0.05)
+    width, counts = tally.histogram(list(store.predictions(code, "K1", 1).values()), 0.25, 6.0, 0.05)
     assert width == pytest.approx(0.15) and len(counts) == 39
     assert {i: n for i, n in enumerate(counts) if n} == {8: 1, 11: 1, 18: 1}
     assert store.submissions(code, a.id) == 1  # one item and round, however often it changed
@@ -43,7 +43,7 @@ def test_only_the_teachers_key_moves_the_class(store):
     code, key = code_of(store)
     with pytest.raises(ClassError) as refused:
         classes.move(store, code, "not-the-key", PROJECTOR, "1.2.3", now=T0)
-    assert refused.value.code == "teacher_only" and store.get(code).step == "1.1.1"
+    assert refused.value.code == "no_class" and store.get(code).step == "1.1.1"  # the same answer as a wrong code
     classes.move(store, code, key, PROJECTOR, "1.2.3", now=T0 + 5)
     assert store.get(code).step == "1.2.3" and store.get(code).active == T0 + 5
     with pytest.raises(ClassError):
@@ -187,10 +187,10 @@ def test_the_chapters_answers_counted(store):
     students = [classes.join(store, code, f"10.0.7.{i}", now=T0) for i in range(4)]
     for s, (given, right) in zip(students, ((96.0, True), (24.0, False), (24.0, False), (48.0, False)), strict=True):
         classes.answer(store, code, s.id, "1.1", given, right, 96.0, now=T0)  # one question: 96 is right
-    assert classes.answer_stats(store, code, "1.1") == (1, 4, (0.25, 2, 24.0))  # 24 of 96: a quarter, by two
+    assert tally.answer_stats(store, code, "1.1") == (1, 4, (0.25, 2, 24.0))  # 24 of 96: a quarter, by two
     classes.answer(store, code, students[1].id, "1.1", 96.0, True, 96.0, now=T0)  # tried again: replaced
-    assert classes.answer_stats(store, code, "1.1") == (2, 4, (0.25, 1, 24.0))  # a tie with x0.5: the smaller
-    assert classes.answer_stats(store, code, "1.2") == (0, 0, None)
+    assert tally.answer_stats(store, code, "1.1") == (2, 4, (0.25, 1, 24.0))  # a tie with x0.5: the smaller
+    assert tally.answer_stats(store, code, "1.2") == (0, 0, None)
     assert store.submissions(code, students[1].id) == 1
     for chapter in ("1.2", "2.1"):  # predictions and answers share the limit of 3 (code_of's)
         classes.answer(store, code, students[1].id, chapter, 1.0, False, 2.0, now=T0)
@@ -237,7 +237,7 @@ def test_nothing_is_written_for_a_class_that_just_ended(store):
     code, key = code_of(store)
     s = classes.join(store, code, "10.0.9.1", now=T0)
     classes.end(store, code, key, now=T0)
-    assert not store.add_student(code, Student("ab", "Late", T0), 5)
+    assert store.add_student(code, Student("ab", "Late", T0), 5) == ("gone", None)
     assert not store.put_prediction(code, s.id, "K1", 1, 1.0, 5)
     assert not store.put_answer(code, s.id, "1.1", 1.0, True, 1.0, 5)
     assert not store.put_prompt(code, s.id, "late", T0, 5)
@@ -283,4 +283,15 @@ def test_the_rate_limits_keep_no_address_past_their_window(tmp_path):
         classes.start(store, now=T0, client="10.2.0.9")
     with pytest.raises(ClassError) as many:
         classes.start(store, now=T0, client="10.2.0.9")
-    assert many.value.code == "too_many"
+    assert many.value.code == "too_many_starts" and "an hour" in str(many.value)  # its own window, not a minute
+
+
+def test_a_class_starts_only_at_a_step_of_the_lesson(store):
+    """Issue 47, finding 10: `--step 9.9.9` was kept, and every student page of that class then failed."""
+    from llmviz.analysis.lesson_plan import POSITIONS
+
+    with pytest.raises(ClassError) as bad:
+        classes.start(store, now=T0, step="9.9.9", steps=POSITIONS)
+    assert bad.value.code == "bad_value" and store.codes() == []
+    code, _ = classes.start(store, now=T0, step="4.2.1", steps=POSITIONS)
+    assert store.get(code).step == "4.2.1"

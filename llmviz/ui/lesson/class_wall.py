@@ -10,7 +10,7 @@ import contextlib
 
 import streamlit as st
 
-from llmviz.classroom import classes
+from llmviz.classroom import classes, tally
 from llmviz.classroom.classes import ClassError
 from llmviz.ui import state
 from llmviz.ui.lesson.lesson_class import class_values, explain, leads, role, store
@@ -80,7 +80,7 @@ def histogram(t, claim_id: str, e: dict | None = None) -> None:
         if not votes_[0][1] and not votes_[1][1]:
             st.caption(t("class.no_predictions"))
             return
-        counted = [(r, *classes.histogram(v, sc.low, sc.high, sc.step, MOST_BINS)) for r, v in votes_ if v or r == 1]
+        counted = [(r, *tally.histogram(v, sc.low, sc.high, sc.step, MOST_BINS)) for r, v in votes_ if v or r == 1]
         width = counted[0][1]
         rounds = [(t("class.round", n=r, count=len(v)), counts) for (r, v), (_, _, counts) in zip(
             [x for x in votes_ if x[1] or x[0] == 1], counted, strict=True)]
@@ -128,7 +128,7 @@ def question_stats(t, chapter: str, unit_shown) -> None:
     """On the projector, under a chapter's question: how many answered right, and the most common wrong answer."""
     if role() != "teacher":
         return
-    right, n, common = classes.answer_stats(store(), state.settings().room, chapter)
+    right, n, common = tally.answer_stats(store(), state.settings().room, chapter)
     said = t("class.answers", right=right, n=n)
     if common is not None:
         ratio, count, value = common
@@ -151,3 +151,30 @@ def times(ratio: float) -> str:
         if whole >= 2 and abs(whole - round(whole)) <= min(0.02 * whole, 0.1):
             return shown.format(round(whole))
     return f"×{ratio:.2g}"
+
+
+def seats_panel(t) -> None:
+    """The teacher's list of who joined, by name, each with a remove button: one device stuffing the class is seen
+    and removed (its votes, answers and prompt go with it, and its device cannot join this class again)."""
+    from llmviz.ui.chrome import literal
+
+    if role() != "teacher":
+        return
+    s = state.settings()
+    students = store().students(s.room)
+    with st.popover(t("class.seats_button", n=len(students)), key="class_seats_menu", icon=":material/group:"):
+        st.caption(t("class.seats_how"))
+        for student in students:
+            with st.container(horizontal=True, vertical_alignment="center"):
+                st.markdown(literal(student.name))
+                st.button(t("class.remove"), key=f"class_remove_{student.id}", on_click=_remove,
+                          args=(t, student.id, student.name))
+
+
+def _remove(t, student_id: str, name: str) -> None:
+    from llmviz.ui.chrome import literal
+
+    s = state.settings()
+    with contextlib.suppress(ClassError):
+        if classes.remove(store(), s.room, s.teach, student_id):
+            st.toast(t("class.removed", name=literal(name)), icon=":material/person_remove:")

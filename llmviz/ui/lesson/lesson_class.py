@@ -20,6 +20,7 @@ import time
 
 import streamlit as st
 
+from llmviz.analysis.lesson_plan import POSITIONS
 from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
 from llmviz.classroom.store import ClassRecord, Store
@@ -81,9 +82,10 @@ window.parent.document.cookie = "COOKIE=TOKEN; path=/; max-age=86400; SameSite=S
 
 
 def remember_device() -> None:
-    """On a teacher's device: its token as a cookie of this browser (our own fixed script and a hex token, in a frame
-    of the page's origin), read when the page is opened again."""
-    if role() == "teacher" and st.context.cookies.get(COOKIE) != _browser():
+    """On a device in a class: its token as a cookie of this browser (our own fixed script and a hex token, in a
+    frame of the page's origin), read when the page is opened again: a reloaded projector leads on, and a student's
+    browser keeps its one seat however many tabs or sessions it opens."""
+    if role() is not None and st.context.cookies.get(COOKIE) != _browser():
         st.iframe(_REMEMBER.replace("COOKIE", COOKIE).replace("TOKEN", _browser()), height=1)
 
 
@@ -93,7 +95,7 @@ def leads() -> bool:
 
 
 def explain(t, exc: ClassError) -> None:
-    st.warning(t(f"class.error.{exc.code}"))
+    st.warning(t(f"class.error.{exc.code}", **({"n": classes.STARTS} if exc.code == "too_many_starts" else {})))
 
 
 def start(t) -> None:
@@ -102,7 +104,8 @@ def start(t) -> None:
         return
     if st.button(t("class.start"), key="class_start", icon=":material/groups:", help=t("class.start_help")):
         try:
-            code, key = classes.start(store(), step=state.settings().lesson, client=client(), device=device())
+            code, key = classes.start(store(), step=state.settings().lesson, client=client(), device=device(),
+                                      steps=POSITIONS)
         except ClassError as exc:
             explain(t, exc)
             return
@@ -122,9 +125,9 @@ def record(t) -> ClassRecord | None:
     s = state.settings()
     try:
         if s.teach:
-            return classes.teacher(store(), s.room, s.teach)
+            return classes.teacher(store(), s.room, s.teach, client=client())  # a failure counts as a try
         if not s.me or not any(x.id == s.me for x in store().students(s.room)):
-            state.update(me=classes.join(store(), s.room, client()).id)
+            state.update(me=classes.join(store(), s.room, client(), device=_browser()).id)  # its seat, or its own
             st.session_state[FOLLOW] = True
         return classes.live(store(), s.room)
     except ClassError as exc:
@@ -232,7 +235,9 @@ def _status(t, claim: str | None) -> None:
     if role() == "teacher":
         _teacher_status(t, s, found, students, claim)
         return
-    me = next((x.name for x in students if x.id == s.me), "?")
+    me = next((x.name for x in students if x.id == s.me), None)
+    if me is None:  # the teacher removed this seat: the page says so (record) at once
+        st.rerun(scope="app")
     if st.session_state.get(FOLLOW, True):
         if found.step != s.lesson:  # the teacher moved: this device goes too
             state.update(lesson=found.step)
@@ -290,8 +295,11 @@ def predicted(claim_id: str, shown_value: float) -> None:
 
 
 def name_panel(t) -> None:
-    """A student's name in the class: generated (an animal and a number), changeable here; the projector and the
-    teacher's summary use it, nothing else of the student is kept."""
+    """A student's name in the class: generated (an animal and a number), changeable here (typed; on a public server
+    only drawn again, so that nothing typed reaches its projector); the projector and the teacher's summary use it,
+    nothing else of the student is kept."""
+    from llmviz.ui import server
+
     s = state.settings()
     if role() != "student" or not s.me:
         return
@@ -299,8 +307,20 @@ def name_panel(t) -> None:
     if me is None:
         return
     with st.popover(t("class.name_button", name=literal(me)), key="class_name_menu", icon=":material/badge:"):
+        if server.policy().public:
+            st.caption(t("class.name_public"))
+            st.button(t("class.draw_name"), key="class_draw_name", on_click=_draw_name, icon=":material/casino:")
+            return
         st.text_input(t("class.name"), value=me, max_chars=classes.NAME_CHARS, key="class_name")
         st.button(t("class.rename"), key="class_rename", on_click=_rename)
+
+
+def _draw_name() -> None:
+    s = state.settings()
+    try:
+        classes.draw_name(store(), s.room, s.me)
+    except ClassError as exc:
+        st.session_state[REFUSED] = exc.code
 
 
 def _rename() -> None:

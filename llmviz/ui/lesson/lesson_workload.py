@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import statistics
 import time
 
@@ -29,6 +30,10 @@ SLOTS = 4
 STREAM_S = 0.5  # how often the run writes each request's text so far, for the phones
 MINE_POLL_S = 1.0  # how often a phone asks for its request's text at this step
 ROW_PX = 22  # the class's Gantt: a row a student, readable on a projector
+PROMPT_KEY = "class_prompt"  # the student's prompt box: typed, or on a public server picked from EXAMPLE_PROMPTS
+ERROR_KEY = "class_prompt_error"  # a refusal's catalogue code (class.error.<code>), said under the Send button
+
+log = logging.getLogger(__name__)
 
 
 def panel(t, step) -> None:
@@ -42,13 +47,31 @@ def panel(t, step) -> None:
             student(t)
 
 
+def offered() -> bool:
+    """Whether the public list's choice is one of its prompts (or not made yet), checked where it enters, before
+    anything reads it: a client may send any value for the box over Streamlit's protocol (a number, an index past
+    the list, a text of its own), which was submitted as a prompt and then, a number, failed the box with a
+    traceback on every rerun. One not on the list is dropped (the box shows its first prompt again), its refusal
+    kept for the page, and said in one log line."""
+    value = st.session_state.get(PROMPT_KEY)
+    if value is None or (isinstance(value, str) and value in EXAMPLE_PROMPTS):
+        return True
+    del st.session_state[PROMPT_KEY]
+    st.session_state[ERROR_KEY] = "not_offered"
+    log.warning("refused a class prompt choice not on the public list: a %s (a client's own value)",
+                type(value).__name__)
+    return False
+
+
 def send(t) -> None:
     s = state.settings()
-    text = st.session_state.get("class_prompt") or ""
+    if server.policy().public and not offered():  # nothing but the list's prompts from a public server's phones
+        return
+    text = st.session_state.get(PROMPT_KEY) or ""
     try:
         classes.submit_prompt(lesson_class.store(), s.room, s.me, text)
     except ClassError as exc:
-        st.session_state["class_prompt_error"] = exc.code
+        st.session_state[ERROR_KEY] = exc.code
 
 
 def student(t) -> None:
@@ -57,12 +80,13 @@ def student(t) -> None:
     s = state.settings()
     st.markdown(t("class.workload_student"))
     if server.policy().public:  # nothing typed reaches a public server's projector
-        st.selectbox(t("class.prompt"), EXAMPLE_PROMPTS, key="class_prompt")
+        offered()  # before the box reads what the client sent: a value it cannot take never reaches it
+        st.selectbox(t("class.prompt"), EXAMPLE_PROMPTS, key=PROMPT_KEY)
     else:
         found = lesson_class.store().get(s.room)
-        st.text_input(t("class.prompt"), key="class_prompt", max_chars=found.limits.prompt_chars if found else 200)
+        st.text_input(t("class.prompt"), key=PROMPT_KEY, max_chars=found.limits.prompt_chars if found else 200)
     st.button(t("class.send"), key="class_send", on_click=send, args=(t,))
-    if (code := st.session_state.pop("class_prompt_error", None)) is not None:
+    if (code := st.session_state.pop(ERROR_KEY, None)) is not None:
         st.warning(t(f"class.error.{code}"))
     mine(t)
 

@@ -10,9 +10,13 @@ wrong shape. Here nothing is inflated before it is accounted for:
 - each array is read on demand into a buffer of its declared size, never more: a stream that inflates beyond what
   its header and the zip declare is cut off there and refused (zipfile's CRC check runs on the member's last byte),
   and each array is read at most once, so a document naming one member for a thousand steps cannot read it a
-  thousand times either.
+  thousand times either;
+- before an array is read, its header's values are checked against what the document and the model card let
+  it hold (issue 47: the finding's file, whose "logits" of 2.1 GB fit the local bound of 2 GiB, was inflated whole
+  by a script's load before "damaged"; now refused unread whoever the caller).
 
-The bound is the caller's (the Trace page passes its mode's: llmviz/ui/trace_file.replay_bound). Torch-free.
+The bound is the caller's (the Trace page passes its mode's: llmviz/ui/trace_file.replay_bound). The archive's own
+checks (its members, their declared sizes) are llmviz/trace/archive.py's, as for the trace's .zip. Torch-free.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmviz.errors import NotAllowedError
-from llmviz.trace.check import damaged
+from llmviz.trace.archive import CHUNK, checked_members
+from llmviz.trace.check import MAX_TRACE_JSON_BYTES, damaged
 
 MAX_UNPACKED_BYTES = 2 * 2**30  # a trace's files, unpacked: more is refused before anything is inflated
 # A local file is the person's own (written by their CLI or app), and its archive may unpack to at most
@@ -32,8 +37,11 @@ MAX_UNPACKED_BYTES = 2 * 2**30  # a trace's files, unpacked: more is refused bef
 # loads. Less would refuse real runs: gpt2-124m-random's 1,024-token prefill at capture full holds 12 layers x 2 maps
 # x [12, 1024, 1024] fp32 = 1.2 GB of attention maps. It is still a bound checked before anything is read.
 LOCAL_ARRAY_BYTES = MAX_UNPACKED_BYTES
+# trace.json names every array (a step's list, a hook record's flags) among the fields of its step or record, which
+# save() writes in some 290 bytes an array (the demo): within its cap, far fewer than this many. A header is read
+# from each member on opening, so the count is checked first.
+MAX_ARRAYS = MAX_TRACE_JSON_BYTES // 64
 NUMBER_KINDS = "biuf"  # bool, int, uint, float: every array a trace writes
-_CHUNK = 2**20  # bytes inflated per read
 
 
 def megabytes(n: int) -> str:
@@ -94,7 +102,7 @@ class BoundedArrays:
     def __init__(self, npz: zipfile.ZipFile, limit: int):
         self._npz, self._read = npz, set()
         self._members = {}
-        for info in npz.infolist():
+        for info in checked_members(npz, MAX_UNPACKED_BYTES, "arrays.npz", MAX_ARRAYS):
             key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
             if key in self._members:
                 raise damaged(f"arrays.npz holds {info.filename} twice")
@@ -110,10 +118,19 @@ class BoundedArrays:
     def __contains__(self, key: str) -> bool:
         return key in self._members
 
-    def __getitem__(self, key: str) -> np.ndarray:
+    def read(self, key: str, shape: tuple, free: int) -> np.ndarray:
+        """The array `key`, read once; refused unread unless its header declares `shape`, a None dimension at most
+        `free` (what the document and the model card let that array be: llmviz/trace/records.py), so an array within
+        the bound on bytes but not in its place (the finding's 2.1 GB "logits" for a 9,216-token vocabulary) is never
+        inflated."""
         member = self._members.get(key)
         if member is None:
             raise damaged(f"trace.json names {key}, which arrays.npz does not hold")
+        if len(member.shape) != len(shape) or any(d > free if want is None else d != want
+                                                   for d, want in zip(member.shape, shape, strict=False)):
+            wanted = ", ".join(f"at most {free:,}" if want is None else str(want) for want in shape)
+            raise damaged(f"arrays.npz: {key} declares a {list(member.shape)} array, not [{wanted}] as the document "
+                          "and the model card say")
         if key in self._read:  # a document naming one array for many steps would read it again and again
             raise damaged(f"arrays.npz: {key} is named twice in trace.json")
         self._read.add(key)
@@ -129,7 +146,7 @@ def read_array(npz: zipfile.ZipFile, member: Member) -> np.ndarray:
         stream.read(member.offset)
         done = 0
         while done < member.nbytes:
-            chunk = stream.read(min(_CHUNK, member.nbytes - done))
+            chunk = stream.read(min(CHUNK, member.nbytes - done))
             if not chunk:
                 raise damaged(f"arrays.npz: {member.info.filename} ends after {done:,} of its {member.nbytes:,} bytes")
             view[done:done + len(chunk)] = chunk

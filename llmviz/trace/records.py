@@ -7,10 +7,11 @@ is -1 in input_ids, positions and sampled.
 
 Saving writes each file under a temporary name in the folder and renames it into place when complete, so a
 failed or killed write never leaves a half file. Loading a file from elsewhere (an upload) trusts nothing:
-sizes are checked as declared before anything is unpacked (a zip bomb is refused unread), every array's
-header against the bytes that hold it, the arrays' declared bytes against the caller's bound before any is read
-(each then read on demand, never beyond its declared size: llmviz/trace/arrays.py), and every failure is a
-TraceFormatError.
+each archive's members are checked as declared before anything is unpacked, and the .zip's two files are not
+inflated past 100 times what they store (llmviz/trace/archive.py: a zip bomb is refused unread, whoever the
+caller); every array's header is checked against the bytes that hold it, the arrays' declared bytes against the
+caller's bound before any is read, and each array's shape against the one the document gives it before it is read
+(then read never beyond its declared size: llmviz/trace/arrays.py); every failure is a TraceFormatError.
 
 Schema 2 (engine 2) added the batch's prompts and each row's finished reason; schema 1 traces (one
 prompt, no padding) load through `_migrate_v1`. Schema 3 added a hook record's `row_norms` (kept when its array
@@ -24,7 +25,6 @@ import json
 import lzma
 import os
 import secrets
-import shutil
 import tempfile
 import zipfile
 import zlib
@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from llmviz.errors import LlmvizError, TraceFormatError
+from llmviz.trace.archive import checked_members, copy_member
 from llmviz.trace.arrays import LOCAL_ARRAY_BYTES, MAX_UNPACKED_BYTES, BoundedArrays
 from llmviz.trace.check import (
     MAX_TRACE_JSON_BYTES,
@@ -44,7 +45,6 @@ from llmviz.trace.check import (
     damaged,
     json_too_large,
     token_table,
-    too_large,
 )
 
 SCHEMA_VERSION = 3
@@ -54,6 +54,7 @@ _RECORD_ARRAYS = {"array": "hook", "row_norms": "norms"}  # a hook record's arra
 _STEP_ARRAYS = ("input_ids", "positions", "sampled", "logits", "topk_ids", "topk_logits", "logsumexp",
                 "lens_ids", "lens_probs")
 FILES = ("trace.json", "arrays.npz")
+MAX_MEMBERS = 64  # in a trace's .zip: its two files, and a few a person may have added (never read)
 # What a damaged file or archive raises on the way in (zipfile: RuntimeError for an encrypted member,
 # NotImplementedError for an unknown compression; json: RecursionError for absurd nesting).
 _DAMAGED = (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error, lzma.LZMAError)
@@ -213,26 +214,21 @@ def trace_from_zip(data: bytes, max_array_bytes: int = LOCAL_ARRAY_BYTES) -> Run
         raise TraceFormatError(f"a trace archive is bytes, not {type(data).__name__}", code="trace_damaged")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, tempfile.TemporaryDirectory() as tmp:
-            members = {info.filename: info for info in archive.infolist()}
+            infos = checked_members(archive, MAX_UNPACKED_BYTES, "the archive", MAX_MEMBERS)  # as declared, unread
+            members = {info.filename: info for info in infos}
             if not set(FILES) <= set(members):
                 raise TraceFormatError("the archive must hold trace.json and arrays.npz", code="trace_damaged")
-            _check_size(sum(members[name].file_size for name in FILES), "the archive")
             if members["trace.json"].file_size > MAX_TRACE_JSON_BYTES:  # refused as declared, before inflating
                 raise json_too_large(members["trace.json"].file_size)
-            for name in FILES:  # streamed: zipfile stops at the declared size and checks the CRC
-                with archive.open(members[name]) as src, open(Path(tmp) / name, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+            for name, limit in zip(FILES, (MAX_TRACE_JSON_BYTES, MAX_UNPACKED_BYTES), strict=True):
+                with open(Path(tmp) / name, "wb") as dst:  # a bomb refused unread, the rest counted as inflated
+                    copy_member(archive, members[name], dst, limit, "the archive")
             return load_trace(tmp, where="the archive", max_array_bytes=max_array_bytes)
     except LlmvizError:  # typed already: damaged (TraceFormatError), or over the bound (NotAllowedError)
         raise
     except _DAMAGED as exc:  # writing the members out (a full disk) names the temporary folder
         detail = _detail(exc, Path(tempfile.gettempdir()), "the temporary folder")
         raise TraceFormatError(f"not a trace archive: {detail}", code="trace_damaged") from exc
-
-
-def _check_size(nbytes: int, what: str) -> None:
-    if nbytes > MAX_UNPACKED_BYTES:
-        raise too_large(what, nbytes, MAX_UNPACKED_BYTES)
 
 
 def _read_json(path: Path) -> bytes:
@@ -259,8 +255,7 @@ def load_trace(folder: str | Path, where: str | None = None, max_array_bytes: in
         doc = json.loads(text.decode("utf-8"))
         del text
         with zipfile.ZipFile(folder / "arrays.npz") as npz:
-            _check_size(sum(info.file_size for info in npz.infolist()), "arrays.npz")
-            arrays = BoundedArrays(npz, max_array_bytes)  # every header read and summed; no array yet
+            arrays = BoundedArrays(npz, max_array_bytes)  # the archive checked, every header read and summed; no array
             if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
                 found = doc.get("schema_version") if isinstance(doc, dict) else None
                 raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
@@ -285,8 +280,10 @@ def _detail(exc: BaseException, folder: Path, where: str | None) -> str:
 def _build(doc: dict, npz) -> RunTrace:
     """The trace from a checked document and the arrays its steps name (llmviz/trace/check.py)."""
     model = check_document(doc)
+    shapes = _step_shapes(len(doc["prompts"]), model)
+    free = max(model.vocab_size, model.max_position_embeddings)
     try:
-        steps = [_load_step(entry, npz) for entry in doc["steps"]]
+        steps = [_load_step(entry, npz, shapes, free) for entry in doc["steps"]]
     except (KeyError, TypeError) as exc:
         raise damaged(f"missing or bad {exc}") from exc
     check_steps(steps, model, doc["engine_config"])
@@ -310,19 +307,32 @@ def _migrate_v1(doc: dict) -> dict:
     return doc
 
 
-def _load_step(entry: dict, npz) -> StepTrace:
-    """One step from its checked entry; its arrays read from arrays.npz as it names them (others stay unread)."""
+def _step_shapes(rows: int, model) -> dict[str, tuple]:
+    """The shape each of a step's arrays may declare before it is read (check_arrays then checks each as read):
+    batch-first, a row per prompt; logits over the vocabulary; the lens a row of k per layer. None: a dimension
+    check_arrays leaves free (tokens, top k), at most the larger of the vocabulary and the context."""
+    layers, vocab = model.num_layers, model.vocab_size
+    return {"input_ids": (rows, None), "positions": (rows, None), "sampled": (rows,), "logsumexp": (rows,),
+            "logits": (rows, vocab), "topk_ids": (rows, None), "topk_logits": (rows, None),
+            "lens_ids": (layers, rows, None), "lens_probs": (layers, rows, None)}
+
+
+def _load_step(entry: dict, npz: BoundedArrays, shapes: dict[str, tuple], free: int) -> StepTrace:
+    """One step from its checked entry; its arrays read from arrays.npz as it names them (others stay unread), each
+    refused unread unless its header declares the shape the document gives it: `shapes` for the step's own, the
+    record's for a hook's (its row norms: that shape less its last dimension)."""
     index, named = entry["index"], entry["arrays"]
     if not set(named) <= set(_STEP_ARRAYS):
         raise damaged(f"'steps[{index}]': arrays names one a step does not have")
-    values = {k: npz[f"s{index}.{k}"] if k in named else None for k in _STEP_ARRAYS}
+    values = {k: npz.read(f"s{index}.{k}", shapes[k], free) if k in named else None for k in _STEP_ARRAYS}
     hooks = []
     for meta in entry["hooks"]:
         meta = dict(meta)
         held = {"array": meta.pop("has_array"), "row_norms": meta.pop("has_row_norms", False)}  # schema 2: no norms
         # traces written before the field existed said so in the note alone (which the engine still writes)
         meta.setdefault("recomputed", meta["note"].startswith(RECOMPUTED_NOTE))
-        hooks.append(HookRecord(**meta, **{key: npz[f"s{index}.{prefix}.{meta['name']}"] if held[key] else None
-                                           for key, prefix in _RECORD_ARRAYS.items()}))
+        wanted = {"array": tuple(meta["shape"]), "row_norms": tuple(meta["shape"][:-1])}
+        hooks.append(HookRecord(**meta, **{key: npz.read(f"s{index}.{prefix}.{meta['name']}", wanted[key], free)
+                                           if held[key] else None for key, prefix in _RECORD_ARRAYS.items()}))
     scalars = {k: v for k, v in entry.items() if k not in ("arrays", "hooks")}
     return StepTrace(**scalars, **values, hooks=hooks)

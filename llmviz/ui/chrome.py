@@ -7,6 +7,7 @@ import csv
 import html
 import io
 import json
+import re
 import unicodedata
 
 import streamlit as st
@@ -90,10 +91,26 @@ def _punctuation(char: str) -> bool:
     return unicodedata.category(char)[0] in "PS"
 
 
+# OWASP's CSV injection rule (issue 47): a spreadsheet runs a cell beginning with one of these as a formula (a
+# student named =cmd|'/C calc'!A0 in the teacher's class summary). A plain decimal number or percentage ("-0.5",
+# "+3", "-1e-3", "-12%") is one it reads as that number, never a formula, so it stays as written.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?%?")
+
+
+def csv_cell(value):
+    """A cell as a spreadsheet must read it: text that would start a formula gets a leading ', so it is read as
+    text; anything not text (a number: -0.5 from a float), and text that is a plain decimal number, stays."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _DECIMAL.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def csv_text(rows: list[list]) -> str:
-    """Rows (the first one the header) as CSV text, for a download button."""
+    """Rows (the first one the header) as CSV text, for a download button: every CSV the app writes, each cell
+    through csv_cell."""
     buf = io.StringIO()
-    csv.writer(buf).writerows(rows)
+    csv.writer(buf).writerows([csv_cell(cell) for cell in row] for row in rows)
     return buf.getvalue()
 
 

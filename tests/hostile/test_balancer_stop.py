@@ -27,6 +27,15 @@ from serve_class import Class
 SECRET = "not-for-haproxy-0123456789abcdef"
 
 
+def as_in_a_terminal() -> None:
+    """SIGINT and SIGHUP at their default dispositions (Python turns the first into KeyboardInterrupt), as a terminal
+    starts serve-class: run in its process before it starts (Popen's preexec_fn). A suite run as a background job
+    ignores SIGINT, and under nohup SIGHUP; a child inherits that across exec, so serve-class would never see the
+    Ctrl-C these tests send. (serve-class keeps the SIGINT it inherits: whoever starts it so means Ctrl-C to pass.)"""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -47,7 +56,8 @@ def serve_class(tmp_path):
     def start() -> tuple[subprocess.Popen, str]:
         procs.append(subprocess.Popen([str(ROOT / "scripts" / "serve-class"), "--replicas", "0", "--backend",
                                        "127.0.0.1:9", "--port", str(free_port())], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      preexec_fn=as_in_a_terminal))
         line = procs[-1].stdout.readline()
         assert "llmviz for a class" in line, line
         return procs[-1], line
@@ -100,11 +110,17 @@ def test_ctrl_c_while_the_class_starts_removes_the_folder(tmp_path):
     script, record = fake_haproxy(tmp_path / "bin", "hang")  # it never answers: start() waits until the Ctrl-C
     c = Class(0, free_port(), backends=("127.0.0.1:9",), haproxy=str(script))
     while_waiting = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    while_waiting.start()
-    t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        c.start()
-    while_waiting.join()
+    # this process's Ctrl-C as in a terminal, also when the suite runs under nohup or as a background job (ignored)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        while_waiting.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            c.start()
+        while_waiting.join()
+    finally:
+        while_waiting.cancel()  # never a Ctrl-C after the handler is put back
+        signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
     assert time.monotonic() - t0 < 15
     assert not c.dir.exists() and gone(started(record)["pid"])
 

@@ -113,14 +113,21 @@ def test_the_recorded_demo_loads_under_the_public_bound(path):
 
 
 def test_a_document_naming_one_array_for_every_step_reads_it_once():
-    """200 steps that are all step 0, whose logits are 8 MiB of zeros: a loader reading each step's arrays as named
-    would hold 1.6 GB; this one refuses the second read."""
+    """200 steps that are all step 0, whose logits are 8 MiB of zeros (the card's vocabulary made their width, so the
+    header is the shape the document gives them): a loader reading each step's arrays as named would hold 1.6 GB;
+    this one refuses the second read."""
     import json
 
     from cases import _with_json
 
     bulky = zero_array(DEMO.read_bytes(), 8 * CHUNK)
-    data = _with_json(bulky, lambda d: json.dumps({**d, "steps": [d["steps"][0]] * 200}).encode())
+    width = (8 * CHUNK - 128) // 4  # zero_array's [1, width] float32 logits
+
+    def edit(d):
+        card = {**d["model_card"], "config": {**d["model_card"]["config"], "vocab_size": width}}
+        return json.dumps({**d, "model_card": card, "steps": [d["steps"][0]] * 200}).encode()
+
+    data = _with_json(bulky, edit)
     with PeakRss() as rss:
         exc = outcome(lambda: trace_from_zip(data, replay_bound(PUBLIC)), "error", seconds=10)
     assert "named twice" in check_typed(exc, "TraceFormatError")

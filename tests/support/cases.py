@@ -375,6 +375,38 @@ def _flagged(valid: bytes, flags: int = 0, method: int = zipfile.ZIP_STORED) -> 
                      _stored("arrays.npz", members["arrays.npz"])])
 
 
+def central_sizes(data: bytes, name: str, stored: int | None = None, size: int | None = None) -> bytes:
+    """The archive with the central directory's entry for `name` claiming other sizes (stored, inflated), its local
+    header and its data as they were: zipfile's ZipInfo is read from the central directory."""
+    at = 0
+    while (at := data.find(b"PK\x01\x02", at + 1)) >= 0:
+        length = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46:at + 46 + length] == name.encode():
+            out = bytearray(data)
+            for offset, value in ((20, stored), (24, size)):
+                if value is not None:
+                    struct.pack_into("<L", out, at + offset, value)
+            return bytes(out)
+    raise KeyError(name)
+
+
+def _zeros_as_arrays(valid: bytes, size: int = 2**30) -> bytes:
+    """arrays.npz replaced by `size` bytes of deflated zeros (~size/1000 in the file, every CRC right): under the
+    archive's bound of 2 GiB, it was inflated whole into the temporary folder before anything said "not a zip"."""
+    return _raw_zip([_stored("trace.json", _members(valid)["trace.json"]), bomb_member("arrays.npz", size)])
+
+
+def _size_lies_small(valid: bytes) -> bytes:
+    """arrays.npz: 256 MiB of zeros whose central directory says 1 MiB (a reader must stop at what it declares)."""
+    return central_sizes(_zeros_as_arrays(valid, 256 * CHUNK), "arrays.npz", size=CHUNK)
+
+
+def _stored_size_lies_large(valid: bytes) -> bytes:
+    """arrays.npz: 1 GiB of zeros whose central directory claims 900 MiB stored, a ratio a reader would let through
+    (the file holds ~1 MB)."""
+    return central_sizes(_zeros_as_arrays(valid), "arrays.npz", stored=900 * CHUNK)
+
+
 def _shape(arrays: dict, key: str, value) -> dict:
     return {**arrays, key: value}
 
@@ -495,6 +527,15 @@ TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("npy_header_smaller_than_its_member", _npy_smaller_than_member, ERROR, "TraceFormatError"),
     Case("npy_stream_beyond_its_declared_size", _npy_stream_beyond_declared, ERROR, "TraceFormatError"),
     Case("steps_naming_one_array_200_times", _steps_naming_one_array, ERROR, "TraceFormatError"),
+    # issue 47: bounded where the archive is read, whoever calls (a script's default bound is 2 GiB)
+    Case("logits_of_zeros_under_the_local_bound", lambda valid: zero_array(valid, 256 * CHUNK), ERROR,
+         "TraceFormatError"),
+    Case("arrays_npz_of_zeros_under_the_archive_bound", _zeros_as_arrays, ERROR, "TraceFormatError"),
+    Case("central_directory_size_lies_small", _size_lies_small, ERROR, "TraceFormatError"),
+    Case("central_directory_stored_size_lies_large", _stored_size_lies_large, ERROR, "TraceFormatError"),
+    Case("archive_of_102_members", lambda valid: _zip({**_members(valid), **{f"extra/{i}.txt": b""
+                                                                              for i in range(100)}}),
+         ERROR, "TraceFormatError"),
     Case("encrypted_member", lambda valid: _flagged(valid, flags=0x1), ERROR, "TraceFormatError"),
     Case("unknown_compression", lambda valid: _flagged(valid, method=99), ERROR, "TraceFormatError"),
     Case("path_traversal_extra_members", lambda valid: _zip({**_members(valid), "../../evil.txt": b"owned",

@@ -5,7 +5,7 @@ import streamlit as st
 from llmviz.analysis.recorded import missing_row_norms, missing_tensors
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
-from llmviz.ui import article_view, presenter, server, state
+from llmviz.ui import article_view, client_gate, presenter, server, state
 from llmviz.ui.chrome import heading, missing_note, shown_run, translator, with_bold_tail
 from llmviz.ui.decode import seed_controls
 from llmviz.ui.decode.cost_panels import memory_panel, timing_panel
@@ -102,6 +102,8 @@ def main() -> None:
     playing = st.session_state[TICKING] = st.session_state.get(PLAYING, False)
 
     def fragment() -> None:  # Play reruns only this part; a fragment's rerun is guarded on its own
+        if not client_gate.fragment_allowed(t, client_gate.PAGE):  # a step past this client's budget: a page's work
+            return
         guarded(t, lambda: body(t))
 
     st.fragment(fragment, run_every=play_interval() if playing else None)()

@@ -7,7 +7,8 @@ waited in the kernel's queue. Three things now stop that, each sized below:
 - a request's headers must arrive whole within HTTP_REQUEST_S (slowloris), an idle connection closes after
   KEEP_ALIVE_S or CLIENT_S, and only an upgraded connection (a Streamlit websocket) may sit quiet for TUNNEL_S;
 - one source address holds at most CONN_PER_SOURCE connections and opens at most RATE_PER_SOURCE per 10 s
-  (beyond them HAProxy closes a new connection at once, before reading it);
+  (beyond them HAProxy closes a new connection at once, before reading it), and sends at most HTTP_RATE_PER_SOURCE
+  HTTP requests per 10 s (beyond it each is answered 429 at once, never reaching a replica: issue 47, finding 5);
 - HAProxy holds up to MAXCONN connections in all: a client needs MAXCONN / CONN_PER_SOURCE addresses to fill it.
 Finding 12: HAProxy drops root (`user`/`group`, `chroot` to an empty folder) and gets no secret in its environment.
 """
@@ -34,6 +35,12 @@ BROWSER_CONNECTIONS = 6 + 2
 CLASS_BEHIND_ONE_ADDRESS = 60
 CONN_PER_SOURCE = 600  # concurrent, 25% above 60 x 8
 RATE_PER_SOURCE = 1200  # opened within 10 s: the whole class loading the page twice in those 10 s, with room
+# HTTP requests, over those connections. Chromium loading the lesson without a cache asked for 117 (the page, its
+# scripts, styles and fonts, Streamlit's /_stcore endpoints, the websocket's upgrade), a reload for 115, a step for
+# about 4 (its images from /media): the whole class loading the page twice in 10 s is 60 x 117 x 2 = 14,040. A click,
+# a step followed or a poll is a message on the websocket, which HAProxy never sees as a request: the app's own
+# budget counts those (llmviz/classroom/client_budget.py).
+HTTP_RATE_PER_SOURCE = 18_000  # within 10 s: 25% above the class loading the page twice (as CONN_PER_SOURCE's room)
 IPV6_PREFIX = 64  # one IPv6 host owns a whole /64: counted as one source, or it could take 2^64 addresses
 
 # HAProxy's documentation: about 33 kB of buffers per busy connection, 2 descriptors (client, replica) each.
@@ -98,10 +105,11 @@ def _frontend(host: str, port: int, maxconn: int) -> str:
     return f"""frontend class
   bind {host}:{port}
   maxconn {maxconn}
-  stick-table type ipv6 size 100k expire 30s store conn_cur,conn_rate(10s)
+  stick-table type ipv6 size 100k expire 30s store conn_cur,conn_rate(10s),http_req_rate(10s)
   tcp-request connection track-sc0 src,ipmask(32,{IPV6_PREFIX})
   tcp-request connection reject if {{ sc0_conn_cur gt {CONN_PER_SOURCE} }}
   tcp-request connection reject if {{ sc0_conn_rate gt {RATE_PER_SOURCE} }}
+  http-request deny deny_status 429 if {{ sc0_http_req_rate gt {HTTP_RATE_PER_SOURCE} }}
   http-request del-header X-Forwarded-For
   option forwardfor
   default_backend replicas"""

@@ -165,6 +165,8 @@ class Class:
                    STREAMLIT_SERVER_COOKIE_SECRET=secret, LLMVIZ_TRUSTED_PROXIES="127.0.0.1")
         if self.public:
             env["LLMVIZ_PUBLIC"] = "1"
+        if replicas := len(self.replica_ports):  # round robin splits a class between them: each holds its share of
+            env.setdefault("LLMVIZ_CLIENT_BUDGET", f"{1 / replicas:.3g}")  # the budget a client address may spend
         replicas = [self._spawn(replica_command(p), f"replica{i}", env | {"LLMVIZ_REPLICA": f"r{i}"})
                     for i, p in enumerate(self.replica_ports, 1)]
         for i, (p, proc) in enumerate(zip(self.replica_ports, replicas, strict=True), 1):

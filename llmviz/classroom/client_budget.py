@@ -12,12 +12,13 @@ an IPv4 address, an IPv6 /64), of one of two kinds:
 - POLL: a fragment that reads the class's state (the status line every 1-2 s, a student's request every 1 s).
 
 A bucket holds up to `burst` tokens and gains `per_s` a second: a burst is served at once, then runs at the rate. A
-run that finds either bucket empty is refused (and spends nothing); the page then says how long to wait. A session
-is live while seen within `live_s`; an address holds at most `live_sessions` live ones, and a new one past that is
-refused the same way. An entry idle for `forget_s` is forgotten (its buckets would be full again by then, so
+run that finds a bucket empty may queue for a token to come (up to the caller's `queue_s`: the page waits a moment in
+its session's thread, which costs no CPU) or is refused and spends nothing; the page then says how long to wait.
+A session is live while seen within `live_s`; an address holds at most `live_sessions` live ones, and a new one past
+that is refused the same way. An entry idle for `forget_s` is forgotten (its buckets would be full again by then, so
 nothing is lost), and the registry holds at most `max_clients` and `max_sessions` (the least recently seen goes
-first). The numbers, per app process, and why: `Limits` below. Every number is per process: behind serve-class's
-round robin a class is split between replicas, so each of them sees a part of it.
+first). The numbers, and why: `Limits` below. Every number is per app process: behind serve-class's round robin a
+class is split between the replicas, so each of them sees a part of it.
 
 No streamlit, no torch: the page hands in the client and the session (llmviz/ui/client_gate.py), and the clock is
 injectable, so the rule is checked by hand with a fake one (tests/classroom/test_client_budget.py).
@@ -65,8 +66,8 @@ class Allowance:
         """Seconds for an empty bucket to be full again."""
         return self.burst / self.per_s
 
-    def times(self, k: int) -> Allowance:
-        return Allowance(self.burst * k, self.per_s * k)
+    def times(self, k: float) -> Allowance:
+        return Allowance(max(1, round(self.burst * k)), self.per_s * k)
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,9 @@ class Limits:
     # The class: three page runs from every tab at once (60 x 2 x 3 = 360: all of them opening the lesson and
     # following two quick steps, or a step and a prediction); then 20 a second for as long as it lasts: 60 phones
     # each following a step every 10 s and moving a slider 5 times every 30 s need 16 (tests/classroom/
-    # test_client_budget.py plays such a class for 10 minutes). 20 a second is over half of what one process serves
-    # of the lesson (~36 runs a second at ~26 ms of CPU each, bench/rerun_flood.py): the most one address may take.
+    # test_client_budget.py plays such a class for 10 minutes). 20 a second is about 60% of what one process serves
+    # of the lesson on this project's 2-core machine (33 runs a second at ~30 ms of CPU each, bench/rerun_flood.py):
+    # the most one address may take, in a class or not.
     client_pages: Allowance = Allowance(CLASS * TABS * 3, 20.0)
     # The status fragment polls every 1 s on the projector and 2 s on a phone, a student's request every 1 s on
     # the workload step: 1.5 a second at most on one page, twice over (and its buttons, Rejoin, Take the lead).
@@ -117,33 +119,40 @@ class Limits:
         return {(SESSION, PAGE): self.session_pages, (CLIENT, PAGE): self.client_pages,
                 (SESSION, POLL): self.session_polls, (CLIENT, POLL): self.client_polls}
 
-    def classes(self, k: int) -> Limits:
-        """The limits for k classes behind one address (two teachers of one school on one server): each address
-        allowance and its sessions times k; a session's own allowance stays one person's."""
+    def classes(self, k: float) -> Limits:
+        """The limits for k classes behind one address (2: two teachers of one school on one server; 0.25: a public
+        server whose visitors come 15 to an address at most): each address allowance and its live sessions times k;
+        a session's own allowance stays one person's."""
+        live = max(1, round(self.live_sessions * k))
         return replace(self, client_pages=self.client_pages.times(k), client_polls=self.client_polls.times(k),
-                       live_sessions=self.live_sessions * k, max_sessions=max(self.max_sessions,
-                                                                               self.live_sessions * k))
+                       live_sessions=live, max_sessions=max(self.max_sessions, live))
 
 
 def from_env(text: str | None = None) -> Limits | None:
-    """The limits LLMVIZ_CLIENT_BUDGET asks for (`text` if given): unset or empty, the defaults; a whole number k, the
-    defaults for k classes behind one address (Limits.classes); `off`, None (no budget: a lab's own machine, a
-    bench's "before"). Anything else is a ConfigError, never a silent default."""
+    """The limits LLMVIZ_CLIENT_BUDGET asks for (`text` if given): unset or empty, the defaults; a number k from
+    0.01 to 100, the defaults for k classes behind one address (Limits.classes); `off`, None (no budget: a lab's own
+    machine, a bench's "before"). Anything else is a ConfigError, never a silent default."""
     text = (os.environ.get(ENV, "") if text is None else text).strip()
     if not text:
         return Limits()
     if text.lower() == "off":
         return None
-    if text.isdigit() and 1 <= int(text) <= 100:
-        return Limits().classes(int(text))
-    raise ConfigError(f"{ENV}: {text!r} is neither a number of classes behind one address (1-100) nor 'off'")
+    try:
+        k = float(text)
+    except ValueError:
+        k = math.nan
+    if not 0.01 <= k <= 100:  # NaN and infinities too
+        raise ConfigError(f"{ENV}: {text!r} is neither a number of classes behind one address (0.01-100) nor 'off'")
+    return Limits().classes(k)
 
 
 @dataclass(frozen=True)
 class Verdict:
     allowed: bool
     reason: str = ""  # SESSION, CLIENT or SESSIONS when refused
-    wait_s: float = 0.0  # when the refused run would have been allowed (for SESSIONS: when a live session lapses)
+    # allowed: how long the run waits for its tokens first (0 unless queued); refused: when it would have been
+    # allowed (for SESSIONS: when the address's oldest live session lapses)
+    wait_s: float = 0.0
 
 
 @dataclass
@@ -152,6 +161,7 @@ class _Bucket:
     stamp: float
 
     def level(self, a: Allowance, now: float) -> float:
+        """The tokens now (below 0 while runs are queued on tokens to come)."""
         return min(float(a.burst), self.tokens + max(0.0, now - self.stamp) * a.per_s)
 
     def wait(self, a: Allowance, now: float) -> float:
@@ -187,11 +197,15 @@ class Budget:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently seen first
         self._clients: OrderedDict[str, _Client] = OrderedDict()
 
-    def spend(self, client: str, session: str, kind: str = PAGE) -> Verdict:
-        """One run of `kind` by `session` of `client`: allowed (a token of each bucket taken) or refused (nothing
-        taken; the reason and the wait)."""
+    def spend(self, client: str, session: str, kind: str = PAGE, queue_s: float = 0.0) -> Verdict:
+        """One run of `kind` by `session` of `client`. Allowed when a token of each of its buckets is there, or will
+        be within `queue_s`: the tokens are taken now (a bucket may go below empty by what it refills in queue_s),
+        and the verdict's wait_s says how long the run must wait for them, so that runs queued one after another
+        keep to the rate. Refused otherwise: nothing taken, the reason and the wait."""
         if kind not in KINDS:
             raise ValueError(f"a run's kind is one of {KINDS}, not {kind!r}")
+        if not 0.0 <= queue_s < math.inf:
+            raise ValueError(f"queue_s is a number of seconds, not {queue_s!r}")
         with self._lock:
             now = self._clock()
             self._forget(now)
@@ -211,13 +225,14 @@ class Budget:
             a_session, a_client = self.limits.allowances()[SESSION, kind], self.limits.allowances()[CLIENT, kind]
             mine = s.buckets.setdefault(kind, _Bucket(float(a_session.burst), now))
             theirs = c.buckets.setdefault(kind, _Bucket(float(a_client.burst), now))
-            if (wait := mine.wait(a_session, now)) > 0:
-                return Verdict(False, SESSION, wait)
-            if (wait := theirs.wait(a_client, now)) > 0:
-                return Verdict(False, CLIENT, wait)
+            wait_mine, wait_theirs = mine.wait(a_session, now), theirs.wait(a_client, now)
+            if wait_mine > queue_s:
+                return Verdict(False, SESSION, wait_mine)
+            if wait_theirs > queue_s:
+                return Verdict(False, CLIENT, wait_theirs)
             mine.take(a_session, now)
             theirs.take(a_client, now)
-            return Verdict(True)
+            return Verdict(True, "", max(wait_mine, wait_theirs))
 
     def live(self, client: str) -> int:
         """The client's live sessions now."""

@@ -1,5 +1,6 @@
-"""The app's frame: the page setup, the sidebar (the language switch, public mode's notes), the navigation and the
-presenter view around the pages, nothing else (issue 20).
+"""The app's frame: the page setup, the client's budget (issue 47: a run over it shows the wait and nothing else),
+the sidebar (the language switch, public mode's notes), the navigation and the presenter view around the pages,
+nothing else (issue 20).
 
 Streamlit runs a script; two scripts call `run()`: `app.py` at the root of a checkout (`streamlit run app.py`)
 and `llmviz/webapp/app.py` in an installed package (`llmviz app`). The pages are found through llmviz.paths,
@@ -12,7 +13,7 @@ import streamlit as st
 
 from llmviz.i18n.translator import LANGUAGES, Translator
 from llmviz.paths import APP_PAGES, ICON
-from llmviz.ui import lesson_link, navigation, presenter, server, state
+from llmviz.ui import client_gate, lesson_link, navigation, presenter, server, state
 from llmviz.ui.errors import guarded
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import PLAYING
@@ -57,14 +58,23 @@ def sidebar(plugin_problems=()) -> Translator:
     return t
 
 
+def declared(t: Translator) -> list:
+    """The st.Page of every entry of PAGES, titled in this session's language."""
+    return [st.Page(APP_PAGES / file, title=t(title), icon=icon, url_path=path or None, default=not path)
+            for file, title, icon, path in PAGES]
+
+
 def run() -> None:
     st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
+    if (refused := client_gate.over()) is not None:  # this client's budget first (issue 47): over it, only the wait
+        t = Translator(state.settings().lang)
+        st.navigation(declared(t), expanded=True)  # the page and its URL stay as they were; nothing of it runs
+        client_gate.refuse(t, refused)  # stops the run
     plugins = imported()  # the extensions, then the heavy imports, once per process (never two sessions at once)
     apply_upload_limit()  # public mode: Streamlit refuses a file over the app's limit before taking it in
     server.class_sweeping()  # a class past its time ends with no one on its pages (one thread a process)
     t = sidebar(plugins)
-    pages = [st.Page(APP_PAGES / file, title=t(title), icon=icon, url_path=path or None, default=not path)
-             for file, title, icon, path in PAGES]
+    pages = declared(t)
     page = st.navigation(pages, expanded=True)  # all thirteen pages listed (past ten Streamlit folds the rest)
     navigation.follow(page, pages)  # a page change that a late-arriving typed value took back goes on
     navigation.guard()  # and in the browser, a typed value is sent before the page change that follows it

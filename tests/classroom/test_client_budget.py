@@ -20,6 +20,7 @@ from llmviz.classroom.client_budget import (
     Allowance,
     Budget,
     Limits,
+    Verdict,
     from_env,
 )
 from llmviz.errors import ConfigError
@@ -52,6 +53,19 @@ def test_a_burst_is_allowed_the_next_refused_and_one_comes_back_after_exactly_on
     assert not b.spend(NAT, "s", PAGE).allowed
     clock.now += 10  # a long pause fills the bucket to its burst, never past it
     assert [b.spend(NAT, "s", PAGE).allowed for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_run_near_its_token_queues_for_it_and_the_rate_holds():
+    """With queue_s, a run whose token comes within it is allowed now and told to wait for it (the tokens are taken
+    at once, so the next run queues behind it); one further out is refused and takes nothing."""
+    b, clock = budget(session_pages=Allowance(3, 2.0))
+    assert [b.spend(NAT, "s", PAGE, queue_s=1.0).wait_s for _ in range(5)] == [0, 0, 0, 0.5, 1.0]
+    refused = b.spend(NAT, "s", PAGE, queue_s=1.0)
+    assert (refused.allowed, refused.reason, refused.wait_s) == (False, SESSION, 1.5)
+    clock.now += 0.5
+    assert b.spend(NAT, "s", PAGE, queue_s=1.0) == Verdict(True, "", 1.0)  # the refusal took nothing
+    with pytest.raises(ValueError):
+        b.spend(NAT, "s", PAGE, queue_s=-1.0)
 
 
 def test_refused_runs_spend_nothing():
@@ -132,7 +146,8 @@ def test_a_class_opening_together_and_following_two_quick_steps_is_never_refused
     assert refused == []
 
 
-def hammer(b: Budget, clock: Clock, sessions: int, seconds: float, every_s: float = 0.01) -> dict[str, int]:
+def hammer(b: Budget, clock: Clock, sessions: int, seconds: float, every_s: float = 0.01,
+           queue_s: float = 0.0) -> dict[str, int]:
     """Each of `sessions` asks for a page run every `every_s` (as fast as a refused run comes back), all from NAT, in
     turn; the runs each was allowed."""
     allowed = dict.fromkeys((f"x{i}" for i in range(sessions)), 0)
@@ -140,7 +155,7 @@ def hammer(b: Budget, clock: Clock, sessions: int, seconds: float, every_s: floa
     while heap:
         tick, name = heapq.heappop(heap)
         clock.now = 1000.0 + tick * every_s
-        allowed[name] += b.spend(NAT, name, PAGE).allowed
+        allowed[name] += b.spend(NAT, name, PAGE, queue_s).allowed
         if (tick + 1) * every_s < seconds:
             heapq.heappush(heap, (tick + 1, name))
     return allowed
@@ -153,6 +168,9 @@ def test_32_sessions_hammering_from_one_address_get_the_address_s_rate_and_no_mo
     # 32 sessions at their own 2.5 a second would have had 32 x (30 + 150) = 5,760
     assert 360 + 20 * 59.9 <= sum(allowed.values()) <= 360 + 20 * 60 + 1
     assert max(allowed.values()) <= 30 + 2.5 * 60 + 1  # and each session within its own allowance
+    b, clock = budget()
+    queued = hammer(b, clock, 32, 60.0, queue_s=2.0)  # runs queued for tokens up to 2 s ahead: 40 more at most
+    assert 360 + 20 * 61.9 <= sum(queued.values()) <= 360 + 20 * 62 + 1
 
 
 def test_one_session_hammering_gets_its_own_burst_and_rate():
@@ -229,6 +247,9 @@ def test_the_setting_names_classes_behind_one_address_or_off():
     two = from_env("2")
     assert (two.client_pages, two.live_sessions) == (Allowance(720, 40.0), 480)
     assert two.session_pages == Limits().session_pages  # a person stays one person
-    for bad in ("0", "-1", "lots", "1.5", "101"):
+    tenth = from_env("0.1")  # 6 phones an address
+    assert (tenth.client_pages, tenth.client_polls, tenth.live_sessions) == (Allowance(36, 2.0), Allowance(36, 15.0),
+                                                                            24)
+    for bad in ("0", "-1", "lots", "nan", "inf", "101", "0.001"):
         with pytest.raises(ConfigError):
             from_env(bad)

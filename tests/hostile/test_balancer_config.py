@@ -1,4 +1,5 @@
-"""The class balancer's HAProxy configuration, read back from its text (issue 35, findings 5 and 12).
+"""The class balancer's HAProxy configuration, read back from its text (issue 35, findings 5 and 12; issue 47,
+finding 5: a source's HTTP requests).
 
 Finding 5: one client held 4,100 unfinished requests and filled `maxconn 4096` for an hour (`timeout client 1h`, no
 `timeout http-request`). Each directive that stops it is read here from the configuration serve-class writes, and
@@ -22,6 +23,9 @@ BACKENDS = ["127.0.0.1:9001", "127.0.0.1:9002"]
 CONFIG = cb.haproxy_config(8501, "0.0.0.0", BACKENDS)
 # Browsers' own limits: 6 HTTP/1.1 connections per host (Chromium's and Firefox's default), a websocket per tab.
 PER_HOST, TABS, STUDENTS = 6, 2, 60
+# HTTP requests Chromium 156 sent loading the lesson page without a cache (counted with playwright's `request` event,
+# 2026-12-06, Streamlit 1.67: the page, 100-odd script, style and font files, /_stcore endpoints, the websocket).
+PAGE_LOAD_REQUESTS_SEEN = 117
 
 
 def frontend() -> list[list[str]]:
@@ -55,11 +59,20 @@ def test_one_source_address_is_limited():
     words = frontend()
     table = next(w for w in words if w[0] == "stick-table")
     assert table[table.index("type") + 1] == "ipv6"  # an `ip` table would not track an IPv6 client at all
-    assert "conn_cur,conn_rate(10s)" in table
+    assert set(table[table.index("store") + 1].split(",")) == {"conn_cur", "conn_rate(10s)", "http_req_rate(10s)"}
     track = next(w for w in words if w[:3] == ["tcp-request", "connection", "track-sc0"])
     assert track[3] == "src,ipmask(32,64)"  # an IPv6 host is its /64, not one of 2^64 addresses
     rejects = {w[5]: int(w[7]) for w in words if w[:3] == ["tcp-request", "connection", "reject"]}
     assert rejects == {"sc0_conn_cur": cb.CONN_PER_SOURCE, "sc0_conn_rate": cb.RATE_PER_SOURCE}
+
+
+def test_one_source_address_s_http_requests_are_limited_with_a_429():
+    """Issue 47, finding 5: the source's HTTP requests in 10 s, counted on the connection-level tracking (HAProxy
+    2.6 answered the 6th request 429 with the limit set to 5, on one keep-alive connection and on new ones alike)."""
+    lines = [" ".join(w) for w in frontend()]
+    deny = f"http-request deny deny_status 429 if {{ sc0_http_req_rate gt {cb.HTTP_RATE_PER_SOURCE} }}"
+    assert deny in lines
+    assert lines.index(deny) < lines.index("option forwardfor")  # refused before anything is passed on
 
 
 def test_a_class_behind_one_address_is_never_refused():
@@ -68,6 +81,9 @@ def test_a_class_behind_one_address_is_never_refused():
     rejects = {w[5]: int(w[7]) for w in frontend() if w[:3] == ["tcp-request", "connection", "reject"]}
     assert STUDENTS * (PER_HOST + TABS) == 480
     assert rejects["sc0_conn_cur"] >= 480 and rejects["sc0_conn_rate"] >= 2 * 480
+    # and their HTTP requests: the whole class loading the page twice within the 10 s (a reload after the first)
+    deny = next(w for w in frontend() if w[:2] == ["http-request", "deny"])
+    assert int(deny[deny.index("gt") + 1]) >= 2 * STUDENTS * PAGE_LOAD_REQUESTS_SEEN == 14_040
 
 
 def test_maxconn_is_many_clients_deep_and_fits_the_descriptors():

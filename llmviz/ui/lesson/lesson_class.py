@@ -25,7 +25,7 @@ from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
 from llmviz.classroom.store import ClassRecord, Store
 from llmviz.classroom.stores import open_store, store_url
-from llmviz.ui import state
+from llmviz.ui import client_gate, state
 from llmviz.ui.chrome import literal
 from llmviz.ui.client import client
 
@@ -225,6 +225,8 @@ def _status(t, claim: str | None) -> None:
     """The class's line in the navigation row, asked again every POLL_S: the code and the counts on the projector
     (joined, and on a claim's step how many predicted); on a student's device their name and the pace (a student
     following the teacher moves with them)."""
+    if not client_gate.fragment_allowed(t):  # a poll past this client's budget: the wait, no store read
+        return
     s = state.settings()
     found = store().get(s.room) if s.room else None
     if found is None:

@@ -19,7 +19,7 @@ import streamlit as st
 from llmviz.analysis.serving import latencies
 from llmviz.classroom import classes
 from llmviz.classroom.classes import ClassError
-from llmviz.ui import measure, server, state
+from llmviz.ui import client_gate, measure, server, state
 from llmviz.ui.chrome import literal
 from llmviz.ui.lesson import lesson_class
 from llmviz.ui.settings import EXAMPLE_PROMPTS
@@ -95,6 +95,8 @@ def student(t) -> None:
 def mine(t) -> None:
     """What this student sent, and their request's text as the class's run draws it (then its TTFT and ITL); asked
     again every MINE_POLL_S, apart from the prompt's box (a poll never redraws what the student is typing)."""
+    if not client_gate.fragment_allowed(t):  # a poll past this client's budget: the wait, no store read
+        return
     s = state.settings()
     sent = next((text for sid, text, _, _ in lesson_class.store().prompts(s.room) if sid == s.me), None)
     if sent is not None:

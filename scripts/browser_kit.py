@@ -70,8 +70,9 @@ class AppServer:
     """`streamlit run app.py` on a free port, offline; `with` waits for /_stcore/health and kills it after."""
 
     def __init__(self, app: str = "app.py", port: int | None = None, wait: bool = True, timeout: float = 60,
-                 extra: tuple = ()):
+                 extra: tuple = (), address: str | None = "127.0.0.1"):
         self.app, self.port, self.wait, self.timeout = app, port or free_port(), wait, timeout
+        self.address = address  # None: Streamlit's own default bind (every address, IPv4 as ::ffff: on one socket)
         self.extra = tuple(extra)  # more `streamlit run` options, e.g. ("--server.disconnectedSessionTTL", "5")
         self.log = tempfile.NamedTemporaryFile("w+", prefix="llmviz-server-", suffix=".log", delete=False)  # noqa: SIM115
         self.proc: subprocess.Popen | None = None
@@ -84,8 +85,9 @@ class AppServer:
     def start(self) -> AppServer:
         env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
         cmd = [sys.executable, "-m", "streamlit", "run", self.app, "--server.headless", "true",
-               "--server.port", str(self.port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
-               "false", "--server.fileWatcherType", "none", "--server.runOnSave", "false", *self.extra]
+               "--server.port", str(self.port), *(("--server.address", self.address) if self.address else ()),
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.runOnSave",
+               "false", *self.extra]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)

@@ -24,8 +24,8 @@ runtime/app_session.py) do it:
 from __future__ import annotations
 
 import asyncio
+import http.client
 import time
-import urllib.request
 from dataclasses import dataclass
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -97,8 +97,11 @@ def widget_value(kind: str, p, old: WidgetState | None) -> WidgetState | None:
 
 
 class StClient:
-    def __init__(self, port: int, page: str = "", query_string: str = "", host: str = "127.0.0.1"):
+    def __init__(self, port: int, page: str = "", query_string: str = "", host: str = "127.0.0.1",
+                 source: str | None = None):
         self.base = f"{host}:{port}"
+        self.host, self.port = host, port
+        self.source = source  # the address this client connects from (another of 127.0.0.0/8: another client)
         self.cookies: dict[str, str] = {}  # what the server (or a balancer in front of it) set: sent back
         self.page_name, self.page_hash, self.query_string = page, "", query_string
         self.elements: dict[tuple[int, ...], Elem] = {}  # delta_path -> element
@@ -114,10 +117,19 @@ class StClient:
     async def connect(self) -> None:
         def health() -> None:  # the browser pings /_stcore/health first; that answer sets the XSRF cookie (and a
             # balancer's affinity cookie, which then keeps this session on one replica)
-            with urllib.request.urlopen(f"http://{self.base}/_stcore/health", timeout=30) as r:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=30,
+                                              source_address=(self.source, 0) if self.source else None)
+            try:
+                conn.request("GET", "/_stcore/health")
+                r = conn.getresponse()
+                r.read()
+                if r.status != 200:
+                    raise ConnectionError(f"the health check answered {r.status}")
                 for header in r.headers.get_all("Set-Cookie") or []:
                     name, _, rest = header.partition("=")
                     self.cookies[name.strip()] = rest.split(";")[0]
+            finally:
+                conn.close()
 
         await asyncio.to_thread(health)
         xsrf = self.cookies.get("_streamlit_xsrf", "")
@@ -128,6 +140,7 @@ class StClient:
             additional_headers={"Origin": f"http://{self.base}", **({"Cookie": cookie} if cookie else {})},
             max_size=None,  # a plotly figure can exceed websockets' 1 MiB default
             compression=None,  # Streamlit's messages are protobuf; the browser negotiates deflate, not needed here
+            **({"local_addr": (self.source, 0)} if self.source else {}),
         )
 
     async def close(self) -> None:
@@ -178,6 +191,10 @@ class StClient:
     def texts(self) -> list[str]:
         """Every markdown body on the page (st.markdown, st.caption)."""
         return [e.proto.body for e in self.elements.values() if e.kind == "markdown"]
+
+    def alerts(self) -> list[str]:
+        """Every alert's body on the page (st.warning, st.error, st.info, st.success)."""
+        return [e.proto.body for e in self.elements.values() if e.kind == "alert"]
 
     async def goto(self, page: str) -> float:
         """Another page of the app in this session, as a click in the sidebar does (its run is kept)."""

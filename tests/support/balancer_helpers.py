@@ -126,3 +126,53 @@ def replica() -> tuple[http.server.ThreadingHTTPServer, str]:
     server = QuietServer(("127.0.0.1", 0), Replica)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"127.0.0.1:{server.server_address[1]}"
+
+
+class Relay:
+    """A second client address on this machine: a TCP relay listening on 127.0.0.1 that reaches `port` from
+    `source` (another loopback address, e.g. 127.0.0.2), so that a browser behind it arrives at the balancer as a
+    client of its own (Linux answers for all of 127.0.0.0/8). Threads, one pair a connection; stop() ends them."""
+
+    def __init__(self, port: int, source: str):
+        import socket
+
+        self.port, self.source = port, source
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.listen_port = self.server.getsockname()[1]
+        self.stopped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.server.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.port), timeout=30,
+                                                    source_address=(self.source, 0))
+            except OSError:
+                continue
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst) -> None:
+        import contextlib
+        import socket
+
+        src.settimeout(None)
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):  # this direction ended: say so, and let the other finish
+            dst.shutdown(socket.SHUT_WR)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.server.close()
+
+    def __enter__(self) -> Relay:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -12,6 +12,7 @@ import re
 import sys
 
 import pytest
+from balancer_helpers import Relay
 from ui_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -38,21 +39,28 @@ def lesson_class(tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setenv("LLMVIZ_CLASS_STORE", f"sqlite:///{folder / 'class.db'}")  # the replicas inherit it
     port = free_port()
     (folder / "logs").mkdir()
-    with Class(2, port, log_dir=folder / "logs") as _, chromium() as browser:
+    with Class(2, port, log_dir=folder / "logs") as _, chromium() as browser, Relay(port, "127.0.0.2") as relay:
         base = f"http://127.0.0.1:{port}"
         projector = browser.new_page(viewport={"width": 1280, "height": 720})
+        watch = Counted(folder / "class.db")
         projector.goto(f"{base}/lesson?lang=zh&present=1&lesson=2.2.1")
         wait_idle(projector, 180)
         projector.locator(".st-key-class_start button").first.click()
         wait_idle(projector, 60)
         code = re.search(r"room=([A-Z0-9]{6})", projector.url).group(1)
         phones = []
-        for _ in range(2):
+        for through in (base, f"http://127.0.0.1:{relay.listen_port}"):  # the second student: another address
             phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True).new_page()
-            phone.goto(f"{base}/lesson?room={code}&lang=zh")
+            phone.goto(f"{through}/lesson?room={code}&lang=zh")
             wait_idle(phone, 180)
             phones.append(phone)
-        record = {"code": code, "joined": [p.evaluate(TITLES) for p in phones]}
+        record = {"code": code, "joined": [p.evaluate(TITLES) for p in phones], "counted": watch.done()}
+        again = phones[0].context.new_page()  # the first phone's browser opens the join link again: its own seat
+        again.goto(f"{base}/lesson?room={code}&lang=zh")
+        wait_idle(again, 180)
+        record["seats"] = (store_of(folder).students(code), again.locator("[data-testid=stCaptionContainer]")
+                           .all_inner_texts(), phones[0].locator("[data-testid=stCaptionContainer]").all_inner_texts())
+        again.close()
         unfocus(projector)
         projector.keyboard.press("ArrowRight")  # the teacher's next step: 2.2.2, K4's prediction
         wait_idle(projector, 60)
@@ -98,12 +106,45 @@ def lesson_class(tmp_path_factory, monkeypatch_module):
             shows(phone, translate("zh", "class.ttft"), timeout_s=30)
         record["mine"] = [p.locator(".st-key-class-mine").first.inner_text() for p in phones]
         record["exceptions"] = [exceptions(p) for p in (projector, *phones)]
-        from llmviz.classroom.stores import open_store  # what the replicas wrote, read from the file itself
-
-        record["stored"] = sorted(open_store(f"sqlite:///{folder / 'class.db'}").predictions(code, "K4", 1).values())
+        record["stored"] = sorted(store_of(folder).predictions(code, "K4", 1).values())
         projector.screenshot(path=str(folder / "projector.png"))
         phones[0].screenshot(path=str(folder / "phone.png"))
     return record
+
+
+def store_of(folder):
+    from llmviz.classroom.stores import open_store  # what the replicas wrote, read from the file itself
+
+    return open_store(f"sqlite:///{folder / 'class.db'}")
+
+
+class Counted:
+    """The class's limits' counters as the replicas write them, {key: the highest count seen} (the client each one
+    counted), read every 0.2 s while the class runs: a window's row goes at the next count after its minute."""
+
+    def __init__(self, path):
+        import threading
+
+        self.path, self.seen, self.stop = path, {}, threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        import sqlite3
+
+        while not self.stop.wait(0.2):
+            try:
+                with sqlite3.connect(self.path) as db:
+                    rows = db.execute("SELECT key, count FROM hits").fetchall()
+            except sqlite3.Error:  # the file is made by the first replica's store
+                continue
+            for key, n in rows:
+                self.seen[key] = max(n, self.seen.get(key, 0))
+
+    def done(self) -> dict[str, int]:
+        self.stop.set()
+        self.thread.join()
+        return {k: n for k, n in self.seen.items() if ":" in k}
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +156,21 @@ def monkeypatch_module():
 def test_students_join_and_follow_the_teacher(lesson_class):
     assert all(title("2.2.1") in titles for titles in lesson_class["joined"])
     assert all(title("2.2.2") in titles for titles in lesson_class["followed"])
+
+
+def test_each_student_is_counted_as_its_own_address_behind_the_balancer(lesson_class):
+    """Issue 47, finding 1: behind serve-class every student was one client. The balancer writes the address it
+    saw; the replicas trust it from HAProxy alone, so the two students count as 127.0.0.1 and 127.0.0.2."""
+    counted = lesson_class["counted"]
+    assert counted.get("seat:127.0.0.1") == 1 and counted.get("seat:127.0.0.2") == 1
+    assert counted.get("join:127.0.0.1") == 1 and counted.get("join:127.0.0.2") == 1
+
+
+def test_a_browser_opening_the_link_again_keeps_its_one_seat(lesson_class):
+    students, again, first = lesson_class["seats"]
+    assert len(students) == 2  # the second tab of the first phone's browser took no third seat
+    name = next(c for c in first if " · " in c)
+    assert name in again  # the same student, by name, on both tabs
 
 
 def test_the_class_is_the_workload(lesson_class):

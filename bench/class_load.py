@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
 
 from browser_kit import AppServer, free_port  # noqa: E402
-from common import machine, percentile  # noqa: E402
+from common import machine, percentile, student_address  # noqa: E402
 from serve_class import Class  # noqa: E402
 from st_session import StClient  # noqa: E402
 
@@ -62,7 +62,7 @@ def advanced(page: str, before: str, after: str) -> bool:
 
 async def student(i: int, args, host: str, port: int, opened: asyncio.Barrier, out: dict) -> None:
     rng = random.Random(i)
-    c = StClient(port, args.page, "lang=en", host=host)
+    c = StClient(port, args.page, "lang=en", host=host, source=student_address(i, host))
     record = out.setdefault(i, {"open_s": None, "clicks_s": [], "failures": []})
     try:
         record["open_s"] = await c.open()

@@ -16,7 +16,7 @@ import random
 import time
 import urllib.parse
 
-from common import percentile
+from common import percentile, student_address
 from st_session import StClient
 
 from llmviz.classroom.stores import open_store
@@ -31,7 +31,7 @@ def query(c: StClient) -> dict:
 
 
 async def student(i: int, code: str, port: int, host: str, out: dict) -> StClient:
-    c = StClient(port, "lesson", f"room={code}&lang=en", host=host)
+    c = StClient(port, "lesson", f"room={code}&lang=en", host=host, source=student_address(i, host))
     await c.open()
     out[i] = {"joined": bool(query(c).get("me")), "submit_s": None, "stored_at": None, "failures": []}
     return c

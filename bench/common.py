@@ -47,3 +47,9 @@ def machine(device: str) -> dict:
     if device.startswith("cuda") and torch.cuda.is_available():
         out["gpu"] = torch.cuda.get_device_name(0)
     return out
+
+
+def student_address(i: int, host: str) -> str | None:
+    """The address emulated student i connects from: its own of 127.0.0.0/8 when the server is on this machine (a
+    class on a LAN: each phone its own address, as every limit counts them), else the machine's own (None)."""
+    return f"127.0.{10 + i // 200}.{10 + i % 200}" if host.startswith("127.") or host == "localhost" else None

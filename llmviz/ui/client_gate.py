@@ -20,9 +20,11 @@ of one process would be one session; a test that checks the gate turns it on (te
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
 from typing import NoReturn
 
 import streamlit as st
@@ -32,6 +34,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from llmviz.classroom import client_budget
 from llmviz.classroom.client_budget import PAGE, POLL, Budget, Verdict
+from llmviz.classroom.fair_share import FairShare
 from llmviz.ui.client import client
 
 RETRY_KEY = "rate_retry"  # the Try again button on the wait
@@ -74,6 +77,25 @@ def over(kind: str = PAGE) -> Verdict | None:
     if verdict.wait_s > 0:
         sleep(verdict.wait_s)
     return None
+
+
+@st.cache_resource(show_spinner=False)
+def _fair() -> FairShare:
+    return FairShare()
+
+
+@contextlib.contextmanager
+def turn() -> Iterator[None]:
+    """Around a run of the page: its turn by fair share (llmviz/classroom/fair_share.py: when the process is busy, the
+    client that has used it least goes next), released however the run ends (st.stop and st.rerun raise)."""
+    if registry() is None or not served():  # LLMVIZ_CLIENT_BUDGET=off: neither budget nor turns
+        yield
+        return
+    held = _fair().acquire(client())
+    try:
+        yield
+    finally:
+        _fair().release(held)
 
 
 def seconds(verdict: Verdict) -> int:

@@ -70,6 +70,12 @@ def run() -> None:
         t = Translator(state.settings().lang)
         st.navigation(declared(t), expanded=True)  # the page and its URL stay as they were; nothing of it runs
         client_gate.refuse(t, refused)  # stops the run
+    with client_gate.turn():  # when the process is busy, the client that has used it least goes next
+        framed()
+
+
+def framed() -> None:
+    """The frame and the page, once the run's budget and turn are granted."""
     plugins = imported()  # the extensions, then the heavy imports, once per process (never two sessions at once)
     apply_upload_limit()  # public mode: Streamlit refuses a file over the app's limit before taking it in
     server.class_sweeping()  # a class past its time ends with no one on its pages (one thread a process)

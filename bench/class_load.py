@@ -1,5 +1,6 @@
 """A class on one server (issue 24): N emulated students over Streamlit's own websocket protocol (no browsers:
-scripts/st_session.py), each opening a page and pressing its Next K times with a think time. Prints one JSON object.
+scripts/st_session.py), each from its own loopback address (a class on a LAN: bench/common.student_address), opening
+a page and pressing its Next K times with a think time. Prints one JSON object.
 
     python bench/class_load.py [--students 30] [--clicks 10] [--think 1.0] [--page decode|lesson]
                                [--replicas N | --url http://127.0.0.1:8501 --pid PID ...]

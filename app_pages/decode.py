@@ -102,11 +102,10 @@ def main() -> None:
     playing = st.session_state[TICKING] = st.session_state.get(PLAYING, False)
 
     def fragment() -> None:  # Play reruns only this part; a fragment's rerun is guarded on its own
-        if not client_gate.fragment_allowed(t, client_gate.PAGE):  # a step past this client's budget: a page's work
-            return
         guarded(t, lambda: body(t))
 
-    st.fragment(fragment, run_every=play_interval() if playing else None)()
+    # its own reruns (a step of Play) are a page's work: the page's budget and a turn (client_gate.gated)
+    st.fragment(client_gate.gated(fragment, client_gate.PAGE), run_every=play_interval() if playing else None)()
     letter_keys()  # outside the fragment: drawn once per page, not on every step
 
 

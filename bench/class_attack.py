@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
 
 import psutil  # noqa: E402
 from browser_kit import AppServer, free_port  # noqa: E402
-from common import machine, percentile  # noqa: E402
+from common import cpu_seconds, family_total, machine, percentile  # noqa: E402
 from serve_class import Class  # noqa: E402
 from st_session import StClient  # noqa: E402
 
@@ -143,17 +143,6 @@ async def honest(i: int, code: str, port: int, t0: float, out: dict) -> None:
             await c.close()
 
 
-def cpu_s(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            for p in (psutil.Process(pid), *psutil.Process(pid).children(recursive=True)):
-                with contextlib.suppress(psutil.Error):
-                    t = p.cpu_times()
-                    total += t.user + t.system
-    return total
-
-
 async def attacker(code: str, port: int, stop) -> dict:
     """The attacker's three parts at once, until `stop` (a multiprocessing.Event) is set and its parts are done."""
     codes_out: dict = {}
@@ -193,9 +182,9 @@ async def attack(port: int, students: int, store_url: str, pids: list[int]) -> d
     hostile.start()
     await asyncio.sleep(3.0)  # the attacker's process starts and opens its sessions first
     honest_out: dict = {}
-    cpu0, began = cpu_s(pids), time.perf_counter()
+    cpu0, began = family_total(pids, cpu_seconds), time.perf_counter()
     await asyncio.gather(*(honest(i, code, port, began, honest_out) for i in range(students)))
-    elapsed, cpu = time.perf_counter() - began, cpu_s(pids) - cpu0
+    elapsed, cpu = time.perf_counter() - began, family_total(pids, cpu_seconds) - cpu0
     stop.set()
     hostile_out = await asyncio.to_thread(results.get, True, 300)
     hostile.join(30)

@@ -53,3 +53,25 @@ def student_address(i: int, host: str) -> str | None:
     """The address emulated student i connects from: its own of 127.0.0.0/8 when the server is on this machine (a
     class on a LAN: each phone its own address, as every limit counts them), else the machine's own (None)."""
     return f"127.0.{10 + i // 200}.{10 + i % 200}" if host.startswith("127.") or host == "localhost" else None
+
+
+def family_total(pids: list[int], read) -> float:
+    """`read(process)` summed over each of `pids` and its children (a server and what it started), skipping any that
+    ended meanwhile: e.g. CPU seconds (user + system) or resident bytes."""
+    import contextlib
+
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            for p in (proc, *proc.children(recursive=True)):
+                with contextlib.suppress(psutil.Error):
+                    total += read(p)
+    return total
+
+
+def cpu_seconds(process) -> float:
+    t = process.cpu_times()
+    return t.user + t.system

@@ -30,20 +30,14 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "bench"), str(ROOT)]
 from browser_kit import AppServer  # noqa: E402
-from common import machine  # noqa: E402
+from common import family_total, machine  # noqa: E402
 from st_session import StClient  # noqa: E402
 
 from llmviz.ui.public import Policy  # noqa: E402
 
 
 def rss(pid: int) -> int:
-    total = 0
-    with contextlib.suppress(psutil.Error):
-        proc = psutil.Process(pid)
-        for p in (proc, *proc.children(recursive=True)):
-            with contextlib.suppress(psutil.Error):
-                total += p.memory_info().rss
-    return total
+    return int(family_total([pid], lambda p: p.memory_info().rss))
 
 
 def cpu(pid: int) -> float:

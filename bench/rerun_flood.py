@@ -29,13 +29,11 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "bench")]
 
 from browser_kit import AppServer  # noqa: E402
-from common import machine, percentile  # noqa: E402
+from common import cpu_seconds, family_total, machine, percentile  # noqa: E402
 from st_session import StClient  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
@@ -77,14 +75,7 @@ class ForwardedClient(StClient):
 
 
 def cpu(pid: int) -> float:
-    total = 0.0
-    with contextlib.suppress(psutil.Error):
-        proc = psutil.Process(pid)
-        for p in (proc, *proc.children(recursive=True)):
-            with contextlib.suppress(psutil.Error):
-                t = p.cpu_times()
-                total += t.user + t.system
-    return total
+    return family_total([pid], cpu_seconds)
 
 
 async def visitor_loop(c: ForwardedClient, until: float, times: list[float], at: list[float] | None = None) -> None:

@@ -101,9 +101,19 @@ def _defaults() -> str:
   timeout tunnel {TUNNEL_S}s"""
 
 
+def binds(host: str, port: int) -> list[str]:
+    """HAProxy's bind lines. Every address of both families (`::`) is two sockets, IPv6 alone and IPv4 alone: on one
+    dual-stack socket an IPv4 client is ::ffff:a.b.c.d, and the per-source table's /64 would count every IPv4 client
+    of the world as one source (issue 47's finding 1, at the balancer)."""
+    if host.strip("[]") == "::":
+        return [f"bind :::{port} v6only", f"bind 0.0.0.0:{port}"]
+    return [f"bind {host}:{port}"]
+
+
 def _frontend(host: str, port: int, maxconn: int) -> str:
+    bind = "\n  ".join(binds(host, port))
     return f"""frontend class
-  bind {host}:{port}
+  {bind}
   maxconn {maxconn}
   stick-table type ipv6 size 100k expire 30s store conn_cur,conn_rate(10s),http_req_rate(10s)
   tcp-request connection track-sc0 src,ipmask(32,{IPV6_PREFIX})

@@ -5,7 +5,8 @@
   leads (the projector) moves it: a second one follows it and may take the lead, so two never fight.
 - A student joins with the code: anonymous, a generated name they may change (unique in the class); nothing
   personal is kept. One seat a device (its browser's token): a device joins once, however many sessions it opens,
-  and one the teacher removed cannot join that class again.
+  and one the teacher removed cannot join that class again (a new token can: a cookie is the client's to drop, so
+  what bounds a client that drops it is its SEATS_PER_MINUTE).
 - Codes cannot be guessed within the tries' limit: 31^6 (about 8.9e8) codes, JOIN_ATTEMPTS tries a minute per
   client (llmviz/classroom/clients.py: one address, an IPv6 /64; a whole class behind one school NAT address must
   fit in it), and every code checked counts, a join's and a teacher link's alike, whose refusals read the same ("no
@@ -80,6 +81,7 @@ def start(store: Store, limits: Limits | None = None, now: float | None = None, 
         raise ClassError(f"no lesson step {step!r}", code="bad_value")
     now = time.time() if now is None else now
     if client is not None and store.hit(f"start:{client}", STARTS_WINDOW_S, now) > STARTS:
+        store.unhit(f"start:{client}")  # a start refused is no start: the count is of the classes it holds
         raise ClassError(f"this address started {STARTS} classes this hour: end one, or wait up to an hour",
                          code="too_many_starts")
     sweep(store, now)
@@ -143,11 +145,14 @@ def join(store: Store, code: str, client: str, now: float | None = None, device:
     held = next((s for s in students if device and s.device == device), None)
     if held is not None:  # this browser's seat (another tab, a reload without its link): no new seat
         return held
-    if store.hit(f"seat:{client}", JOIN_WINDOW_S, now) > SEATS_PER_MINUTE:
+    if store.hit(f"seat:{client}", JOIN_WINDOW_S, now) > SEATS_PER_MINUTE:  # seats taken count; tries, above
+        store.unhit(f"seat:{client}")
         raise ClassError(f"{SEATS_PER_MINUTE} students joined from this network this minute: wait a minute",
                          code="too_many_seats")
     said, student = store.add_student(record.code, Student(secrets.token_hex(8), _new_name(
         {s.name for s in students}), now, str(device)), record.limits.students)
+    if student is None:  # no seat taken: the network's allowance is not spent on it
+        store.unhit(f"seat:{client}")
     if said == REMOVED:
         raise ClassError("the teacher removed this device from the class", code="removed")
     if student is None:
@@ -348,12 +353,12 @@ def summary(store: Store, code: str, teacher_key: str, now: float | None = None,
 
 
 def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> None:
-    """The teacher ends the class: every record of it is deleted, and its starter's start limit with it (no address
-    kept after the class)."""
+    """The teacher ends the class: every record of it is deleted, and its start no longer counts against its starter
+    (a client holds at most STARTS classes an hour, ended ones aside; no address kept once none counts)."""
     record = teacher(store, code, teacher_key, now)
     store.delete(record.code)
     if record.starter:
-        store.forget(f"start:{record.starter}")
+        store.unhit(f"start:{record.starter}")
 
 
 def sweep(store: Store, now: float | None = None) -> list[str]:

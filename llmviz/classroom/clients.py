@@ -9,7 +9,10 @@ the app's budget of sessions and reruns (a class no single client can shut or st
   loopback: serve-class's HAProxy on this machine), then the header's hops are read from the right, each one
   believed only while the hop that wrote it (the one to its right) is trusted; the first untrusted hop is the
   client. A client's own header never counts: a direct client is untrusted, so its header is not read, and behind
-  serve-class HAProxy drops it and writes the address it saw.
+  serve-class HAProxy drops it and writes the address it saw. Name balancers only, never a network that also holds
+  clients (behind a balancer that appends to a client's header, such a client could name its own address).
+  Streamlit's server (uvicorn) itself takes X-Forwarded-For from a loopback peer as the peer: the same rule, read
+  once more here, with the same answer.
 No streamlit here: the page hands in what Streamlit saw (llmviz/ui/client.py).
 """
 
@@ -41,10 +44,12 @@ def trusted(text: str | None = None) -> tuple[Network, ...]:
     nets = []
     for entry in (e.strip() for e in text.split(",")):
         try:
-            nets.append(ipaddress.ip_network(entry, strict=False))
+            net = ipaddress.ip_network(entry, strict=False)
         except ValueError:
             raise ConfigError(f"{TRUSTED_ENV}: {entry!r} is no address or network (e.g. 10.0.0.5 or "
                               f"10.1.0.0/16; 'none' trusts no balancer)") from None
+        mapped = net.version == 6 and net.prefixlen >= 96 and net.network_address.ipv4_mapped
+        nets.append(ipaddress.ip_network(f"{mapped}/{net.prefixlen - 96}") if mapped else net)  # as peers are read
     return tuple(nets)
 
 

@@ -87,11 +87,12 @@ redis.call('DEL', KEYS[6])
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[8], ARGV[1])
 """ + EXPIRE
-# KEYS: the class's hash, the student's submitted items (a set), the item and round's values (a hash); ARGV:
+# KEYS: the class's hash, the student's submitted items (a set), the item and round's values (a hash), the students'
+# names (the student must be in it: a removed student's late write lands nowhere); ARGV:
 # item|round, the most, the student, the value (a prediction; or an answer: Q<chapter>|0 and its record, in the
 # chapter's answers' hash; or a prompt)
 PUT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[4], ARGV[3]) == 0 then return 0 end
 local new = redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0
 if new and redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('SADD', KEYS[2], ARGV[1])
@@ -111,6 +112,13 @@ return 1
 """
 
 
+# KEYS: a rate limit's window; one event taken back, the window gone at zero
+UNHIT = """
+if redis.call('DECR', KEYS[1]) <= 0 then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
 def _key(code: str, *parts: str) -> str:
     return ":".join(("class", code, *parts))
 
@@ -125,7 +133,7 @@ class RedisStore(Store):
         self._add, self._put = self.r.register_script(ADD_STUDENT), self.r.register_script(PUT)
         self._edit = self.r.register_script(EDIT_RECORD)
         self._set_led, self._lead = self.r.register_script(SET_IF_LEADER), self.r.register_script(LEAD)
-        self._remove = self.r.register_script(REMOVE_STUDENT)
+        self._remove, self._unhit = self.r.register_script(REMOVE_STUDENT), self.r.register_script(UNHIT)
 
     def create(self, record: ClassRecord) -> bool:
         expires = math.ceil(record.expires) + EXPIRE_AFTER_S
@@ -174,8 +182,8 @@ class RedisStore(Store):
         if not done:
             return False
         for key in self.r.scan_iter(match=_key(code, "pred", "*"), count=500):  # votes and answers: hashes by
-            self.r.hdel(key, student_id)  # item, a student's field in each (the student is already out: no write
-        for key in self.r.scan_iter(match=_key(code, "answers", "*"), count=500):  # of theirs lands in between)
+            self.r.hdel(key, student_id)  # item, a student's field in each (the student is already out of the names:
+        for key in self.r.scan_iter(match=_key(code, "answers", "*"), count=500):  # PUT writes nothing of theirs now)
             self.r.hdel(key, student_id)
         return True
 
@@ -190,13 +198,14 @@ class RedisStore(Store):
 
     def put_prediction(self, code: str, student_id: str, item: str, round_: int, value: float, most: int) -> bool:
         keys = [_key(code), _key(code, "done", student_id), _key(code, "pred", item, str(round_))]
-        return bool(self._put(keys=keys, args=[f"{item}|{round_}", most, student_id, repr(float(value))]))
+        return bool(self._put(keys=[*keys, _key(code, "names")],
+                              args=[f"{item}|{round_}", most, student_id, repr(float(value))]))
 
     def put_answer(self, code: str, student_id: str, chapter: str, given: float, right: bool, answer: float,
                    most: int) -> bool:
         keys = [_key(code), _key(code, "done", student_id), _key(code, "answers", chapter)]
         record = json.dumps([float(given), bool(right), float(answer)])
-        return bool(self._put(keys=keys, args=[f"Q{chapter}|0", most, student_id, record]))
+        return bool(self._put(keys=[*keys, _key(code, "names")], args=[f"Q{chapter}|0", most, student_id, record]))
 
     def answers(self, code: str, chapter: str) -> dict[str, tuple[float, bool, float | None]]:
         return {s: (float(v[0]), bool(v[1]), float(v[2]) if len(v) > 2 else None)
@@ -205,7 +214,7 @@ class RedisStore(Store):
     def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
         record = json.dumps({"text": text, "submitted": now, "approved": False})
         keys = [_key(code), _key(code, "done", student_id), _key(code, "prompts")]
-        return bool(self._put(keys=keys, args=["prompt|0", most, student_id, record]))
+        return bool(self._put(keys=[*keys, _key(code, "names")], args=["prompt|0", most, student_id, record]))
 
     def prompts(self, code: str) -> list[tuple[str, str, float, bool]]:
         rows = [(s, json.loads(x)) for s, x in self.r.hgetall(_key(code, "prompts")).items()]
@@ -259,11 +268,12 @@ class RedisStore(Store):
         records = [(c, self.r.hget(_key(c), "created")) for c in self.r.smembers(CODES)]
         return [c for c, created in sorted(records, key=lambda x: float(x[1] or 0))]
 
-    def forget(self, key: str) -> None:
+    def unhit(self, key: str) -> None:
         pattern = "".join("\\" + c if c in "*?[]\\^-" else c for c in key)  # the key itself, not a glob
-        keys = list(self.r.scan_iter(match=f"hits:{pattern}:*", count=500))
-        if keys:
-            self.r.delete(*keys)
+        windows = sorted(self.r.scan_iter(match=f"hits:{pattern}:*", count=500),
+                         key=lambda k: int(k.rsplit(":", 1)[1]))  # by window: the latest last
+        if windows:
+            self._unhit(keys=[windows[-1]])
 
     def hit(self, key: str, window_s: float, now: float) -> int:
         name = f"hits:{key}:{int(now // window_s)}"

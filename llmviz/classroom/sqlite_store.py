@@ -89,6 +89,12 @@ class SqliteStore(Store):
     def _exists(db: sqlite3.Connection, code: str) -> bool:
         return db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is not None
 
+    @classmethod
+    def _seated(cls, db: sqlite3.Connection, code: str, student_id: str) -> bool:
+        """The class is there and the student in it (a removed student's late write lands nowhere)."""
+        return cls._exists(db, code) and db.execute("SELECT 1 FROM students WHERE code = ? AND id = ?",
+                                                    (code, student_id)).fetchone() is not None
+
     def create(self, record: ClassRecord) -> bool:
         with self._db(immediate=True) as db:
             try:
@@ -172,7 +178,7 @@ class SqliteStore(Store):
                               (code, student_id, item, round_)).fetchone()
             if held is None and self._count(db, code, student_id) >= most:  # a new item or round counts; a
                 return False  # change of mind does not
-            if not self._exists(db, code):
+            if not self._seated(db, code, student_id):
                 return False
             db.execute("INSERT OR REPLACE INTO predictions VALUES (?, ?, ?, ?, ?)",
                        (code, student_id, item, round_, value))
@@ -183,7 +189,7 @@ class SqliteStore(Store):
         with self._db(immediate=True) as db:
             held = db.execute("SELECT 1 FROM answers WHERE code = ? AND student = ? AND chapter = ?",
                               (code, student_id, chapter)).fetchone()
-            if (held is None and self._count(db, code, student_id) >= most) or not self._exists(db, code):
+            if (held is None and self._count(db, code, student_id) >= most) or not self._seated(db, code, student_id):
                 return False
             db.execute("INSERT OR REPLACE INTO answers (code, student, chapter, given, right, answer) "
                        "VALUES (?, ?, ?, ?, ?, ?)", (code, student_id, chapter, given, int(right), answer))
@@ -207,7 +213,7 @@ class SqliteStore(Store):
     def put_prompt(self, code: str, student_id: str, text: str, now: float, most: int) -> bool:
         with self._db(immediate=True) as db:
             held = db.execute("SELECT 1 FROM prompts WHERE code = ? AND student = ?", (code, student_id)).fetchone()
-            if (held is None and self._count(db, code, student_id) >= most) or not self._exists(db, code):
+            if (held is None and self._count(db, code, student_id) >= most) or not self._seated(db, code, student_id):
                 return False
             db.execute("INSERT OR REPLACE INTO prompts VALUES (?, ?, ?, ?, 0)", (code, student_id, text, now))
         return True
@@ -264,9 +270,11 @@ class SqliteStore(Store):
         with self._db() as db:
             return [code for (code,) in db.execute("SELECT code FROM classes ORDER BY created").fetchall()]
 
-    def forget(self, key: str) -> None:
-        with self._db() as db:
-            db.execute("DELETE FROM hits WHERE key = ?", (key,))
+    def unhit(self, key: str) -> None:
+        with self._db(immediate=True) as db:
+            db.execute("UPDATE hits SET count = count - 1 WHERE key = ?1 AND until = "
+                       "(SELECT MAX(until) FROM hits WHERE key = ?1)", (key,))
+            db.execute("DELETE FROM hits WHERE key = ? AND count <= 0", (key,))
 
     def hit(self, key: str, window_s: float, now: float) -> int:
         until = (now // window_s + 1) * window_s  # the end of the current window

@@ -185,8 +185,9 @@ class Store(ABC):
         """The codes of every class kept."""
 
     @abstractmethod
-    def forget(self, key: str) -> None:
-        """Drop every window of a rate limit's `key` (a class's starter, when the class ends: no address kept)."""
+    def unhit(self, key: str) -> None:
+        """Take back one event of `key` from its latest window (a class ended: its start; a seat that was not taken),
+        the window's row gone at zero: no address kept once nothing of it counts."""
 
     @abstractmethod
     def hit(self, key: str, window_s: float, now: float) -> int:

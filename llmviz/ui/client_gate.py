@@ -9,8 +9,11 @@ llmviz/classroom/client_budget.py; the client is llmviz/ui/client.py's.
   next rerun the moment the last one ends got 150 refused runs a second from 32 sessions, as much CPU as before
   (bench/rerun_flood.py). A session's thread asleep runs nothing, and what the browser sends meanwhile merges into one
   rerun: each session gets at most one refused run per HOLD_S.
-- A fragment's rerun runs the fragment alone, not the frame: a fragment that reads the store or does a page's work
-  calls `fragment_allowed(t, kind)` first (in a full run, which the frame has charged, it allows at once).
+- Around the page's run, its turn by fair share (`turn()`, llmviz/classroom/fair_share.py): when the process is busy,
+  the client that has used it least goes next.
+- A fragment's rerun runs the fragment alone, not the frame: a fragment that reads the store or does a page's work is
+  declared over `gated(fn, kind)`, which charges its own reruns to the budget and runs them in a turn (in a full run,
+  which the frame has charged and whose turn it holds, it only calls fn).
 - The page's wait comes back by itself: a small fragment reruns the page when the wait is over (that run is charged
   like any other), and a button does it sooner.
 
@@ -21,11 +24,13 @@ of one process would be one session; a test that checks the gate turns it on (te
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import time
-from collections.abc import Iterator
-from typing import NoReturn
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, NoReturn, TypeVar, cast
 
 import streamlit as st
 from streamlit import runtime
@@ -35,12 +40,19 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from llmviz.classroom import client_budget
 from llmviz.classroom.client_budget import PAGE, POLL, Budget, Verdict
 from llmviz.classroom.fair_share import FairShare
+from llmviz.i18n.translator import Translator
+from llmviz.ui import state
 from llmviz.ui.client import client
 
 RETRY_KEY = "rate_retry"  # the Try again button on the wait
 QUEUE_S = 2.0  # a run this close to its token waits for it: a class's step followed past the burst is only late
 HOLD_S = 5.0  # a refused run holds its session this long: at most one refused run per session per HOLD_S
 sleep = time.sleep  # the session's thread waits here (a test's fake clock advances instead)
+
+# Whether this script run holds a turn now: set in the run's own thread and context, never shared between sessions. A
+# run never takes a second turn (with one turn a process it would wait for its own to age out).
+_HOLDS_TURN: ContextVar[bool] = ContextVar("llmviz_holds_turn", default=False)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @st.cache_resource(show_spinner=False)
@@ -87,14 +99,17 @@ def _fair() -> FairShare:
 @contextlib.contextmanager
 def turn() -> Iterator[None]:
     """Around a run of the page: its turn by fair share (llmviz/classroom/fair_share.py: when the process is busy, the
-    client that has used it least goes next), released however the run ends (st.stop and st.rerun raise)."""
-    if registry() is None or not served():  # LLMVIZ_CLIENT_BUDGET=off: neither budget nor turns
+    client that has used it least goes next), released however the run ends (st.stop and st.rerun raise). Inside a
+    turn already held by this run: nothing more."""
+    if registry() is None or not served() or _HOLDS_TURN.get():  # off (LLMVIZ_CLIENT_BUDGET=off), or held already
         yield
         return
     held = _fair().acquire(client())
+    holds = _HOLDS_TURN.set(True)
     try:
         yield
     finally:
+        _HOLDS_TURN.reset(holds)
         _fair().release(held)
 
 
@@ -121,17 +136,28 @@ def _come_back() -> None:
         st.rerun(scope="app")
 
 
-def fragment_allowed(t, kind: str = POLL) -> bool:
-    """Call first in a fragment: True when it may run. A fragment's own rerun (its timer, a button in it, or anyone
-    asking for it) spends one run of `kind` (PAGE for a fragment that does a page's work, POLL for one that reads the
-    class's state); over the budget it draws the wait in its place, holds the session HOLD_S and returns False.
-    Inside a full run: True at once."""
-    ctx = get_script_run_ctx()
-    if ctx is None or not ctx.fragment_ids_this_run:
-        return True
-    verdict = over(kind)
-    if verdict is None:
-        return True
-    st.caption(t("rate.wait_part", seconds=seconds(verdict)))
-    sleep(HOLD_S)
-    return False
+def gated(fn: F | None = None, kind: str = POLL) -> F | Callable[[F], F]:
+    """`fn` as a fragment's body, for `st.fragment(...)(gated(fn, kind))`, or as a decorator under `@st.fragment`:
+    `@client_gate.gated(kind=POLL)`. A fragment's own rerun (its timer, a button in it, or anyone asking for it) runs
+    alone, without the frame: it spends one run of `kind` (PAGE for a fragment that does a page's work, POLL for one
+    that reads the class's state) and runs fn in a turn, as a page's run does; over the budget it draws the wait in
+    fn's place, holds the session HOLD_S and runs nothing. In a full run the frame has charged the run and holds its
+    turn: fn runs at once. The wrapper keeps fn's name (functools.wraps): st.fragment names a fragment by its
+    function's module and qualified name, so the fragment's id is fn's."""
+    if fn is None:
+        return functools.partial(gated, kind=kind)
+
+    @functools.wraps(fn)
+    def gate(*args, **kwargs):
+        ctx = get_script_run_ctx()
+        if ctx is None or not ctx.fragment_ids_this_run:
+            return fn(*args, **kwargs)
+        verdict = over(kind)
+        if verdict is not None:
+            st.caption(Translator(state.settings().lang)("rate.wait_part", seconds=seconds(verdict)))
+            sleep(HOLD_S)
+            return None
+        with turn():
+            return fn(*args, **kwargs)
+
+    return cast(F, gate)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.errors import ConfigError
 from llmviz.i18n.translator import LANGUAGES, Translator
 from llmviz.paths import APP_PAGES, ICON
 from llmviz.ui import client_gate, lesson_link, navigation, presenter, server, state
@@ -66,7 +67,12 @@ def declared(t: Translator) -> list:
 
 def run() -> None:
     st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
-    if (refused := client_gate.over()) is not None:  # this client's budget first (issue 47): over it, only the wait
+    try:
+        refused = client_gate.over()  # this client's budget first (issue 47): over it, only the wait
+    except ConfigError as exc:  # LLMVIZ_TRUSTED_PROXIES or LLMVIZ_CLIENT_BUDGET malformed: said, never a traceback
+        st.error(escape(str(exc)))
+        st.stop()
+    if refused is not None:
         t = Translator(state.settings().lang)
         st.navigation(declared(t), expanded=True)  # the page and its URL stay as they were; nothing of it runs
         client_gate.refuse(t, refused)  # stops the run

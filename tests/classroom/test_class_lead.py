@@ -15,7 +15,7 @@ from class_helpers import PROJECTOR, T0
 
 from llmviz.classroom import classes, tally
 from llmviz.classroom.classes import LEAD_STALE_S, RELOAD_S, ClassError
-from llmviz.classroom.store import Limits
+from llmviz.classroom.store import Limits, Student
 from llmviz.classroom.stores import open_store, sweep_every
 
 TAB = "phone.tab1"  # the teacher's key opened on another device (another browser)
@@ -124,8 +124,9 @@ def test_the_app_sweeps_on_a_timer_with_no_one_joining(tmp_path):
 
 
 def test_a_store_file_of_an_earlier_version_gains_the_new_columns(tmp_path):
-    """The default store is a file in the temporary folder: it outlives an upgrade. A file as the first version
-    made it (no round, leader, led or answer; rate-limit windows by number) works on."""
+    """A store file outlives an upgrade (LLMVIZ_CLASS_STORE's, or the default in the user's state folder). A file as
+    the first version made it (no round, leader, led, starter or answer; students without their device; rate-limit
+    windows by number) works on."""
     path = tmp_path / "class.db"
     with sqlite3.connect(path) as db:  # the tables as the first version of the store made them
         db.execute("CREATE TABLE classes (code TEXT PRIMARY KEY, teacher_hash TEXT NOT NULL, limits TEXT NOT NULL, "
@@ -134,6 +135,9 @@ def test_a_store_file_of_an_earlier_version_gains_the_new_columns(tmp_path):
                    "given REAL NOT NULL, right INTEGER NOT NULL, PRIMARY KEY (code, student, chapter))")
         db.execute("CREATE TABLE hits (key TEXT NOT NULL, window INTEGER NOT NULL, count INTEGER NOT NULL, "
                    "PRIMARY KEY (key, window))")
+        db.execute("CREATE TABLE students (code TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, joined REAL NOT "
+                   "NULL, seq INTEGER PRIMARY KEY AUTOINCREMENT, UNIQUE (code, id))")
+        db.execute("INSERT INTO students (code, id, name, joined) VALUES ('ABCDEF', 's1', 'Otter 12', ?)", (T0,))
         db.execute("INSERT INTO classes VALUES ('ABCDEF', 'h', '{}', '1.2.1', ?, ?)", (T0, T0))
         db.execute("INSERT INTO answers VALUES ('ABCDEF', 's1', '1.1', 24.0, 0)")
         db.execute("INSERT INTO hits VALUES ('join:10.0.0.1', 1, 3)")
@@ -145,6 +149,10 @@ def test_a_store_file_of_an_earlier_version_gains_the_new_columns(tmp_path):
     assert store.get(code).round == 1
     assert store.answers("ABCDEF", "1.1") == {"s1": (24.0, False, None)}  # no right answer was kept then
     assert store.lead("ABCDEF", PROJECTOR, T0, LEAD_STALE_S, False)
+    assert [(x.id, x.name, x.device) for x in store.students("ABCDEF")] == [("s1", "Otter 12", "")]
+    assert store.get("ABCDEF").starter == ""
+    said, seated = store.add_student("ABCDEF", Student("s2", "Heron 40", T0, "ab12"), 60)  # a device's seat now
+    assert said == "joined" and store.add_student("ABCDEF", Student("s3", "Lynx 50", T0, "ab12"), 60)[1] == seated
 
 
 def test_a_mistake_counted_on_neighbours_numbers(store):

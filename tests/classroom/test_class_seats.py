@@ -65,6 +65,11 @@ def test_the_teacher_removes_a_seat_for_good(store):
     with pytest.raises(ClassError) as gone:
         classes.predict(store, code, stuffer.id, "K1", 1, 6.0, now=T0 + 4)  # its id no longer votes
     assert gone.value.code == "no_student"
+    # a write that passed the rules' check just before the removal lands nowhere: the store checks the seat itself
+    assert not store.put_prediction(code, stuffer.id, "K1", 1, 6.0, 40)
+    assert not store.put_answer(code, stuffer.id, "1.1", 3.0, False, 4.0, 40)
+    assert not store.put_prompt(code, stuffer.id, "late", T0, 40)
+    assert store.predictions(code, "K1", 1) == {honest.id: 1.5} and store.prompts(code) == []
 
 
 def test_every_code_check_counts_and_reads_the_same(store):
@@ -103,15 +108,48 @@ def test_names_are_unique_in_a_class(store):
     assert len({classes.unique_name(n) for n in names}) == len(names) == 2
 
 
+def held_keys(store, address: str) -> list[str]:
+    """The rate limits' rows that name `address`, as the store keeps them."""
+    if hasattr(store, "r"):
+        return [k for k in store.r.scan_iter(match="hits:*") if address in k]
+    import sqlite3
+
+    with sqlite3.connect(store.path) as db:
+        return [k for (k,) in db.execute("SELECT key FROM hits") if address in k]
+
+
+def test_ending_classes_frees_their_starts_and_no_more(store):
+    """A review's loop: start 5, end 1, start again... Ending a class takes back its own start only: a client holds
+    at most STARTS classes an hour, and once none counts its address is kept nowhere."""
+    teacher_at = "198.51.100.30"
+    started = [classes.start(store, now=T0, client=teacher_at) for _ in range(classes.STARTS)]
+    for round_ in range(3):  # end one, start one: always STARTS live, never a sixth
+        code, key = started.pop(0)
+        classes.end(store, code, key, now=T0 + round_)
+        started.append(classes.start(store, now=T0 + round_, client=teacher_at))
+        with pytest.raises(ClassError) as sixth:
+            classes.start(store, now=T0 + round_, client=teacher_at)
+        assert sixth.value.code == "too_many_starts"
+    assert len(store.codes()) == classes.STARTS
+    for code, key in started:
+        classes.end(store, code, key, now=T0 + 10)
+    assert held_keys(store, teacher_at) == []
+
+
+def test_a_seat_not_taken_spends_nothing(store):
+    """A full class, or a removed device, takes no seat: the network's seats a minute are not spent on it."""
+    code, _ = start(store, students=1)
+    classes.join(store, code, "198.51.100.40", now=T0)
+    for _ in range(classes.SEATS_PER_MINUTE + 5):
+        with pytest.raises(ClassError) as full:
+            classes.join(store, code, "203.0.113.40", now=T0)
+        assert full.value.code == "full"
+    code2, _ = start(store)
+    assert classes.join(store, code2, "203.0.113.40", now=T0).name  # its seats a minute untouched
+
+
 def test_ending_a_class_keeps_no_address_of_its_teacher(store):
     """Finding 11: rate-limit rows kept the teacher's address an hour after End."""
     code, key = start(store)
     classes.end(store, code, key, now=T0 + 5)
-    if hasattr(store, "r"):
-        held = [k for k in store.r.scan_iter(match="hits:*") if "198.51.100.9" in k]
-    else:
-        import sqlite3
-
-        with sqlite3.connect(store.path) as db:
-            held = [k for (k,) in db.execute("SELECT key FROM hits") if "198.51.100.9" in k]
-    assert held == []
+    assert held_keys(store, "198.51.100.9") == []

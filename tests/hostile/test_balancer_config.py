@@ -138,3 +138,11 @@ def test_the_replicas_learn_the_clients_address_and_no_client_sets_it():
     lines = [" ".join(words) for words in frontend()]
     assert "http-request del-header X-Forwarded-For" in lines and "option forwardfor" in lines
     assert lines.index("http-request del-header X-Forwarded-For") < lines.index("option forwardfor")
+
+
+def test_every_address_of_both_families_is_two_sockets():
+    """serve-class --host ::: on one dual-stack socket an IPv4 client is ::ffff:a.b.c.d, and the table's /64 would
+    make every IPv4 client one source; an IPv6 socket alone (v6only) and an IPv4 one keep each client its own."""
+    both = sections(cb.haproxy_config(8501, "::", BACKENDS))["frontend class"]
+    assert [w for w in both if w[0] == "bind"] == [["bind", ":::8501", "v6only"], ["bind", "0.0.0.0:8501"]]
+    assert [w for w in frontend() if w[0] == "bind"] == [["bind", "0.0.0.0:8501"]]

@@ -65,11 +65,12 @@ def from_address(source: str, port: int) -> socket.socket:
     return s
 
 
-@pytest.mark.parametrize("as_root", [True, False], ids=["as-root", "as-a-user"])
-def test_haproxy_accepts_the_configuration(tmp_path, as_root):
+@pytest.mark.parametrize("as_root, host", [(True, "0.0.0.0"), (False, "0.0.0.0"), (False, "::")],
+                         ids=["as-root", "as-a-user", "both-families"])
+def test_haproxy_accepts_the_configuration(tmp_path, as_root, host):
     (tmp_path / "jail").mkdir(mode=0o555)
     config = tmp_path / "haproxy.cfg"
-    config.write_text(cb.haproxy_config(free_port(), "0.0.0.0", ["127.0.0.1:9", "[::1]:9"],
+    config.write_text(cb.haproxy_config(free_port(), host, ["127.0.0.1:9", "[::1]:9"],
                                         account=cb.account_for(0) if as_root else None,
                                         jail=str(tmp_path / "jail") if as_root else None), encoding="utf-8")
     check = subprocess.run([find_haproxy(), "-c", "-f", str(config)], capture_output=True, text=True, timeout=30)

@@ -86,6 +86,11 @@ def rendered_text(at) -> list[str]:
     return [t for t in texts if t]
 
 
+def settings(at):
+    """The session's settings (what its URL says) in an AppTest."""
+    return at.session_state["llmviz_settings"]
+
+
 def open_app(page: str | None = None, **params):
     """The app in AppTest with these URL parameters, switched to `page` (e.g. "app_pages/decode.py")."""
     from streamlit.testing.v1 import AppTest

@@ -12,3 +12,11 @@ def app_model(request) -> str:
     if EMBEDDED_WEIGHTS.exists():
         return "llmviz-tiny"
     return str(request.getfixturevalue("model_dirs")["llama_tied"])
+
+
+@pytest.fixture
+def class_store(tmp_path, monkeypatch):
+    """A class store of the test's own (a SQLite file in its temporary folder), for the app it opens."""
+    from llmviz.classroom.stores import STORE_ENV
+
+    monkeypatch.setenv(STORE_ENV, f"sqlite:///{tmp_path / 'class.db'}")

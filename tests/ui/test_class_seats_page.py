@@ -5,23 +5,16 @@ try; on a public server a student draws another name, never types one."""
 import sqlite3
 
 import pytest
-from ui_helpers import open_app, page_file
+from ui_helpers import open_app, page_file, settings
 
 from llmviz.classroom.classes import ANIMALS
-from llmviz.classroom.stores import STORE_ENV
 from llmviz.i18n.translator import translate
 from llmviz.ui.lesson.lesson_class import store
 
 PAGE = page_file("lesson")
 
 
-@pytest.fixture(autouse=True)
-def class_store(tmp_path, monkeypatch):
-    monkeypatch.setenv(STORE_ENV, f"sqlite:///{tmp_path / 'class.db'}")
-
-
-def settings(at):
-    return at.session_state["llmviz_settings"]
+pytestmark = pytest.mark.usefixtures("class_store")  # a class store of each test's own (tests/ui/conftest.py)
 
 
 def teacher_at(position: str):
@@ -71,3 +64,24 @@ def test_a_public_servers_student_draws_a_name(app_model, monkeypatch):
     phone.button(key="class_draw_name").click().run()
     [second] = [s.name for s in store().students(code)]
     assert second != first and second.split()[0] in ANIMALS
+
+
+def test_a_network_past_its_seats_keeps_the_link_and_tries_again(app_model, monkeypatch):
+    """A class behind one NAT address: past the network's seats of a minute a phone is told it tries again by
+    itself, and keeps the class's code (before, it lost the link and had to open it again)."""
+    from llmviz.classroom import classes
+    from llmviz.ui.lesson import lesson_class
+    from llmviz.ui.lesson.lesson_class import RETRY_S
+
+    monkeypatch.setattr(classes, "SEATS_PER_MINUTE", 1)
+    monkeypatch.setattr(lesson_class, "_try_again", lambda: None)  # AppTest runs a timed fragment at once: the
+    _, code, _ = teacher_at("1.1.1")  # retry would loop here until the minute turned; a browser waits RETRY_S
+    first = open_app(PAGE, lang="zh", room=code)
+    second = open_app(PAGE, lang="zh", room=code)  # the same network (AppTest's one client), its minute spent
+    assert settings(first).me and not settings(second).me
+    assert [w.value for w in second.warning] == [translate("zh", "class.error.too_many_seats",
+                                                           seconds=round(RETRY_S))]
+    assert settings(second).room == code and len(store().students(code)) == 1
+    monkeypatch.setattr(classes, "SEATS_PER_MINUTE", 2)  # the next minute, as far as the limit is concerned
+    second.run()
+    assert settings(second).me and len(store().students(code)) == 2

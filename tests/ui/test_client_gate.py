@@ -2,7 +2,8 @@
 the page past its budget first waits for its tokens (up to QUEUE_S), then sees the wait in its language, with no
 exception and none of the page (the check comes before anything is drawn), its session held HOLD_S; it gets the page
 back once the budget refills; another session is unaffected until the address's own budget is spent; a fragment's
-rerun past its budget draws the wait in its place.
+own rerun (client_gate.gated) is charged and runs in a turn of the process's fair share, past its budget draws the wait
+in its place, and in a full run (whose turn the frame holds) neither spends nor takes a second turn.
 
 AppTest's runtime is a stand-in that names every session "test session id", so the gate is off there unless a test
 turns it on (as `served`); here each AppTest instance is given a session id of its own, the budget a fake clock that
@@ -18,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from ui_helpers import APP, LANGUAGE_SWITCH, open_app, rendered_text
 
 from llmviz.classroom.client_budget import CLIENT, SESSION, Allowance, Budget, Limits
+from llmviz.classroom.fair_share import FairShare
 from llmviz.i18n.translator import translate
 from llmviz.ui import client_gate
 
@@ -37,10 +39,11 @@ def gate(monkeypatch):
     clock, current = Clock(), SimpleNamespace(session="a")
     budget = Budget(Limits(session_pages=Allowance(3, 1.0), client_pages=Allowance(5, 1.0),
                            session_polls=Allowance(2, 1.0)), clock=clock)
-    verdicts, spend = [], budget.spend
+    verdicts, kinds, spend = [], [], budget.spend
 
-    def recorded(*args, **kwargs):
-        verdicts.append(spend(*args, **kwargs))
+    def recorded(client, session, kind, **kwargs):
+        kinds.append(kind)
+        verdicts.append(spend(client, session, kind, **kwargs))
         return verdicts[-1]
 
     monkeypatch.setattr(budget, "spend", recorded)
@@ -49,7 +52,7 @@ def gate(monkeypatch):
     monkeypatch.setattr(client_gate, "served", lambda: True)
     monkeypatch.setattr(client_gate, "registry", lambda: budget)
     monkeypatch.setattr(client_gate, "session", lambda: current.session)
-    current.clock, current.verdicts = clock, verdicts
+    current.clock, current.verdicts, current.kinds = clock, verdicts, kinds
     return current
 
 
@@ -109,32 +112,107 @@ def test_the_gate_is_off_in_plain_apptest():
     assert page_drawn(at) and not at.warning
 
 
+class Turns(FairShare):
+    """The process's turns (one, as in the app), with a log of what was taken and given back."""
+
+    def __init__(self):
+        super().__init__(slots=1, long_s=60.0, most_wait_s=60.0)  # a second turn taken by one run would hang here
+        self.log: list[str] = []
+
+    def acquire(self, client: str):
+        turn = super().acquire(client)
+        self.log.append("acquire")
+        return turn
+
+    def release(self, turn) -> None:
+        self.log.append("release")
+        super().release(turn)
+
+
+@pytest.fixture
+def turns(monkeypatch):
+    share = Turns()
+    monkeypatch.setattr(client_gate, "_fair", lambda: share)
+    return share
+
+
+def fragment_rerun(monkeypatch) -> None:
+    """AppTest reruns a fragment as part of the whole script, so its own rerun is played by the run's context
+    (fragment_ids_this_run set, as Streamlit sets it for a fragment's rerun)."""
+    monkeypatch.setattr(client_gate, "get_script_run_ctx", lambda: SimpleNamespace(fragment_ids_this_run=["f"]))
+
+
 FRAGMENT_SCRIPT = """
 import streamlit as st
-from llmviz.i18n.translator import Translator
 from llmviz.ui import client_gate
 
-if client_gate.fragment_allowed(Translator("en"), "poll"):
+def line():
+    client_gate._fair().log.append("line")
     st.write("the class's line")
+
+st.fragment(client_gate.gated(line, client_gate.POLL))()
 """
 
 
-def test_a_fragment_s_rerun_over_its_budget_draws_the_wait_in_its_place(gate, monkeypatch):
-    """AppTest reruns a fragment as part of the whole script, so its own rerun is played by the run's context
-    (fragment_ids_this_run set, as Streamlit sets it for a fragment's rerun)."""
+def test_a_fragment_s_rerun_is_charged_runs_in_a_turn_and_over_its_budget_draws_the_wait(gate, turns, monkeypatch):
     at = AppTest.from_string(FRAGMENT_SCRIPT).run()
-    assert [m.value for m in at.markdown] == ["the class's line"]  # a full run: allowed, nothing spent
-    monkeypatch.setattr(client_gate, "get_script_run_ctx", lambda: SimpleNamespace(fragment_ids_this_run=["f"]))
+    assert [m.value for m in at.markdown] == ["the class's line"]  # a full run: allowed, nothing spent, no turn
+    assert gate.verdicts == [] and turns.log == ["line"]
+    fragment_rerun(monkeypatch)
     at.run().run().run().run()  # the session's 2 polls, and 2 queued (their tokens 1 and 2 s away)
     assert [m.value for m in at.markdown] == ["the class's line"] and gate.slept == [1.0, 2.0]
+    assert turns.log == ["line"] + ["acquire", "line", "release"] * 4  # each rerun inside a turn of its own
     at.run()
     wait = translate("en", "rate.wait_part", seconds=HOLD)
     assert not at.markdown and [c.value for c in at.caption] == [wait]
-    assert [v.reason for v in gate.verdicts] == ["", "", "", "", SESSION]  # polls only: the full run spent nothing
-    assert gate.slept == [1.0, 2.0, client_gate.HOLD_S]
+    assert [v.reason for v in gate.verdicts] == ["", "", "", "", SESSION]  # the full run spent nothing
+    assert gate.kinds == ["poll"] * 5 and gate.slept == [1.0, 2.0, client_gate.HOLD_S]
+    assert turns.log[-1] == "release"  # refused: no turn taken, nothing of the fragment run
     gate.clock.now += 2.0  # the queue served: the next poll's token 1 s away, queued again
     at.run()
     assert [m.value for m in at.markdown] == ["the class's line"] and gate.slept[-1] == 1.0
+    assert turns.log[-3:] == ["acquire", "line", "release"]
+
+
+FRAMED_SCRIPT = """
+import streamlit as st
+from llmviz.ui import client_gate
+
+@st.fragment
+@client_gate.gated(kind=client_gate.PAGE)
+def step():
+    client_gate._fair().log.append("step")
+    st.write("a step")
+
+with client_gate.turn():  # the frame's turn, as llmviz/ui/frame.py holds it around the page
+    step()
+"""
+
+
+def test_a_run_that_holds_its_turn_never_takes_a_second(gate, turns, monkeypatch):
+    """In a full run the frame holds the run's turn: the fragment runs at once, spending nothing (with one turn a
+    process, a second would wait for the first to age out). Inside a turn already held, not even a fragment's rerun
+    takes another."""
+    at = AppTest.from_string(FRAMED_SCRIPT).run(timeout=10)
+    assert [m.value for m in at.markdown] == ["a step"] and not at.exception
+    assert turns.log == ["acquire", "step", "release"] and gate.verdicts == []
+    fragment_rerun(monkeypatch)
+    at.run(timeout=10)
+    assert [m.value for m in at.markdown] == ["a step"] and not at.exception
+    assert turns.log == ["acquire", "step", "release"] * 2 and gate.kinds == ["page"]
+
+
+def test_a_gated_fragment_keeps_its_function_s_name():
+    """st.fragment names a fragment by its function's module and qualified name: the gate keeps both, so a gated
+    fragment's id is the one it had (and two gated functions are still two fragments)."""
+
+    def poll(t, claim=None) -> None:
+        """The class's line."""
+
+    for gated in (client_gate.gated(poll, client_gate.POLL), client_gate.gated(kind=client_gate.PAGE)(poll)):
+        assert (gated.__module__, gated.__qualname__, gated.__doc__) == (poll.__module__, poll.__qualname__,
+                                                                          poll.__doc__)
+        assert gated.__wrapped__ is poll
 
 
 def test_the_address_s_refusal_reads_the_same(gate):

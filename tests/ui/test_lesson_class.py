@@ -7,7 +7,7 @@ the teacher's key appears on no page."""
 import json
 
 import pytest
-from ui_helpers import open_app, page_file, rendered_text
+from ui_helpers import open_app, page_file, rendered_text, settings
 
 from llmviz.analysis.claim_effects import judged
 from llmviz.classroom.stores import STORE_ENV
@@ -18,13 +18,7 @@ from llmviz.ui.lesson.lesson_class import DEVICE, store
 PAGE = page_file("lesson")
 
 
-@pytest.fixture(autouse=True)
-def class_store(tmp_path, monkeypatch):
-    monkeypatch.setenv(STORE_ENV, f"sqlite:///{tmp_path / 'class.db'}")
-
-
-def settings(at):
-    return at.session_state["llmviz_settings"]
+pytestmark = pytest.mark.usefixtures("class_store")  # a class store of each test's own (tests/ui/conftest.py)
 
 
 def k4_report(decode_b: float) -> dict:

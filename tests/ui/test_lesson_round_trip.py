@@ -4,7 +4,7 @@ the article's §3.1 prompts, not its English examples), the URL says it came fro
 step" returns to that very step, in the app and from a link."""
 
 import pytest
-from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
+from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file, settings
 
 from llmviz.i18n.translator import translate
 from llmviz.ui.batch.batch_run import prompts_of
@@ -12,10 +12,6 @@ from llmviz.ui.batch.batch_run import prompts_of
 PAGE = page_file("lesson")
 
 pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the embedded model is not trained yet")
-
-
-def settings(at):
-    return at.session_state["llmviz_settings"]
 
 
 def test_batch_opens_on_the_articles_prompts_and_comes_back():

@@ -13,6 +13,7 @@ import streamlit as st
 from llmviz.classroom import classes, tally
 from llmviz.classroom.classes import ClassError
 from llmviz.ui import state
+from llmviz.ui.chrome import literal
 from llmviz.ui.lesson.lesson_class import class_values, explain, leads, role, store
 from llmviz.ui.lesson.lesson_steps import CHAPTERS
 
@@ -155,15 +156,13 @@ def times(ratio: float) -> str:
 
 def seats_panel(t) -> None:
     """The teacher's list of who joined, by name, each with a remove button: one device stuffing the class is seen
-    and removed (its votes, answers and prompt go with it, and its device cannot join this class again)."""
-    from llmviz.ui.chrome import literal
-
+    and removed (its votes, answers and prompt go with it, and its browser cannot join this class again)."""
     if role() != "teacher":
         return
     s = state.settings()
     students = store().students(s.room)
     with st.popover(t("class.seats_button", n=len(students)), key="class_seats_menu", icon=":material/group:"):
-        st.caption(t("class.seats_how"))
+        st.caption(t("class.seats_how", seats=classes.SEATS_PER_MINUTE))
         for student in students:
             with st.container(horizontal=True, vertical_alignment="center"):
                 st.markdown(literal(student.name))
@@ -172,8 +171,6 @@ def seats_panel(t) -> None:
 
 
 def _remove(t, student_id: str, name: str) -> None:
-    from llmviz.ui.chrome import literal
-
     s = state.settings()
     with contextlib.suppress(ClassError):
         if classes.remove(store(), s.room, s.teach, student_id):

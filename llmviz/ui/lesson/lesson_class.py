@@ -19,6 +19,7 @@ import secrets
 import time
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from llmviz.analysis.lesson_plan import POSITIONS
 from llmviz.classroom import classes
@@ -95,7 +96,8 @@ def leads() -> bool:
 
 
 def explain(t, exc: ClassError) -> None:
-    st.warning(t(f"class.error.{exc.code}", **({"n": classes.STARTS} if exc.code == "too_many_starts" else {})))
+    said = {"too_many_starts": {"n": classes.STARTS}, **{code: {"seconds": round(RETRY_S)} for code in WAITS}}
+    st.warning(t(f"class.error.{exc.code}", **said.get(exc.code, {})))
 
 
 def start(t) -> None:
@@ -121,7 +123,8 @@ def start(t) -> None:
 
 def record(t) -> ClassRecord | None:
     """The class of the URL's code, joining it first for a student's new device; None (after a message, the code
-    dropped from the URL) when it is wrong or ended."""
+    dropped from the URL) when it is wrong or ended, or (the code kept, tried again every RETRY_S) when the
+    network's tries or seats of this minute are spent: a class behind one NAT address joins in a few minutes."""
     s = state.settings()
     try:
         if s.teach:
@@ -132,8 +135,22 @@ def record(t) -> ClassRecord | None:
         return classes.live(store(), s.room)
     except ClassError as exc:
         explain(t, exc)
+        if exc.code in WAITS and not s.teach:  # the network's minute is full: this device tries again by itself
+            st.fragment(_try_again, run_every=RETRY_S)()
+            return None
         state.update(room="", teach="", me="")
         return None
+
+
+WAITS = ("too_many", "too_many_seats")  # refusals of a minute: the link is kept, and tried again
+RETRY_S = 20.0
+
+
+def _try_again() -> None:
+    """Drawn with the refusal (nothing to show); its timer runs the page again, which joins again."""
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.fragment_ids_this_run:
+        st.rerun(scope="app")
 
 
 def _ask_lead(s, opened: bool = False, within_s: float = 0.0) -> bool:
@@ -225,8 +242,6 @@ def _status(t, claim: str | None) -> None:
     """The class's line in the navigation row, asked again every POLL_S: the code and the counts on the projector
     (joined, and on a claim's step how many predicted); on a student's device their name and the pace (a student
     following the teacher moves with them)."""
-    if not client_gate.fragment_allowed(t):  # a poll past this client's budget: the wait, no store read
-        return
     s = state.settings()
     found = store().get(s.room) if s.room else None
     if found is None:
@@ -236,6 +251,8 @@ def _status(t, claim: str | None) -> None:
     students = store().students(s.room)
     if role() == "teacher":
         _teacher_status(t, s, found, students, claim)
+        return
+    if not s.me:  # no seat yet (its network's minute is full): the page's own retry joins it, not this poll
         return
     me = next((x.name for x in students if x.id == s.me), None)
     if me is None:  # the teacher removed this seat: the page says so (record) at once
@@ -353,5 +370,5 @@ def answered_question(chapter: str, given: float, right: bool, answer: float) ->
             classes.answer(store(), s.room, s.me, chapter, float(given), right, float(answer))
 
 
-_projector_status = st.fragment(run_every=TEACHER_POLL_S)(_status)
-_student_status = st.fragment(run_every=POLL_S)(_status)
+_projector_status = st.fragment(run_every=TEACHER_POLL_S)(client_gate.gated(_status, client_gate.POLL))
+_student_status = st.fragment(run_every=POLL_S)(client_gate.gated(_status, client_gate.POLL))

@@ -92,11 +92,10 @@ def student(t) -> None:
 
 
 @st.fragment(run_every=MINE_POLL_S)
+@client_gate.gated(kind=client_gate.POLL)  # its own reruns: a poll's budget, and a turn
 def mine(t) -> None:
     """What this student sent, and their request's text as the class's run draws it (then its TTFT and ITL); asked
     again every MINE_POLL_S, apart from the prompt's box (a poll never redraws what the student is typing)."""
-    if not client_gate.fragment_allowed(t):  # a poll past this client's budget: the wait, no store read
-        return
     s = state.settings()
     sent = next((text for sid, text, _, _ in lesson_class.store().prompts(s.room) if sid == s.me), None)
     if sent is not None:

@@ -10,10 +10,12 @@ arrays.npz), whoever calls it (the Trace page, a script, the CLI; issue 47).
   zipped again deflates them a little (the demo's trace.json 16 times, its arrays.npz, already compressed, not at
   all); a bomb's zeros deflate about 1,000 times. Then it is inflated a MiB at a time, the bytes counted and refused
   once past what it declared (zipfile stops there itself and checks the CRC: this does not rely on it).
-- The arrays of arrays.npz are not held to a ratio: a prompt that repeats deflates as zeros do (a 16-row batch of
-  one long repeated prompt and short ones records an `embed` array 98 times smaller than it inflates to). Each is
-  read on demand within its .npy header, which is bounded first by the caller's bound and by what the document and
-  the model card let that array hold (llmviz/trace/arrays.py, llmviz/trace/records.py).
+- The arrays of arrays.npz are not held to a ratio one by one: a prompt that repeats deflates as zeros do (a 16-row
+  batch of one long repeated prompt and short ones records an `embed` array 114 times smaller than it inflates to,
+  its input_ids 227 times). Together they may declare at most ARRAY_INFLATION times the bytes they came in
+  (`check_arrays_inflation`: arrays.npz's, and the archive's), before any is read. Each is read on demand within
+  its .npy header, which is bounded first by the caller's bound and by what the document, the model card and the
+  step's tokens let that array hold (llmviz/trace/arrays.py, llmviz/trace/records.py).
 
 Every refusal is a TraceFormatError. Torch-free.
 """
@@ -28,6 +30,18 @@ from llmviz.trace.check import damaged, too_large
 MAX_INFLATION = 100  # bytes a member copied out may inflate to per byte stored (Apache POI: MIN_INFLATE_RATIO 0.01)
 INFLATION_GRACE = 2**20  # a member declaring at most this is copied whatever its ratio
 CHUNK = 2**20  # bytes inflated per read
+# The bytes a trace's arrays may declare per byte of arrays.npz, and of the archive it came in (trace_from_zip's
+# `data`), checked before any array is read. Deflate, the one compression a trace is written with (savez_compressed),
+# gives at most 1,032 bytes per byte stored (a run's 258-byte matches). A recording's floats barely deflate: its
+# most repetitive members reach 114 (`embed`) to 481 (input_ids) times in a batch padded to one long prompt, and whole
+# files far less (58 times at most, measured: 32 rows, one of 500 tokens, capture filtered to the attention maps).
+# 1,000 is 17 times the worst file measured and about deflate's own ceiling (a file llmviz writes passes it only if
+# nearly all its arrays are one repeated value), so it refuses what no writer of llmviz makes: a member of bzip2 or
+# LZMA (zipfile reads both: zeros compress a million times), or an arrays.npz deflated again in the archive (the two
+# ratios multiplied: 30,000 times in tests/hostile/test_archive_bounds.py). It does not keep out a file of deflated
+# zeros: each array is held to the document, the document to the model card and the step's tokens, for that
+# (llmviz/trace/records.py).
+ARRAY_INFLATION = 1000
 
 
 def checked_members(archive: zipfile.ZipFile, limit: int, what: str, max_members: int) -> list[zipfile.ZipInfo]:
@@ -69,3 +83,11 @@ def copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, dst, limit: int
                 raise damaged(f"{what}: {name} inflates past the {info.file_size:,} bytes it declares")
             dst.write(chunk)
     return done
+
+
+def check_arrays_inflation(declared: int, stored: int, source: str | None) -> None:
+    """Refuse arrays declaring more than ARRAY_INFLATION times the `stored` bytes they came in (arrays.npz's own, or
+    the `source` archive's), past INFLATION_GRACE; as declared, before any is read."""
+    if declared > (allowed := max(INFLATION_GRACE, ARRAY_INFLATION * stored)):
+        came = f"arrays.npz, from {source} of {stored:,} bytes" if source else f"arrays.npz, a file of {stored:,} bytes"
+        raise too_large(f"{came} (at most {ARRAY_INFLATION:,} bytes of arrays a byte),", declared, allowed)

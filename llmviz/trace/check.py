@@ -9,7 +9,8 @@ trace.py reads the bytes (bounded, never a pickle); this module checks what they
 - the engine config through EngineConfig's own validation, and each step's sampling through SamplingConfig's;
 - each step's arrays: integer ids and positions (-1 only as the pad), float logits [rows, V] finite or -inf,
   real lens arrays [L, rows, k], finite hook arrays (a masked `scores` record holds the mask's -inf) of their
-  declared shapes; its KV snapshot, timings and memory as numbers of the right kind and range.
+  records' shapes, which check_hook_shape holds to the card and the step's tokens before any array is read (issue
+  47); its KV snapshot, timings and memory as numbers of the right kind and range.
 Every failure is a TraceFormatError naming the field, never the folder it was read from (an upload's temporary
 folder is the server's own).
 """
@@ -304,27 +305,37 @@ def check_lens(step, where: str, rows: int, vocab: int, layers: int) -> None:
         raise damaged(f"'{where}': the logit lens holds ids beyond the vocabulary or probabilities outside [0, 1]")
 
 
-def model_dims(model: ModelConfig, rows: int) -> dict[str, int]:
-    """What each named dimension of hook_points.py is for this model (n, n_k and pos_dim vary: not fixed here)."""
-    return {"b": rows, "d": model.hidden_size, "h": model.num_heads, "kv": model.num_kv_heads, "hd": model.head_dim,
-            "f": model.intermediate_size, "V": model.vocab_size, "L": model.num_layers, "1": 1, "2": 2}
+def model_dims(model: ModelConfig, rows: int, tokens: int) -> dict[str, int]:
+    """What each named dimension of hooks.py is in a step reading `tokens` tokens (n) of each of `rows` rows: all but
+    n_k, the keys attended (at most the context: check_hook_shape)."""
+    return {"b": rows, "n": tokens, "d": model.hidden_size, "h": model.num_heads, "kv": model.num_kv_heads,
+            "hd": model.head_dim, "f": model.intermediate_size, "V": model.vocab_size, "L": model.num_layers, "1": 1,
+            "2": 2, "pos_dim": model.hidden_size if model.position == "learned" else model.head_dim // 2}
 
 
-def check_hooks(step, where: str, dims: dict[str, int]) -> None:
-    """Each record is a declared hook point whose shape has the model's dimensions (so a card's intermediate_size
-    is the one its `mlp_act` records hold); the pages index a record's arrays by that shape; only a masked
-    `scores` record holds -inf."""
+def check_hook_shape(name: str, shape: list, where: str, dims: dict[str, int], context: int):
+    """A record's hook point (returned), its shape that point's dimensions as `dims` says and its keys (n_k) at most
+    `context`: the pages index a record's arrays by that shape. Run on the document before any array is read
+    (llmviz/trace/records.py), so an array only ever has the size the model and its step give it."""
+    if not name.isascii():  # str.isdigit takes "²", which int() does not
+        raise damaged(f"'{where}': hook names are ASCII")
+    try:
+        point = declared_point(name)
+    except LlmvizError as exc:
+        raise damaged(f"'{where}': {exc}") from exc
+    if len(shape) != len(point.dims) or any(size != dims[d] if d in dims else size > context
+                                            for d, size in zip(point.dims, shape, strict=True)):
+        wanted = ", ".join(str(dims[d]) if d in dims else f"at most {context:,}" for d in point.dims)
+        raise damaged(f"'{where}': hook {name!r} has shape {list(shape)}, not [{wanted}] as the model card's config "
+                      f"and the step ({dims['b']:,} rows × {dims['n']:,} tokens) say")
+    return point
+
+
+def check_hooks(step, where: str, dims: dict[str, int], context: int) -> None:
+    """Each record is a declared hook point of its step's shape (check_hook_shape: so a card's intermediate_size is
+    the one its `mlp_act` records hold) and its arrays are of that shape; only a masked `scores` record holds -inf."""
     for record in step.hooks:
-        if not record.name.isascii():  # str.isdigit takes "²", which int() does not
-            raise damaged(f"'{where}': hook names are ASCII")
-        try:
-            point = declared_point(record.name)
-        except LlmvizError as exc:
-            raise damaged(f"'{where}': {exc}") from exc
-        if len(record.shape) != len(point.dims) or any(
-                dim in dims and size != dims[dim] for dim, size in zip(point.dims, record.shape, strict=True)):
-            raise damaged(f"'{where}': hook {record.name!r} has shape {list(record.shape)}, not "
-                          f"[{', '.join(str(dims.get(d, d)) for d in point.dims)}] as the model card's config says")
+        point = check_hook_shape(record.name, record.shape, where, dims, context)
         wanted = {"array": tuple(record.shape), "row_norms": tuple(record.shape[:-1])}
         for key, shape in wanted.items():
             value = getattr(record, key)
@@ -352,7 +363,8 @@ def check_steps(steps, model: ModelConfig, engine: dict) -> None:
             raise damaged(f"'steps[{i}]': row_finished must name every row's state")
         check_records(step, i, model.num_layers)
         check_arrays(step, i, rows, model.vocab_size, model.num_layers)
-        check_hooks(step, f"steps[{i}]", model_dims(model, rows))
+        check_hooks(step, f"steps[{i}]", model_dims(model, rows, step.input_ids.shape[1]),
+                    model.max_position_embeddings)
     check_layers(steps, model.num_layers, bool(engine.get("capture_filter")))
 
 

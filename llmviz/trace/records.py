@@ -9,9 +9,13 @@ Saving writes each file under a temporary name in the folder and renames it into
 failed or killed write never leaves a half file. Loading a file from elsewhere (an upload) trusts nothing:
 each archive's members are checked as declared before anything is unpacked, and the .zip's two files are not
 inflated past 100 times what they store (llmviz/trace/archive.py: a zip bomb is refused unread, whoever the
-caller); every array's header is checked against the bytes that hold it, the arrays' declared bytes against the
-caller's bound before any is read, and each array's shape against the one the document gives it before it is read
-(then read never beyond its declared size: llmviz/trace/arrays.py); every failure is a TraceFormatError.
+caller); every array's header is checked against the bytes that hold it, and before any array is read the arrays'
+declared bytes against the caller's bound and against ARRAY_INFLATION times the bytes they came in (arrays.npz's,
+and the archive's), each step's tokens (its input_ids' header) against the model's context, and every hook
+record's shape against the model card's dimensions and its step's tokens (check_hook_shape; issue 47: a record
+and its array could agree on 2 GB of deflated zeros); each array's shape is then checked against the one the
+document gives it before it is read (then read never beyond its declared size: llmviz/trace/arrays.py); every
+failure is a TraceFormatError.
 
 Schema 2 (engine 2) added the batch's prompts and each row's finished reason; schema 1 traces (one
 prompt, no padding) load through `_migrate_v1`. Schema 3 added a hook record's `row_norms` (kept when its array
@@ -34,16 +38,18 @@ from pathlib import Path
 import numpy as np
 
 from llmviz.errors import LlmvizError, TraceFormatError
-from llmviz.trace.archive import checked_members, copy_member
+from llmviz.trace.archive import check_arrays_inflation, checked_members, copy_member
 from llmviz.trace.arrays import LOCAL_ARRAY_BYTES, MAX_UNPACKED_BYTES, BoundedArrays
 from llmviz.trace.check import (
     MAX_TRACE_JSON_BYTES,
     check_document,
+    check_hook_shape,
     check_json_text,
     check_prompts,
     check_steps,
     damaged,
     json_too_large,
+    model_dims,
     token_table,
 )
 
@@ -208,8 +214,9 @@ def save_zip(trace: RunTrace, path: str | Path) -> Path:
 
 def trace_from_zip(data: bytes, max_array_bytes: int = LOCAL_ARRAY_BYTES) -> RunTrace:
     """Read a .zip written by trace_to_zip; anything else raises TraceFormatError. One whose arrays unpack to more
-    than `max_array_bytes` raises NotAllowedError before any is read (llmviz/trace/arrays.py). No message names the
-    temporary folder it is unpacked in (on a server, a path of the server's own)."""
+    than `max_array_bytes` raises NotAllowedError before any is read (llmviz/trace/arrays.py), one whose arrays
+    declare more than ARRAY_INFLATION times `data`'s bytes TraceFormatError (llmviz/trace/archive.py). No message
+    names the temporary folder it is unpacked in (on a server, a path of the server's own)."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TraceFormatError(f"a trace archive is bytes, not {type(data).__name__}", code="trace_damaged")
     try:
@@ -223,7 +230,7 @@ def trace_from_zip(data: bytes, max_array_bytes: int = LOCAL_ARRAY_BYTES) -> Run
             for name, limit in zip(FILES, (MAX_TRACE_JSON_BYTES, MAX_UNPACKED_BYTES), strict=True):
                 with open(Path(tmp) / name, "wb") as dst:  # a bomb refused unread, the rest counted as inflated
                     copy_member(archive, members[name], dst, limit, "the archive")
-            return load_trace(tmp, where="the archive", max_array_bytes=max_array_bytes)
+            return _load(Path(tmp), "the archive", max_array_bytes, memoryview(data).nbytes)
     except LlmvizError:  # typed already: damaged (TraceFormatError), or over the bound (NotAllowedError)
         raise
     except _DAMAGED as exc:  # writing the members out (a full disk) names the temporary folder
@@ -247,7 +254,13 @@ def load_trace(folder: str | Path, where: str | None = None, max_array_bytes: in
     """Read a saved trace; a damaged or foreign one raises TraceFormatError, one whose arrays declare more than
     `max_array_bytes` NotAllowedError (before any is read), never anything else. Messages name the folder as `where`
     (default: its path), never anything inside it."""
-    folder, named = Path(folder), where is not None
+    return _load(Path(folder), where, max_array_bytes, None)
+
+
+def _load(folder: Path, where: str | None, max_array_bytes: int, source: int | None) -> RunTrace:
+    """load_trace; `source`: the bytes of the archive the folder was unpacked from (trace_from_zip), which bound the
+    arrays' declared bytes as arrays.npz's own do (archive.ARRAY_INFLATION), before any array is read."""
+    named = where is not None
     where = where or f"the trace in {folder}"
     try:
         text = _read_json(folder / "trace.json")
@@ -255,7 +268,10 @@ def load_trace(folder: str | Path, where: str | None = None, max_array_bytes: in
         doc = json.loads(text.decode("utf-8"))
         del text
         with zipfile.ZipFile(folder / "arrays.npz") as npz:
-            arrays = BoundedArrays(npz, max_array_bytes)  # the archive checked, every header read and summed; no array
+            arrays = _Arrays(npz, max_array_bytes)  # the archive checked, every header read and summed; no array
+            check_arrays_inflation(arrays.declared, (folder / "arrays.npz").stat().st_size, None)
+            if source is not None:
+                check_arrays_inflation(arrays.declared, source, "an archive")
             if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
                 found = doc.get("schema_version") if isinstance(doc, dict) else None
                 raise TraceFormatError(f"trace schema version {found!r} is not one of {READABLE_VERSIONS}",
@@ -277,13 +293,29 @@ def _detail(exc: BaseException, folder: Path, where: str | None) -> str:
     return " ".join(text.split())
 
 
-def _build(doc: dict, npz) -> RunTrace:
-    """The trace from a checked document and the arrays its steps name (llmviz/trace/check.py)."""
+class _Arrays(BoundedArrays):
+    """BoundedArrays that also tell what an array's .npy header declares, read already (no array is)."""
+
+    def declared_shape(self, key: str) -> tuple:
+        if key not in self._members:
+            raise damaged(f"trace.json names {key}, which arrays.npz does not hold")
+        return self._members[key].shape
+
+
+def _build(doc: dict, npz: _Arrays) -> RunTrace:
+    """The trace from a checked document and the arrays its steps name (llmviz/trace/check.py). Before any array is
+    read: each step's tokens (its input_ids' header) and every hook record's shape, held to the model card and the
+    step (check_hook_shape), so every array read is refused unread unless it has the size they give it."""
     model = check_document(doc)
-    shapes = _step_shapes(len(doc["prompts"]), model)
-    free = max(model.vocab_size, model.max_position_embeddings)
+    rows, context = len(doc["prompts"]), model.max_position_embeddings
     try:
-        steps = [_load_step(entry, npz, shapes, free) for entry in doc["steps"]]
+        tokens = [_tokens(i, entry, npz, rows, context) for i, entry in enumerate(doc["steps"])]
+        for i, (entry, n) in enumerate(zip(doc["steps"], tokens, strict=True)):
+            where, dims = f"steps[{i}]", model_dims(model, rows, n)
+            for meta in entry["hooks"]:
+                check_hook_shape(meta["name"], meta["shape"], where, dims, context)
+        steps = [_load_step(entry, npz, _step_shapes(rows, n, model), model.vocab_size)
+                 for entry, n in zip(doc["steps"], tokens, strict=True)]
     except (KeyError, TypeError) as exc:
         raise damaged(f"missing or bad {exc}") from exc
     check_steps(steps, model, doc["engine_config"])
@@ -307,17 +339,29 @@ def _migrate_v1(doc: dict) -> dict:
     return doc
 
 
-def _step_shapes(rows: int, model) -> dict[str, tuple]:
+def _tokens(i: int, entry: dict, npz: _Arrays, rows: int, context: int) -> int:
+    """The tokens step i reads per row (n), as its input_ids' .npy header declares them: [rows, n], n from 1 to the
+    model's context in the prefill, 1 in a decode step (check_arrays: nothing else is recorded). The step is the one
+    its entry names (whose arrays are read): check_steps then holds each entry's index to its place."""
+    if "input_ids" not in entry["arrays"]:
+        raise damaged(f"'steps[{i}]' names no input_ids")
+    shape, most = npz.declared_shape(f"s{entry['index']}.input_ids"), 1 if entry["index"] else context
+    if len(shape) != 2 or shape[0] != rows or not 1 <= shape[1] <= most:
+        raise damaged(f"'steps[{i}]': input_ids declares {list(shape)}, not [{rows} rows, 1 to {most:,} tokens]")
+    return shape[1]
+
+
+def _step_shapes(rows: int, tokens: int, model) -> dict[str, tuple]:
     """The shape each of a step's arrays may declare before it is read (check_arrays then checks each as read):
-    batch-first, a row per prompt; logits over the vocabulary; the lens a row of k per layer. None: a dimension
-    check_arrays leaves free (tokens, top k), at most the larger of the vocabulary and the context."""
+    batch-first, a row per prompt, its tokens as _tokens found them; logits over the vocabulary; the lens a row of k
+    per layer. None: a dimension check_arrays leaves free (top k, the lens' k), at most the vocabulary."""
     layers, vocab = model.num_layers, model.vocab_size
-    return {"input_ids": (rows, None), "positions": (rows, None), "sampled": (rows,), "logsumexp": (rows,),
+    return {"input_ids": (rows, tokens), "positions": (rows, tokens), "sampled": (rows,), "logsumexp": (rows,),
             "logits": (rows, vocab), "topk_ids": (rows, None), "topk_logits": (rows, None),
             "lens_ids": (layers, rows, None), "lens_probs": (layers, rows, None)}
 
 
-def _load_step(entry: dict, npz: BoundedArrays, shapes: dict[str, tuple], free: int) -> StepTrace:
+def _load_step(entry: dict, npz: _Arrays, shapes: dict[str, tuple], free: int) -> StepTrace:
     """One step from its checked entry; its arrays read from arrays.npz as it names them (others stay unread), each
     refused unread unless its header declares the shape the document gives it: `shapes` for the step's own, the
     record's for a hook's (its row norms: that shape less its last dimension)."""

@@ -7,6 +7,12 @@ central directory lying about a size, too many members) are refused at the defau
 no time and no memory spent inflating them (tracemalloc's peak, the process's CPU time); what a refusal says is
 checked against what the files hold (the demo's own trace.json, zipfile's listing); real traces still load: the
 demo, zipped again with deflate, and a recording whose array deflates past the ratio a copied member is held to.
+
+The review of issue 47: a hook record and its array agreeing on 16 MB (or 2.1 GB) of deflated zeros were inflated
+before the record was held to the model card. Now every record's shape is held to the card's dimensions and its
+step's tokens before any array is read (arrays.read_array counted: none is), naming the hook and both shapes; a file
+whose arrays declare more than ARRAY_INFLATION times its own bytes is refused unread; and real recordings of every
+family, padded batches, three caches, capture full, still load with every array equal.
 """
 
 from __future__ import annotations
@@ -20,7 +26,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cases import CHUNK, _members, _size_lies_small, _stored_size_lies_large, _zeros_as_arrays, _zip, zero_array
+from cases import (
+    CHUNK,
+    _members,
+    _size_lies_small,
+    _stored,
+    _stored_size_lies_large,
+    _with_npz_member,
+    _zeros_as_arrays,
+    _zip,
+    hook_of_zeros,
+    logits_of_a_vocab_deflated_twice,
+    zero_array,
+)
 from hostile_helpers import check_typed, outcome
 
 from llmviz.errors import TraceFormatError
@@ -29,7 +47,9 @@ from llmviz.trace.records import LOCAL_ARRAY_BYTES, MAX_MEMBERS, trace_from_zip,
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "assets" / "demo" / "default-run.zip"
-QUICK = 0.5  # CPU seconds a refusal may take: inflating 256 MiB of zeros takes longer (1.7 s here before the fix)
+# CPU seconds a refusal may take: inflating 256 MiB of zeros takes longer (1.7 s here before the fix, 2.1 GB 9.7 s);
+# reading the demo's 1,475 .npy headers under tracemalloc takes 0.35 to 0.6 s on a busy 2-core machine
+QUICK = 1.0
 SMALL = 16 * 2**20  # what a refusal may allocate besides the file (the demo's document, headers)
 
 
@@ -150,5 +170,125 @@ def test_a_recording_whose_array_deflates_like_zeros_still_loads(tiny):
     with zipfile.ZipFile(io.BytesIO(_members(data)["arrays.npz"])) as npz:
         info = npz.getinfo("s0.hook.embed.npy")
     assert info.file_size > archive.INFLATION_GRACE and info.file_size > archive.MAX_INFLATION * info.compress_size
+    assert declared_bytes(data) < archive.ARRAY_INFLATION / 50 * len(data)  # the whole file declares ~12 times it
     loaded = trace_from_zip(data)
     assert np.array_equal(loaded.steps[0].hook("embed").array, trace.steps[0].hook("embed").array)
+
+
+# --- issue 47, the review: a hook record held to the model before its array is read; the arrays to the file --------
+def counted_reads(monkeypatch) -> list[str]:
+    """The arrays a load reads (arrays.read_array, which inflates one), by member name, as it reads them."""
+    read, real = [], arrays.read_array
+
+    def counted(npz, member):
+        read.append(member.info.filename)
+        return real(npz, member)
+
+    monkeypatch.setattr(arrays, "read_array", counted)
+    return read
+
+
+@pytest.mark.parametrize("size", [16 * CHUNK, 2003 * CHUNK], ids=["16MiB", "2.1GB"])
+def test_a_hook_of_zeros_shaped_as_its_record_says_is_refused_before_any_array_is_read(size, monkeypatch):
+    """The review's file, built here: the demo's prefill `embed` record and its array both [1, 1, m] (the array's
+    header agreeing with the document, as the loader checks), m floats of deflated zeros. Before, 16 MB were
+    inflated before "damaged", and at 2.1 GB (under the local bound of 2 GiB) all of it: now the record is held to
+    the model card (d = 256) and its step (3 tokens) before any array is read."""
+    data = hook_of_zeros(DEMO.read_bytes(), size)
+    assert size < LOCAL_ARRAY_BYTES and len(data) < 12e6
+    read = counted_reads(monkeypatch)
+    message, peak, seconds = refused(data)
+    assert f"hook 'embed' has shape [1, 1, {(size - 128) // 4}], not [1, 3, 256]" in message, message
+    assert read == [] and peak < min(size // 2, SMALL + 2 * len(data)) and seconds < QUICK, (read[:3], peak, seconds)
+
+
+def reshaped(valid: bytes, step: int, name: str, shape: list) -> bytes:
+    """The archive with step `step`'s hook record `name` declaring `shape`, and its array in arrays.npz an array of
+    that shape (ones): the document and the array's header agree; only the model card and the step disagree."""
+    doc = json.loads(_members(valid)["trace.json"])
+    meta = next(m for m in doc["steps"][step]["hooks"] if m["name"] == name)
+    meta.update(shape=shape, has_array=True)
+    npy = io.BytesIO()
+    np.save(npy, np.ones(shape, np.float32))
+    with_array = _with_npz_member(valid, _stored(f"s{step}.hook.{name}.npy", npy.getvalue()))
+    return _zip({**_members(with_array), "trace.json": json.dumps(doc).encode()})
+
+
+@pytest.mark.parametrize("step, name, shape, wanted", [
+    (0, "layers.0.q", [1, 8, 3, 64], "[1, 8, 3, 32]"),  # head_dim 32 in the card
+    (0, "pos", [1, 3, 32], "[1, 3, 16]"),  # RoPE: hd/2 angles
+    (0, "embed", [1, 4, 256], "[1, 3, 256]"),  # the prefill reads 3 tokens
+    (1, "layers.2.mlp_act", [1, 2, 768], "[1, 1, 768]"),  # a decode step reads one
+    (3, "layers.1.scores", [1, 8, 1, 513], "[1, 8, 1, at most 512]"),  # keys: at most the card's context
+    (2, "kv.write", [4, 2, 2, 8, 1, 32], "[4, 2, 1, 8, 1, 32]"),  # one row
+], ids=["head_dim", "pos_dim", "prefill_tokens", "decode_tokens", "keys_past_the_context", "rows"])
+def test_a_hook_shape_the_model_or_its_step_does_not_have_is_refused_naming_it(step, name, shape, wanted,
+                                                                               monkeypatch):
+    """A record whose array agrees with it but not with the model card's dimensions or its step's tokens: refused
+    before any array is read, naming the step, the hook and both shapes (before, only the model's fixed dimensions
+    were checked, once every array was read; tokens and keys were left free)."""
+    data = reshaped(DEMO.read_bytes(), step, name, shape)
+    read = counted_reads(monkeypatch)
+    message = check_typed(outcome(lambda: trace_from_zip(data), "error"), "TraceFormatError")
+    assert f"'steps[{step}]': hook {name!r} has shape {shape}, not {wanted}" in message, message
+    assert read == []
+
+
+@pytest.fixture(scope="module")
+def meta_zip(tiny):
+    from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig, SamplingConfig
+
+    config = EngineConfig(sampling=SamplingConfig(temperature=0), capture="meta")
+    return trace_to_zip(Session(tiny, "The list of", config).generate(3))
+
+
+def declared_bytes(data: bytes) -> int:
+    """What the arrays of a trace's arrays.npz declare, as their .npy headers say (nothing inflated but those)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(io.BytesIO(z.read("arrays.npz"))) as npz:
+        return arrays.BoundedArrays(npz, LOCAL_ARRAY_BYTES).declared
+
+
+def test_arrays_declaring_more_than_their_file_can_hold_are_refused_unread(meta_zip, monkeypatch):
+    """A file true to itself in every shape (the card's vocabulary raised to fit 256 MiB of zero logits in step 0),
+    its arrays deflated in arrays.npz and deflated again in the .zip: each member within what deflate gives, the
+    arrays declaring thousands of times the file's bytes. Before, all of it was inflated and the trace loaded; now
+    the file's own length bounds its arrays (archive.ARRAY_INFLATION), whoever calls, before any is read."""
+    data = logits_of_a_vocab_deflated_twice(meta_zip)
+    declared = declared_bytes(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        npz_bytes = z.getinfo("arrays.npz").file_size
+    assert archive.ARRAY_INFLATION * len(data) < declared < min(archive.ARRAY_INFLATION * npz_bytes, LOCAL_ARRAY_BYTES)
+    read = counted_reads(monkeypatch)
+    message, peak, seconds = refused(data)
+    assert f"arrays.npz, from an archive of {len(data):,} bytes (at most 1,000 bytes of arrays a byte), holds " \
+           f"{declared:,} bytes" in message, message
+    assert read == [] and peak < SMALL + 2 * len(data) and seconds < QUICK, (read[:3], peak, seconds)
+
+
+def test_real_recordings_load_far_within_the_bounds_on_their_arrays(model_dirs):
+    """Every family (RoPE and learned positions, grouped-query attention, tied and plain MLPs, a sliding window),
+    batches padded left and right, the contiguous, paged and ring caches, capture full: each round-trips through
+    trace_from_zip at its default bounds with every array equal, its arrays declaring a small multiple of the file
+    (archive.ARRAY_INFLATION is 1,000)."""
+    from model_factory import KINDS
+
+    from llmviz.engine.loading.model import load_model
+    from llmviz.engine.session import Session
+    from llmviz.trace.config import EngineConfig, SamplingConfig
+
+    greedy = SamplingConfig(temperature=0)
+    configs = (EngineConfig(sampling=greedy, capture="full", padding="left"),
+               EngineConfig(sampling=greedy, capture="full", kv_layout="paged", kv_block_size=4),
+               EngineConfig(sampling=greedy, capture="full", sliding_window=3))
+    for kind in KINDS:
+        lm = load_model(str(model_dirs[kind]))
+        for config in configs:
+            trace = Session(lm, ["one two three four five six", "hi"], config).generate(3)
+            data = trace_to_zip(trace)
+            assert declared_bytes(data) < 20 * len(data), (kind, config.kv_layout)
+            back = trace_from_zip(data)
+            for a, b in zip(back.steps, trace.steps, strict=True):
+                assert np.array_equal(a.input_ids, b.input_ids)
+                for ra, rb in zip(a.hooks, b.hooks, strict=True):
+                    assert ra.shape == rb.shape and np.array_equal(ra.array, rb.array, equal_nan=True), ra.name

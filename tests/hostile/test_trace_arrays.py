@@ -125,7 +125,9 @@ def test_a_document_naming_one_array_for_every_step_reads_it_once():
 
     def edit(d):
         card = {**d["model_card"], "config": {**d["model_card"]["config"], "vocab_size": width}}
-        return json.dumps({**d, "model_card": card, "steps": [d["steps"][0]] * 200}).encode()
+        hooks = [{**m, "shape": [1, width], "has_array": False} if m["name"] == "logits" else m
+                 for m in d["steps"][0]["hooks"]]  # the logits hook as wide as the card now says
+        return json.dumps({**d, "model_card": card, "steps": [{**d["steps"][0], "hooks": hooks}] * 200}).encode()
 
     data = _with_json(bulky, edit)
     with PeakRss() as rss:

@@ -351,6 +351,48 @@ def zero_array(valid: bytes, size: int, key: str = "s0.logits") -> bytes:
     return _with_npz_member(valid, bomb_member(f"{key}.npy", size, header))
 
 
+def hook_of_zeros(valid: bytes, size: int, name: str = "embed") -> bytes:
+    """Issue 47, the review: step 0's hook record `name` declared in trace.json, and held in arrays.npz, as a [1, 1, m]
+    float32 array of zeros filling `size` bytes with its header (a multiple of CHUNK), deflated: ~size/1000 in the
+    file, every CRC right, the array's header and the document agreeing. A loader that holds the record to the
+    model card only once its array is read inflates `size` bytes (16 MB from a 3.8 MB file in the review)."""
+    shape = (1, 1, (size - 128) // 4)
+    doc = json.loads(_members(valid)["trace.json"])
+    meta = next(m for m in doc["steps"][0]["hooks"] if m["name"] == name)
+    meta.update(shape=list(shape), nbytes=size - 128, has_array=True)
+    bombed = _with_npz_member(valid, bomb_member(f"s0.hook.{name}.npy", size, _npy_header(shape)))
+    return _zip({**_members(bombed), "trace.json": json.dumps(doc).encode()})
+
+
+def _deflated_zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buffer.getvalue()
+
+
+def logits_of_a_vocab_deflated_twice(valid: bytes, size: int = 256 * CHUNK) -> bytes:
+    """Issue 47, the review: a file true to itself in every shape whose arrays declare 30,000 times its bytes.
+    The card's vocabulary is raised until step 0's logits [1, V] fill `size` bytes, of zeros (the later steps keep
+    none, as a run over a vocabulary past 65,536 does; every `logits` record says [1, V]); they are deflated in
+    arrays.npz, and arrays.npz deflated again in the .zip (a stream of repeated blocks deflates again). Each member
+    alone is within what deflate gives; only the file's own length tells the arrays' bytes are not in it."""
+    doc = json.loads(_members(valid)["trace.json"])
+    assert len(doc["prompts"]) == 1
+    vocab = (size - 128) // 4
+    doc["model_card"]["config"]["vocab_size"] = vocab
+    for i, step in enumerate(doc["steps"]):
+        step["arrays"] = [k for k in step["arrays"] if k != "logits" or not i]
+        for meta in step["hooks"]:
+            if meta["name"] == "logits":
+                meta["shape"] = [1, vocab]
+    arrays = _members(_members(valid)["arrays.npz"])
+    kept = [_stored(name, data) for name, data in arrays.items() if not name.endswith(".logits.npy")]
+    npz = _raw_zip([*kept, bomb_member("s0.logits.npy", size, _npy_header((1, vocab)))])
+    return _deflated_zip({"trace.json": json.dumps(doc).encode(), "arrays.npz": npz})
+
+
 def _npy_smaller_than_member(valid: bytes) -> bytes:
     """A member whose .npy header declares 16 floats while the zip says it holds 64 MiB (zeros, deflated)."""
     return _with_npz_member(valid, bomb_member("s0.logits.npy", 64 * CHUNK, _npy_header((16,))))
@@ -533,6 +575,13 @@ TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("arrays_npz_of_zeros_under_the_archive_bound", _zeros_as_arrays, ERROR, "TraceFormatError"),
     Case("central_directory_size_lies_small", _size_lies_small, ERROR, "TraceFormatError"),
     Case("central_directory_stored_size_lies_large", _stored_size_lies_large, ERROR, "TraceFormatError"),
+    # issue 47, the review: a hook record's shape held to the model and its step before any array is read, and the
+    # arrays' declared bytes to the file's own length
+    Case("hook_of_zeros_shaped_as_its_record_says", lambda valid: hook_of_zeros(valid, 256 * CHUNK), ERROR,
+         "TraceFormatError"),
+    Case("hook_tokens_not_its_steps", _set(("steps", 1, "hooks", 0, "shape"), lambda s: [s[0], s[1] + 1, *s[2:]]),
+         ERROR, "TraceFormatError"),
+    Case("logits_of_a_vocab_deflated_twice", logits_of_a_vocab_deflated_twice, ERROR, "TraceFormatError"),
     Case("archive_of_102_members", lambda valid: _zip({**_members(valid), **{f"extra/{i}.txt": b""
                                                                               for i in range(100)}}),
          ERROR, "TraceFormatError"),

@@ -12,7 +12,7 @@ import streamlit as st
 
 from llmviz.classroom import classes, tally
 from llmviz.classroom.classes import ClassError
-from llmviz.ui import state
+from llmviz.ui import client_gate, state
 from llmviz.ui.chrome import literal
 from llmviz.ui.lesson.lesson_class import class_values, explain, leads, role, store
 from llmviz.ui.lesson.lesson_steps import CHAPTERS
@@ -154,20 +154,27 @@ def times(ratio: float) -> str:
     return f"×{ratio:.2g}"
 
 
+SEATS_POLL_S = 5.0  # how often the open list of students asks the store again (the projector's only)
+
+
 def seats_panel(t) -> None:
     """The teacher's list of who joined, by name, each with a remove button: one device stuffing the class is seen
-    and removed (its votes, answers and prompt go with it, and its browser cannot join this class again)."""
+    and removed (its votes, answers and prompt go with it, and its browser cannot join this class again). The list
+    is a fragment of its own, asked again every SEATS_POLL_S: students who joined since the page ran show in it."""
     if role() != "teacher":
         return
-    s = state.settings()
-    students = store().students(s.room)
-    with st.popover(t("class.seats_button", n=len(students)), key="class_seats_menu", icon=":material/group:"):
+    with st.popover(t("class.seats_button"), key="class_seats_menu", icon=":material/group:"):
         st.caption(t("class.seats_how", seats=classes.SEATS_PER_MINUTE))
-        for student in students:
-            with st.container(horizontal=True, vertical_alignment="center"):
-                st.markdown(literal(student.name))
-                st.button(t("class.remove"), key=f"class_remove_{student.id}", on_click=_remove,
-                          args=(t, student.id, student.name))
+        _seats_list(t)
+
+
+def _seats(t) -> None:
+    s = state.settings()
+    for student in store().students(s.room):
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.markdown(literal(student.name))
+            st.button(t("class.remove"), key=f"class_remove_{student.id}", on_click=_remove,
+                      args=(t, student.id, student.name))
 
 
 def _remove(t, student_id: str, name: str) -> None:
@@ -175,3 +182,6 @@ def _remove(t, student_id: str, name: str) -> None:
     with contextlib.suppress(ClassError):
         if classes.remove(store(), s.room, s.teach, student_id):
             st.toast(t("class.removed", name=literal(name)), icon=":material/person_remove:")
+
+
+_seats_list = st.fragment(run_every=SEATS_POLL_S)(client_gate.gated(_seats, client_gate.POLL))

@@ -81,7 +81,7 @@ def start(store: Store, limits: Limits | None = None, now: float | None = None, 
         raise ClassError(f"no lesson step {step!r}", code="bad_value")
     now = time.time() if now is None else now
     if client is not None and store.hit(f"start:{client}", STARTS_WINDOW_S, now) > STARTS:
-        store.unhit(f"start:{client}")  # a start refused is no start: the count is of the classes it holds
+        store.unhit(f"start:{client}", STARTS_WINDOW_S, now)  # a start refused is no start: classes held count
         raise ClassError(f"this address started {STARTS} classes this hour: end one, or wait up to an hour",
                          code="too_many_starts")
     sweep(store, now)
@@ -146,13 +146,13 @@ def join(store: Store, code: str, client: str, now: float | None = None, device:
     if held is not None:  # this browser's seat (another tab, a reload without its link): no new seat
         return held
     if store.hit(f"seat:{client}", JOIN_WINDOW_S, now) > SEATS_PER_MINUTE:  # seats taken count; tries, above
-        store.unhit(f"seat:{client}")
+        store.unhit(f"seat:{client}", JOIN_WINDOW_S, now)
         raise ClassError(f"{SEATS_PER_MINUTE} students joined from this network this minute: wait a minute",
                          code="too_many_seats")
     said, student = store.add_student(record.code, Student(secrets.token_hex(8), _new_name(
         {s.name for s in students}), now, str(device)), record.limits.students)
     if student is None:  # no seat taken: the network's allowance is not spent on it
-        store.unhit(f"seat:{client}")
+        store.unhit(f"seat:{client}", JOIN_WINDOW_S, now)
     if said == REMOVED:
         raise ClassError("the teacher removed this device from the class", code="removed")
     if student is None:
@@ -358,7 +358,7 @@ def end(store: Store, code: str, teacher_key: str, now: float | None = None) -> 
     record = teacher(store, code, teacher_key, now)
     store.delete(record.code)
     if record.starter:
-        store.unhit(f"start:{record.starter}")
+        store.unhit(f"start:{record.starter}", STARTS_WINDOW_S, record.created)  # where its start was counted
 
 
 def sweep(store: Store, now: float | None = None) -> list[str]:

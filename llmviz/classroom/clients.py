@@ -18,6 +18,7 @@ No streamlit here: the page hands in what Streamlit saw (llmviz/ui/client.py).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 from collections.abc import Iterable
@@ -36,7 +37,12 @@ def trusted(text: str | None = None) -> tuple[Network, ...]:
     """The balancers whose X-Forwarded-For is believed: `text` (else LLMVIZ_TRUSTED_PROXIES; unset: loopback), a
     comma-separated list of addresses or networks ("10.0.0.5, 10.1.0.0/16"); "none" trusts no one (a server with
     no balancer in front). A malformed entry is a ConfigError, never silently dropped."""
-    text = os.environ.get(TRUSTED_ENV) if text is None else text
+    return _parsed(os.environ.get(TRUSTED_ENV) if text is None else text)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str | None) -> tuple[Network, ...]:
+    """trusted()'s parse, once per setting (every run of every page asks: a pure function of the text)."""
     if text is None or not text.strip():
         return tuple(ipaddress.ip_network(n) for n in LOOPBACK)
     if text.strip().lower() == "none":

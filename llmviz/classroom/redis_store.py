@@ -112,8 +112,9 @@ return 1
 """
 
 
-# KEYS: a rate limit's window; one event taken back, the window gone at zero
+# KEYS: a rate limit's window; one event taken back, the window gone at zero (one already gone stays gone)
 UNHIT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('DECR', KEYS[1]) <= 0 then redis.call('DEL', KEYS[1]) end
 return 1
 """
@@ -268,12 +269,8 @@ class RedisStore(Store):
         records = [(c, self.r.hget(_key(c), "created")) for c in self.r.smembers(CODES)]
         return [c for c, created in sorted(records, key=lambda x: float(x[1] or 0))]
 
-    def unhit(self, key: str) -> None:
-        pattern = "".join("\\" + c if c in "*?[]\\^-" else c for c in key)  # the key itself, not a glob
-        windows = sorted(self.r.scan_iter(match=f"hits:{pattern}:*", count=500),
-                         key=lambda k: int(k.rsplit(":", 1)[1]))  # by window: the latest last
-        if windows:
-            self._unhit(keys=[windows[-1]])
+    def unhit(self, key: str, window_s: float, at: float) -> None:
+        self._unhit(keys=[f"hits:{key}:{int(at // window_s)}"])  # the window that holds `at`, as hit names it
 
     def hit(self, key: str, window_s: float, now: float) -> int:
         name = f"hits:{key}:{int(now // window_s)}"

@@ -270,10 +270,10 @@ class SqliteStore(Store):
         with self._db() as db:
             return [code for (code,) in db.execute("SELECT code FROM classes ORDER BY created").fetchall()]
 
-    def unhit(self, key: str) -> None:
+    def unhit(self, key: str, window_s: float, at: float) -> None:
+        until = (at // window_s + 1) * window_s  # the window that holds `at`, as hit names it
         with self._db(immediate=True) as db:
-            db.execute("UPDATE hits SET count = count - 1 WHERE key = ?1 AND until = "
-                       "(SELECT MAX(until) FROM hits WHERE key = ?1)", (key,))
+            db.execute("UPDATE hits SET count = count - 1 WHERE key = ? AND until = ?", (key, until))
             db.execute("DELETE FROM hits WHERE key = ? AND count <= 0", (key,))
 
     def hit(self, key: str, window_s: float, now: float) -> int:

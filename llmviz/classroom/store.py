@@ -185,9 +185,10 @@ class Store(ABC):
         """The codes of every class kept."""
 
     @abstractmethod
-    def unhit(self, key: str) -> None:
-        """Take back one event of `key` from its latest window (a class ended: its start; a seat that was not taken),
-        the window's row gone at zero: no address kept once nothing of it counts."""
+    def unhit(self, key: str, window_s: float, at: float) -> None:
+        """Take back one event of `key` from the window of `window_s` that holds `at` (a class ended: its start, in
+        the window it was started in, if that window is still kept; a seat that was not taken), the window's row gone
+        at zero: no address kept once nothing of it counts."""
 
     @abstractmethod
     def hit(self, key: str, window_s: float, now: float) -> int:

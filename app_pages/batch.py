@@ -76,8 +76,8 @@ def throughput(t, s) -> None:
                                t("batch.decode"), t("batch.prefill")), key="batch_sweep")
     top = rows[-1]
     st.markdown(t("batch.sweep_verdict", b=top["batch"], decode=top["decode_speedup"], prefill=top["prefill_speedup"]))
-    if result.get("judged_as_k5"):  # the claims' one rule, on K5's own workload and model
-        judged = claims_run.judged_here("K5", result)
+    if result.get("judged_as"):  # the claims' one rule, on the batch claim's own workload and model
+        judged = claims_run.judged_here(result["judged_as"], result)
         claims_run.verdict_box(t, judged)
         claims_run.floors(t, judged)
     else:

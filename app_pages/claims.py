@@ -4,7 +4,7 @@ reason drawn from the data; K1's prefill sweep with its a + b*n + c*n^2 fit; exp
 import streamlit as st
 
 from llmviz.analysis.claim_effects import table_rows
-from llmviz.analysis.claims import CLAIMS
+from llmviz.analysis.claim_spec import ids as claim_ids
 from llmviz.ui import article_view, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, translator
@@ -15,7 +15,7 @@ from llmviz.ui.navigation import KEEP
 
 def controls(t) -> tuple[list[str], bool, bool]:
     left, right = st.columns([3, 1])
-    ids = left.multiselect(t("claims.only"), list(CLAIMS), default=list(CLAIMS), key="claims_ids", **KEEP,
+    ids = left.multiselect(t("claims.only"), list(claim_ids()), default=list(claim_ids()), key="claims_ids", **KEEP,
                            format_func=lambda k: f"{k} · {t(f'claims.article.{k}')}")
     quick = right.toggle(t("claims.quick"), value=True, key="claims_quick", **KEEP, help=t("claims.quick_help"))
     go = right.button(t("claims.run"), type="primary", disabled=not ids or not server.engine_available(),
@@ -23,14 +23,12 @@ def controls(t) -> tuple[list[str], bool, bool]:
     return ids, quick, go
 
 
-def k1_details(t, rep: dict) -> None:
-    view = claims_run.k1_view(t, rep)
-    if view is None:
-        return
-    fig, text = view
-    chart(t, fig, key="claims_k1")
-    st.markdown(text)
-    st.caption(t("claims.k1_slip"))
+def fit_details(t, rep: dict) -> None:
+    """The prefill claims' sweeps with their a + b*n + c*n^2 fit (K1, C18)."""
+    for i, (fig, text) in enumerate(claims_run.fit_views(t, rep)):
+        chart(t, fig, key=f"claims_fit_{i}")
+        st.markdown(text)
+        st.caption(t("claims.k1_slip"))
 
 
 def results(t, rep: dict) -> None:
@@ -47,7 +45,7 @@ def results(t, rep: dict) -> None:
             where = c["where"]
             st.caption(t("claims.where", claim=c["id"], model=where.get("model", "?"), device=where.get("device", "?"),
                          threads=where.get("threads", "?"), seconds=c["seconds"] or 0, what=t.timed(c)))
-    k1_details(t, rep)
+    fit_details(t, rep)
     a, b, c = st.columns(3)
     a.download_button(t("claims.download_json"), claims_run.as_json(t, rep), "claims.json", "application/json",
                       key="claims_json")

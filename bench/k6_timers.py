@@ -27,7 +27,7 @@ from llmviz import service  # noqa: E402
 from llmviz.engine.capture import RunContext  # noqa: E402
 from llmviz.engine.models.attention import ATTENTION_BACKENDS  # noqa: E402
 from llmviz.labs.attention_inputs import attention_inputs  # noqa: E402
-from llmviz.labs.claims import attention_ms, text_ids  # noqa: E402
+from llmviz.labs.prefill_timing import attention_ms, text_ids  # noqa: E402
 from llmviz.trace.config import EngineConfig  # noqa: E402
 
 BACKENDS = ("eager", "sdpa")

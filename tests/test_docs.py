@@ -38,11 +38,11 @@ def test_the_readme_names_the_article_and_links_the_map():
 def test_each_claim_cites_the_concepts_the_map_gives_it():
     """Issue 20: the claims' concept IDs are the map's (its claims table, `| K3 | C8, C9 | ...`), not the code's
     own guess; the map was checked against the article by hand (K1 is prefill attention, C3; K9 prefix sharing, C22)."""
-    from llmviz.analysis.claims import CLAIMS
+    from llmviz.analysis.claim_spec import declared
 
     table = dict(re.findall(r"^\|\s*(K\d+)\s*\|\s*((?:C\d+(?:,\s*)?)+)\s*\|", MAP.read_text(encoding="utf-8"), re.M))
     assert len(table) == 11 and table["K9"] == "C22" and table["K10"] == "C14, C21"
-    assert {k: ", ".join(c.concepts) for k, c in CLAIMS.items()} == table
+    assert {k: ", ".join(c.concepts) for k, c in declared().items()} == table
 
 
 def test_the_readmes_python_example_runs_and_prints_the_oracles_continuation(tmp_path):

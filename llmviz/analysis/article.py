@@ -163,7 +163,8 @@ def kv_share(config: dict, cached: int, dtype: str, kv_dtype: str) -> float:
 
 @dataclass(frozen=True)
 class Slip:
-    """One of the article's slips: where it is (its section), what it concerns, the evidence's values."""
+    """One of the article's slips: where it is (its section), the concepts it concerns (a claim's declaration names
+    the slips about it: llmviz/analysis/claimdefs/), the evidence's values."""
 
     id: str
     section: str
@@ -171,16 +172,16 @@ class Slip:
 
 
 SLIPS = (  # in the article's order (§1.1 first, §5 last): the pages list them as they stand here
-    Slip("prefill_linear", "1.1", ("C3", "K1")),
+    Slip("prefill_linear", "1.1", ("C3",)),
     Slip("four_tokens", "1.1", ("C1", "C2")),
     Slip("bert_decodes", "1.1", ("C2", "C4")),
     Slip("one_head", "1.1", ("C3",)),
     Slip("per_layer", "1.1", ("C4",)),
     Slip("fifth_token", "1.2", ("C5",)),
     Slip("only_q", "1.2", ("C5",)),
-    Slip("decode_25ms", "1.2", ("C7", "K2")),
+    Slip("decode_25ms", "1.2", ("C7",)),
     Slip("block_tables", "2.1", ("C9",)),
-    Slip("half_kv_bound", "2.2", ("C11", "K4")),
+    Slip("half_kv_bound", "2.2", ("C11",)),
     Slip("prefetch", "2.2", ("C12",)),
     Slip("flash_import", "3.1", ("C14",)),
     Slip("pad_sequences", "3.1", ("C13",)),
@@ -189,7 +190,7 @@ SLIPS = (  # in the article's order (§1.1 first, §5 last): the pages list them
     Slip("slowdown", "4.2", ("C18",)),
     Slip("kv_cache_dtype", "4.2", ("C11",)),
     Slip("gqa_config", "4.2", ("C19",)),
-    Slip("a100_fp8", "5", ("C21", "K10")),
+    Slip("a100_fp8", "5", ("C21",)),
     Slip("quant_names", "5", ("C21",)),
 )
 SLIP_IDS = tuple(s.id for s in SLIPS)

@@ -1,4 +1,5 @@
-"""The article's claims K1-K11 (docs/concepts.md) and the one rule that judges a measurement against each.
+"""The one rule that judges a measurement against one of the article's claims (their declarations:
+llmviz/analysis/claim_spec.py).
 
 A claim's effect is one signed number: a speed-up as ratio - 1 (1.8x faster: 0.8), a saving as the share saved
 (memory halved: 0.5), a utilization gain in points (30% -> 70%: 0.4). The measurement gives the same number with
@@ -23,61 +24,28 @@ import math
 from dataclasses import dataclass
 
 from llmviz.analysis import stats
+from llmviz.analysis.claim_spec import POINTS, RATIO, ClaimSpec, effect_kind
 from llmviz.analysis.stats import Estimate
 
 HOLDS, DOES_NOT_HOLD, CANNOT_TELL, CANNOT = "holds", "does_not_hold", "cannot_tell", "cannot_measure"
 MIN_SHARE_OF_ARTICLE = 0.5
-MAX_SHARE_OF_ARTICLE = 1.5  # for BOUNDED effects only: a bigger effect contradicts the claim
-# Effects whose claim is a law (K1: time ~ linear in length), not "at least this much": bounded on both sides.
-# The article's 35 -> 68 ms is x1.94; the band x1.47-x2.41 holds "linear" (x2) and rejects quadratic (x4).
-BOUNDED = frozenset({"doubling_256_to_512"})
+MAX_SHARE_OF_ARTICLE = 1.5  # for bounded effects only (a law, K1's "linear"): a bigger effect contradicts the claim
+# K1's 35 -> 68 ms is x1.94; the band x1.47-x2.41 holds "linear" (x2) and rejects quadratic (x4).
 
 
-@dataclass(frozen=True)
-class Claim:
-    """What the article says (on an A100) and which effect measures it."""
-
-    id: str
-    concepts: tuple  # the C ids it illustrates
-    effects: tuple  # (name, the article's effect) pairs; a claim holds when all its effects do
-    article: str  # the article's figures, as it gives them
-
-
-CLAIMS = {c.id: c for c in (
-    Claim("K1", ("C3",), (("doubling_256_to_512", 68 / 35 - 1),), "256 tokens 35 ms, 512 tokens 68 ms"),
-    Claim("K2", ("C7",), (("memory_share", 0.6),), "~25 ms/token, ~60% of it memory access"),
-    Claim("K3", ("C8", "C9"), (("contiguous_faster_short", 0.15), ("paged_faster_long", 0.2)),
-          "contiguous 15% faster up to 512 tokens; paged 20% faster past 1024"),
-    Claim("K4", ("C11",), (("kv_memory_saved", 0.5), ("decode_speedup", 0.8)), "FP16 KV: memory halved, decode 1.8x"),
-    Claim("K5", ("C13",), (("prefill_throughput_gain", 4.0),), "batch 1 -> 8: 5x prefill throughput"),
-    Claim("K6", ("C14",), (("attention_speedup", 2.0),), "flash attention 3x faster at length 2048"),
-    Claim("K7", ("C15",), (("utilization_gain", 0.4),), "continuous batching: utilization 30% -> 70%"),
-    Claim("K8", ("C16",), (("decode_time_saved", 0.4),), "speculative decoding: decode time up to 40% less"),
-    Claim("K9", ("C22",), (("kv_memory_saved", 0.3),), "prefix sharing: ~30% less memory on similar requests"),
-    Claim("K10", ("C14", "C21"), (("throughput_gain", 1.3),), "flash + FP8 KV: 120 tok/s, 2.3x the baseline"),
-    # No CPU counter measures memory traffic: K11 is judged on what fusing q, k and v saves of the decode time; the
-    # bytes it saves are predicted beside it (predict.qkv_traffic_bytes), never shown as measured
-    Claim("K11", ("C10",), (("time_saved", 0.4),), "operator fusion: ~40% less memory traffic"),
-)}
-
-
-# How each effect reads: a ratio as "x1.80" (the effect + 1), a share as "50%", a gain in points as "+40 pts"
-RATIO, SHARE, POINTS = "ratio", "share", "points"
-EFFECT_KINDS = {"doubling_256_to_512": RATIO, "memory_share": SHARE, "contiguous_faster_short": RATIO,
-                "paged_faster_long": RATIO, "kv_memory_saved": SHARE, "decode_speedup": RATIO,
-                "prefill_throughput_gain": RATIO, "attention_speedup": RATIO, "utilization_gain": POINTS,
-                "decode_time_saved": SHARE, "throughput_gain": RATIO, "time_saved": SHARE}
-
-
-def shown(name: str, value: float, t) -> str:
-    """An effect as a person reads it in the interface's language (`t`, its translator): x1.83, 54%, +39 pts
-    (+39 个百分点)."""
-    kind = EFFECT_KINDS[name]
+def shown_as(kind: str, value: float, t) -> str:
+    """A number of an effect of `kind` as a person reads it in the interface's language (`t`, its translator):
+    x1.83, 54%, +39 pts (+39 个百分点)."""
     if kind == RATIO:
         return f"×{value + 1:.2f}"
     if kind == POINTS:
         return f"{100 * value:+.0f} {t('claims.pts')}"
     return f"{100 * value:.0f}%"
+
+
+def shown(name: str, value: float, t) -> str:
+    """An effect, by its name, as a person reads it (shown_as of its declared kind)."""
+    return shown_as(effect_kind(name), value, t)
 
 
 Effect = Estimate  # a measured effect: its value and 95% interval over the rounds (exact for a count)
@@ -169,11 +137,11 @@ def judge(article: float, effect: Estimate | None, why_not: str = "", bounded: b
     return Judgement(CANNOT_TELL, "cannot_tell", effect, band, more, min(crossed, key=lambda e: abs(e - effect.value)))
 
 
-def claim_verdict(claim: Claim, effects: dict, why_not: str = "") -> tuple[str, list]:
+def claim_verdict(claim: ClaimSpec, effects: dict, why_not: str = "") -> tuple[str, list]:
     """A claim's verdict from its effects ({name: Estimate or None}) and each effect's (name, Judgement): it holds
     when every effect holds, does not hold when one does not, cannot be measured when none could be, and otherwise
     this run cannot tell."""
-    parts = [(name, judge(article, effects.get(name), why_not, name in BOUNDED)) for name, article in claim.effects]
+    parts = [(e.name, judge(e.article, effects.get(e.name), why_not, e.bounded)) for e in claim.effects]
     verdicts = [j.verdict for _, j in parts]
     if all(v == HOLDS for v in verdicts):
         return HOLDS, parts

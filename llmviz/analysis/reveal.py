@@ -13,13 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from llmviz.analysis.claim_effects import k1_pair
-from llmviz.analysis.claims import CANNOT_TELL, CLAIMS, DOES_NOT_HOLD, EFFECT_KINDS, HOLDS, POINTS, RATIO, SHARE
+from llmviz.analysis import claim_spec
+from llmviz.analysis.claim_spec import POINTS, RATIO, SHARE, effect_kind
+from llmviz.analysis.claims import CANNOT_TELL, DOES_NOT_HOLD, HOLDS
 
-# The effect a student predicts for each claim: the one the article's sentence is about
-PREDICTED = {"K1": "doubling_256_to_512", "K2": "memory_share", "K3": "paged_faster_long", "K4": "decode_speedup",
-             "K5": "prefill_throughput_gain", "K6": "attention_speedup", "K7": "utilization_gain",
-             "K8": "decode_time_saved", "K9": "kv_memory_saved", "K10": "throughput_gain", "K11": "time_saved"}
 # Where a measurement is "about" the article's: within this share of it either way
 ABOUT = 0.25
 
@@ -39,27 +36,27 @@ SCALES = {RATIO: Scale(0.25, 6.0, 0.05, "x"), SHARE: Scale(0.0, 100.0, 1.0, "%")
 
 
 def effect_name(claim_id: str) -> str:
-    return PREDICTED[claim_id]
+    """The effect a student predicts of a claim: the one the article's sentence is about (its declaration's)."""
+    return claim_spec.claim(claim_id).predicted
 
 
-def scale(claim_id: str) -> Scale:
-    return SCALES[EFFECT_KINDS[PREDICTED[claim_id]]]
+def scale(claim_id: str, name: str | None = None) -> Scale:
+    """The slider of a claim's predicted effect (or of its effect `name`)."""
+    return SCALES[effect_kind(name or effect_name(claim_id))]
 
 
-def effect_of(claim_id: str, shown_value: float) -> float:
+def effect_of(claim_id: str, shown_value: float, name: str | None = None) -> float:
     """A slider's value as the effect's number: x1.8 -> 0.8, 50% -> 0.5, +40 pts -> 0.4."""
-    kind = EFFECT_KINDS[PREDICTED[claim_id]]
-    return shown_value - 1 if kind == RATIO else shown_value / 100
+    return shown_value - 1 if effect_kind(name or effect_name(claim_id)) == RATIO else shown_value / 100
 
 
 def shown_of(claim_id: str, effect: float) -> float:
     """The inverse of effect_of: where the slider stands for an effect."""
-    kind = EFFECT_KINDS[PREDICTED[claim_id]]
-    return effect + 1 if kind == RATIO else 100 * effect
+    return effect + 1 if effect_kind(effect_name(claim_id)) == RATIO else 100 * effect
 
 
 def article_effect(claim_id: str) -> float:
-    return dict(CLAIMS[claim_id].effects)[PREDICTED[claim_id]]
+    return claim_spec.claim(claim_id).article_effects[effect_name(claim_id)]
 
 
 # A judged effect that does not hold, by its reason: how the sentence says it
@@ -118,7 +115,7 @@ def revealed(claim: dict, predicted: float | None) -> dict:
     """One revealed claim for the lesson and its summary: the predicted effect's measured value and range, the
     article's, how they stand (outcome), and the prediction's place (None when the student predicted nothing).
     A claim not measured (an error, a device that cannot) has outcome None."""
-    name = PREDICTED[claim["id"]]
+    name = effect_name(claim["id"])
     effect = next(e for e in claim["effects"] if e["name"] == name)
     article = effect["article"]
     out = {"id": claim["id"], "effect": name, "article": article, "predicted": predicted,
@@ -134,24 +131,25 @@ def revealed(claim: dict, predicted: float | None) -> dict:
 
 
 
-# A claim measured at a second setting the student may predict after the first (issue 38's "predict again"): K3's
-# short contexts beside its long ones.
-SECOND = {"K3": "contiguous_faster_short"}
+def second_name(claim_id: str) -> str | None:
+    """A claim's effect measured at a second setting the student may predict after the first (issue 38's "predict
+    again": K3's short contexts beside its long ones); None for most."""
+    return claim_spec.claim(claim_id).second
 
 
 def second_scale(claim_id: str) -> Scale:
-    return SCALES[EFFECT_KINDS[SECOND[claim_id]]]
+    return scale(claim_id, second_name(claim_id))
 
 
 def second_effect_of(claim_id: str, shown_value: float) -> float:
     """The second setting's slider value as its effect's number (as effect_of for the first)."""
-    return shown_value - 1 if EFFECT_KINDS[SECOND[claim_id]] == RATIO else shown_value / 100
+    return effect_of(claim_id, shown_value, second_name(claim_id))
 
 
 def predicted_again(claim: dict, predicted: float) -> dict | None:
     """The second setting's measurement beside a second prediction: {effect, predicted, measured, low, high,
     article, prediction}; None where the claim has no second setting, or it was not measured."""
-    name = SECOND.get(claim["id"])
+    name = second_name(claim["id"])
     effect = next((e for e in claim["effects"] if e["name"] == name), None)
     if effect is None or "measured" not in effect:
         return None
@@ -164,34 +162,10 @@ def predicted_again(claim: dict, predicted: float) -> dict | None:
 
 def behind(claim: dict) -> dict | None:
     """The measured numbers a claim's effect is computed from (issue 38: after a surprise, the number that explains
-    it, read from the measurement, not said in advance): per claim, from its judged figures; None where the run
-    kept none of them."""
-    f = claim.get("figures") or {}
-    cid = claim["id"]
+    it, read from the measurement, not said in advance): its declaration's, from the judged figures; None where
+    the run kept none of them."""
+    read = claim_spec.claim(claim["id"]).behind
     try:
-        if cid == "K1":
-            short, double = k1_pair(sorted(int(n) for n in f["ms_by_length"]))
-            by = {int(n): ms for n, ms in f["ms_by_length"].items()}
-            return {"short": short, "long": double, "a": by[short], "b": by[double]}
-        if cid == "K2":
-            return {"decode_ms": f["decode_ms_per_token"], "bound_ms": f["bound_ms"]}
-        if cid == "K3":
-            long = max(int(k.rsplit("_", 1)[1]) for k in f if k.startswith("paged_ms_at_"))
-            return {"long": long, "contiguous": f[f"contiguous_ms_at_{long}"], "paged": f[f"paged_ms_at_{long}"]}
-        if cid in ("K4", "K10", "K11"):
-            return {"a": f["decode_ms_a"], "b": f["decode_ms_b"], "share": f.get("kv_share_of_read_a", float("nan"))}
-        if cid == "K5":
-            sizes = sorted(int(k.rsplit("_", 1)[1]) for k in f if k.startswith("prefill_ms_batch_"))
-            one, many = sizes[0], sizes[-1]
-            return {"one": one, "many": many, "a": f[f"prefill_ms_batch_{one}"], "b": f[f"prefill_ms_batch_{many}"]}
-        if cid == "K6":
-            return {"eager": f["eager_ms"], "sdpa": f["sdpa_ms"], "tokens": f["tokens"]}
-        if cid == "K7":
-            return {"static": f["static"], "continuous": f["continuous"]}
-        if cid == "K8":
-            return {"alone": f["target_alone_ms"], "spec": f["speculative_ms"], "accepted": f["acceptance_rate"]}
-        if cid == "K9":
-            return {"without": f["peak_kv_without"], "with": f["peak_kv_with"]}
+        return None if read is None else read(claim.get("figures") or {})
     except (KeyError, ValueError, TypeError, IndexError):  # a report kept without those figures
         return None
-    return None

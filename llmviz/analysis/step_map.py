@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmviz.analysis import claim_spec
 from llmviz.analysis.model_map import step_parts
 from llmviz.analysis.predict import (
     Setup,
@@ -80,21 +81,19 @@ RECIPES: dict[str, dict[str, tuple[str, ...]]] = {
     "slowdown": {"decode": ("weights", "cache+")}, "kv_dtype": {"decode": ("cache/fp32", "cache/fp16")},
     "gqa": {"decode": ("q", "k", "cache")}, "sparse": {"prefill": ("scores",)},
     "quant": {"decode": ("weights/fp32", "weights/int8")},
-    # claims: the tensors the claim's measurement turns on
-    "K1": {"prefill": ("embed",), "decode": ("embed",)}, "K2": {"decode": ("weights", "cache")},
-    "K3": {"decode": ("cache+",)}, "K11": {"prefill": ("embed", "q", "k", "v")},
-    "K4": {"decode": ("weights", "cache/fp32", "cache/fp16")}, "K5": {"prefill": ("ids", "embed")},
-    "K6": {"prefill": ("q", "k", "scores")}, "K7": {"decode": ("cache+",)}, "K8": {"decode": ("head", "cache")},
-    "K9": {"prefill": ("cache",)}, "K10": {"decode": ("weights", "cache/fp32", "cache/fp16")},
 }
 LONG = 1024  # the article's long context (C4's "6 MB at 1024 tokens")
 
 
 def recipe_of(panel: str, claim: str | None = None) -> dict[str, tuple[str, ...]]:
-    key = claim if panel == "claim" else panel
-    if key not in RECIPES:
-        raise KeyError(f"no step map for {key!r}")
-    return RECIPES[key]
+    """A panel's tensors, or on a claim's step the tensors its measurement turns on (its declaration's)."""
+    if panel == "claim":
+        recipe = claim_spec.declared()[claim].step_map if claim in claim_spec.declared() else None
+    else:
+        recipe = RECIPES.get(panel)
+    if not recipe:
+        raise KeyError(f"no step map for {claim if panel == 'claim' else panel!r}")
+    return recipe
 
 
 def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, decoded: int = 4,

@@ -159,23 +159,20 @@ def _side(lm: LoadedModel, config: DecodePairConfig, side: str, runs: list[float
             "compiled": engine.compile}
 
 
-def claim_figures(claim: str, result: dict) -> dict:
-    """What a decode claim reads of a pair (analysis/claim_effects.py): K2 side A's step against the bytes it reads,
-    K4, K10 and K11 both sides (K4 their KV bytes, K11 the dtype its q, k, v traffic is counted in). The Claims
-    page, the lesson's Reveal and the Compare page's long-context section all judge these figures."""
+def claim_figures(result: dict) -> dict:
+    """What the decode claims read of a pair (their rules: llmviz/analysis/claimdefs/): both sides' ms per token,
+    specs, settings and shapes (the bytes each step reads), the KV bytes each allocated, the dtype A's q, k, v
+    traffic is counted in, the probe's bandwidth and A's second run in each round (pooled with later batches,
+    its floor taken after). The Claims page, the lesson's Reveal and the Compare page's long-context section all
+    judge these figures."""
     where = {k: result[k] for k in ("model", "device", "threads", "prompt_tokens", "steps", "context", "bandwidth",
                                     "what_was_timed", "timed")}
     kept = ("engine_config", "model_config", "kv")  # what the arithmetic's prediction needs of a side
-    if claim == "K2":
-        a = result["a"]
-        return where | {"decode_ms_per_token": a["decode_ms_per_token"], "side": {k: a[k] for k in kept}}
     both = where | {"specs": [result[s]["spec"] for s in "ab"], "sides": [{k: result[s][k] for k in kept}
                                                                           for s in "ab"],
-                    "decode_ms_per_token": [result[s]["decode_ms_per_token"] for s in "ab"]}
-    if "control" in result:  # A's second run in each round: pooled with later batches, its floor taken after
+                    "decode_ms_per_token": [result[s]["decode_ms_per_token"] for s in "ab"],
+                    "kv_bytes_allocated": [result[s]["kv_bytes_allocated"] for s in "ab"],
+                    "model_config": result["a"]["model_config"], "dtype": result["a"]["engine_config"]["dtype"]}
+    if "control" in result:
         both["control_ms_per_token"] = result["control"]["decode_ms_per_token"]
-    if claim == "K4":
-        both["kv_bytes_allocated"] = [result[s]["kv_bytes_allocated"] for s in "ab"]
-    if claim == "K11":
-        both |= {"model_config": result["a"]["model_config"], "dtype": result["a"]["engine_config"]["dtype"]}
     return both

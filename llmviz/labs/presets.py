@@ -13,7 +13,7 @@ from llmviz.errors import ConfigError
 @dataclass(frozen=True)
 class Preset:
     name: str
-    concepts: tuple  # concept and claim ids of shared/concepts.md
+    concepts: tuple  # concept ids of docs/concepts.md (a claim's declaration names the preset it runs)
     a: str
     b: str
 
@@ -33,14 +33,14 @@ def presets(config: dict, device: str = "cpu") -> dict[str, Preset]:
     items = [
         Preset("fp16", ("C11",), "dtype=fp32", "dtype=fp16"),
         Preset("gqa", ("C19",), "", f"kv-heads={_gqa_heads(config)}"),
-        Preset("flash", ("C14", "K6"), f"{flash_base}attn=eager", f"{flash_base}attn=flash"),
-        Preset("kv-fp16", ("C11", "K4"), "kv-dtype=fp32", "kv-dtype=fp16"),
+        Preset("flash", ("C14",), f"{flash_base}attn=eager", f"{flash_base}attn=flash"),
+        Preset("kv-fp16", ("C11",), "kv-dtype=fp32", "kv-dtype=fp16"),
         Preset("kv-fp8", ("C11", "C21"), "kv-dtype=fp32", "kv-dtype=fp8"),
         Preset("kv-int8", ("C21",), "kv-dtype=fp32", "kv-dtype=int8"),
-        Preset("sdpa-fp8", ("C14", "C21", "K10"), "attn=eager,kv-dtype=fp32", "attn=sdpa,kv-dtype=fp8"),
-        Preset("paged", ("C8", "C9", "K3"), "kv-layout=contiguous", "kv-layout=paged"),
+        Preset("sdpa-fp8", ("C14", "C21"), "attn=eager,kv-dtype=fp32", "attn=sdpa,kv-dtype=fp8"),
+        Preset("paged", ("C8", "C9"), "kv-layout=contiguous", "kv-layout=paged"),
         Preset("dynamic", ("C6", "C8"), "kv-layout=contiguous", "kv-layout=dynamic"),
-        Preset("fused", ("C10", "K11"), "fused-qkv=off", "fused-qkv=on"),
+        Preset("fused", ("C10",), "fused-qkv=off", "fused-qkv=on"),
         Preset("compile", ("C10",), "", "compile"),
         Preset("int8", ("C21",), "quant=none", "quant=int8"),
         Preset("int4", ("C21",), "quant=none", "quant=int4"),

@@ -44,17 +44,18 @@ def claim_workload(claim_id: str, quick: bool = True, device: str = "auto", load
 
 
 def claim_ids() -> tuple[str, ...]:
-    """The ids of the article's claims, "K1" to "K11" (llmviz/labs/claims.py)."""
-    from llmviz.labs.claims import CLAIM_IDS
+    """The ids of the article's claims, as declared (llmviz/analysis/claimdefs/)."""
+    from llmviz.analysis.claim_spec import ids
 
-    return CLAIM_IDS
+    return ids()
 
 
-def k5_workload(lm: LoadedModel) -> dict:
-    """K5's prompt, steps and rounds, and whether `lm` is the model it is judged on (llmviz/labs/claims.py)."""
-    from llmviz.labs.claims import k5_workload as workload
+def sweep_workload(lab_kind: str, lm: LoadedModel) -> dict:
+    """A full page's sweep as the claim its lab kind measures runs it: the claim's id, its workload and whether
+    `lm` is the model the claim is judged on ({} when no claim is measured by that lab; llmviz/labs/claims.py)."""
+    from llmviz.labs.claims import sweep_workload as workload
 
-    return workload(lm)
+    return workload(lab_kind, lm)
 
 
 # --- sweeps over one model ---------------------------------------------------------------------------------------
@@ -67,8 +68,8 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
 
 def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sdpa",
                   progress: Progress | None = None) -> dict:
-    """Prefill ms against prompt length, median of repeats (llmviz/labs/claims.py; C18, claim K1)."""
-    from llmviz.labs.claims import prefill_sweep as sweep
+    """Prefill ms against prompt length, median of repeats (llmviz/labs/prefill_timing.py; C18, claim K1)."""
+    from llmviz.labs.prefill_timing import prefill_sweep as sweep
 
     return sweep(lm, lengths, repeats, backend, str(lm.device), progress)
 
@@ -124,7 +125,7 @@ def decode_pair(config: DecodePairConfig, load_fn=None, progress: Progress | Non
 
     result = run(config, _loader(load_fn), progress)
     claim = claim_of_pair(config, result["a"]["model_config"], result["device"].split(":")[0])
-    return result | {"claim": claim and claim | {"figures": claim_figures(claim["id"], result)}}
+    return result | {"claim": claim and claim | {"figures": claim_figures(result)}}
 
 
 def presets(config: dict, device: str = "cpu") -> dict:

@@ -5,10 +5,10 @@ not given."""
 import numpy as np
 import pytest
 
+from llmviz.analysis.claim_spec import declared
 from llmviz.analysis.claims import (
     CANNOT,
     CANNOT_TELL,
-    CLAIMS,
     DOES_NOT_HOLD,
     HOLDS,
     Effect,
@@ -24,14 +24,14 @@ def test_the_pages_show_each_claims_statement_as_the_json_gives_it():
     """The page shows the catalogue's claims.article.K* (so in Chinese too); in English it is the report's text."""
     from llmviz.i18n.translator import catalog, translate
 
-    assert all(translate("en", f"claims.article.{k}") == c.article for k, c in CLAIMS.items())
-    assert all(f"claims.article.{k}" in catalog("zh") for k in CLAIMS)
+    assert all(translate("en", f"claims.article.{k}") == c.article for k, c in declared().items())
+    assert all(f"claims.article.{k}" in catalog("zh") for k in declared())
 
 
 def test_every_claim_of_the_concept_map_is_there():
-    assert list(CLAIMS) == [f"K{i}" for i in range(1, 12)]
-    assert dict(CLAIMS["K4"].effects) == {"kv_memory_saved": 0.5, "decode_speedup": 0.8}  # "halved", "1.8x"
-    assert dict(CLAIMS["K1"].effects)["doubling_256_to_512"] == pytest.approx(68 / 35 - 1)
+    assert list(declared()) == [f"K{i}" for i in range(1, 12)]
+    assert declared()["K4"].article_effects == {"kv_memory_saved": 0.5, "decode_speedup": 0.8}  # "halved", "1.8x"
+    assert declared()["K1"].article_effects["doubling_256_to_512"] == pytest.approx(68 / 35 - 1)
 
 
 def timed(value: float, low: float, high: float, rounds: int = 5) -> Effect:
@@ -78,20 +78,20 @@ K1 = 68 / 35 - 1  # the article's doubling: x1.94
 def test_k1_is_bounded_on_both_sides(ratio, verdict, reason):
     """Issue 22: "linear" has an upper bound too; by hand: 1 + 0.5 * 0.943 = 1.471, 1 + 1.5 * 0.943 = 2.414."""
     effect = timed(ratio - 1, ratio - 1.005, ratio - 0.995)
-    got, parts = claim_verdict(CLAIMS["K1"], {"doubling_256_to_512": effect})
+    got, parts = claim_verdict(declared()["K1"], {"doubling_256_to_512": effect})
     assert (got, parts[0][1].reason) == (verdict, reason)
 
 
 def test_k1_inside_its_spread_across_the_upper_line_cannot_tell():
     """Issue 36's K1: the rounds from x0.96 to x4.20 reach below the band, into it and past it: no verdict."""
-    got, parts = claim_verdict(CLAIMS["K1"], {"doubling_256_to_512": timed(1.0, -0.04, 3.2)})
+    got, parts = claim_verdict(declared()["K1"], {"doubling_256_to_512": timed(1.0, -0.04, 3.2)})
     assert got == CANNOT_TELL and parts[0][1].reason == "cannot_tell"
 
 
 def test_a_gain_is_not_bounded_above():
     """K4's 1.8x: a 3x speed-up still holds (more than the article claims is no contradiction)."""
     effects = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": timed(2.0, 1.9, 2.1)}
-    assert claim_verdict(CLAIMS["K4"], effects)[0] == HOLDS
+    assert claim_verdict(declared()["K4"], effects)[0] == HOLDS
 
 
 def test_a_negative_article_effect_needs_a_negative_measurement():
@@ -116,7 +116,7 @@ def test_effects_from_spreads_per_round():
 
 
 def test_a_claim_holds_only_when_all_its_effects_do():
-    k4 = CLAIMS["K4"]
+    k4 = declared()["K4"]
     both = {"kv_memory_saved": Effect.exact(0.5), "decode_speedup": timed(0.9, 0.5, 1.2)}
     assert claim_verdict(k4, both)[0] == HOLDS
     slower = {**both, "decode_speedup": timed(-0.1, -0.2, -0.01)}

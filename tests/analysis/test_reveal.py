@@ -77,11 +77,10 @@ def test_no_prediction_and_no_measurement():
     assert e["measured"] is None and e["outcome"] is None and e["prediction"] is None and e["article"] == 0.8
 
 
-def test_every_claim_has_a_predicted_effect():
-    from llmviz.analysis.claims import CLAIMS
+def test_every_claim_has_a_predicted_effect_its_slider_reaches():
+    from llmviz.analysis.claim_spec import declared
 
-    assert set(rv.PREDICTED) == set(CLAIMS)
-    for claim_id, name in rv.PREDICTED.items():
-        assert name in dict(CLAIMS[claim_id].effects)
+    for claim_id, claim in declared().items():
+        assert rv.effect_name(claim_id) in claim.article_effects
         sc = rv.scale(claim_id)
         assert sc.low <= rv.shown_of(claim_id, rv.article_effect(claim_id)) <= sc.high

@@ -4,6 +4,7 @@ arithmetic written out here. The page's map against the engine's recorded tensor
 
 import pytest
 
+from llmviz.analysis.claim_spec import declared
 from llmviz.analysis.step_map import RECIPES, Block, recipe_of, step_map
 from llmviz.ui.lesson.lesson_steps import STEPS
 
@@ -66,7 +67,8 @@ def test_every_step_of_the_lesson_has_a_map():
     for step in STEPS:
         m = step_map(GPT2, 9, step.panel, step.claim)
         assert m.blocks, step.id
-    assert {k for k in RECIPES} >= {s.claim or s.panel for s in STEPS}
+    assert set(RECIPES) >= {s.panel for s in STEPS if not s.claim}
+    assert all(declared()[s.claim].step_map for s in STEPS if s.claim)  # a claim's map: its declaration's
     with pytest.raises(KeyError):
         recipe_of("no_such_panel")
 

@@ -126,7 +126,7 @@ def test_no_more_batches_when_no_effect_can_tell_more():
 def test_k3_is_measured_at_the_kv_layouts_pages_own_lengths_and_steps():
     """Issue 36 (6): the page's automatic lengths on the GPT-2 shape (a session's 2,048 slots less 8 steps: 64, 256,
     512, 1,024, 1,536, 2,040); a quick K3 takes the two it is judged at, a full one all six."""
-    from llmviz.labs.claims import k3_lengths
+    from llmviz.labs.claim_labs import layout_lengths as k3_lengths
     from llmviz.trace.config import LAYOUT_SWEEP_STEPS
 
     assert LAYOUT_SWEEP_STEPS == 8

@@ -36,7 +36,7 @@ def test_a_quick_run_shows_each_claims_verdict_and_exports():
     k2, k4 = kept["claims"][:2]
     assert k4["effects"][0]["measured"] == 0.5  # bf16 KV allocates exactly half the fp32 bytes
     # the article's 25 ms per token beside the measured decode time of the same run (issue 22)
-    lead = translate("zh", "claims.k2_beside", ms=0, model="", device="", threads=0, bound=0, bw=0)
+    lead = translate("zh", "claims.beside.K2", ms=0, model="", device="", threads=0, bound=0, bw=0)
     text = next(c.value for c in at.caption if c.value.startswith(lead[:12]))
     assert f"**{k2['figures']['decode_ms_per_token']:.2f} ms**" in text
     shown_in(at, "zh", kept)
@@ -64,7 +64,7 @@ def shown_in(at, lang: str, kept: dict) -> None:
     assert next(iter(table[translate(lang, "claims.col_article")])) == translate(lang, "claims.article.K2")
     timed = next(c.value for c in at.caption if c.value.startswith("K9"))
     assert translate(lang, "timed.k9") in timed  # what was counted, in the page's language
-    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("claims_k1")]  # K1 was not asked for
+    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("claims_fit_0")]  # K1 was not asked for
     from llmviz.i18n.translator import Translator
     from llmviz.ui.claims.claims_run import as_html
 
@@ -87,7 +87,7 @@ def test_the_whole_quick_run():
     assert verdicts.count("cannot_tell") <= 1, verdicts
     assert all("measured" in e for c in kept["claims"] for e in c["effects"])
     charts = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]  # K1's fit; the slips' two BERT masks
-    assert charts == ["claims_k1", "article_mask_bidirectional", "article_mask_causal"]
+    assert charts == ["claims_fit_0", "article_mask_bidirectional", "article_mask_causal"]
     assert any("Prefill ms ≈" in m.value for m in at.markdown)
     assert json.loads(json.dumps(kept["claims"][0]["figures"]))["longest"] == 510
 
@@ -167,6 +167,6 @@ def test_k10_and_k11_show_the_articles_figures_and_the_traffic_beside_this_machi
     assert f["predicted_decode_traffic_saved"] == pytest.approx(decode)
     caption = next(x.value for x in at.caption if x.value.startswith("K11 说的是内存读写量"))
     assert f"{100 * decode:.1f}%" in caption and f"{f['predicted_prefill_bytes_unfused']:,}" in caption
-    lead = translate("zh", "claims.k10_beside", b=0, a=0, spec_a="", spec_b="", model="", device="", threads=0)
+    lead = translate("zh", "claims.beside.K10", b=0, a=0, spec_a="", spec_b="", model="", device="", threads=0)
     text = next(x.value for x in at.caption if x.value.startswith(lead[:12]))
     assert f"**{1000 / k10['figures']['decode_ms_b']:,.0f} tok/s**" in text and "kv-dtype=fp8" in text

@@ -4,7 +4,7 @@ every slip and claim one the app keeps, and the URL position that reopens a step
 import pytest
 
 from llmviz.analysis.article import SLIP_IDS
-from llmviz.analysis.claims import CLAIMS
+from llmviz.analysis.claim_spec import declared
 from llmviz.ui.lesson.lesson_steps import CHAPTERS, END, POSITIONS, STEP_IDS, STEPS, position_of
 from llmviz.ui.settings import Settings
 
@@ -19,7 +19,7 @@ def test_the_steps_follow_the_articles_sections_in_order():
 
 
 def test_every_claim_is_revealed_once_and_every_slip_is_known():
-    assert sorted((s.claim for s in STEPS if s.claim), key=lambda k: int(k[1:])) == list(CLAIMS)
+    assert sorted((s.claim for s in STEPS if s.claim), key=lambda k: int(k[1:])) == list(declared())
     assert {slip for s in STEPS for slip in s.slips} == set(SLIP_IDS)  # every slip, and only known ones
 
 

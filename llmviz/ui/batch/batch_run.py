@@ -15,7 +15,7 @@ from llmviz.ui.errors import explain
 from llmviz.ui.settings import Settings
 
 BATCH_KEY, SWEEP_KEY = "llmviz_batch", "llmviz_batch_sweep"
-WORKLOADS = ("k5", "prompt")  # the sweep's prompt: K5's own (held-out text, labs/claims.k5_workload) or the page's
+WORKLOADS = ("k5", "prompt")  # the sweep's prompt: K5's own (held-out text, labs/claims.sweep_workload) or the page's
 EXAMPLES = ("The list of", "Return the value of the", "This module provides functions to read and write",
             "The")  # different lengths, so the prefill pads
 MAX_ROWS, MAX_NEW = 8, 64
@@ -119,17 +119,17 @@ def sweep(t, s: Settings, model: str, workload: str = "k5") -> dict | None:
 
     def work(queued):
         lm = server.model(model, s.device, s.dtype)
-        if workload == "k5":
-            k5 = service.measure.k5_workload(lm)
-            ids, options = k5["prompt"], {"steps": k5["steps"], "repeats": k5["repeats"]}
+        if workload == "k5":  # the batch claim's own workload (its declaration's)
+            claim = service.measure.sweep_workload("batch_sweep", lm)
+            ids, options = claim["prompt"], {"steps": claim["steps"], "repeats": claim["repeats"]}
         else:
             prompts = prompts_of(s)
             check(prompts)
-            ids, options, k5 = service.models.tokens(lm, prompts[0]), {}, {"judged": False}
+            ids, options, claim = service.models.tokens(lm, prompts[0]), {}, {"judged": False}
         with queued() as progress:
             result = service.measure.batch_sweep(lm, ids, device=s.device, progress=lambda f, stage, values: progress(
                 f, t(f"progress.batch.{stage}", **values)), **options)
-        return result | {"judged_as_k5": k5["judged"]}
+        return result | {"judged_as": claim["claim"] if claim["judged"] else None}
 
     return measure.run(t, SWEEP_KEY, sweep_key(s, model, workload), work)
 

@@ -8,8 +8,10 @@ from datetime import datetime
 
 import streamlit as st
 
+from llmviz.analysis import claim_spec
 from llmviz.analysis.claim_effects import judged, reason_text, report, table_rows
-from llmviz.analysis.claims import shown
+from llmviz.analysis.claim_spec import RATIO
+from llmviz.analysis.claims import shown_as
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
@@ -32,7 +34,8 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
                 ",".join(ids), quick=quick, device=device, load_fn=load,
                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)))
         rep = report(raw)
-        rep["raw_k1"] = raw["claims"].get("K1")  # the sweep the K1 figure and fit are drawn from
+        # the prefill sweeps the fit figures are drawn from (K1's)
+        rep["raw_fits"] = {c: raw["claims"][c] for c in raw["claims"] if c in fitted()}
         rep["when"] = now()  # the lesson labels a claim it reuses from here with its time
         return rep
 
@@ -49,6 +52,16 @@ def judged_here(claim_id: str, result: dict) -> dict:
     return judged(claim_id, result) | {"where": {k: result.get(k) for k in ("model", "device", "threads")}}
 
 
+def judged_sweep(lab_kind: str, result: dict) -> dict:
+    """A full page's sweep judged as the claim its lab kind measures (the KV layouts page's as K3)."""
+    return judged_here(claim_spec.measured_by(lab_kind)[0].id, result)
+
+
+def fitted() -> tuple[str, ...]:
+    """The claims measured by a prefill sweep: the page draws their a + b*n + c*n^2 fit."""
+    return tuple(c.id for c in claim_spec.measured_by("prefill_sweep"))
+
+
 def verdict_box(t, c: dict) -> None:
     """A judged claim's verdict and its reason, in the box of its verdict's colour (the Claims page, the lesson)."""
     box = {"holds": st.success, "does_not_hold": st.warning}.get(c["verdict"], st.info)
@@ -60,8 +73,8 @@ def floor_caption(t, floor: dict, what: str) -> None:
     which has no interval."""
     if floor.get("low") is None or floor.get("high") is None:
         return
-    st.caption(t("compare.floor", what=what, low=shown("decode_speedup", floor["low"], t),
-                 high=shown("decode_speedup", floor["high"], t), rounds=floor["rounds"]))
+    st.caption(t("compare.floor", what=what, low=shown_as(RATIO, floor["low"], t),
+                 high=shown_as(RATIO, floor["high"], t), rounds=floor["rounds"]))
 
 
 def floors(t, c: dict) -> None:
@@ -94,16 +107,18 @@ def fit_view(t, lengths: list[int], spreads: list[dict], title: str):
     return fig, text
 
 
-def k1_view(t, rep: dict):
-    """K1's sweep, figure and sentence, or None when K1 was not measured."""
-    k1 = rep.get("raw_k1")
-    if not k1 or "error" in k1:
-        return None
-    return fit_view(t, k1["lengths"], k1["prefill_ms"], t("claims.k1_title"))
+def fit_views(t, rep: dict) -> list:
+    """Each prefill claim's sweep as (figure, sentence); none where it was not measured."""
+    views = []
+    for claim_id, raw in (rep.get("raw_fits") or {}).items():
+        if raw and "error" not in raw:
+            view = fit_view(t, raw["lengths"], raw["prefill_ms"], t("claims.fit_title", claim=claim_id))
+            views += [view] if view is not None else []
+    return views
 
 
 def as_json(t, rep: dict) -> str:
-    out = {k: v for k, v in rep.items() if k != "raw_k1"}
+    out = {k: v for k, v in rep.items() if k != "raw_fits"}
     out["claims"] = [{**c, "reason": reason_text(t, c)} for c in rep["claims"]]
     return json.dumps(jsonable(out), ensure_ascii=False, indent=1)
 
@@ -117,26 +132,21 @@ def as_html(t, rep: dict) -> str:
     offline)."""
     items = [(c["id"], f"({t('claims.verdict.' + c['verdict'])}){t('common.colon')}{reason_text(t, c)}")
              for c in rep["claims"]]
-    view = k1_view(t, rep)
-    plot = view[0].to_html(full_html=False, include_plotlyjs=True) if view is not None else ""
+    views = fit_views(t, rep)
+    plot = "".join(fig.to_html(full_html=False, include_plotlyjs=i == 0) for i, (fig, _) in enumerate(views))
     total = t("claims.total", n=len(rep["claims"]), seconds=rep["seconds"],
               mode=t("claims.mode_quick" if rep["quick"] else "claims.mode_full"), threads=rep["threads"])
     return html_report(t("claims.title"), table_rows(t, rep), items, total, plot)
 
 
 def beside(t, c: dict) -> str | None:
-    """The article's own figure beside this machine's where the verdict is a ratio (K2, K10), and the traffic K11 is
-    about beside its time (issue 22); None for the other claims or a claim not measured."""
-    f, where = c.get("figures") or {}, c.get("where") or {}
-    place = {"model": where.get("model", "?"), "device": where.get("device", "?"), "threads": where.get("threads", "?")}
-    if c["id"] == "K2" and "decode_ms_per_token" in f:
-        return t("claims.k2_beside", ms=f["decode_ms_per_token"], bound=f["bound_ms"], bw=f["bandwidth_gb_per_s"],
-                 **place)
-    if c["id"] == "K10" and "decode_ms_b" in f:
-        return t("claims.k10_beside", a=1000 / f["decode_ms_a"], b=1000 / f["decode_ms_b"], spec_a=f["spec_a"],
-                 spec_b=f["spec_b"], **place)
-    if c["id"] == "K11" and "predicted_decode_traffic_saved" in f:
-        return t("claims.k11_traffic", dtype=f.get("dtype", "?"), prefill=f["predicted_prefill_traffic_saved"],
-                 unfused=f["predicted_prefill_bytes_unfused"], fused=f["predicted_prefill_bytes_fused"],
-                 decode=f["predicted_decode_traffic_saved"])
-    return None
+    """The article's own figure beside this machine's, where the claim's declaration has such a sentence
+    (claims.beside.<id>: K2's step time, K10's tokens per second, K11's traffic beside its time; issue 22); None
+    for the others or a claim not measured."""
+    read = claim_spec.claim(c["id"]).beside
+    values = read(c.get("figures") or {}) if read is not None else None
+    if values is None:
+        return None
+    where = c.get("where") or {}
+    place = {k: where.get(k, "?") for k in ("model", "device", "threads")}
+    return t(f"claims.beside.{c['id']}", **place | values)

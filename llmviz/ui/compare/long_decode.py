@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.analysis.claim_effects import predicted_effect
-from llmviz.analysis.claims import shown, speedup
+from llmviz.analysis.claim_parts import bytes_speedup
+from llmviz.analysis.claim_spec import RATIO
+from llmviz.analysis.claims import shown_as, speedup
 from llmviz.ui import measure
 from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claims_run
@@ -83,19 +84,18 @@ def draw(t, result: dict) -> None:
     effect = speedup(a, b)  # A's time over B's, minus 1: B's speed-up, paired by round (the claims' rule)
     floor = result["control"]["noise_floor"] if "control" in result else None
     sides = [{k: result[side][k] for k in ("engine_config", "model_config", "kv")} for side in "ab"]
-    # K4's rule is B's decode speed-up from the bytes each side's step reads: the prediction for any pair
-    read = predicted_effect("K4", {"sides": sides, "prompt_tokens": result["prompt_tokens"], "steps": result["steps"]})
+    # B's decode speed-up from the bytes each side's step reads: the prediction for any pair
+    predicted = bytes_speedup({"sides": sides, "prompt_tokens": result["prompt_tokens"], "steps": result["steps"]})
     cols = st.columns(4)
     for col, side, ms in ((cols[0], "A", a), (cols[1], "B", b)):
         spec = result[side.lower()]["spec"] or t("compare.defaults")
         col.metric(t("compare.long.ms", side=side), f"{ms['median']:.2f} ms", help=literal(spec))
-    cols[2].metric(t("compare.long.speedup"), shown("decode_speedup", effect.value, t),
-                   help=t("compare.long.interval", low=shown("decode_speedup", effect.low, t),
-                          high=shown("decode_speedup", effect.high, t), rounds=effect.rounds))
-    predicted = read.get("decode_speedup")
-    cols[3].metric(t("compare.long.predicted"), "—" if predicted is None else shown("decode_speedup", predicted, t))
-    st.markdown(t("compare.long.sentence", low=shown("decode_speedup", effect.low, t),
-                  high=shown("decode_speedup", effect.high, t), rounds=effect.rounds, n=result["context"],
+    cols[2].metric(t("compare.long.speedup"), shown_as(RATIO, effect.value, t),
+                   help=t("compare.long.interval", low=shown_as(RATIO, effect.low, t),
+                          high=shown_as(RATIO, effect.high, t), rounds=effect.rounds))
+    cols[3].metric(t("compare.long.predicted"), "—" if predicted is None else shown_as(RATIO, predicted, t))
+    st.markdown(t("compare.long.sentence", low=shown_as(RATIO, effect.low, t),
+                  high=shown_as(RATIO, effect.high, t), rounds=effect.rounds, n=result["context"],
                   model=literal(result["model"]), device=result["device"], threads=result["threads"]))
     if floor is not None:
         claims_run.floor_caption(t, floor, t("compare.m.decode_ms_per_token"))

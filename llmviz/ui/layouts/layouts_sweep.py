@@ -32,7 +32,7 @@ def section(t, s) -> None:
                        width="stretch", key="kv_sweep")
     with claim:
         st.markdown(t("layouts.k3_article"))
-        judged = claims_run.judged_here("K3", result)  # the claims' one rule, on this sweep
+        judged = claims_run.judged_sweep("layout_sweep", result)  # the claims' one rule, on this sweep
         claims_run.verdict_box(t, judged)
         claims_run.floors(t, judged)
         if max(result["lengths"]) <= 1024:

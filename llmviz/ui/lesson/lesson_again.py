@@ -31,9 +31,10 @@ def again(t, e: dict) -> None:
     """Predict again where the claim was measured at a second setting (K3's short contexts beside its long ones):
     a slider, Compare, and the second prediction beside that setting's measurement."""
     cid = e["id"]
-    if cid not in rv.SECOND or e["measured"] is None:
+    name = rv.second_name(cid)
+    if name is None or e["measured"] is None:
         return
-    name, sc = rv.SECOND[cid], rv.second_scale(cid)
+    sc = rv.second_scale(cid)
     st.markdown(t("lesson.again", effect=t(f"claims.effect.{name}")))
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     value = left.slider(t(f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high, 1.0 if sc.unit == "x" else 0.0, sc.step,

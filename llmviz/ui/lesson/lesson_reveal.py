@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.analysis import claim_spec
 from llmviz.analysis import reveal as rv
-from llmviz.analysis.claim_effects import FROM_BYTES, bytes_read, interval_values, predicted_effect, report
+from llmviz.analysis.claim_effects import interval_values, report
+from llmviz.analysis.claim_parts import bytes_read, predicted_effect
 from llmviz.analysis.claims import CANNOT_TELL, shown
 from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui import measure, presenter, server, state
@@ -139,13 +141,10 @@ def why(t, e: dict) -> str:
     text = t(f"lesson.why.{e['outcome']}", **values)
     if e["outcome"] in ("smaller", "opposite", "none"):
         key = f"lesson.cause.{e['id']}"
-        if any(values[k] == "?" for k in CAUSE_FACTS.get(e["id"], ())):  # a recording without those figures
+        if any(values[k] == "?" for k in claim_spec.claim(e["id"]).facts):  # a recording without those figures
             key += "_unmeasured"
         text += " " + t(key, **values)
     return text
-
-
-CAUSE_FACTS = {"K2": ("decode_ms", "bound_ms", "bandwidth"), "K4": ("kv_share",), "K10": ("kv_share",)}
 
 
 def measured_facts(f: dict) -> dict:
@@ -165,15 +164,11 @@ COUNTED_OUTCOMES = ("about", "larger", "holds_smaller", "smaller", "none", "oppo
 
 
 def depends(t, e: dict) -> str:
-    """What a counted figure depends on, from the run's own trace (issue 36): the requests' lengths (K7), the
-    prefix the prompts share (K9)."""
-    f = e["claim"].get("figures") or {}
-    if "output_lens" in f:
-        return t("lesson.depends.lengths", low=f["output_lens"][0], high=f["output_lens"][1], n=f["requests"])
-    if "shared_prefix_tokens" in f:
-        return t("lesson.depends.prefix", shared=f["shared_prefix_tokens"], mean=f["prompt_tokens_mean"],
-                 share=f["shared_prefix_tokens"] / f["prompt_tokens_mean"])
-    return ""
+    """What a counted figure depends on, from the run's own trace (issue 36), as the claim's declaration reads it:
+    the requests' lengths (K7), the prefix the prompts share (K9)."""
+    read = claim_spec.claim(e["id"]).depends
+    said = read(e["claim"].get("figures") or {}) if read is not None else None
+    return "" if said is None else t(said[0], **said[1])
 
 
 def show(t, e: dict) -> None:
@@ -227,17 +222,17 @@ def method(t, e: dict) -> None:
 
 
 def bytes_because(t, claim_id: str, read: dict) -> str:
-    """Why the bytes predict what they do: KV's share of a decode step's bytes (K4, K10), or the input reads fusing
-    q, k and v saves (K11). `read`: claim_effects.bytes_read of the run or of the workload."""
-    if claim_id == "K11":
-        return t("lesson.arithmetic.why_qkv")
-    return t("lesson.arithmetic.why_kv", share=read.get("kv_share_of_read_a", 0.0))
+    """Why the bytes predict what they do, as the claim's declaration says: KV's share of a decode step's bytes
+    (K4, K10), or the input reads fusing q, k and v saves (K11). `read`: claim_parts.bytes_read of the run or of
+    the workload."""
+    return t(f"lesson.arithmetic.{claim_spec.claim(claim_id).bytes_why}", share=read.get("kv_share_of_read_a", 0.0))
 
 
 def before_measuring(t, claim_id: str) -> None:
     """What the arithmetic predicts for the very run the Reveal will measure, said before it runs (issue 36: where
     the article's effect cannot appear here, the app says so first): K4, K10 and K11, from their workload's bytes."""
-    if claim_id not in FROM_BYTES or not server.engine_available():
+    claim = claim_spec.claim(claim_id)
+    if not claim.from_bytes or not server.engine_available():
         return
     from llmviz import service
 
@@ -245,9 +240,9 @@ def before_measuring(t, claim_id: str) -> None:
         work = service.measure.claim_workload(claim_id, device=state.settings().device, load_fn=load)
     except (LlmvizError, MemoryError):
         return  # the Reveal itself will say what went wrong
-    name = FROM_BYTES[claim_id]
-    st.caption(t("lesson.before", predicted=shown(name, predicted_effect(claim_id, work)[name], t),
-                 why=bytes_because(t, claim_id, bytes_read(work)), article=shown(name, rv.article_effect(claim_id), t)))
+    effect = claim.from_bytes[0]
+    st.caption(t("lesson.before", predicted=shown(effect.name, predicted_effect(claim, work)[effect.name], t),
+                 why=bytes_because(t, claim_id, bytes_read(work)), article=shown(effect.name, effect.article, t)))
     # one measurement per claim (issue 36): the Compare page's long-context section runs this very workload
     if st.button(t("lesson.open_workload", claim=claim_id), key=f"lesson_workload_{claim_id}",
                  icon=":material/open_in_new:", help=t("lesson.open_workload_help", n=work["context"])):

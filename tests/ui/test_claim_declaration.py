@@ -1,0 +1,116 @@
+"""A claim is one declaration (issue 48, item 0): a toy claim declared in one new module (plus its catalogue
+lines, in both languages) is measured, judged and shown by the Claims page, the CLI's JSON and the exports with no
+other file touched, and its figure is the median of its per-round effects, recomputed here from the raw rounds."""
+
+import json
+import shutil
+import sys
+
+import numpy as np
+import pytest
+from ui_helpers import open_app, page_file
+
+from llmviz.analysis import claim_spec
+from llmviz.i18n import translator
+
+TOY = '''
+from llmviz.analysis.claim_spec import EMBEDDED, RATIO, ClaimSpec, EffectSpec, Lab
+from llmviz.analysis.claims import speedup
+
+
+def rule(f):
+    ms = dict(zip(f["lengths"], f["prefill_ms"], strict=True))
+    return {"toy_doubling": speedup(ms[32], ms[16])}, {"ms_16": ms[16]["median"], "ms_32": ms[32]["median"]}
+
+
+CLAIM = ClaimSpec(
+    id="K99", concepts=("C3",), article="a toy: 16 tokens to 32 doubles the prefill",
+    effects=(EffectSpec("toy_doubling", RATIO, 1.0, bounded=True),),
+    lab=Lab("prefill_sweep", EMBEDDED, {"quick": (8, 16, 32), "full": (8, 16, 32), "control": lambda n: (16, 32)}),
+    rule=rule, predicted="toy_doubling",
+)
+'''
+LINES = {"en": {"claims.article.K99": "a toy: 16 tokens to 32 doubles the prefill",
+                "claims.effect.toy_doubling": "toy doubling", "concept.K99": "a toy claim"},
+         "zh": {"claims.article.K99": "玩具：提示从 16 个 token 到 32 个，预填充时间翻倍",
+                "claims.effect.toy_doubling": "玩具翻倍", "concept.K99": "玩具声明"}}
+
+
+@pytest.fixture
+def toy_claim(tmp_path, monkeypatch):
+    """K99 in a module of its own beside the real ones, and its catalogue lines in a copy of the locales."""
+    import llmviz.analysis.claimdefs as package
+
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    (folder / "k99_toy.py").write_text(TOY, encoding="utf-8")
+    locales = tmp_path / "locales"
+    shutil.copytree(translator.LOCALES, locales)
+    for lang, lines in LINES.items():
+        (locales / lang / "toy.json").write_text(json.dumps(lines, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
+    monkeypatch.setattr(translator, "LOCALES", locales)
+    monkeypatch.setattr("llmviz.labs.claims.QUICK_BUDGET_S", 3.0)  # a batch or a few: the suite's time
+    claim_spec.declared.cache_clear()
+    translator.catalog.cache_clear()
+    yield "K99"
+    claim_spec.declared.cache_clear()
+    translator.catalog.cache_clear()
+    sys.modules.pop(f"{claim_spec.PACKAGE}.k99_toy", None)
+
+
+def by_hand(raw: dict) -> float:
+    """The toy's effect from its raw rounds: the median over rounds of 32 tokens' time over 16's, minus 1."""
+    ms = dict(zip(raw["lengths"], raw["prefill_ms"], strict=True))
+    return float(np.median(np.array(ms[32]["all"]) / np.array(ms[16]["all"]))) - 1
+
+
+def test_the_toy_is_declared_after_the_articles_eleven(toy_claim):
+    assert claim_spec.ids() == (*(f"K{i}" for i in range(1, 12)), "K99")
+    assert claim_spec.effect_kind("toy_doubling") == claim_spec.RATIO
+    assert [c.id for c in claim_spec.measured_by("prefill_sweep")] == ["K1", "K99"]
+
+
+def test_the_claims_page_measures_the_toy_and_exports_it(toy_claim, model_dirs):
+    from llmviz.i18n.translator import Translator, translate
+    from llmviz.ui.claims.claims_run import as_csv, as_html, as_json
+
+    at = open_app(page_file("claims"), lang="zh", device="cpu")
+    assert "K99" in at.multiselect(key="claims_ids").options[-1]  # offered with the article's eleven
+    at.multiselect(key="claims_ids").set_value(["K99"]).run()
+    next(b for b in at.button if b.label == translate("zh", "claims.run")).click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    rep = at.session_state["llmviz_claims_report"]
+    (toy,) = rep["claims"]
+    effect = toy["effects"][0]
+    assert toy["id"] == "K99" and effect["name"] == "toy_doubling" and effect["article"] == 1.0
+    assert effect["measured"] == pytest.approx(by_hand(rep["raw_fits"]["K99"]), rel=1e-9)
+    assert effect["rounds"] >= 3 and toy["figures"]["ms_32"] > 0
+    table = at.dataframe[0].value
+    assert list(table[translate("zh", "claims.col_claim")]) == ["K99"]
+    assert list(table[translate("zh", "claims.col_article")]) == [LINES["zh"]["claims.article.K99"]]
+    assert [c.proto.id for c in at.get("plotly_chart") if c.proto.id.endswith("claims_fit_0")]  # a prefill sweep
+    t = Translator("en")
+    exported = json.loads(as_json(t, rep))
+    assert [c["id"] for c in exported["claims"]] == ["K99"]
+    assert exported["claims"][0]["effects"][0]["measured"] == pytest.approx(effect["measured"])
+    assert "K99" in as_csv(t, rep) and LINES["en"]["claims.effect.toy_doubling"] in as_csv(t, rep)
+    assert LINES["en"]["claims.article.K99"] in as_html(t, rep)
+
+
+def test_the_cli_measures_the_toy(toy_claim, model_dirs, capsys):
+    from llmviz.cli.main import main
+
+    capsys.readouterr()
+    assert main(["claims", "--quick", "--only", "k99", "--json", "--device", "cpu"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (toy,) = doc["claims"]
+    assert toy["id"] == "K99" and toy["article"] == LINES["en"]["claims.article.K99"]
+    assert toy["effects"][0]["name"] == "toy_doubling" and toy["verdict"] in claim_verdicts()
+    assert toy["figures"]["ms_32"] > 0 and toy["reason"].startswith("toy doubling: ")
+
+
+def claim_verdicts() -> set[str]:
+    from llmviz.analysis.claims import CANNOT, CANNOT_TELL, DOES_NOT_HOLD, HOLDS
+
+    return {HOLDS, DOES_NOT_HOLD, CANNOT_TELL, CANNOT}

@@ -8,7 +8,7 @@ from llmviz.analysis.claim_spec import ids as claim_ids
 from llmviz.ui import article_view, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, translator
-from llmviz.ui.claims import claims_run
+from llmviz.ui.claims import claim_rounds, claims_run
 from llmviz.ui.latency import latency_curves, roofline_view
 from llmviz.ui.navigation import KEEP
 
@@ -38,6 +38,9 @@ def results(t, rep: dict) -> None:
     for c in rep["claims"]:
         claims_run.verdict_box(t, c)
         claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
+        if claim_rounds.timed_effects(c):  # the rounds behind the figure: their median is it (issue 48)
+            with st.expander(t("claims.rounds_expander"), icon=":material/scatter_plot:"):
+                claim_rounds.rounds_view(t, c, "claims_rounds")
         beside = claims_run.beside(t, c)
         if beside:
             st.caption(beside)

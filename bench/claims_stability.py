@@ -1,10 +1,11 @@
-"""Whether the claims' verdicts hold still (issue 36): `python -m llmviz claims --quick --json` three times, the
-third beside a competing busy process on one core. Prints JSON.
+"""Whether the claims' verdicts hold still (issues 36, 48): `python -m llmviz claims --quick --json` several times,
+the last optionally beside a competing busy process on one core. Prints JSON.
 
     python bench/claims_stability.py [--runs 3] [--busy-last]
 
-Target: no claim goes from holds to does not hold or back between runs; every timed effect carries its interval;
-the busy run may move a verdict to cannot tell, never across. Each run is a fresh process (model loads included).
+Targets (issue 48): no claim goes from holds to does not hold or back between runs; every timed effect that
+decides (holds or does not hold) rests on at least 6 rounds; every claim within 180 s. The busy run may move a
+verdict to cannot tell, never across. Each run is a fresh process (model loads included).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from common import machine  # noqa: E402
 
 ACROSS = {("holds", "does_not_hold"), ("does_not_hold", "holds")}
+MIN_ROUNDS, MAX_S = 6, 180.0  # issue 48's targets: a decided timed effect's rounds, a claim's seconds
 
 
 @contextlib.contextmanager
@@ -50,8 +52,8 @@ def one_run(busy: bool) -> dict:
     rep = json.loads(out.stdout)
     return {"busy": busy, "wall_s": round(wall, 1), "claims": {
         c["id"]: {"verdict": c["verdict"], "seconds": c.get("seconds"), "effects": [
-            {k: e.get(k) for k in ("name", "verdict", "measured", "low", "high", "rounds", "more_rounds",
-                                   "predicted")} for e in c["effects"]]} for c in rep["claims"]}}
+            {k: e.get(k) for k in ("name", "verdict", "reason", "measured", "low", "high", "rounds", "level", "looks",
+                                   "more_rounds", "predicted")} for e in c["effects"]]} for c in rep["claims"]}}
 
 
 def main() -> None:
@@ -63,13 +65,17 @@ def main() -> None:
     ids = list(runs[0]["claims"])
     verdicts = {k: [r["claims"][k]["verdict"] for r in runs] for k in ids}
     flips = {k: v for k, v in verdicts.items() if any((a, b) in ACROSS for a in v for b in v)}
-    unbounded = [(k, e["name"]) for r in runs for k, c in r["claims"].items() for e in c["effects"]
-                 if e["measured"] is not None and (e["low"] is None or e["high"] is None)]
-    print(json.dumps({"benchmark": "claims stability (issue 36)", "command": " ".join(
+    decided = ("holds", "does_not_hold")
+    few = [(k, e["name"], e["rounds"]) for r in runs for k, c in r["claims"].items() for e in c["effects"]
+           if e["verdict"] in decided and e["rounds"] and e["rounds"] < MIN_ROUNDS]
+    slow = [(k, c["seconds"]) for r in runs for k, c in r["claims"].items() if (c["seconds"] or 0) > MAX_S]
+    print(json.dumps({"benchmark": "claims stability (issues 36, 48)", "command": " ".join(
         ["python bench/claims_stability.py", *sys.argv[1:]]), "machine": machine("cpu"), "runs": runs,
-        "verdicts": verdicts, "flips_across": flips, "effects_without_interval": unbounded,
-        "target": "no claim between holds and does not hold across runs; every timed effect with its interval",
-        "target_met": not flips and not unbounded}, indent=1))
+        "verdicts": verdicts, "flips_across": flips, "decided_on_fewer_than_6_rounds": few,
+        "claims_over_180_s": slow,
+        "target": "no claim between holds and does not hold across runs; every decided timed effect on at least 6 "
+                  "rounds; every claim within 180 s",
+        "target_met": not flips and not few and not slow}, indent=1))
 
 
 if __name__ == "__main__":

@@ -59,11 +59,23 @@ def row_outputs(steps, row: int) -> list[int]:
 
 
 def throughput_table(result: dict) -> list[dict]:
-    """Per batch size: decode tokens/s, prefill tokens/s and the speed-up over batch 1 (from batch_sweep)."""
+    """Per batch size: decode tokens/s, prefill tokens/s and the speed-up over batch 1 (from batch_sweep). A
+    speed-up is the median of its per-round ratios where the sweep kept its rounds (every size runs in each round):
+    the one figure the claims' rule judges (issue 48: the page printed x1.48, a ratio of medians, above a verdict
+    on x1.38)."""
     rows = result["sizes"]
     base = rows[0]
     return [{"batch": r["batch"], "decode_tokens_per_s": r["decode_tokens_per_s"],
-             "decode_speedup": r["decode_tokens_per_s"] / base["decode_tokens_per_s"],
+             "decode_speedup": per_round_gain(r, base, "decode_ms_per_step", "decode_tokens_per_s"),
              "prefill_tokens_per_s": r["prefill_tokens_per_s"],
-             "prefill_speedup": r["prefill_tokens_per_s"] / base["prefill_tokens_per_s"],
+             "prefill_speedup": per_round_gain(r, base, "prefill_ms", "prefill_tokens_per_s"),
              "decode_ms_per_step": r["decode_ms_per_step"]["median"]} for r in rows]
+
+
+def per_round_gain(row: dict, base: dict, ms_key: str, rate_key: str) -> float:
+    """Tokens/s at `row`'s batch over `base`'s: per round, (batch x base's ms) / (base batch x row's ms), and their
+    median; the ratio of the two rates where the rounds were not kept or do not pair."""
+    a, b = (base.get(ms_key) or {}).get("all"), (row.get(ms_key) or {}).get("all")
+    if not a or not b or len(a) != len(b):
+        return row[rate_key] / base[rate_key]
+    return float(np.median(row["batch"] * np.asarray(a, dtype=float) / (base["batch"] * np.asarray(b, dtype=float))))

@@ -7,26 +7,49 @@ from __future__ import annotations
 
 import math
 
-from llmviz.analysis import claim_spec
+from llmviz.analysis import claim_spec, stats
 from llmviz.analysis.claim_parts import predicted_effect
-from llmviz.analysis.claims import claim_verdict, shown
+from llmviz.analysis.claims import CANNOT_TELL, Judgement, claim_verdict, drifted, shown, shown_level
+
+
+def looks_of(figures: dict | None) -> stats.Looks | None:
+    """The looks a claim measured batch after batch was planned with (labs/rounds.until_decided keeps them with its
+    figures: {"batch": rounds a batch, "batches": the most}); None for one measurement judged once."""
+    plan = (figures or {}).get("looks")
+    return stats.Looks(plan["batch"], plan["batches"]) if plan else None
 
 
 def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
-    """A claim's verdict, its effects beside the article's, and the headline numbers: JSON-ready."""
+    """A claim's verdict, its effects beside the article's, and the headline numbers: JSON-ready. Each timed effect
+    is judged at its look (figures["looks"]: stats.looked) and carries its rounds' effects, the interval's attained
+    level and the looks the plan allowed (issue 48)."""
     claim = claim_spec.claim(claim_id)
     effects, head = ({}, {}) if figures is None else claim.rule(figures)
+    plan = looks_of(figures)
+    effects = {name: stats.looked(e, plan) for name, e in effects.items()}
     # what the arithmetic predicts for this run, per effect (issue 36)
     predicted = {} if figures is None else predicted_effect(claim, figures)
-    verdict, parts = claim_verdict(claim, effects, why_not)
+    floors = [head.get("noise_floor"), *(head.get("noise_floors") or {}).values()]  # the run's A-vs-A controls
+    verdict, parts = claim_verdict(claim, effects, why_not, any(drifted(f) for f in floors))
     return {"id": claim_id, "article": claim.article, "verdict": verdict, "concepts": list(claim.concepts),
             "effects": [{"name": name, "article": claim.article_effects[name], "verdict": j.verdict,
                          "reason": j.reason, "band": j.band.jsonable(), "predicted": predicted.get(name),
-                         **({"measured": e.value, "low": finite(e.low), "high": finite(e.high), "rounds": e.rounds,
-                             "paired": e.paired, "more_rounds": j.more_rounds, "line": j.line}
-                            if (e := j.estimate) else {})}
+                         **(measured(e, j, plan) if (e := j.estimate) else {})}
                         for name, j in parts],
             "figures": head}
+
+
+def measured(e: stats.Estimate, j: Judgement, plan: stats.Looks | None) -> dict:
+    """A judged effect's figures for JSON: the median of its rounds' effects, its interval (None where too few
+    rounds leave none), the level the interval attains, the looks, each round's effect, and for "cannot tell" the
+    rounds that would decide: from the spread, or where no interval exists yet, to the next look that can."""
+    more = j.more_rounds
+    if j.verdict == CANNOT_TELL and more is None and e.rounds and not math.isfinite(e.high - e.low):
+        ahead = plan.next(e.rounds) if plan is not None else max(stats.MIN_ROUNDS, e.rounds + 1)
+        more = None if ahead is None else ahead - e.rounds
+    return {"measured": e.value, "low": finite(e.low), "high": finite(e.high), "rounds": e.rounds,
+            "paired": e.paired, "level": e.level, "looks": e.looks, "per_round": list(e.per_round),
+            "more_rounds": more, "line": j.line}
 
 
 def finite(x: float) -> float | None:
@@ -64,10 +87,15 @@ def reason_text(t, claim: dict) -> str:
             out.append(t("claims.reason.not_measured"))
             continue
         values = {k: shown(e["name"], e[k], t) for k in ("measured", "article")} | interval_values(t, e)
+        if e["reason"] == "out_of_range":  # which input is off, as the effect's catalogue line says
+            physical = claim_spec.claim(claim["id"]).effect(e["name"]).physical or (0.0, 1.0)
+            inputs = f"claims.inputs.{e['name']}"
+            values |= {"range": " – ".join(shown(e["name"], x, t) for x in physical),
+                       "inputs": t(inputs if inputs in t else "claims.inputs.default")}
         key = "claims.reason." + e["reason"]  # a report kept from before a reason was renamed reads as unmeasured
         label, sentence = t("claims.effect." + e["name"]), t(key if key in t else "claims.reason.not_measured",
                                                              **values)
-        if e["reason"] == "cannot_tell":
+        if e["verdict"] == CANNOT_TELL:
             more = e.get("more_rounds")
             sentence += " " + (t("claims.more_rounds", n=more, rounds=e.get("rounds", 0)) if more else
                                t("claims.more_unknown"))
@@ -76,14 +104,15 @@ def reason_text(t, claim: dict) -> str:
 
 
 def interval_values(t, e: dict) -> dict:
-    """An effect's interval as the sentences and the table show it: its ends, the rounds, the band's edge."""
+    """An effect's interval as the sentences and the table show it: its ends, the level they attain, the rounds, the
+    band's edge."""
     def end(x):
         return shown(e["name"], x, t) if x is not None and math.isfinite(x) else "?"
 
     band = e.get("band") or [None, None]
     edge = e.get("line") if e.get("line") is not None else (band[0] if e["article"] > 0 else band[1])
     return {"low": end(e.get("low")), "high": end(e.get("high")), "rounds": e.get("rounds", 0), "edge": end(edge),
-            "top": end(band[1] if e["article"] > 0 else band[0])}
+            "top": end(band[1] if e["article"] > 0 else band[0]), "level": shown_level(e.get("level"))}
 
 
 def interval_text(t, e: dict) -> str:

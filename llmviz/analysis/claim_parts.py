@@ -63,7 +63,3 @@ def side_a(f: dict) -> tuple[dict, dict]:
     ms = f["decode_ms_per_token"]
     return (ms[0], f["sides"][0]) if isinstance(ms, list) else (ms, f["side"])
 
-
-def pair_behind(head: dict) -> dict:
-    """A decode pair's numbers behind its effect: both sides' ms per token and KV's share of A's bytes."""
-    return {"a": head["decode_ms_a"], "b": head["decode_ms_b"], "share": head.get("kv_share_of_read_a", float("nan"))}

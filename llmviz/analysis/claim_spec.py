@@ -81,7 +81,8 @@ class ClaimSpec:
     rule: Callable[[Figures], tuple[dict, dict]]
     predicted: str  # the effect a student predicts: the one the article's sentence is about
     second: str | None = None  # an effect the student may predict after the first ("predict again")
-    behind: Callable[[dict], dict | None] | None = None  # headline -> the numbers behind it (lesson.behind.<id>)
+    # a counted claim's numbers behind it (lesson.behind.<id>); a timed one shows its rounds (ui/claims/claim_rounds)
+    behind: Callable[[dict], dict | None] | None = None
     beside: Callable[[dict], dict | None] | None = None  # headline -> values of claims.beside.<id>, or None
     depends: Callable[[dict], tuple[str, dict] | None] | None = None  # a count's inputs: (catalogue key, values)
     facts: tuple[str, ...] = ()  # the measured facts lesson.cause.<id> names (lesson_reveal.measured_facts)

@@ -1,15 +1,18 @@
 """Decode slowing down (C18, §4.2; issue 36): decode ms/token against the tokens in the cache, from a sweep of
-cached lengths (llmviz/labs/decode_slope.py), its slope with a 95% interval (stats.slope over every round of every
-length), and the slope the bytes predict: each cached token adds its K and V in every layer to what a decode step
+cached lengths (llmviz/labs/decode_slope.py), its slope with an exact interval over the rounds (stats.slope_by_rounds:
+each round's least-squares slope over the lengths, their median and its interval, at the level it attains), and the
+slope the bytes predict: each cached token adds its K and V in every layer to what a decode step
 reads, so at the measured bandwidth a step takes kv_bytes_per_token / bandwidth longer per cached token. Beside
 it, the share of a step's bytes that is KV cache at the shortest and the longest length.
 
 Verdicts of the slope, by its interval: "grows" (the interval lies above zero), "flat" (it includes zero: this
-sweep cannot tell a slope from its noise), "shrinks" (below zero). Pure arithmetic.
+sweep cannot tell a slope from its noise), "shrinks" (below zero), "few" (too few rounds for an interval). Pure
+arithmetic.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +47,8 @@ class Slowdown:
 
     @property
     def verdict(self) -> str:
+        if not math.isfinite(self.measured.high - self.measured.low):
+            return "few"  # too few rounds for an interval: nothing said
         if self.measured.low > 0:
             return "grows"
         return "shrinks" if self.measured.high < 0 else "flat"
@@ -77,6 +82,8 @@ def slowdown(result: dict, model_config: dict, layout: str = "contiguous") -> Sl
         return kv / (kv + weights)
 
     lengths = tuple(result["lengths"])
-    measured = stats.slope(xs, ys)
+    cells = result["ms_per_token"][layout]["all"]
+    rounds = min(len(c) for c in cells)  # the r-th timing of every length is round r's
+    measured = stats.slope_by_rounds(lengths, [[c[r] for c in cells] for r in range(rounds)])
     intercept = float(np.mean(ys) - measured.value * np.mean(xs))
     return Slowdown(measured, intercept, predicted, share(lengths[0]), share(lengths[-1]), lengths)

@@ -70,7 +70,7 @@ def verdict(result: dict) -> tuple[str, dict]:
     row = table(result)[-1]
     values = {"predicted": row.predicted_ratio or 1.0, "measured": row.measured_ratio or 1.0,
               "bound_a": row.predicted_a or 0.0, "share_a": (row.predicted_a or 0.0) / row.measured_a, "hint": ""}
-    # None (fewer than 3 rounds): the noise cannot be judged, so the gap is read as it is
+    # None (fewer than 6 rounds): the noise cannot be judged, so the gap is read as it is
     if result["within_noise"]["decode_ms_per_token"]:
         if result["a"]["weight_bytes"] < SMALL_MODEL_BYTES:
             values["hint"] = "gap.noise.small"

@@ -60,18 +60,22 @@ def article_effect(claim_id: str) -> float:
 
 
 # A judged effect that does not hold, by its reason: how the sentence says it
-NOT_HOLDING = {"opposite_sign": "opposite", "no_effect": "none", "too_small": "smaller", "too_large": "larger"}
+NOT_HOLDING = {"opposite_sign": "opposite", "no_effect": "none", "unclear": "unclear", "too_small": "smaller",
+               "too_large": "larger"}
 
 
 def outcome(effect: dict, claim_verdict: str) -> str | None:
     """How this machine's effect stands to the article's, read from its verdict: opposite, none, smaller or larger
-    (does not hold), cannot_tell, and where it holds: about (its interval reaches within ABOUT of the article's
+    (does not hold), cannot_tell (too_few: no interval yet; drifted: the control moved), out_of_range (cannot be
+    measured: an input is off), and where it holds: about (its interval reaches within ABOUT of the article's
     figure), larger, holds_smaller, or part_holds (this effect holds, the claim's other one does not). None: not
     measured."""
     if "measured" not in effect:
         return None
-    if effect["verdict"] == CANNOT_TELL:
-        return "cannot_tell"
+    if effect["verdict"] == CANNOT_TELL:  # too few rounds for an interval, a control that drifted, or across a line
+        return {"no_interval": "too_few", "drifted": "drifted"}.get(effect["reason"], "cannot_tell")
+    if effect["reason"] == "out_of_range":  # a figure it cannot take at all: an input is off
+        return "out_of_range"
     if effect["verdict"] == DOES_NOT_HOLD:
         return NOT_HOLDING.get(effect["reason"])
     if effect["verdict"] != HOLDS:

@@ -20,6 +20,7 @@ import torch
 
 from llmviz.analysis import claim_spec
 from llmviz.analysis.claim_spec import BASE, EMBEDDED, LONG
+from llmviz.analysis.stats import MIN_ROUNDS
 from llmviz.engine.loading.model import LoadedModel, config_dict
 from llmviz.engine.platform.devices import resolve_device
 from llmviz.errors import ConfigError, LlmvizError
@@ -63,7 +64,7 @@ class ClaimsPlan:
 
     def pair_workload(self, a: str, b: str) -> DecodePairConfig:
         """A decode pair as the plan measures the decode claims (K2, K4, K10, K11): the lab's defaults in a quick
-        run (1,024 cached tokens, 16 steps, 5 rounds: what the Compare page's long-context section runs too); a
+        run (1,024 cached tokens, 16 steps, 6 rounds: what the Compare page's long-context section runs too); a
         full run 2,000 tokens (KV ~22% of the bytes a step reads), 32 steps, 9 rounds."""
         quick = DecodePairConfig(a=a, b=b, model=LONG_MODEL, device=self.device)
         return quick if self.quick else replace(quick, context=2000, steps=32, repeats=9, bandwidth_bytes=512 * 2**20)
@@ -227,6 +228,7 @@ def sweep_workload(lab_kind: str, lm: LoadedModel) -> dict:
     if not claims:
         return {}
     claim, plan = claims[0], ClaimsPlan()
-    work = batch_workload(claim, lm, plan.repeats) if lab_kind == "batch_sweep" else {}
+    # a page judges its one sweep at one look: the fewest rounds whose median has a 95% interval
+    work = batch_workload(claim, lm, max(plan.repeats, MIN_ROUNDS)) if lab_kind == "batch_sweep" else {}
     judged = lm.name == plan.model_of(claim.id) and lm.dtype == torch.float32
     return work | {"claim": claim.id, "judged": judged}

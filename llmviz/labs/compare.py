@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from llmviz.analysis.claims import noise_floor, speedup
+from llmviz.analysis.stats import MIN_ROUNDS
 from llmviz.engine.lean_steps import lean_generate
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.platform.memory import typed_out_of_memory
@@ -55,7 +56,7 @@ class CompareConfig:
     b: str = ""
     model: str | None = None  # None: the embedded model
     steps: int = 16  # decode steps after the prefill
-    repeats: int = 3
+    repeats: int = 6  # the fewest rounds whose interval of a median covers 95% (stats.MIN_ROUNDS)
     warmup: int = 1
     seed: int = 0
     sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0))
@@ -248,12 +249,12 @@ def lossy_against(a: dict, b: dict) -> list[str]:
     return lossy_changes(differ)
 
 
-MIN_ROUNDS_FOR_NOISE = 3
+MIN_ROUNDS_FOR_NOISE = MIN_ROUNDS  # fewer: no interval of a median covers 95% whatever the noise (stats.py)
 
 
 def within_noise(a: dict, b: dict) -> dict:
     """Per timing: True when the 95% interval of B's time over A's (the rounds paired: A and B ran in each, the
-    one statistics rule, llmviz/analysis/stats.py) includes no difference at all; None with fewer than 3 rounds,
+    one statistics rule, llmviz/analysis/stats.py) includes no difference at all; None with fewer than 6 rounds,
     where the interval says nothing (issue 36)."""
     out = {}
     for key in ("prefill_ms", "decode_ms_per_token"):

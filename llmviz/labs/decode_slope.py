@@ -13,7 +13,7 @@ from llmviz.labs.layout_sweep import layout_sweep, sweep_max_seq
 from llmviz.labs.probes import memory_bandwidth
 from llmviz.trace.progress import Progress, silent, within
 
-POINTS, STEPS, REPEATS = 10, 8, 3
+POINTS, STEPS, REPEATS = 10, 4, 6  # 6 rounds: the fewest whose median slope has a 95% interval
 PROBE_BYTES = 256 * 2**20  # past every CPU cache, as the claims' compares probe
 
 

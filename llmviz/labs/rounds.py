@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from llmviz.analysis.claim_effects import judged
+from llmviz.analysis.claim_effects import judged, looks_of
 from llmviz.analysis.claims import CANNOT_TELL
 from llmviz.engine.timing import spread
 
@@ -58,15 +58,21 @@ def merge_rounds(a, b):
 
 
 def until_decided(claim_id: str, measure: Callable[[], dict], budget_s: float, clock=time.perf_counter) -> dict:
-    """Batches of `measure()` pooled until the claim's verdict is not "cannot tell", MAX_BATCHES are taken, or one
-    more batch (at the mean batch's time) would pass USABLE of `budget_s`. The figures say how many batches they
-    pool and the budget."""
+    """Batches of `measure()` pooled until the claim's verdict is not "cannot tell", MAX_BATCHES are taken, no look
+    of the plan is left, or one more batch (at the mean batch's time) would pass USABLE of `budget_s`. The looks
+    are planned from the first batch's rounds (stats.Looks: the verdict's error holds over every look, however many
+    are taken before stopping) and travel with the figures, as do the batches pooled and the budget."""
     began = clock()
     figures, batches = measure(), 1
+    rounds = max((e.get("rounds") or 0 for e in judged(claim_id, figures)["effects"]), default=0)
+    if rounds:  # timed: the looks a batch of this many rounds allows (counted figures need none)
+        figures = figures | {"looks": {"batch": rounds, "batches": MAX_BATCHES}}
+    plan = looks_of(figures)
     while batches < MAX_BATCHES:
         spent = clock() - began
         undecided = any(e["verdict"] == CANNOT_TELL for e in judged(claim_id, figures)["effects"])
-        if not undecided or spent + spent / batches > USABLE * budget_s:  # more rounds help only one that cannot tell
+        done = plan is not None and plan.next(batches * plan.batch) is None  # no look left to decide at
+        if not undecided or done or spent + spent / batches > USABLE * budget_s:
             break
         figures, batches = merge_rounds(figures, measure()), batches + 1
     return figures | {"batches": batches, "budget_s": budget_s}

@@ -51,3 +51,29 @@ def roofline_figure(limits, points: list, names: dict, title: str, x_title: str,
     return finish(fig, title, height=480, xaxis={"type": "log", "title": {"text": x_title}},
                   yaxis={"type": "log", "title": {"text": y_title}},
                   legend=legend_below())
+
+
+def rounds_figure(rounds: list[float], low: float | None, high: float | None, article: float, names: dict,
+                  title: str, y_title: str, control: list[float] | None = None) -> go.Figure:
+    """A timed effect's rounds (issue 48: the numbers behind the box): a dot per round, the median of those (the
+    box's figure) as a line, the interval as a shaded band (none where too few rounds leave none), the article's
+    figure as a dashed line, and the A-vs-A control's rounds beside them (same unit: a ratio). Values as shown
+    (x1.8 as 1.8, 60% as 60). names: rounds, median, interval, article, control."""
+    x = list(range(1, len(rounds) + 1))
+    fig = go.Figure(go.Scatter(x=x, y=rounds, mode="markers", name=names["rounds"], marker={"size": 10,
+                                                                                             "color": "#4c78a8"}))
+    if control:
+        fig.add_trace(go.Scatter(x=[i + 0.25 for i in range(1, len(control) + 1)], y=control, mode="markers",
+                                 name=names["control"], marker={"size": 8, "color": "#bab0ac", "symbol": "diamond"}))
+    if low is not None and high is not None:
+        fig.add_hrect(y0=low, y1=high, fillcolor="#4c78a8", opacity=0.15, line_width=0)
+        fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[low, low], mode="lines", name=names["interval"],
+                                 line={"color": "#4c78a8", "width": 1}))
+        fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[high, high], mode="lines", showlegend=False,
+                                 line={"color": "#4c78a8", "width": 1}))
+    fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[float(np.median(rounds))] * 2, mode="lines", name=names["median"],
+                             line={"color": "#333333", "width": 2}))
+    fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[article, article], mode="lines", name=names["article"],
+                             line={"color": "#e45756", "dash": "dash"}))
+    return finish(fig, title, height=320, xaxis={"title": {"text": names["x"]}, "dtick": 1},
+                  yaxis={"title": {"text": y_title}}, legend=legend_below())

@@ -101,18 +101,29 @@ def test_a_negative_article_effect_needs_a_negative_measurement():
 
 
 def test_effects_from_spreads_per_round():
-    """Paired rounds: the effect is the median of the per-round ratios (by hand: 10/5, 12/5.5, 9/4.4 -> 1.0, 1.18,
-    1.05; median 1.045), its interval within theirs; unpaired: the ratio of the medians."""
+    """Paired rounds: the effect is the median of the per-round ratios, its interval the exact order-statistic one
+    (issue 48): none from 3 rounds, [min, max] of the per-round effects at 6 (coverage 1 - 2/64 = 96.875%).
+    Unpaired: the ratio of the medians, each side's [min, max] at 7 rounds (each misses 2/128), the corners."""
     slow = {"median": 10, "min": 9, "max": 12, "all": [10, 12, 9]}
     fast = {"median": 5, "min": 4.4, "max": 5.5, "all": [5, 5.5, 4.4]}
-    e = speedup(slow, fast)
+    e = speedup(slow, fast)  # per round by hand: 10/5, 12/5.5, 9/4.4 -> 1.0, 1.18, 1.05 (minus 1)
     assert e.value == pytest.approx(9 / 4.4 - 1) and e.rounds == 3 and e.paired
-    assert (e.low, e.high) == pytest.approx((10 / 5 - 1, 12 / 5.5 - 1))  # 3 rounds: the bootstrap's ends
-    u = speedup(slow, fast, paired=False)
+    assert (e.low, e.high) == (-np.inf, np.inf)  # no distribution-free 95% interval below 6 rounds
+    six_slow = {"median": 10, "all": [10, 12, 9, 11, 10, 13]}
+    six_fast = {"median": 5, "all": [5, 5.5, 4.4, 5.0, 4.0, 6.5]}
+    e = speedup(six_slow, six_fast)  # 1.0, 1.1818, 1.0455, 1.2, 1.5, 1.0 (ratios minus 1)
+    ratios = sorted([10 / 5, 12 / 5.5, 9 / 4.4, 11 / 5, 10 / 4, 13 / 6.5])
+    assert (e.low, e.high) == pytest.approx((ratios[0] - 1, ratios[-1] - 1))
+    assert e.value == pytest.approx((ratios[2] + ratios[3]) / 2 - 1) and e.level == pytest.approx(1 - 2 / 64)
+    assert e.per_round == pytest.approx(tuple(a / b - 1 for a, b in zip(six_slow["all"], six_fast["all"], strict=True)))
+    seven_slow = {"median": 10, "all": [10, 12, 9, 11, 10, 13, 10]}
+    seven_fast = {"median": 5, "all": [5, 5.5, 4.4, 5.0, 4.0, 6.5, 5]}
+    u = speedup(seven_slow, seven_fast, paired=False)
     assert u.value == pytest.approx(10 / 5 - 1) and not u.paired
-    assert u.low == pytest.approx(9 / 5.5 - 1) and u.high == pytest.approx(12 / 4.4 - 1)
+    assert u.low == pytest.approx(9 / 6.5 - 1) and u.high == pytest.approx(13 / 4.0 - 1)
+    assert u.level == pytest.approx(1 - 2 * 2 / 128)  # the two sides' misses added
     s = saving({"median": 100, "all": [100, 100]}, {"median": 50, "all": [50, 50]})
-    assert (s.value, s.low, s.high) == (0.5, 0.5, 0.5)
+    assert s.value == 0.5 and (s.low, s.high) == (-np.inf, np.inf)  # two rounds, however equal: no interval
 
 
 def test_a_claim_holds_only_when_all_its_effects_do():
@@ -180,7 +191,7 @@ def test_k4s_predicted_effect_from_the_bytes_by_hand():
     cfg = service.models.model_config_dict("llmviz-tiny")
     sides = [{"engine_config": EngineConfig(kv_dtype=kv).to_dict(), "model_config": cfg, "kv": {"max_seq": 64}}
              for kv in ("auto", "bf16")]
-    spread = {"median": 10.0, "min": 10.0, "max": 10.0, "all": [10.0] * 3}
+    spread = {"median": 10.0, "min": 10.0, "max": 10.0, "all": [10.0] * 6}  # six rounds: an interval at 96.9%
     claim = judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["", "kv-dtype=bf16"],
                           "decode_ms_per_token": [spread, spread], "prefill_ms": [spread, spread],
                           "kv_bytes_allocated": [64 * 8192, 64 * 4096], "sides": sides, "prompt_tokens": 20,
@@ -208,7 +219,8 @@ def test_k2s_share_pairs_each_round_with_its_own_probe():
     """Issue 36: the bandwidth probe drifted between runs and moved K2 across its line while its interval, of the
     decode timings alone, stayed narrow. Now each round's share is the bytes a step reads (23,311,360 B for
     llmviz-tiny after 20 + 16 tokens, by hand above) at that round's probe over that round's step: 10 ms at
-    23.31136, 11.65568 and 23.31136 GB/s gives 0.1, 0.2 and 0.1: median 0.1, interval 0.1 to 0.2."""
+    23.31136, 11.65568 and 23.31136 GB/s (twice: six rounds, the fewest with an interval) gives 0.1, 0.2 and 0.1:
+    median 0.1, interval 0.1 to 0.2 ([min, max] at six rounds)."""
     from llmviz import service
     from llmviz.analysis.claim_effects import judged
     from llmviz.trace.config import EngineConfig
@@ -217,22 +229,24 @@ def test_k2s_share_pairs_each_round_with_its_own_probe():
             "kv": {"max_seq": 64}}
     claim = judged("K2", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "side": side, "prompt_tokens": 20,
                           "steps": 16, "decode_ms_per_token": {"median": 10.0, "min": 10.0, "max": 10.0,
-                                                               "all": [10.0, 10.0, 10.0]},
-                          "bandwidth": {"gb_per_s": 23.31136, "rounds_gb_per_s": [23.31136, 11.65568, 23.31136]}})
+                                                               "all": [10.0] * 6},
+                          "bandwidth": {"gb_per_s": 23.31136,
+                                        "rounds_gb_per_s": [23.31136, 11.65568, 23.31136] * 2}})
     e = claim["effects"][0]
     assert (e["measured"], e["low"], e["high"]) == (pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.2))
 
 
 def test_a_tables_interval_cell():
-    """The Claims table's and the lesson end's cell: the interval's ends and rounds; a count says it is counted."""
+    """The Claims table's and the lesson end's cell: the interval's ends, the level it attains (issue 48: 12 rounds
+    at rank 3, 1 - 2 x 79/4096 = 96.1%) and the rounds; a count says it is counted."""
     from llmviz.analysis.claim_effects import interval_text
     from llmviz.i18n.translator import Translator
 
     en, zh = Translator("en"), Translator("zh")
-    timed = {"name": "decode_speedup", "article": 0.8, "measured": -0.04, "low": -0.16, "high": -0.02, "rounds": 3,
-             "band": [0.4, None]}
-    assert interval_text(en, timed) == "×0.84 – ×0.98 (3 rounds)"
-    assert interval_text(zh, timed) == "×0.84 – ×0.98（3 轮）"
+    timed = {"name": "decode_speedup", "article": 0.8, "measured": -0.04, "low": -0.16, "high": -0.02, "rounds": 12,
+             "band": [0.4, None], "level": 1 - 2 * 79 / 4096}
+    assert interval_text(en, timed) == "×0.84 – ×0.98 (96.1%, 12 rounds)"
+    assert interval_text(zh, timed) == "×0.84 – ×0.98（96.1%，12 轮）"
     counted = {"name": "kv_memory_saved", "article": 0.5, "measured": 0.5, "low": 0.5, "high": 0.5, "rounds": 0}
     assert interval_text(en, counted) == "counted (exact)" and interval_text(en, {"name": "x", "article": 1}) == "—"
 
@@ -254,3 +268,83 @@ def test_cannot_tell_names_the_line_it_crosses_and_every_line_counts():
     e.update(measured=1.3, low=1.2, high=1.6, rounds=6, verdict=CANNOT_TELL, reason="cannot_tell", line=upper.line,
              more_rounds=3)
     assert "(the line at ×2.41)" in reason_text(Translator("en"), claim)
+
+
+@pytest.mark.parametrize("effect, physical, drift, verdict, reason", [
+    (timed(0.7, 0.65, 0.75, 12), None, False, HOLDS, "holds"),
+    (timed(0.7, 0.65, 0.75, 12), (0.0, 1.0), False, HOLDS, "holds"),  # a share well inside 0-100%
+    (timed(0.97, 0.9, 1.05, 12), (0.0, 1.0), False, CANNOT_TELL, "cannot_tell"),  # reaches past 100%
+    (timed(1.12, 0.6, 1.33, 12), (0.0, 1.0), False, CANNOT, "out_of_range"),  # issue 48's K2 at 112%: an input off
+    (timed(-0.1, -0.2, 0.05, 12), (0.0, 1.0), False, CANNOT, "out_of_range"),  # a negative share
+    (timed(0.7, 0.65, 0.75, 12), None, True, CANNOT_TELL, "drifted"),  # the control moved: nothing decided
+    (Effect.exact(0.7), None, True, HOLDS, "holds_exact"),  # a count does not drift
+    (timed(0.7, -np.inf, np.inf, 5), None, False, CANNOT_TELL, "no_interval"),  # five rounds: no interval
+    (timed(0.05, 0.01, 0.1, 12), None, False, DOES_NOT_HOLD, "too_small"),
+])
+def test_verdicts_from_bounds_drift_and_rounds(effect, physical, drift, verdict, reason):
+    """Issue 48 (3): a share of a step lies in [0, 100%]: a median outside cannot be measured (its reason names the
+    inputs), an interval reaching past it cannot tell; a drifted control leaves every timed effect undecided; fewer
+    than 6 rounds decide nothing. The article's effect 0.6, its band from 0.3."""
+    j = judge(0.6, effect, bounded=False, physical=physical, drifted=drift)
+    assert (j.verdict, j.reason) == (verdict, reason)
+
+
+@pytest.mark.parametrize("floor, moved", [
+    ({"low": -0.02, "high": 0.02}, False), ({"low": 0.031, "high": 0.08}, True), ({"low": -0.15, "high": -0.05}, True),
+    ({"low": -0.05, "high": 0.01}, False), ({"low": None, "high": None}, False), (None, False),
+])
+def test_a_control_drifts_when_its_whole_interval_is_past_three_percent(floor, moved):
+    """Issue 48's K3 control at 2,040 tokens, x0.85-x0.95 (A against itself): the machine drifted."""
+    from llmviz.analysis.claims import drifted
+
+    assert drifted(floor) is moved
+
+
+def test_a_drifted_control_makes_the_claim_undecided_and_says_why():
+    """K4's timed effect cannot tell when its control moved; its counted memory still holds; the sentence says the
+    machine drifted (per round by hand: A 10 ms, its control 11 ms every round: x0.91, past 3%)."""
+    from llmviz.analysis.claim_effects import judged, reason_text
+    from llmviz.i18n.translator import Translator
+
+    def spread(ms):
+        return {"median": ms, "min": ms, "max": ms, "all": [ms] * 12}
+
+    f = {"specs": ["a", "b"], "decode_ms_per_token": [spread(10.0), spread(5.0)], "kv_bytes_allocated": [100, 50],
+         "control_ms_per_token": spread(11.0)}
+    claim = judged("K4", f)
+    assert claim["figures"]["noise_floor"]["high"] == pytest.approx(10 / 11 - 1)
+    assert [(e["verdict"], e["reason"]) for e in claim["effects"]] == [(HOLDS, "holds_exact"), (CANNOT_TELL, "drifted")]
+    assert claim["verdict"] == CANNOT_TELL and "drifted" in reason_text(Translator("en"), claim)
+    f["control_ms_per_token"] = spread(10.0)
+    assert judged("K4", f)["verdict"] == HOLDS
+
+
+@pytest.mark.parametrize("effect, reason", [
+    (timed(0.01, -0.02, 0.04, 12), "no_effect"),  # the whole interval within 5% of none
+    (timed(-0.31, -0.5, 0.02, 12), "unclear"),  # issue 48's x0.69 reaching x1: short of the band, direction unknown
+    (timed(0.2, -0.1, 0.3, 12), "unclear"),
+    (timed(-0.2, -0.3, -0.1, 12), "opposite_sign"),
+    (timed(0.2, 0.1, 0.3, 12), "too_small"),
+])
+def test_no_effect_is_said_only_within_the_equivalence_margin(effect, reason):
+    """Issue 48 (5): "no effect" only when the whole interval lies within 5% of none; an interval short of the band
+    that reaches across none is too noisy to name a direction, never "almost no effect". The article's x1.8."""
+    j = judge(0.8, effect)
+    assert (j.verdict, j.reason) == (DOES_NOT_HOLD, reason)
+
+
+def test_the_sentences_words_follow_the_interval_not_the_point():
+    """The same point, x0.69, read by its interval: within the margin nowhere, so never "no effect"; the lesson's
+    sentence names it too noisy to say its direction."""
+    from llmviz.analysis import reveal as rv
+    from llmviz.i18n.translator import Translator
+
+    def claim(low, high):
+        j = judge(0.8, timed(-0.31, low, high, 12))
+        return {"id": "K4", "verdict": DOES_NOT_HOLD, "effects": [
+            {"name": "decode_speedup", "article": 0.8, "measured": -0.31, "low": low, "high": high, "rounds": 12,
+             "level": 0.96, "band": [0.4, None], "verdict": j.verdict, "reason": j.reason}]}
+    wide, narrow = rv.revealed(claim(-0.5, 0.02), None), rv.revealed(claim(-0.35, -0.28), None)
+    assert (wide["outcome"], narrow["outcome"]) == ("unclear", "opposite")
+    t = Translator("en")
+    assert "too noisy" in t("lesson.why.unclear", measured="×0.69", article="×1.80", low="×0.50", high="×1.02")

@@ -15,9 +15,10 @@ def test_a_prediction_in_the_effects_unit(claim, shown, effect):
 
 
 def k4(decode_a, decode_b) -> dict:
-    """A judged K4 from two sides' decode timings (ms/token, one per round, paired) and the cache bytes halved."""
+    """A judged K4 from two sides' decode timings (ms/token, one per round, paired; each given list twice: six
+    rounds, the fewest with a 95% interval) and the cache bytes halved."""
     def spread(ms):
-        ms = [ms] * 3 if isinstance(ms, int | float) else ms
+        ms = [ms] * 6 if isinstance(ms, int | float) else ms * 2
         return {"median": sorted(ms)[len(ms) // 2], "min": min(ms), "max": max(ms), "all": ms}
 
     return judged("K4", {"model": "m", "device": "cpu", "threads": 2, "specs": ["a", "b"],
@@ -54,7 +55,7 @@ def test_two_results_two_sentences():
     fast, slow = rv.revealed(k4(10.0, [4.0, 3.9, 4.1]), 1.5), rv.revealed(k4(10.0, [10.5, 10.6, 10.4]), 1.5)
     assert fast["outcome"] == "larger" and fast["measured"] == pytest.approx(1.5)  # 10 / 4 - 1
     assert slow["outcome"] == "opposite" and slow["measured"] == pytest.approx(10 / 10.5 - 1)
-    assert fast["verdict"] == "holds" and slow["verdict"] == "does_not_hold" and fast["rounds"] == 3
+    assert fast["verdict"] == "holds" and slow["verdict"] == "does_not_hold" and fast["rounds"] == 6
     # the prediction x2.5 (effect 1.5): inside the first interval (10/4.1-1 .. 10/3.9-1), nearer the article's
     # x1.8 than the second's x0.95, whose interval it misses
     assert fast["prediction"] == "in_range" and slow["prediction"] == "nearer_article"

@@ -295,3 +295,17 @@ def test_a_class_starts_only_at_a_step_of_the_lesson(store):
     assert bad.value.code == "bad_value" and store.codes() == []
     code, _ = classes.start(store, now=T0, step="4.2.1", steps=POSITIONS)
     assert store.get(code).step == "4.2.1"
+
+
+
+def test_a_machine_meant_to_have_redis_fails_rather_than_skips(monkeypatch):
+    """Issue 48 (8): where .ci/run found redis-server it says so (LLMVIZ_EXPECT_REDIS); a store test that then
+    cannot find it fails instead of skipping silently; elsewhere it skips with the reason."""
+    import redis_server
+
+    monkeypatch.setenv(redis_server.EXPECTED, "1")
+    with pytest.raises(pytest.fail.Exception, match="says this machine has it"):
+        redis_server.absent()
+    monkeypatch.delenv(redis_server.EXPECTED)
+    with pytest.raises(pytest.skip.Exception, match="redis-server is absent"):
+        redis_server.absent()

@@ -77,7 +77,8 @@ def test_a_pair_times_a_b_and_the_control_in_every_round_and_counts_the_bytes(mo
     assert (r["prompt_tokens"], r["context"], r["steps"]) == (101, 100, 4)
     assert len(r["control"]["decode_ms_per_token"]["all"]) == 3 and len(r["bandwidth"]["rounds_gb_per_s"]) == 3
     floor = r["control"]["noise_floor"]
-    assert floor["low"] <= floor["value"] <= floor["high"] and floor["rounds"] == 3
+    assert floor["low"] is None and floor["high"] is None and floor["rounds"] == 3  # three rounds: no interval
+    assert len(floor["per_round"]) == 3 and min(floor["per_round"]) <= floor["value"] <= max(floor["per_round"])
     assert r["b"]["lossy"] == ["kv-dtype"] and r["a"]["spec"] == "kv-dtype=fp32"
     assert seen[-1] == (1.0, "done") and all(0 <= f <= 1 for f, _ in seen)
 
@@ -94,3 +95,37 @@ def test_a_context_that_does_not_fit_names_the_longest_that_does(model_dirs):
 def test_bad_pair_settings_are_refused(bad):
     with pytest.raises(ConfigError):
         DecodePairConfig(**bad)
+
+
+def test_the_rounds_rotate_and_the_floor_is_read_from_them_by_hand(model_dirs, monkeypatch):
+    """Issue 48 (8): each round runs A, B and A again (the control, A') in an order rotated by one a round (A B A',
+    B A' A, A' A B, ...), the warm-up round untimed; each run's ms scripted here (A 10, B 5, A' 11 in every round)
+    so the floor by hand is A over A' minus 1 in every round: 10/11 - 1, six rounds, [min, max] at 96.9%."""
+    from llmviz.labs import decode_pair as lab
+    from llmviz.labs.rounds import CONTROL
+
+    keys, rounds, real_order, real_run = [], [], lab.interleaved, lab._one_run
+    scripted = {"a": 10.0, "b": 5.0, CONTROL: 11.0}
+
+    def order(items, r, control=False):
+        pairs = real_order(items, r, control)
+        rounds.append([key for key, _ in pairs])
+        keys.extend(key for key, _ in pairs)
+        return pairs
+
+    def run(lm, engine, ids, steps, seed):
+        return scripted[keys.pop(0)], real_run(lm, engine, ids, steps, seed)[1]
+
+    monkeypatch.setattr(lab, "interleaved", order)
+    monkeypatch.setattr(lab, "_one_run", run)
+    config = DecodePairConfig(a="kv-dtype=fp32", b="kv-dtype=bf16", context=20, steps=2, repeats=6, warmup=1,
+                              device="cpu", bandwidth_bytes=2**20)
+    r = decode_pair(config, load_cpu(model_dirs))
+    c = CONTROL
+    assert rounds == [["a", "b", c], ["b", c, "a"], [c, "a", "b"], ["a", "b", c], ["b", c, "a"], [c, "a", "b"],
+                      ["a", "b", c]]  # the warm-up round, then six timed ones, each rotated by one
+    assert r["a"]["decode_ms_per_token"]["all"] == [10.0] * 6 and r["b"]["decode_ms_per_token"]["all"] == [5.0] * 6
+    floor = r["control"]["noise_floor"]
+    assert floor["per_round"] == pytest.approx([10 / 11 - 1] * 6) and floor["rounds"] == 6
+    assert (floor["low"], floor["high"]) == (pytest.approx(10 / 11 - 1), pytest.approx(10 / 11 - 1))
+    assert floor["level"] == pytest.approx(1 - 2 / 64)

@@ -43,12 +43,13 @@ def test_the_lessons_step_draws_the_sweep(result):
     from llmviz.ui.latency.slowdown_view import LATEST, MODEL, SLOPE_KEY
 
     s = slowdown(result, result["model_config"])
+    assert s.verdict == "few" and s.measured.rounds == 2  # two rounds: no interval, the sentence says so
     at = open_app(page_file("lesson"), model="llmviz-tiny", lesson="4.2.1", lang="en")
     at.session_state[SLOPE_KEY] = (MODEL, result)
     at.run()
     texts = [m.value for m in at.markdown]
     head = translate("en", f"lesson.slope_{s.verdict}", slope=1000 * s.measured.value, low=1000 * s.measured.low,
-                     high=1000 * s.measured.high, n=8, first=s.kv_share_first, last=s.kv_share_last,
+                     high=1000 * s.measured.high, n=2, level="100.0%", first=s.kv_share_first, last=s.kv_share_last,
                      shortest=16, longest=510)
     assert any(x.startswith(head[:60]) and "The bytes predict" in x for x in texts), texts
     server.latest_claims().put(LATEST, {"result": result, "when": "2026-12-05 06:00:00"})

@@ -52,18 +52,27 @@ class Clock:
         return batch
 
 
-def test_a_clear_result_takes_one_batch():
-    f = until_decided("K4", k4_batches([[5.0, 5.1, 4.9]]), 10.0)
-    assert f["batches"] == 1 and f["decode_ms_per_token"][1]["all"] == [5.0, 5.1, 4.9]
+def test_a_clear_result_stops_at_the_first_look():
+    """Batches of 5 rounds: the plan's first look is at 10 rounds (stats.Looks), so a clear x2 takes two batches
+    and holds there, its interval the 2nd to the 9th of the ten per-round effects (coverage 1 - 2 x 11/1024)."""
+    clear = [5.0, 5.1, 4.9, 5.0, 5.2]
+    f = until_decided("K4", k4_batches([clear, clear]), 10.0)
+    assert f["batches"] == 2 and f["looks"] == {"batch": 5, "batches": MAX_BATCHES}
+    from llmviz.analysis.claim_effects import judged
+
+    effect = judged("K4", f)["effects"][1]
+    ratios = sorted(10.0 / b - 1 for b in clear + clear)
+    assert effect["verdict"] == "holds" and (effect["low"], effect["high"]) == (ratios[1], ratios[8])
+    assert effect["level"] == pytest.approx(1 - 2 * 11 / 1024) and effect["looks"] == 7 and effect["rounds"] == 10
 
 
 def test_an_undecided_result_gets_more_rounds_until_it_decides():
-    """x1.25-x2.0 in the first batch reaches both sides of x1.4; the next batches are all x1.67: pooled, the
-    interval of the median lies within the band."""
+    """x1.25-x2.0 in the first batch; the next batches are all x1.67. Batches of 3 rounds are looked at from 9
+    rounds (rank 1: [min, max] = x1.25-x2.0 still reaches below x1.4), then at 12 (rank 2: x1.54-x1.67): four."""
     first, clear = [8.0, 5.0, 6.5], [6.0, 6.0, 6.0]
     clock = Clock(1.0)
-    f = until_decided("K4", clock.timed(k4_batches([first] + [clear] * 5)), 10.0, clock)
-    assert f["batches"] >= 2 and f["decode_ms_per_token"][1]["all"][:3] == first
+    f = until_decided("K4", clock.timed(k4_batches([first] + [clear] * 7)), 10.0, clock)
+    assert f["batches"] == 4 and f["decode_ms_per_token"][1]["all"][:3] == first
     from llmviz.analysis.claim_effects import judged
 
     assert judged("K4", f)["verdict"] == "holds"
@@ -110,9 +119,9 @@ def test_a_compares_probe_per_round_pools_with_its_rounds():
 def test_no_more_batches_when_no_effect_can_tell_more():
     """Review finding: K3 swept only up to 512 tokens has one effect that holds and one not measured; the claim
     cannot tell, but more rounds decide nothing: one batch."""
-    def k3():
-        cell = {"median": [10.0], "min": [10.0], "max": [10.0], "all": [[10.0, 10.0, 10.0]]}
-        fast = {"median": [8.0], "min": [8.0], "max": [8.0], "all": [[8.0, 8.0, 8.0]]}
+    def k3():  # 9 rounds a batch: the plan looks at the first batch's end
+        cell = {"median": [10.0], "min": [10.0], "max": [10.0], "all": [[10.0] * 9]}
+        fast = {"median": [8.0], "min": [8.0], "max": [8.0], "all": [[8.0] * 9]}
         return {"lengths": [256], "ms_per_token": {"paged": cell, "contiguous": fast}, "model": "m"}
     f = until_decided("K3", k3, 1e9)
     from llmviz.analysis.claim_effects import judged
@@ -147,11 +156,12 @@ def test_a_decode_pairs_batches_pool_every_round_and_the_floor_reads_them_all():
                 "kv_bytes_allocated": [100, 50], "context": 1024}
 
     first = batch([10.0, 11.0, 10.0], [9.0, 9.0, 9.0], [11.0, 10.0, 11.0], [30.0, 31.0, 32.0])
-    second = batch([11.0, 10.0], [9.0, 9.5], [10.0, 11.0], [29.0, 28.0])
+    second = batch([11.0, 10.0, 10.0], [9.0, 9.5, 9.0], [10.0, 11.0, 11.0], [29.0, 28.0, 30.0])
     pooled = merge_rounds(first, second)
-    assert pooled["decode_ms_per_token"][0]["all"] == [10.0, 11.0, 10.0, 11.0, 10.0]
-    assert pooled["control_ms_per_token"]["all"] == [11.0, 10.0, 11.0, 10.0, 11.0]
-    assert pooled["bandwidth"]["rounds_gb_per_s"] == [30.0, 31.0, 32.0, 29.0, 28.0]
+    assert pooled["decode_ms_per_token"][0]["all"] == [10.0, 11.0, 10.0, 11.0, 10.0, 10.0]
+    assert pooled["control_ms_per_token"]["all"] == [11.0, 10.0, 11.0, 10.0, 11.0, 11.0]
+    assert pooled["bandwidth"]["rounds_gb_per_s"] == [30.0, 31.0, 32.0, 29.0, 28.0, 30.0]
     floor = judged("K4", pooled)["figures"]["noise_floor"]
-    assert floor["rounds"] == 5 and floor["value"] == pytest.approx(10 / 11 - 1)  # 3 of 5 rounds: 10 over 11
+    assert floor["rounds"] == 6 and floor["value"] == pytest.approx(10 / 11 - 1)  # 4 of 6 rounds: 10 over 11
     assert floor["low"] == pytest.approx(10 / 11 - 1) and floor["high"] == pytest.approx(11 / 10 - 1)
+    assert floor["level"] == pytest.approx(1 - 2 / 64)  # six rounds: [min, max], one look

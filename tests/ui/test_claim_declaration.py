@@ -90,6 +90,12 @@ def test_the_claims_page_measures_the_toy_and_exports_it(toy_claim, model_dirs):
     assert list(table[translate("zh", "claims.col_claim")]) == ["K99"]
     assert list(table[translate("zh", "claims.col_article")]) == [LINES["zh"]["claims.article.K99"]]
     assert [c.proto.id for c in at.get("plotly_chart") if c.proto.id.endswith("claims_fit_0")]  # a prefill sweep
+    # one figure on every surface (issue 48): the table's cell, the rounds' line under their chart, the JSON
+    figure = f"×{effect['measured'] + 1:.2f}"
+    assert list(table[translate("zh", "claims.col_measured")]) == [figure]
+    assert [c for c in at.get("plotly_chart") if c.proto.id.endswith("claims_rounds_K99_toy_doubling")]
+    line = next(c.value for c in at.caption if c.value.startswith(f"共 {effect['rounds']} 轮"))
+    assert f"中位数 {figure}" in line and len(effect["per_round"]) == effect["rounds"]
     t = Translator("en")
     exported = json.loads(as_json(t, rep))
     assert [c["id"] for c in exported["claims"]] == ["K99"]

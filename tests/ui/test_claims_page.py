@@ -54,7 +54,7 @@ def shown_in(at, lang: str, kept: dict) -> None:
     verdicts = list(table[translate(lang, "claims.col_verdict")])
     holds = translate(lang, "claims.verdict.holds")
     assert verdicts[1] == holds and verdicts[3] == holds  # K4's memory (exactly half) and K9's counted blocks
-    floor = translate(lang, "compare.floor", what="K4", low="", high="", rounds=0)
+    floor = translate(lang, "compare.floor", what="K4", low="", high="", rounds=0, level="")
     floor = floor.split("：" if lang == "zh" else ":")[0]
     assert any(c.value.startswith(floor) for c in at.caption)  # K4's A-vs-A control, under its verdict (issue 36)
     k9 = next(s.value for s in at.success if s.value.startswith("**K9"))

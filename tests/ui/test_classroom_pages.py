@@ -145,7 +145,9 @@ def test_latency_fit_is_explained_and_the_length_sweep_measures_the_trend():
     result = at.session_state["llmviz_dec_sweep"][1]
     context = default_max_seq(at.session_state[RUN_KEY].trace.model_card["config"]["max_position_embeddings"])
     assert result["layouts"] == ["contiguous"] and len(result["lengths"]) == MIN_FIT_POINTS
-    assert result["lengths"][0] == 16 and result["lengths"][-1] == context - 8
+    from llmviz.ui.latency.latency_sweep import STEPS
+
+    assert result["lengths"][0] == 16 and result["lengths"][-1] == context - STEPS  # room for the timed steps
     cells = result["ms_per_token"]["contiguous"]
     assert all(lo <= m <= hi and m > 0 for lo, m, hi in zip(cells["min"], cells["median"], cells["max"], strict=True))
     chart = json.loads(next(c for c in at.get("plotly_chart") if "dec_sweep" in c.proto.id).proto.spec)

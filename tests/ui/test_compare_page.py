@@ -122,11 +122,11 @@ def test_the_long_context_section_runs_the_decode_claims_lab_and_judges_only_the
     for side, element in (("a", 4), ("b", 2)):
         assert r[side]["kv"]["bytes_used"] == (200 + 1 + 4) * per_token * element
         assert r[side]["kv"]["bytes_allocated"] == (200 + 1 + 4) * per_token * element
-    assert len(r["a"]["decode_ms_per_token"]["all"]) == 5 and r["control"]["noise_floor"]["rounds"] == 5
+    assert len(r["a"]["decode_ms_per_token"]["all"]) == 6 and r["control"]["noise_floor"]["rounds"] == 6
     assert (r["claim"]["id"], r["claim"]["workload"]) == ("K4", False)
     assert not [x for x in (*at.success, *at.warning, *at.info) if x.value.startswith("**K4 · ")]
     where = "These are K4's A and B, but K4 is judged on its own workload (gpt2-124m-random, 1,024 cached tokens, 16"
-    assert any(unescaped(x.value).startswith(where + " steps, 5 rounds)") for x in at.caption)
+    assert any(unescaped(x.value).startswith(where + " steps, 6 rounds)") for x in at.caption)
     assert any(x.value.startswith("Noise floor (Decode per token): A against itself") for x in at.caption)
 
 

@@ -19,8 +19,9 @@ PAGE = page_file("lesson")
 
 
 def k4(decode_b: float) -> dict:
-    """Three paired rounds, both sides 2% slower in the second and 2% faster in the third."""
-    spread = lambda m: {"median": m, "min": 0.98 * m, "max": 1.02 * m, "all": [m, 1.02 * m, 0.98 * m]}  # noqa: E731
+    """Six paired rounds (the fewest with an interval), both sides 2% slower in the second and fifth, 2% faster in
+    the third and sixth."""
+    spread = lambda m: {"median": m, "min": 0.98 * m, "max": 1.02 * m, "all": [m, 1.02 * m, 0.98 * m] * 2}  # noqa: E731
     return judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 2, "specs": ["a", "b"],
                          "decode_ms_per_token": [spread(10.0), spread(decode_b)],
                          "prefill_ms": [spread(1.0), spread(1.0)], "kv_bytes_allocated": [1000, 500]})
@@ -47,7 +48,7 @@ def test_a_cause_names_the_runs_own_kv_share(lang):
     from llmviz import service
 
     work = service.measure.claim_workload("K4", device="cpu")
-    spread = lambda m: {"median": m, "min": m, "max": m, "all": [m, m, m]}  # noqa: E731
+    spread = lambda m: {"median": m, "min": m, "max": m, "all": [m] * 6}  # noqa: E731
     claim = judged("K4", {**work, "model": "gpt2-124m-random", "device": "cpu", "threads": 1,
                           "decode_ms_per_token": [spread(30.0), spread(33.0)], "kv_bytes_allocated": [1000, 500]})
     claim["where"] = {"model": "gpt2-124m-random", "device": "cpu", "threads": 1}
@@ -63,10 +64,10 @@ def test_the_box_and_the_sentence_under_it_agree(lang, rounds_b, verdict):
     from one judged object, so a box that says "does not hold" never sits over "close to the article's: it
     carries over", and "cannot tell" says so in both."""
     t = Translator(lang)
-    spread = lambda ms: {"median": sorted(ms)[1], "min": min(ms), "max": max(ms), "all": ms}  # noqa: E731
+    spread = lambda ms: {"median": sorted(ms)[len(ms) // 2], "min": min(ms), "max": max(ms), "all": ms}  # noqa: E731
     claim = judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["a", "b"],
-                          "decode_ms_per_token": [spread([10.0] * 3), spread(rounds_b)],
-                          "prefill_ms": [spread([1.0] * 3)] * 2, "kv_bytes_allocated": [1000, 500]})
+                          "decode_ms_per_token": [spread([10.0] * 6), spread(rounds_b * 2)],
+                          "prefill_ms": [spread([1.0] * 6)] * 2, "kv_bytes_allocated": [1000, 500]})
     claim["where"] = {"model": "llmviz-tiny", "device": "cpu", "threads": 1}
     e = entry_of(claim, "now", "measured", None)
     sentence, box = why(t, e), translate(lang, f"claims.verdict.{claim['verdict']}")
@@ -144,9 +145,15 @@ def test_revealed_is_what_the_summary_reads():
     assert e["prediction"] is None and e["outcome"] == "larger"
 
 
-def test_an_untouched_slider_is_no_prediction(app_model):
+def test_an_untouched_slider_is_no_prediction_and_a_moved_one_survives_the_round_trip(app_model):
     """Reveal without moving the slider: no prediction is kept (not the slider's starting x1.00), and the metric
-    shows a dash; moving it away and back to x1.00 is a prediction of no effect."""
+    shows a dash. A prediction made then stands after another step and back (issue 48: it was lost, the slider
+    back at x1.00 while the box showed the old value), is the one revealed, and the end lists it; moving the
+    slider away and back to x1.00 is a prediction of no effect."""
+    from llmviz.i18n.translator import Translator
+    from llmviz.ui.lesson.lesson_end import as_json, prediction_rows
+    from llmviz.ui.lesson.lesson_reveal import PREDICTIONS
+
     at = open_app(PAGE, model=app_model, lesson="2.2.2")
     at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [k4(4.0)], "when": "2026-12-02 12:00:00"}
     at.button(key="lesson_reveal_K4").click().run()  # the Claims page's run: nothing measured here
@@ -154,15 +161,23 @@ def test_an_untouched_slider_is_no_prediction(app_model):
     assert kept["predicted"] is None and kept["prediction"] is None and kept["measured"] == pytest.approx(1.5)
     assert metrics(at)[translate("en", "lesson.your_prediction")] == "—"
     at.slider(key="lesson_predict_K4").set_value(3.0).run()
-    at.button(key="lesson_next").click().run()  # away and back: the slider starts afresh, and so does its flag
+    at.button(key="lesson_next").click().run()  # away and back: the prediction stands
     at.button(key="lesson_back").click().run()
-    assert at.slider(key="lesson_predict_K4").value == pytest.approx(1.0)
+    assert not at.exception and not at.warning, [w.value for w in at.warning]
+    assert at.slider(key="lesson_predict_K4").value == pytest.approx(3.0)
+    assert at.session_state[PREDICTIONS] == {"K4": pytest.approx(2.0)}
     at.button(key="lesson_reveal_K4").click().run()
-    assert at.session_state[REVEALED_KEY]["K4"]["predicted"] is None
-    at.slider(key="lesson_predict_K4").set_value(3.0).run()
+    assert at.session_state[REVEALED_KEY]["K4"]["predicted"] == pytest.approx(2.0)
+    assert metrics(at)[translate("en", "lesson.your_prediction")] == "×3.00"
+    at.slider(key="lesson_predict_K4").set_value(1.5).run()
     at.slider(key="lesson_predict_K4").set_value(1.0).run()
     at.button(key="lesson_reveal_K4").click().run()
     assert at.session_state[REVEALED_KEY]["K4"]["predicted"] == pytest.approx(0.0)
+    t = Translator("en")  # a prediction on a claim not revealed is listed at the end too, and exported
+    made = {"K4": 0.0, "K6": 1.0}
+    rows = prediction_rows(t, made, at.session_state[REVEALED_KEY])
+    assert [r[t("claims.col_claim")] for r in rows] == ["K6"] and rows[0][t("lesson.your_prediction")] == "×2.00"
+    assert json.loads(as_json(t, at.session_state[REVEALED_KEY], None, made))["predictions"] == made
 
 
 def test_the_reveal_shows_what_the_arithmetic_predicts_for_this_run(app_model):
@@ -175,8 +190,8 @@ def test_the_reveal_shows_what_the_arithmetic_predicts_for_this_run(app_model):
     cfg = service.models.model_config_dict("llmviz-tiny")
     sides = [{"engine_config": EngineConfig(kv_dtype=kv).to_dict(), "model_config": cfg, "kv": {"max_seq": 64}}
              for kv in ("auto", "bf16")]
-    a = {"median": 10.0, "min": 9.9, "max": 10.1, "all": [10.0, 10.1, 9.9]}
-    b = {"median": 10.0, "min": 9.95, "max": 10.05, "all": [10.05, 10.0, 9.95]}  # x0.995, x1.010, x0.995
+    a = {"median": 10.0, "min": 9.9, "max": 10.1, "all": [10.0, 10.1, 9.9] * 2}
+    b = {"median": 10.0, "min": 9.95, "max": 10.05, "all": [10.05, 10.0, 9.95] * 2}  # x0.995, x1.010, x0.995
     claim = judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["", "kv-dtype=bf16"],
                           "decode_ms_per_token": [a, b], "prefill_ms": [a, a],
                           "kv_bytes_allocated": [64 * 8192, 64 * 4096], "sides": sides, "prompt_tokens": 20,
@@ -268,10 +283,10 @@ def test_cannot_tell_offers_the_rounds_that_would_decide(app_model, monkeypatch)
 
 
 def k4_rounds(b: list[float]) -> dict:
-    spread = lambda ms: {"median": sorted(ms)[1], "min": min(ms), "max": max(ms), "all": ms}  # noqa: E731
+    spread = lambda ms: {"median": sorted(ms)[len(ms) // 2], "min": min(ms), "max": max(ms), "all": ms}  # noqa: E731
     return judged("K4", {"model": "llmviz-tiny", "device": "cpu", "threads": 1, "specs": ["a", "b"],
-                         "decode_ms_per_token": [spread([10.0] * 3), spread(b)],
-                         "prefill_ms": [spread([1.0] * 3)] * 2, "kv_bytes_allocated": [1000, 500]})
+                         "decode_ms_per_token": [spread([10.0] * 6), spread(b * 2)],
+                         "prefill_ms": [spread([1.0] * 6)] * 2, "kv_bytes_allocated": [1000, 500]})
 
 
 def test_passing_an_unanswered_prediction_is_said_once(app_model):
@@ -294,11 +309,11 @@ def test_passing_an_unanswered_prediction_is_said_once(app_model):
 
 
 def k3_claim() -> dict:
-    """K3 at 512 and 2,040 tokens, three rounds each: contiguous 10 vs paged 12 ms at 512 (x1.20 faster), paged 9
+    """K3 at 512 and 2,040 tokens, six rounds each: contiguous 10 vs paged 12 ms at 512 (x1.20 faster), paged 9
     vs contiguous 10 ms at 2,040 (x1.11)."""
     def cells(*ms):
         return {"median": list(ms), "min": [0.99 * m for m in ms], "max": [1.01 * m for m in ms],
-                "all": [[m, 0.99 * m, 1.01 * m] for m in ms]}
+                "all": [[m, 0.99 * m, 1.01 * m] * 2 for m in ms]}
     return judged("K3", {"lengths": [512, 2040], "model": "gpt2-124m-random", "device": "cpu", "threads": 1,
                          "ms_per_token": {"contiguous": cells(10.0, 10.0), "paged": cells(12.0, 9.0)}})
 
@@ -327,3 +342,30 @@ def test_no_surprise_inside_the_range(app_model):
     reveal(at, "K3", 1.1)
     assert at.session_state[REVEALED_KEY]["K3"]["prediction"] == "in_range"
     assert not [i for i in at.info if "outside" in i.value]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_cause_names_only_what_this_run_measured(lang):
+    """Issue 48 (5): K3's cause once said "a CPU reads both caches at nearly the same speed" under a box of x0.76;
+    now it names the run's own steps at its longest length (paged 12.00 ms, contiguous 10.00 ms: x0.83, the
+    opposite way), and K4's names the switch B really ran (bf16 on a CPU), never FP16."""
+    t = Translator(lang)
+
+    def cells(*ms):
+        return {"median": list(ms), "min": list(ms), "max": list(ms), "all": [[m, 0.99 * m, 1.01 * m] * 2 for m in ms]}
+    k3 = judged("K3", {"lengths": [512, 2040], "ms_per_token": {"contiguous": cells(10.0, 10.0),
+                                                               "paged": cells(12.0, 12.0)}})
+    k3["where"] = {"model": "gpt2-124m-random", "device": "cpu", "threads": 2}
+    e = entry_of(k3, "now", "measured", None)
+    assert e["outcome"] == "opposite"
+    sentence = why(t, e)
+    assert "12.00 ms" in sentence and "10.00 ms" in sentence and "2040" in sentence
+    from llmviz import service
+
+    work = service.measure.claim_workload("K4", device="cpu")  # the sides' shapes: KV's share of the bytes
+    spread = lambda m: {"median": m, "min": m, "max": m, "all": [m] * 6}  # noqa: E731
+    k4 = judged("K4", {**work, "specs": ["kv-dtype=fp32", "kv-dtype=bf16"], "kv_bytes_allocated": [1000, 500],
+                       "decode_ms_per_token": [spread(10.0), spread(10.5)]})
+    k4["where"] = {"model": "gpt2-124m-random", "device": "cpu", "threads": 2}
+    text = why(t, entry_of(k4, "now", "measured", None))
+    assert "dtype=bf16" in text and "FP16" not in text and "fp16" not in text  # (markdown escapes the hyphen)

@@ -35,18 +35,12 @@ def rule(f: dict):
     return {"doubling_256_to_512": speedup(ms[double], ms[short], paired=f.get("paired", False))}, head
 
 
-def behind(head: dict) -> dict:
-    short, double = pair(sorted(int(n) for n in head["ms_by_length"]))
-    by = {int(n): ms for n, ms in head["ms_by_length"].items()}
-    return {"short": short, "long": double, "a": by[short], "b": by[double]}
-
-
 CLAIM = ClaimSpec(
     id="K1", concepts=("C3",), article="256 tokens 35 ms, 512 tokens 68 ms",
     effects=(EffectSpec("doubling_256_to_512", RATIO, 68 / 35 - 1, bounded=True),),
     # the embedded model's context (512) holds a 510-token prompt; a full run sweeps the GPT-2 shape's 2,048
     lab=Lab("prefill_sweep", BASE, {"quick": (32, 64, 128, 255, 384, 510),
                                     "full": (64, 128, 256, 512, 768, 1024, 1536, 2047), "control": pair}),
-    rule=rule, predicted="doubling_256_to_512", behind=behind, slips=("prefill_linear",),
+    rule=rule, predicted="doubling_256_to_512", slips=("prefill_linear",),
     step_map={"prefill": ("embed",), "decode": ("embed",)},
 )

@@ -17,14 +17,10 @@ def rule(f: dict):
     pred = side_prediction(side, f["prompt_tokens"], f["steps"], f["bandwidth"]["gb_per_s"])
     timed = rounds_of(ms)
     probed = f["bandwidth"].get("rounds_gb_per_s") or [f["bandwidth"]["gb_per_s"]] * len(timed)
-    pair = stats.paired if len(timed) == len(probed) else stats.unpaired  # a recording's rounds may not pair
+    pair = stats.paired_exact if len(timed) == len(probed) else stats.unpaired_exact  # a recording's may not pair
     share = pair(timed, probed, lambda step_ms, gbps: pred.read_bytes / (gbps * 1e6) / step_ms)
     return {"memory_share": share}, {"decode_ms_per_token": ms["median"], "bound_ms": pred.bound_ms,
                                      "bandwidth_gb_per_s": f["bandwidth"]["gb_per_s"], "read_bytes": pred.read_bytes}
-
-
-def behind(head: dict) -> dict:
-    return {"decode_ms": head["decode_ms_per_token"], "bound_ms": head["bound_ms"]}
 
 
 def beside(head: dict) -> dict | None:
@@ -37,6 +33,6 @@ CLAIM = ClaimSpec(
     id="K2", concepts=("C7",), article="~25 ms/token, ~60% of it memory access",
     effects=(EffectSpec("memory_share", SHARE, 0.6, physical=(0.0, 1.0)),),
     lab=Lab("decode_pair", LONG, {"preset": "kv-fp16"}),
-    rule=rule, predicted="memory_share", behind=behind, beside=beside, facts=("decode_ms", "bound_ms", "bandwidth"),
+    rule=rule, predicted="memory_share", beside=beside, facts=("decode_ms", "bound_ms", "bandwidth"),
     slips=("decode_25ms",), step_map={"decode": ("weights", "cache")},
 )

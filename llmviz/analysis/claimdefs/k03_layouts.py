@@ -30,14 +30,10 @@ def rule(f: dict):
     return effects, head
 
 
-def behind(head: dict) -> dict:
-    long = max(int(k.rsplit("_", 1)[1]) for k in head if k.startswith("paged_ms_at_"))
-    return {"long": long, "contiguous": head[f"contiguous_ms_at_{long}"], "paged": head[f"paged_ms_at_{long}"]}
-
-
 CLAIM = ClaimSpec(
     id="K3", concepts=("C8", "C9"), article="contiguous 15% faster up to 512 tokens; paged 20% faster past 1024",
     effects=(EffectSpec("contiguous_faster_short", RATIO, 0.15), EffectSpec("paged_faster_long", RATIO, 0.2)),
-    lab=Lab("layout_sweep", LONG), rule=rule, predicted="paged_faster_long", second="contiguous_faster_short",
-    behind=behind, step_map={"decode": ("cache+",)},
+    lab=Lab("layout_sweep", LONG), rule=rule, facts=("longest", "paged_ms", "contiguous_ms"),
+    predicted="paged_faster_long", second="contiguous_faster_short",
+    step_map={"decode": ("cache+",)},
 )

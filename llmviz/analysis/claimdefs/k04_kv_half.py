@@ -5,7 +5,7 @@ the cache's bytes counted from both sides' allocated tensors (exact), B's decode
 and what the bytes each side's step reads predict for it.
 """
 
-from llmviz.analysis.claim_parts import pair_behind, two_sides
+from llmviz.analysis.claim_parts import two_sides
 from llmviz.analysis.claim_spec import LONG, RATIO, SHARE, ClaimSpec, EffectSpec, Lab
 from llmviz.analysis.claims import Effect
 
@@ -20,6 +20,7 @@ def rule(f: dict):
 CLAIM = ClaimSpec(
     id="K4", concepts=("C11",), article="FP16 KV: memory halved, decode 1.8x",
     effects=(EffectSpec("kv_memory_saved", SHARE, 0.5), EffectSpec("decode_speedup", RATIO, 0.8, from_bytes=True)),
-    lab=Lab("decode_pair", LONG, {"preset": "kv-fp16"}), rule=rule, predicted="decode_speedup", behind=pair_behind,
-    facts=("kv_share",), slips=("half_kv_bound",), step_map={"decode": ("weights", "cache/fp32", "cache/fp16")},
+    lab=Lab("decode_pair", LONG, {"preset": "kv-fp16"}), rule=rule, predicted="decode_speedup",
+    facts=("kv_share", "spec_b"), slips=("half_kv_bound",),
+    step_map={"decode": ("weights", "cache/fp32", "cache/fp16")},
 )

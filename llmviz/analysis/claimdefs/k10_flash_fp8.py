@@ -4,7 +4,7 @@ Measured by the sdpa-fp8 decode pair (labs/decode_pair.py): eager attention with
 with an fp8 one, B's decode speed-up paired by round beside what the bytes each side's step reads predict.
 """
 
-from llmviz.analysis.claim_parts import pair_behind, two_sides
+from llmviz.analysis.claim_parts import two_sides
 from llmviz.analysis.claim_spec import LONG, RATIO, ClaimSpec, EffectSpec, Lab
 
 
@@ -24,6 +24,6 @@ CLAIM = ClaimSpec(
     id="K10", concepts=("C14", "C21"), article="flash + FP8 KV: 120 tok/s, 2.3x the baseline",
     effects=(EffectSpec("throughput_gain", RATIO, 1.3, from_bytes=True),),
     lab=Lab("decode_pair", LONG, {"preset": "sdpa-fp8"}), rule=rule, predicted="throughput_gain",
-    behind=pair_behind, beside=beside, facts=("kv_share",), slips=("a100_fp8",),
+    beside=beside, facts=("kv_share",), slips=("a100_fp8",),
     step_map={"decode": ("weights", "cache/fp32", "cache/fp16")},
 )

@@ -5,7 +5,7 @@ fused decode pair, labs/decode_pair.py); the bytes it saves are predicted beside
 never shown as measured.
 """
 
-from llmviz.analysis.claim_parts import pair_behind, two_sides
+from llmviz.analysis.claim_parts import two_sides
 from llmviz.analysis.claim_spec import LONG, SHARE, ClaimSpec, EffectSpec, Lab
 from llmviz.analysis.claims import saving
 from llmviz.analysis.predict import Setup, Shape, qkv_traffic_bytes
@@ -34,6 +34,6 @@ def beside(head: dict) -> dict | None:
 CLAIM = ClaimSpec(
     id="K11", concepts=("C10",), article="operator fusion: ~40% less memory traffic",
     effects=(EffectSpec("time_saved", SHARE, 0.4, from_bytes=True),),
-    lab=Lab("decode_pair", LONG, {"preset": "fused"}), rule=rule, predicted="time_saved", behind=pair_behind,
+    lab=Lab("decode_pair", LONG, {"preset": "fused"}), rule=rule, facts=("step_bytes",), predicted="time_saved",
     beside=beside, bytes_why="why_qkv", step_map={"prefill": ("embed", "q", "k", "v")},
 )

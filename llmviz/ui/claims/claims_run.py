@@ -11,7 +11,7 @@ import streamlit as st
 from llmviz.analysis import claim_spec
 from llmviz.analysis.claim_effects import judged, reason_text, report, table_rows
 from llmviz.analysis.claim_spec import RATIO
-from llmviz.analysis.claims import shown_as
+from llmviz.analysis.claims import shown_as, shown_level
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
@@ -74,7 +74,7 @@ def floor_caption(t, floor: dict, what: str) -> None:
     if floor.get("low") is None or floor.get("high") is None:
         return
     st.caption(t("compare.floor", what=what, low=shown_as(RATIO, floor["low"], t),
-                 high=shown_as(RATIO, floor["high"], t), rounds=floor["rounds"]))
+                 high=shown_as(RATIO, floor["high"], t), rounds=floor["rounds"], level=shown_level(floor.get("level"))))
 
 
 def floors(t, c: dict) -> None:

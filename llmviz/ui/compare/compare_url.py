@@ -13,7 +13,7 @@ SECTION = Section("compare", (
     Field("cmp_a", "", parses(parse_spec)),
     Field("cmp_b", "", parses(parse_spec)),
     Field("cmp_steps", 16, between(1, 128)),
-    Field("cmp_repeats", 3, between(1, 10)),
+    Field("cmp_repeats", 6, between(1, 10)),
     Field("cmp_run", 0, between(0, 1)),
     Field("cmp_ppl", 0, between(0, 1)),  # what a lossy switch costs (C11, C19, C21)
     Field("cmp_ctx", 1024, between(1, 2**20)),  # the quick decode claims' context

@@ -11,7 +11,7 @@ import streamlit as st
 
 from llmviz.analysis.claim_parts import bytes_speedup
 from llmviz.analysis.claim_spec import RATIO
-from llmviz.analysis.claims import shown_as, speedup
+from llmviz.analysis.claims import shown_as, shown_level, speedup
 from llmviz.ui import measure
 from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claims_run
@@ -91,10 +91,10 @@ def draw(t, result: dict) -> None:
         spec = result[side.lower()]["spec"] or t("compare.defaults")
         col.metric(t("compare.long.ms", side=side), f"{ms['median']:.2f} ms", help=literal(spec))
     cols[2].metric(t("compare.long.speedup"), shown_as(RATIO, effect.value, t),
-                   help=t("compare.long.interval", low=shown_as(RATIO, effect.low, t),
+                   help=t("compare.long.interval", low=shown_as(RATIO, effect.low, t), level=shown_level(effect.level),
                           high=shown_as(RATIO, effect.high, t), rounds=effect.rounds))
     cols[3].metric(t("compare.long.predicted"), "—" if predicted is None else shown_as(RATIO, predicted, t))
-    st.markdown(t("compare.long.sentence", low=shown_as(RATIO, effect.low, t),
+    st.markdown(t("compare.long.sentence", low=shown_as(RATIO, effect.low, t), level=shown_level(effect.level),
                   high=shown_as(RATIO, effect.high, t), rounds=effect.rounds, n=result["context"],
                   model=literal(result["model"]), device=result["device"], threads=result["threads"]))
     if floor is not None:

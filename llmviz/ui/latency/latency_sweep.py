@@ -11,12 +11,13 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.decode_series import MIN_FIT_POINTS
+from llmviz.analysis.stats import MIN_ROUNDS
 from llmviz.ui import measure, server
 from llmviz.ui.latency import slowdown_view
 from llmviz.ui.settings import Settings
 
 SWEEP_KEY = "llmviz_dec_sweep"
-POINTS, STEPS, REPEATS = MIN_FIT_POINTS, 8, 3  # as many lengths as a fit needs
+POINTS, STEPS, REPEATS = MIN_FIT_POINTS, 4, MIN_ROUNDS  # as many lengths as a fit needs; rounds for an interval
 
 
 def layout_of(s: Settings) -> str:

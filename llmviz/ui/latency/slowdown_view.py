@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.analysis.claims import shown_level
 from llmviz.analysis.decode_slope import slowdown
 from llmviz.ui import measure, server
 from llmviz.ui.charts import chart
@@ -56,6 +57,7 @@ def draw(t, result: dict, layout: str, title: str, key: str) -> None:
     predicted = t("lesson.slope_predicted", predicted=us * s.predicted,
                   gbps=result["bandwidth"]["gb_per_s"]) if s.predicted is not None else ""
     st.markdown(t(f"lesson.slope_{s.verdict}", slope=us * s.measured.value, low=us * s.measured.low,
+                  level=shown_level(s.measured.level),
                   high=us * s.measured.high, n=s.measured.rounds, first=s.kv_share_first, last=s.kv_share_last,
                   shortest=s.lengths[0], longest=s.lengths[-1]) + " " + predicted)
 

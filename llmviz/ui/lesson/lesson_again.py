@@ -10,6 +10,7 @@ import streamlit as st
 from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import interval_values
 from llmviz.analysis.claims import shown
+from llmviz.ui.claims.claim_rounds import rounds_values
 
 
 def surprise(t, e: dict) -> None:
@@ -17,9 +18,11 @@ def surprise(t, e: dict) -> None:
     (analysis/reveal.behind: read from this measurement)."""
     if e["prediction"] not in ("nearer_here", "nearer_article"):
         return
-    name, numbers = e["effect"], rv.behind(e["claim"])
-    line = t("lesson.surprise", predicted=shown(name, e["predicted"], t), **interval_values(t, rv.judged_effect(e)))
-    if numbers is not None:
+    name, numbers, effect = e["effect"], rv.behind(e["claim"]), rv.judged_effect(e)
+    line = t("lesson.surprise", predicted=shown(name, e["predicted"], t), **interval_values(t, effect))
+    if effect.get("per_round"):  # timed: the rounds themselves, whose median is the figure above (issue 48)
+        line += " " + t("lesson.behind_rounds", **rounds_values(t, effect))
+    elif numbers is not None:  # counted: the counts the figure is made of
         line += " " + t(f"lesson.behind.{e['id']}", **numbers)
     st.info(line, icon=":material/lightbulb:")
 

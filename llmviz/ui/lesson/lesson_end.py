@@ -9,13 +9,14 @@ import json
 
 import streamlit as st
 
+from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import interval_text, reason_text
 from llmviz.analysis.claims import shown
 from llmviz.analysis.lab import jsonable
 from llmviz.analysis.reveal import judged_effect
 from llmviz.ui.chrome import html_report, literal, table_csv
 from llmviz.ui.lesson.lesson_check import answers, shown_answer
-from llmviz.ui.lesson.lesson_reveal import revealed
+from llmviz.ui.lesson.lesson_reveal import predictions, revealed
 
 
 def rows(t, entries: dict[str, dict]) -> list[dict]:
@@ -33,6 +34,18 @@ def rows(t, entries: dict[str, dict]) -> list[dict]:
     return out
 
 
+def prediction_rows(t, made: dict[str, float], entries: dict[str, dict]) -> list[dict]:
+    """One row per prediction made on a claim not revealed yet: the prediction beside the article's figure."""
+    out = []
+    for claim_id, value in made.items():
+        if claim_id not in entries:
+            name = rv.effect_name(claim_id)
+            out.append({t("claims.col_claim"): claim_id, t("claims.col_effect"): t(f"claims.effect.{name}"),
+                        t("lesson.your_prediction"): shown(name, value, t),
+                        t("lesson.article_a100"): shown(name, rv.article_effect(claim_id), t)})
+    return out
+
+
 def answer_rows(t, given: dict[str, dict]) -> list[dict]:
     """One row per chapter question answered, in the order answered."""
     return [{t("lesson.col_chapter"): f"§{a['chapter']}", t("lesson.col_question"): a["question"],
@@ -41,11 +54,12 @@ def answer_rows(t, given: dict[str, dict]) -> list[dict]:
              t("lesson.col_right"): "✓" if a["right"] else "✗"} for a in given.values()]
 
 
-def as_json(t, entries: dict[str, dict], given: dict[str, dict] | None = None) -> str:
+def as_json(t, entries: dict[str, dict], given: dict[str, dict] | None = None,
+            made: dict[str, float] | None = None) -> str:
     out = [{k: v for k, v in e.items() if k != "claim"} | {"reason": reason_text(t, e["claim"]),
                                                            "where": e["claim"].get("where")} for e in entries.values()]
-    return json.dumps(jsonable({"revealed": out, "answers": list((given or {}).values())}), ensure_ascii=False,
-                      indent=1)
+    return json.dumps(jsonable({"revealed": out, "answers": list((given or {}).values()),
+                                "predictions": made or {}}), ensure_ascii=False, indent=1)
 
 
 def as_html(t, entries: dict[str, dict]) -> str:
@@ -58,7 +72,7 @@ def as_html(t, entries: dict[str, dict]) -> str:
 def summary(t) -> None:
     """The claims revealed (or how to reveal one), the chapters' questions answered, and the downloads."""
     st.subheader(t("lesson.end_title"))
-    entries, given = revealed(), answers()
+    entries, given, made = revealed(), answers(), predictions()
     if entries:
         st.markdown(t("lesson.end_count", n=len(entries), held=sum(e["verdict"] == "holds" for e in entries.values())))
         table = rows(t, entries)
@@ -68,13 +82,17 @@ def summary(t) -> None:
                                                                                     strict=True)))
     else:
         st.info(t("lesson.end"))
+    unrevealed = prediction_rows(t, made, entries)
+    if unrevealed:  # predictions made, their claims not revealed: listed too (issue 48)
+        st.markdown(t("lesson.end_predicted", n=len(unrevealed)))
+        st.table(unrevealed, hide_index=True)
     if given:
         st.markdown(t("lesson.end_answers", n=len(given), right=sum(a["right"] for a in given.values())))
         st.table(answer_rows(t, given), hide_index=True)
-    if not entries and not given:
+    if not entries and not given and not made:
         return
     a, b, c = st.columns(3)
-    a.download_button(t("claims.download_json"), as_json(t, entries, given), "lesson.json", "application/json",
+    a.download_button(t("claims.download_json"), as_json(t, entries, given, made), "lesson.json", "application/json",
                       key="lesson_end_json")
     if entries:
         b.download_button(t("claims.download_csv"), table_csv(rows(t, entries)), "lesson.csv", "text/csv",

@@ -20,10 +20,11 @@ from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import interval_values, report
 from llmviz.analysis.claim_parts import bytes_read, predicted_effect
 from llmviz.analysis.claims import CANNOT_TELL, shown
+from llmviz.analysis.kv_memory import human
 from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui import measure, presenter, server, state
 from llmviz.ui.chrome import literal
-from llmviz.ui.claims import claims_run
+from llmviz.ui.claims import claim_rounds, claims_run
 from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
 from llmviz.ui.lesson import class_wall, lesson_again, lesson_class
@@ -35,10 +36,17 @@ STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measur
 MOVED = "llmviz_lesson_moved_"  # + claim id: True once the student moved that claim's prediction slider
 PASSED = "llmviz_lesson_passed"  # the claim whose unanswered prediction Next just passed (to say so)
 SAID = "llmviz_lesson_passed_said"  # True once that was said: once a session, not at every claim
+PREDICTIONS = "llmviz_lesson_predictions"  # {claim id: the effect predicted}: kept when the slider is not drawn
 
 
 def revealed() -> dict[str, dict]:
     return st.session_state.setdefault(REVEALED_KEY, {})
+
+
+def predictions() -> dict[str, float]:
+    """Every prediction this session made, {claim id: its effect}, in the order made: it outlives the slider, whose
+    state Streamlit drops on a run that does not draw it (another step, the full page and back; issue 48)."""
+    return st.session_state.setdefault(PREDICTIONS, {})
 
 
 def entry_of(claim: dict, when: str, source: str, predicted: float | None) -> dict:
@@ -148,16 +156,21 @@ def why(t, e: dict) -> str:
 
 
 def measured_facts(f: dict) -> dict:
-    """The run's own figures a cause names (issue 36): KV's share of the bytes a step reads, a step's time and the
-    time its bytes take at the bandwidth measured beside it; "?" where this run has none."""
+    """The run's own figures a cause names (issues 36, 48): KV's share of the bytes a step reads, a step's time and
+    the time its bytes take at the bandwidth measured beside it, the bytes a decode step reads, the switches B
+    really ran with (a CPU runs the half cache as bf16), each layout's step at the longest length; "?" where this
+    run has none. A cause sentence names only these (a claim's declaration lists which: its `facts`)."""
     def ms(x):
-        return f"{x:.1f} ms" if isinstance(x, int | float) else "?"
+        return f"{x:.2f} ms" if isinstance(x, int | float) else "?"
 
-    share = f.get("kv_share_of_read_a")
-    gbps = f.get("bandwidth_gb_per_s")
+    share, gbps, read = f.get("kv_share_of_read_a"), f.get("bandwidth_gb_per_s"), f.get("read_bytes_a")
+    longest = max((int(k.rsplit("_", 1)[1]) for k in f if k.startswith("paged_ms_at_")), default=None)
     return {"kv_share": f"{share:.1%}" if isinstance(share, int | float) else "?",
             "decode_ms": ms(f.get("decode_ms_per_token")), "bound_ms": ms(f.get("bound_ms")),
-            "bandwidth": f"{gbps:.1f} GB/s" if isinstance(gbps, int | float) else "?"}
+            "bandwidth": f"{gbps:.1f} GB/s" if isinstance(gbps, int | float) else "?",
+            "step_bytes": human(read) if isinstance(read, int | float) else "?",
+            "spec_b": literal(str(f["spec_b"])) if f.get("spec_b") else "?", "longest": longest or "?",
+            "paged_ms": ms(f.get(f"paged_ms_at_{longest}")), "contiguous_ms": ms(f.get(f"contiguous_ms_at_{longest}"))}
 
 
 COUNTED_OUTCOMES = ("about", "larger", "holds_smaller", "smaller", "none", "opposite")
@@ -219,13 +232,16 @@ def method(t, e: dict) -> None:
         if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
             st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))
         claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
+        claim_rounds.rounds_view(t, c, "lesson_rounds", only=e["effect"])  # the rounds behind the box (issue 48)
 
 
 def bytes_because(t, claim_id: str, read: dict) -> str:
     """Why the bytes predict what they do, as the claim's declaration says: KV's share of a decode step's bytes
     (K4, K10), or the input reads fusing q, k and v saves (K11). `read`: claim_parts.bytes_read of the run or of
     the workload."""
-    return t(f"lesson.arithmetic.{claim_spec.claim(claim_id).bytes_why}", share=read.get("kv_share_of_read_a", 0.0))
+    step = read.get("read_bytes_a")
+    return t(f"lesson.arithmetic.{claim_spec.claim(claim_id).bytes_why}", share=read.get("kv_share_of_read_a", 0.0),
+             step_bytes=human(step) if isinstance(step, int | float) else "?")
 
 
 def before_measuring(t, claim_id: str) -> None:
@@ -271,6 +287,7 @@ def say_passed(t) -> None:
 def _moved(claim_id: str, moved: str, slider: str) -> None:
     """The prediction slider moved (its callback): a prediction was made; a student in a class sends it."""
     st.session_state[moved] = True
+    predictions()[claim_id] = rv.effect_of(claim_id, st.session_state[slider])
     lesson_class.predicted(claim_id, st.session_state[slider])
 
 
@@ -281,12 +298,14 @@ def panel(t, claim_id: str) -> None:
                   effect=t(f"claims.effect.{rv.effect_name(claim_id)}")))
     left, right = st.columns([3, 1])
     moved, slider = f"{MOVED}{claim_id}", f"lesson_predict_{claim_id}"  # what the student set; untouched: none
-    if slider not in st.session_state:  # the slider starts afresh (a first visit, or back from another step)
-        st.session_state.pop(moved, None)
+    if slider not in st.session_state:  # a first visit, or back from another step or page: the prediction made
+        made = predictions().get(claim_id)  # stands again, or the slider starts at no effect
+        st.session_state[moved] = made is not None
+        start = rv.shown_of(claim_id, 0.0 if made is None else made)
+        st.session_state[slider] = float(min(sc.high, max(sc.low, start)))
     label = f"lesson.predict_unit.{claim_id}"  # K1's ratio is of times (bigger: slower), not a speed-up
     value = left.slider(t(label if label in t else f"lesson.predict_unit.{sc.unit}"), sc.low, sc.high,
-                        float(min(sc.high, max(sc.low, rv.shown_of(claim_id, 0.0)))), sc.step,
-                        key=slider, on_change=_moved, args=(claim_id, moved, slider))
+                        step=sc.step, key=slider, on_change=_moved, args=(claim_id, moved, slider))
     right.write("")
     predicted = rv.effect_of(claim_id, value) if st.session_state.get(moved) else None
     if lesson_class.role() == "student":  # in a class the teacher reveals, and each phone shows that measurement

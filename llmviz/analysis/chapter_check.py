@@ -46,6 +46,13 @@ class Question:
     unit: str = "B"  # "B", "MiB", "blocks", "slots", "%"
     tolerance: float = 0.5  # what rounding may leave: half of the last digit the unit asks for
 
+    @property
+    def worked(self) -> str:
+        """The worked answer's catalogue key: lesson.q.<key>.why, or its _exact twin where the tokens fill their
+        blocks exactly (no block is partly empty then)."""
+        exact = self.key == "blocks" and self.values["held"] % self.values["block"] == 0
+        return f"lesson.q.{self.key}.why" + ("_exact" if exact else "")
+
     def right(self, given: float | None) -> bool:
         return given is not None and math.isfinite(given) and abs(given - self.answer) <= self.tolerance
 
@@ -94,7 +101,8 @@ def question(chapter: str, facts: RunFacts, picked: dict) -> Question:
         return Question(chapter, "longer_step", {"n": n, "later": later, "kv": kv, "hd": hd, "eb": eb,
                                                  "layers": layers}, kv_bytes(later, kv, hd, eb, layers))
     if chapter == "5":  # fewer KV heads than the model has now (a GQA model's too), each shared by `per` heads
-        group = next((g for g in (picked["group"], 2) if kv % g == 0), 1)
+        smallest = next((g for g in range(2, kv + 1) if kv % g == 0), 1)  # an odd count (3) still gets fewer
+        group = next((g for g in (picked["group"], 2) if kv % g == 0), smallest)
         fewer = kv // group
         return Question(chapter, "gqa_token", {"heads": heads, "per": heads // fewer, "kv": fewer, "hd": hd,
                                                "eb": eb, "layers": layers}, kv_bytes(1, fewer, hd, eb, layers))

@@ -31,7 +31,10 @@ def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
     predicted = {} if figures is None else predicted_effect(claim, figures)
     floors = [head.get("noise_floor"), *(head.get("noise_floors") or {}).values()]  # the run's A-vs-A controls
     verdict, parts = claim_verdict(claim, effects, why_not, any(drifted(f) for f in floors))
-    return {"id": claim_id, "article": claim.article, "verdict": verdict, "concepts": list(claim.concepts),
+    # a composite claim (K3, K4: two effects) says which of them decided its headline (issue 48)
+    decided_by = [name for name, j in parts if j.verdict == verdict]
+    return {"id": claim_id, "article": claim.article, "verdict": verdict, "decided_by": decided_by,
+            "concepts": list(claim.concepts),
             "effects": [{"name": name, "article": claim.article_effects[name], "verdict": j.verdict,
                          "reason": j.reason, "band": j.band.jsonable(), "predicted": predicted.get(name),
                          **(measured(e, j, plan) if (e := j.estimate) else {})}
@@ -100,6 +103,9 @@ def reason_text(t, claim: dict) -> str:
             sentence += " " + (t("claims.more_rounds", n=more, rounds=e.get("rounds", 0)) if more else
                                t("claims.more_unknown"))
         out.append(f"{label}{t('common.colon')}{sentence}")
+    deciding = claim.get("decided_by") or []
+    if len(claim["effects"]) > 1 and deciding:  # which effect the headline rests on
+        out.append(t("claims.decided_by", effects=t("common.and").join(t(f"claims.effect.{n}") for n in deciding)))
     return " ".join(out)
 
 

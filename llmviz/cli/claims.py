@@ -17,7 +17,8 @@ from llmviz.i18n.translator import Translator
 def add_parser(sub) -> None:
     p = sub.add_parser("claims", help="the article's claims K1-K11 measured here, each with a verdict")
     p.add_argument("--quick", action="store_true",
-                   help="the embedded model, 3 repeats, short sweeps (all eleven in a few minutes on 2 CPU cores)")
+                   help="the embedded model, batches of 3 rounds (6 for the decode pairs), short sweeps (all "
+                        "eleven in a few minutes on 2 CPU cores)")
     p.add_argument("--only", default=None, help='some claims: "K1,K4" (default: all eleven)')
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--patience", type=float, default=1.0,

@@ -348,3 +348,23 @@ def test_the_sentences_words_follow_the_interval_not_the_point():
     assert (wide["outcome"], narrow["outcome"]) == ("unclear", "opposite")
     t = Translator("en")
     assert "too noisy" in t("lesson.why.unclear", measured="×0.69", article="×1.80", low="×0.50", high="×1.02")
+
+
+def test_a_composite_claim_says_which_effect_decided_its_headline():
+    """Issue 48 (5): K4 has two effects; its memory holds (counted) while its speed does not: the headline is
+    "does not hold", resting on the speed, and the sentence names it after each effect's own."""
+    from llmviz.analysis.claim_effects import judged, reason_text
+    from llmviz.i18n.translator import Translator
+
+    def spread(ms):
+        return {"median": ms, "min": ms, "max": ms, "all": [ms * (1 + 0.001 * i) for i in range(6)]}
+
+    claim = judged("K4", {"specs": ["a", "b"], "decode_ms_per_token": [spread(10.0), spread(10.5)],
+                          "kv_bytes_allocated": [100, 50]})
+    assert claim["verdict"] == DOES_NOT_HOLD and claim["decided_by"] == ["decode_speedup"]
+    en = reason_text(Translator("en"), claim)
+    assert en.endswith("The verdict above rests on: decode speed.")
+    assert reason_text(Translator("zh"), claim).endswith("。")
+    held = judged("K4", {"specs": ["a", "b"], "decode_ms_per_token": [spread(10.0), spread(5.0)],
+                         "kv_bytes_allocated": [100, 50]})
+    assert held["verdict"] == HOLDS and held["decided_by"] == ["kv_memory_saved", "decode_speedup"]

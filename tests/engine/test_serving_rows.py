@@ -1,8 +1,9 @@
 """One request of a serving run, read out as its own run (llmviz/trace/rows.py, issue 37): continuous batching at
 capture full records padded steps shared by every request; the request's rows, cut out and its prefill chunks
 joined, must be the run it has alone in a Session with its seed (the oracle): the same input ids and positions, the
-same tokens, the same attention maps (the joined prefill's full causal map included), the same K rows, the same
-cache length and bytes. Its RunTrace is one a page can save, load and check."""
+same tokens, the same attention maps (the joined prefill's full causal map included), the same K and V rows (each
+layer's hooks and the kv.write record of every layer), the same cache length and bytes. Its RunTrace is one a page
+can save, load and check."""
 
 from dataclasses import asdict
 
@@ -30,7 +31,8 @@ def last_step(scheduler) -> int:
 
 def same_run(mine, solo, rid: int, layers: int) -> None:
     """A request's own steps against its run alone: ids, positions, tokens, logits, the first and last layer's
-    scores (their mask), probabilities and K rows, the kv.write record, its cache's length and bytes."""
+    scores (their mask), probabilities, K and V rows, the kv.write record (its K and V of every layer), its cache's
+    length and bytes."""
     assert len(mine) == len(solo.steps)
     assert [s.phase for s in mine] == [s.phase for s in solo.steps]
     assert [s.index for s in mine] == list(range(len(mine)))
@@ -47,8 +49,14 @@ def same_run(mine, solo, rid: int, layers: int) -> None:
             np.testing.assert_array_equal(np.isfinite(scores), np.isfinite(want_scores))  # the causal mask
             np.testing.assert_allclose(scores[np.isfinite(scores)], want_scores[np.isfinite(want_scores)], atol=1e-4)
             np.testing.assert_allclose(step.hook(hooks.k(layer)).array, oracle.hook(hooks.k(layer)).array, atol=1e-5)
+            values, want_values = step.hook(hooks.v(layer)), oracle.hook(hooks.v(layer))
+            assert values.shape == want_values.shape  # [1, kv, n, hd]: its fed tokens' values only
+            np.testing.assert_allclose(values.array, want_values.array, atol=1e-5)
         write, want_write = step.hook("kv.write"), oracle.hook("kv.write")
         assert write.shape == want_write.shape and write.nbytes == want_write.nbytes
+        # [L, 2, 1, kv, n, hd]: what it wrote into the cache, K (0) and V (1) of every layer, as it wrote alone
+        np.testing.assert_allclose(write.array[:, 0], want_write.array[:, 0], atol=1e-5)
+        np.testing.assert_allclose(write.array[:, 1], want_write.array[:, 1], atol=1e-5)
         kv = step.kv
         assert kv["seq_len"] == oracle.kv["seq_len"] and kv["bytes_used"] == oracle.kv["bytes_used"]
         assert kv["batch"] == 1 and kv["seq_ids"] == [rid]
@@ -71,6 +79,22 @@ def test_a_requests_own_run_is_its_run_alone(served, rid):
         slots = kv["slots_allocated"]
         assert len(kv["block_tables"][0]) * size == slots >= kv["seq_len"] > slots - size  # its blocks, by hand
 
+
+
+def test_a_requests_values_tell_it_from_the_others(served):
+    """The V check has teeth: a request's decode-step values (one token's, [1, kv, 1, hd]) are another request's run
+    alone nowhere within the tolerance same_run allows, in any layer; nor are they its own keys."""
+    lm, scheduler = served
+    runs = {r.id: (request_steps(scheduler.steps, scheduler.records, r.id, last_step(scheduler)),
+                   alone(lm, r).trace) for r in TRACE.requests}
+    for rid, (mine, _) in runs.items():
+        for other, (_, solo) in runs.items():
+            for step, oracle in zip(mine[1:], solo.steps[1:], strict=False):  # decode steps: one token each
+                for layer in range(lm.cfg.num_layers):
+                    values, want = step.hook(hooks.v(layer)).array, oracle.hook(hooks.v(layer)).array
+                    assert values.shape == want.shape == (1, lm.cfg.num_kv_heads, 1, lm.cfg.head_dim)
+                    assert np.allclose(values, want, atol=1e-5) == (rid == other), (rid, other, step.index, layer)
+                    assert not np.allclose(values, step.hook(hooks.k(layer)).array, atol=1e-3)
 
 @pytest.mark.parametrize("rid", [0, 1, 2])
 def test_a_request_of_a_static_batch_is_its_run_alone(served, rid):

@@ -101,7 +101,7 @@ def ask(t, run, chapter: str) -> None:
     class_wall.question_stats(t, chapter, lambda v: shown_answer(v, q.unit))  # on the projector
     entry = answers().get(chapter)
     if entry is not None and entry["question"] == text:
-        worked = t(f"lesson.q.{q.key}.why", **words(q.values), answer=shown_answer(q.answer, q.unit))
+        worked = t(q.worked, **words(q.values), answer=shown_answer(q.answer, q.unit))
         box = st.success if entry["right"] else st.warning
         box(t("lesson.q.right" if entry["right"] else "lesson.q.wrong", given=shown_answer(entry["given"], q.unit),
               answer=shown_answer(q.answer, q.unit)) + " " + worked)

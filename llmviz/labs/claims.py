@@ -96,9 +96,11 @@ class Measurer:
     """Runs claims one by one, each by the lab its declaration names; measurements two claims share are kept
     (memo) for the run."""
 
-    def __init__(self, plan: ClaimsPlan, load: Loader, progress: Progress | None = None):
+    def __init__(self, plan: ClaimsPlan, load: Loader, progress: Progress | None = None,
+                 on_batch: Callable[[str, dict], None] | None = None):
         self.plan, self.load = plan, load
         self.progress = progress or silent
+        self.on_batch = on_batch  # (claim id, the figures pooled so far) after each batch
         self.memo: dict = {}
 
     def model(self, name: str, engine: EngineConfig | None = None) -> LoadedModel:
@@ -126,7 +128,8 @@ class Measurer:
             taken.append(claim_id)
             return lab(self, claim)
 
-        return until_decided(claim_id, batch, self.plan.budget_s(claim_id))
+        report = None if self.on_batch is None else (lambda figures: self.on_batch(claim_id, figures))
+        return until_decided(claim_id, batch, self.plan.budget_s(claim_id), on_batch=report)
 
     # --- shared measurements -------------------------------------------------------------------------------
     def pair_config(self, name: str) -> DecodePairConfig:
@@ -200,11 +203,13 @@ def parse_ids(text: str | None) -> tuple[str, ...]:
     return ids
 
 
-def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | None = None) -> dict:
+def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | None = None,
+               on_batch: Callable[[str, dict], None] | None = None) -> dict:
     """Measure each claim in turn. A claim this machine cannot run (out of memory, a model it cannot load) is
-    kept as {"error": one line} and the others go on. progress(fraction, claim id, values)."""
+    kept as {"error": one line} and the others go on. progress(fraction, claim id, values); on_batch(claim id, the
+    figures pooled so far) after each batch of rounds."""
     progress = progress or silent
-    m = Measurer(plan, load)
+    m = Measurer(plan, load, on_batch=on_batch)
     out, seconds = {}, {}
     for i, claim in enumerate(ids):
         m.progress = within(progress, i / len(ids), (i + 1) / len(ids), claim)

@@ -57,17 +57,21 @@ def merge_rounds(a, b):
     return a
 
 
-def until_decided(claim_id: str, measure: Callable[[], dict], budget_s: float, clock=time.perf_counter) -> dict:
+def until_decided(claim_id: str, measure: Callable[[], dict], budget_s: float, clock=time.perf_counter,
+                  on_batch: Callable[[dict], None] | None = None) -> dict:
     """Batches of `measure()` pooled until the claim's verdict is not "cannot tell", MAX_BATCHES are taken, no look
     of the plan is left, or one more batch (at the mean batch's time) would pass USABLE of `budget_s`. The looks
     are planned from the first batch's rounds (stats.Looks: the verdict's error holds over every look, however many
-    are taken before stopping) and travel with the figures, as do the batches pooled and the budget."""
+    are taken before stopping) and travel with the figures, as do the batches pooled and the budget. on_batch(the
+    figures pooled so far) after each batch: the rounds so far, for a page that shows them while it waits."""
     began = clock()
     figures, batches = measure(), 1
     rounds = max((e.get("rounds") or 0 for e in judged(claim_id, figures)["effects"]), default=0)
     if rounds:  # timed: the looks a batch of this many rounds allows (counted figures need none)
         figures = figures | {"looks": {"batch": rounds, "batches": MAX_BATCHES}}
     plan = looks_of(figures)
+    if on_batch is not None:
+        on_batch(figures)
     while batches < MAX_BATCHES:
         spent = clock() - began
         undecided = any(e["verdict"] == CANNOT_TELL for e in judged(claim_id, figures)["effects"])
@@ -75,4 +79,6 @@ def until_decided(claim_id: str, measure: Callable[[], dict], budget_s: float, c
         if not undecided or done or spent + spent / batches > USABLE * budget_s:
             break
         figures, batches = merge_rounds(figures, measure()), batches + 1
+        if on_batch is not None:
+            on_batch(figures)
     return figures | {"batches": batches, "budget_s": budget_s}

@@ -26,13 +26,14 @@ def _loader(load_fn):
 
 # --- the article's claims ----------------------------------------------------------------------------------------
 def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None,
-           patience: float = 1.0) -> dict:
+           patience: float = 1.0, on_batch=None) -> dict:
     """The article's claims K1-K11 measured on this machine (llmviz/labs/claims.py): `ids` "K1,K4" or None for
-    all; `patience` times each claim's time budget its batches may take before the rule decides with what it has."""
+    all; `patience` times each claim's time budget its batches may take before the rule decides with what it has;
+    on_batch(claim id, the figures pooled so far) after each batch of rounds."""
     from llmviz.labs.claims import ClaimsPlan, parse_ids, run_claims
 
     return run_claims(parse_ids(ids), ClaimsPlan(quick=quick, device=device, patience=patience), _loader(load_fn),
-                      progress)
+                      progress, on_batch)
 
 
 def claim_workload(claim_id: str, quick: bool = True, device: str = "auto", load_fn=None) -> dict | None:

@@ -13,7 +13,7 @@ from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
 
 from llmviz.analysis.claim_effects import judged
 from llmviz.ui import measure, server
-from llmviz.ui.lesson import lesson_reveal
+from llmviz.ui.lesson import lesson_measure
 
 pytestmark = pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the lesson runs the embedded model")
 
@@ -31,7 +31,7 @@ def test_a_measurement_put_while_queued_is_read_not_repeated(monkeypatch):
     TRIED["pages"] += 1
     monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
     server.latest_claims.clear()
-    lesson_reveal.flights.clear()
+    lesson_measure.flights.clear()
     real_slot, granted = measure.slot, []
 
     @contextmanager
@@ -53,13 +53,13 @@ def test_a_measurement_put_while_queued_is_read_not_repeated(monkeypatch):
     assert server.latest_claims().get("K4") is None  # nothing measured yet: this session takes the turn
     at.button(key="lesson_reveal_K4").click().run()
     assert not at.exception and not at.error, [e.value for e in at.exception] + [e.value for e in at.error]
-    kept = at.session_state[lesson_reveal.REVEALED_KEY]["K4"]
+    kept = at.session_state[lesson_measure.REVEALED_KEY]["K4"]
     assert granted == [True] and kept["source"] == "server" and kept["when"] == WHEN
     assert kept["measured"] == pytest.approx(1.5)  # 10 ms / 4 ms - 1, the other session's figures
     assert any(WHEN in c.value for c in at.caption)
-    assert lesson_reveal.flights().measuring("K4") is None  # the turn is handed back
+    assert lesson_measure.flights().measuring("K4") is None  # the turn is handed back
     server.latest_claims.clear()
-    lesson_reveal.flights.clear()
+    lesson_measure.flights.clear()
 
 
 def test_a_reveal_while_another_session_measures_waits_and_reads_it(monkeypatch):
@@ -70,13 +70,13 @@ def test_a_reveal_while_another_session_measures_waits_and_reads_it(monkeypatch)
     TRIED["pages"] += 1
     monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
     server.latest_claims.clear()
-    lesson_reveal.flights.clear()
+    lesson_measure.flights.clear()
     from llmviz import service
 
     monkeypatch.setattr(service.measure, "claims",
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured again")))
     at = open_app(page_file("lesson"), model="llmviz-tiny", lesson="2.2.2")
-    flights, latest, holding = lesson_reveal.flights(), server.latest_claims(), threading.Event()
+    flights, latest, holding = lesson_measure.flights(), server.latest_claims(), threading.Event()
 
     def other_session():
         with flights.turn(latest, "K4", "other", 10) as kept:
@@ -90,7 +90,7 @@ def test_a_reveal_while_another_session_measures_waits_and_reads_it(monkeypatch)
     assert holding.wait(10)
     at.button(key="lesson_reveal_K4").click().run()
     other.join(10)
-    kept = at.session_state[lesson_reveal.REVEALED_KEY]["K4"]
+    kept = at.session_state[lesson_measure.REVEALED_KEY]["K4"]
     assert not at.exception and not at.error and kept["source"] == "server" and kept["when"] == WHEN
     server.latest_claims.clear()
-    lesson_reveal.flights.clear()
+    lesson_measure.flights.clear()

@@ -280,7 +280,7 @@ def test_each_phone_shows_the_teachers_reveal_not_its_own(app_model):
     verdict and its effect, from the projector's judged claim) beside the student's own prediction."""
     from llmviz.analysis import reveal as rv
     from llmviz.classroom import classes
-    from llmviz.ui.lesson.lesson_reveal import REVEALED_KEY
+    from llmviz.ui.lesson.lesson_measure import REVEALED_KEY
 
     teacher, code, _ = teacher_at("2.2.2")
     student = open_app(PAGE, lang="zh", room=code)

@@ -15,7 +15,7 @@ from llmviz.i18n.translator import Translator
 from llmviz.ui.claims.claim_rounds import rounds_sentence
 from llmviz.ui.claims.claims_run import as_csv, as_html, as_json
 from llmviz.ui.lesson.lesson_end import rows
-from llmviz.ui.lesson.lesson_reveal import entry_of
+from llmviz.ui.lesson.lesson_measure import entry_of
 
 A = [10.0, 10.4, 9.8, 11.0, 10.1, 12.0, 10.0, 10.3, 9.9, 10.6, 10.2, 11.5]  # ms per token, round by round
 B = [7.0, 7.1, 7.3, 6.9, 7.4, 7.0, 8.1, 7.2, 7.0, 7.5, 6.8, 7.9]

@@ -12,13 +12,17 @@ and the next waiter measures instead. Different claims never wait on each other.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from llmviz.errors import ServerBusyError
+from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui.public import LatestClaims
+
+AHEAD = "ahead"  # who measures a claim that a step opened (issue 48: while the class thinks), not a session
+LOG = logging.getLogger(__name__)
 
 
 class ClaimFlights:
@@ -27,7 +31,8 @@ class ClaimFlights:
 
     def __init__(self):
         self._lock = threading.Condition()
-        self._measuring: dict[str, str] = {}  # claim id -> the session measuring it
+        self._measuring: dict[str, str] = {}  # claim id -> the session measuring it (or AHEAD)
+        self._so_far: dict[str, dict] = {}  # claim id -> {"since", "rounds", "claim"}: an AHEAD run's progress
 
     def measuring(self, claim_id: str) -> str | None:
         with self._lock:
@@ -41,7 +46,9 @@ class ClaimFlights:
         wait for it (on_wait() about twice a second), up to wait_s seconds: then ServerBusyError."""
         deadline = time.monotonic() + wait_s
         with self._lock:
-            while (entry := latest.get(claim_id)) is None and claim_id in self._measuring:
+            # wait for whoever measures it now (a step's run ahead refreshes an older entry: wait for the new one)
+            while claim_id in self._measuring and (self._measuring[claim_id] == AHEAD or
+                                                   latest.get(claim_id) is None):
                 if self._measuring[claim_id] == session:
                     raise ServerBusyError("this session is already running a measurement: wait for it to finish",
                                           code="busy_session")
@@ -52,6 +59,7 @@ class ClaimFlights:
                 if on_wait is not None:
                     on_wait()
                 self._lock.wait(min(0.5, left))
+            entry = latest.get(claim_id)
             if entry is None:
                 self._measuring[claim_id] = session
         if entry is not None:
@@ -69,3 +77,48 @@ class ClaimFlights:
         with self._lock:
             latest.put(claim_id, entry)
             self._lock.notify_all()
+
+    def ahead(self, latest: LatestClaims, claim_id: str, run: Callable[[Callable[[dict], None]], dict | None],
+              fresh_s: float) -> bool:
+        """Measure `claim_id` now, on a thread of its own, because its step opened (issue 48: the projector measures
+        while the phones vote): unless the server holds an entry of it newer than fresh_s seconds or someone
+        measures it now, so a hundred visitors opening the step cause one run. run(report) measures, calling
+        report(the judged claim so far) after each batch, and returns the entry to keep (None: nothing). Whether it
+        started."""
+        with self._lock:
+            entry = latest.get(claim_id)
+            if claim_id in self._measuring or (entry is not None and time.time() - entry.get("at", 0) < fresh_s):
+                return False
+            self._measuring[claim_id] = AHEAD
+            self._so_far[claim_id] = {"since": time.time(), "rounds": 0, "claim": None}
+        threading.Thread(target=self._run_ahead, args=(latest, claim_id, run), name=f"llmviz-ahead-{claim_id}",
+                         daemon=True).start()
+        return True
+
+    def _run_ahead(self, latest: LatestClaims, claim_id: str, run) -> None:
+        entry = None
+        try:
+            entry = run(lambda claim: self._note(claim_id, claim))
+        except (LlmvizError, MemoryError) as exc:  # the Reveal measures again and says what went wrong
+            LOG.warning("measuring %s ahead of its Reveal failed: %s", claim_id, exc)
+        finally:
+            with self._lock:
+                if entry is not None:
+                    latest.put(claim_id, entry)
+                self._measuring.pop(claim_id, None)
+                self._so_far.pop(claim_id, None)
+                self._lock.notify_all()
+
+    def _note(self, claim_id: str, claim: dict) -> None:
+        """An AHEAD run's claim judged on the rounds so far."""
+        with self._lock:
+            if claim_id in self._so_far:
+                rounds = max((e.get("rounds") or 0 for e in claim.get("effects", [])), default=0)
+                self._so_far[claim_id] |= {"rounds": rounds, "claim": claim}
+
+    def so_far(self, claim_id: str) -> dict | None:
+        """{"since": epoch seconds, "rounds", "claim": judged so far or None} while a step's run ahead measures the
+        claim; None otherwise."""
+        with self._lock:
+            state = self._so_far.get(claim_id)
+            return dict(state) if state is not None else None

@@ -16,7 +16,8 @@ from llmviz.analysis.lab import jsonable
 from llmviz.analysis.reveal import judged_effect
 from llmviz.ui.chrome import html_report, literal, table_csv
 from llmviz.ui.lesson.lesson_check import answers, shown_answer
-from llmviz.ui.lesson.lesson_reveal import predictions, revealed
+from llmviz.ui.lesson.lesson_measure import revealed
+from llmviz.ui.lesson.lesson_reveal import predictions
 
 
 def rows(t, entries: dict[str, dict]) -> list[dict]:

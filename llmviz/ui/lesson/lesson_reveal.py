@@ -1,14 +1,9 @@
 """Predict, then reveal (issue 23): on a claim's step the student may set a prediction, then press Reveal, which
-measures that claim on this machine with the Claims page's quick machinery (3 repeats, the spread, its judging
+measures that claim on this machine with the Claims page's quick machinery (its batches of rounds, its judging
 rule) and shows the prediction, the measurement and the article's A100 figure side by side, with a sentence drawn
 from the numbers on why they differ. A prediction never blocks Next.
 
-Where the measurement comes from, in order: this session's Reveal of the claim; the Claims page's latest run in
-this session, when it measured the claim (labelled with its time); in public mode, the server's latest measurement
-(ui/server.latest_claims, labelled with its time and settings), so that a class does not queue behind the one
-heavy slot; else a new measurement (the GPT-2-shaped K3 and K6 load that model first; K3 takes up to a minute, with
-a progress bar). In public mode one session at a time measures a claim (ui/claims/claim_flight.py): the others pressing
-Reveal on it wait for that measurement and read it, and the lookup is made again once the heavy slot is granted.
+Where the measurement comes from, and the run that starts when the step opens: ui/lesson/lesson_measure.py.
 """
 
 from __future__ import annotations
@@ -17,107 +12,28 @@ import streamlit as st
 
 from llmviz.analysis import claim_spec
 from llmviz.analysis import reveal as rv
-from llmviz.analysis.claim_effects import interval_values, report
+from llmviz.analysis.claim_effects import interval_values
 from llmviz.analysis.claim_parts import bytes_read, predicted_effect
 from llmviz.analysis.claims import CANNOT_TELL, shown
 from llmviz.analysis.kv_memory import human
-from llmviz.errors import LlmvizError, ServerBusyError
-from llmviz.ui import measure, presenter, server, state
+from llmviz.errors import LlmvizError
+from llmviz.ui import presenter, server, state
 from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claim_rounds, claims_run
-from llmviz.ui.claims.claim_flight import ClaimFlights
-from llmviz.ui.errors import explain
 from llmviz.ui.lesson import class_wall, lesson_again, lesson_class
-from llmviz.ui.public import LatestClaims
+from llmviz.ui.lesson.lesson_measure import do_reveal, entry_of, measure_ahead, measured_now, revealed, rounds_so_far
 from llmviz.ui.server import load
 
-REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
-STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measured now
 MOVED = "llmviz_lesson_moved_"  # + claim id: True once the student moved that claim's prediction slider
 PASSED = "llmviz_lesson_passed"  # the claim whose unanswered prediction Next just passed (to say so)
 SAID = "llmviz_lesson_passed_said"  # True once that was said: once a session, not at every claim
 PREDICTIONS = "llmviz_lesson_predictions"  # {claim id: the effect predicted}: kept when the slider is not drawn
 
 
-def revealed() -> dict[str, dict]:
-    return st.session_state.setdefault(REVEALED_KEY, {})
-
-
 def predictions() -> dict[str, float]:
     """Every prediction this session made, {claim id: its effect}, in the order made: it outlives the slider, whose
     state Streamlit drops on a run that does not draw it (another step, the full page and back; issue 48)."""
     return st.session_state.setdefault(PREDICTIONS, {})
-
-
-def entry_of(claim: dict, when: str, source: str, predicted: float | None) -> dict:
-    """What the lesson keeps of a revealed claim: the judged claim, its comparison, where it was measured."""
-    return {"claim": claim, "when": when, "source": source, **rv.revealed(claim, predicted)}
-
-
-@st.cache_resource(show_spinner=False)
-def flights() -> ClaimFlights:
-    """Which claim each session is measuring now, beside the server's latest measurements (one per process)."""
-    return ClaimFlights()
-
-
-def measured_now(t, claim_id: str, latest: LatestClaims | None = None, patience: float = 1.0) -> dict | None:
-    """{"claim", "when", "source"}: the judged claim measured now (quick: 3 repeats), or, when `latest` holds one by
-    the time the heavy slot is granted, the server's entry instead ("server"); None after a message."""
-    from llmviz import service
-
-    def work(queued):
-        with queued() as progress:
-            kept = latest.get(claim_id) if latest is not None else None  # looked up again, in the slot
-            if kept is not None:
-                return {**kept, "source": "server"}
-            raw = service.measure.claims(
-                claim_id, quick=True, device=state.settings().device, load_fn=load,
-                progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)), patience=patience)
-        return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured"}
-
-    return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id),
-                       what=("claim", claim_id, patience))  # its expected time: this claim's last Reveal
-
-
-def shared_reveal(t, claim_id: str) -> dict | None:
-    """Public mode: the server's entry for the claim, waiting while another session measures it (a note says so),
-    or this session's new measurement, kept for the others; None after a message."""
-    shared, latest, p, note = flights(), server.latest_claims(), server.policy(), st.empty()
-    try:
-        with shared.turn(latest, claim_id, measure.session_id(), p.heavy_wait_s + p.heavy_limit_s,
-                         lambda: note.info(t("lesson.reveal_waiting", claim=claim_id))) as kept:
-            note.empty()
-            if kept is not None:
-                return {**kept, "source": "server"}
-            found = measured_now(t, claim_id, latest)
-            if found is not None and found["source"] == "measured" and not found["claim"].get("error"):
-                shared.put(latest, claim_id, {"claim": found["claim"], "when": found["when"]})
-            return found
-    except ServerBusyError as exc:
-        explain(t, exc)
-        return None
-    finally:
-        note.empty()
-
-
-def from_claims_page(claim_id: str) -> tuple[dict, str] | None:
-    rep = claims_run.kept()
-    if rep and rep.get("quick") is not None:
-        for c in rep["claims"]:
-            if c["id"] == claim_id and not c.get("error"):
-                return c, rep.get("when", "?")
-    return None
-
-
-def do_reveal(t, claim_id: str, predicted: float | None) -> None:
-    """Reveal pressed: find or take the measurement, keep the entry."""
-    reused = from_claims_page(claim_id)
-    if reused is not None:
-        revealed()[claim_id] = entry_of(reused[0], reused[1], "claims_page", predicted)
-        return
-    found = shared_reveal(t, claim_id) if server.policy().public else measured_now(t, claim_id)
-    if found is not None:
-        revealed()[claim_id] = entry_of(found["claim"], found["when"], found["source"], predicted)
 
 
 PATIENCE = 4.0  # "measure until it decides": four times the claim's budget (a Reveal's 10 s become 40 s)
@@ -324,6 +240,9 @@ def panel(t, claim_id: str) -> None:
             do_reveal(t, claim_id, predicted)
     e = revealed().get(claim_id)
     if e is None:
+        measure_ahead(t, claim_id)  # while the class thinks (issue 48)
+        if (so_far := rounds_so_far(t, claim_id)) is not None:
+            st.caption(so_far)
         class_wall.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
         before_measuring(t, claim_id)
     else:

@@ -1,0 +1,146 @@
+"""Where a Reveal's measurement comes from (issues 23, 35, 48), in order: this session's Reveal of the claim; the
+Claims page's latest run in this session, when it measured the claim (labelled with its time); the server's
+measurement of it, taken since the claim's step opened (measure_ahead: one thread in the heavy queue, shared by
+every visitor and every session, so the Reveal after a student's prediction waits seconds; its rounds so far shown
+while it runs) or by another session; else a new measurement. One session (or the step's run ahead) at a time
+measures a claim (ui/claims/claim_flight.py): the others pressing Reveal on it wait for that measurement and read
+it, and the lookup is made again once the heavy slot is granted.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import nullcontext
+
+import streamlit as st
+
+from llmviz.analysis import reveal as rv
+from llmviz.analysis.claim_effects import judged, report
+from llmviz.errors import ServerBusyError
+from llmviz.ui import measure, server, state
+from llmviz.ui.claims import claims_run
+from llmviz.ui.claims.claim_flight import ClaimFlights
+from llmviz.ui.errors import explain
+from llmviz.ui.lesson import lesson_class
+from llmviz.ui.public import LatestClaims
+from llmviz.ui.server import load
+
+REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
+STORE = "llmviz_lesson_measure"  # measure.run's store of the claim being measured now
+
+
+def revealed() -> dict[str, dict]:
+    return st.session_state.setdefault(REVEALED_KEY, {})
+
+
+def entry_of(claim: dict, when: str, source: str, predicted: float | None) -> dict:
+    """What the lesson keeps of a revealed claim: the judged claim, its comparison, where it was measured."""
+    return {"claim": claim, "when": when, "source": source, **rv.revealed(claim, predicted)}
+
+
+@st.cache_resource(show_spinner=False)
+def flights() -> ClaimFlights:
+    """Which claim each session is measuring now, beside the server's latest measurements (one per process)."""
+    return ClaimFlights()
+
+
+def measured_now(t, claim_id: str, latest: LatestClaims | None = None, patience: float = 1.0) -> dict | None:
+    """{"claim", "when", "source"}: the judged claim measured now (quick: 3 repeats), or, when `latest` holds one by
+    the time the heavy slot is granted, the server's entry instead ("server"); None after a message."""
+    from llmviz import service
+
+    def work(queued):
+        with queued() as progress:
+            kept = latest.get(claim_id) if latest is not None else None  # looked up again, in the slot
+            if kept is not None:
+                return {**kept, "source": "server"}
+            raw = service.measure.claims(
+                claim_id, quick=True, device=state.settings().device, load_fn=load,
+                progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)), patience=patience)
+        return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured"}
+
+    return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id),
+                       what=("claim", claim_id, patience))  # its expected time: this claim's last Reveal
+
+
+def shared_reveal(t, claim_id: str) -> dict | None:
+    """Public mode: the server's entry for the claim, waiting while another session measures it (a note says so),
+    or this session's new measurement, kept for the others; None after a message."""
+    shared, latest, p, note = flights(), server.latest_claims(), server.policy(), st.empty()
+    try:
+        with shared.turn(latest, claim_id, measure.session_id(), p.heavy_wait_s + p.heavy_limit_s,
+                         lambda: note.info(rounds_so_far(t, claim_id) or t("lesson.reveal_waiting", claim=claim_id))
+                         ) as kept:
+            note.empty()
+            if kept is not None:
+                return {**kept, "source": "server"}
+            found = measured_now(t, claim_id, latest)
+            if found is not None and found["source"] == "measured" and not found["claim"].get("error"):
+                shared.put(latest, claim_id, {"claim": found["claim"], "when": found["when"]})
+            return found
+    except ServerBusyError as exc:
+        explain(t, exc)
+        return None
+    finally:
+        note.empty()
+
+
+def from_claims_page(claim_id: str) -> tuple[dict, str] | None:
+    rep = claims_run.kept()
+    if rep and rep.get("quick") is not None:
+        for c in rep["claims"]:
+            if c["id"] == claim_id and not c.get("error"):
+                return c, rep.get("when", "?")
+    return None
+
+
+def do_reveal(t, claim_id: str, predicted: float | None) -> None:
+    """Reveal pressed: find or take the measurement, keep the entry. The server's, measured since the step
+    opened (ahead) or by another session, is shared in the local tool too (issue 48: one measurement per server,
+    the Reveal a wait of seconds)."""
+    reused = from_claims_page(claim_id)
+    if reused is not None:
+        revealed()[claim_id] = entry_of(reused[0], reused[1], "claims_page", predicted)
+        return
+    found = shared_reveal(t, claim_id)
+    if found is not None:
+        revealed()[claim_id] = entry_of(found["claim"], found["when"], found["source"], predicted)
+
+
+AHEAD_FRESH_S = 600.0  # an entry of the claim newer than this: opening its step measures nothing again
+AHEAD_ENV = "LLMVIZ_MEASURE_AHEAD"  # "0", "off": a step's opening measures nothing (the test suite's setting)
+
+
+def ahead_on() -> bool:
+    return os.environ.get(AHEAD_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def measure_ahead(t, claim_id: str) -> None:
+    """The claim's step opened: its quick measurement starts now on the server (ClaimFlights.ahead: one thread, in
+    the heavy queue, shared by every visitor; none when the server holds a recent one or measures it already), so
+    that the Reveal after the student's prediction waits seconds. A student's phone in a class starts none: the
+    projector measures."""
+    if not ahead_on() or not server.engine_available() or lesson_class.role() == "student" or claim_id in revealed():
+        return
+    p, device = server.policy(), state.settings().device
+    gate = server.heavy_gate(p.heavy_slots) if p.heavy_slots else None
+
+    def run(note) -> dict | None:
+        from llmviz import service
+
+        with gate.slot(f"ahead:{claim_id}", p.heavy_wait_s) if gate is not None else nullcontext():
+            raw = service.measure.claims(claim_id, quick=True, device=device, load_fn=load,
+                                         on_batch=lambda cid, figures: note(judged(cid, figures)))
+        claim = report(raw)["claims"][0]
+        return None if claim.get("error") else {"claim": claim, "when": claims_run.now(), "at": time.time()}
+
+    flights().ahead(server.latest_claims(), claim_id, run, AHEAD_FRESH_S)
+
+
+def rounds_so_far(t, claim_id: str) -> str | None:
+    """"Measuring since the step opened: N rounds so far" while the step's run ahead goes on; None otherwise."""
+    state_ = flights().so_far(claim_id)
+    if state_ is None:
+        return None
+    return t("lesson.ahead", claim=claim_id, seconds=time.time() - state_["since"], rounds=state_["rounds"])

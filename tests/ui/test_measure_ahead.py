@@ -1,0 +1,109 @@
+"""Measure while the class thinks (issue 48, item 6): a claim's step starts its measurement on the server as it
+opens, once for every visitor (a hundred visitors, one run), shows its rounds so far, and the Reveal after a
+prediction reads it in seconds; a recent measurement is not taken again. ClaimFlights with a hand-made run (threads,
+events), then the lesson page in AppTest on K9 (counted on the request trace: a real measurement in seconds)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file
+
+from llmviz.ui import server
+from llmviz.ui.claims.claim_flight import AHEAD, ClaimFlights
+from llmviz.ui.lesson import lesson_measure
+from llmviz.ui.public import LatestClaims
+
+
+def claim_so_far(rounds: int) -> dict:
+    return {"id": "K4", "effects": [{"name": "decode_speedup", "rounds": rounds}]}
+
+
+def test_a_step_measures_once_shows_its_rounds_and_hands_over_to_the_reveal():
+    flights, latest = ClaimFlights(), LatestClaims()
+    go, reported, calls = threading.Event(), threading.Event(), []
+
+    def run(report):
+        calls.append(1)
+        report(claim_so_far(6))
+        reported.set()
+        go.wait(10)
+        report(claim_so_far(12))
+        return {"claim": claim_so_far(12), "when": "now", "at": time.time()}
+
+    assert flights.ahead(latest, "K4", run, fresh_s=600)
+    assert reported.wait(10)
+    state = flights.so_far("K4")
+    assert state["rounds"] == 6 and state["claim"]["effects"][0]["rounds"] == 6
+    assert flights.measuring("K4") == AHEAD
+    assert not flights.ahead(latest, "K4", run, fresh_s=600)  # a second visitor: no second run
+    got = []
+
+    def reveal():  # a Reveal pressed while the step's run goes on waits for it, then reads it
+        with flights.turn(latest, "K4", "session-1", wait_s=10) as entry:
+            got.append(entry)
+
+    waiter = threading.Thread(target=reveal)
+    waiter.start()
+    time.sleep(0.3)
+    assert not got  # still waiting on the run ahead
+    go.set()
+    waiter.join(10)
+    assert got[0]["claim"]["effects"][0]["rounds"] == 12 and calls == [1]
+    assert flights.so_far("K4") is None and flights.measuring("K4") is None
+    assert not flights.ahead(latest, "K4", run, fresh_s=600)  # recent: not measured again
+    assert flights.ahead(latest, "K4", lambda report: None, fresh_s=0)  # stale: measured again (here: nothing kept)
+
+
+def test_a_failed_run_ahead_leaves_the_claim_to_the_reveal():
+    from llmviz.errors import LlmvizError
+
+    flights, latest = ClaimFlights(), LatestClaims()
+
+    def fails(report):
+        raise LlmvizError("out of memory")
+
+    assert flights.ahead(latest, "K6", fails, fresh_s=600)
+    deadline = time.monotonic() + 10
+    while flights.measuring("K6") is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert flights.measuring("K6") is None and latest.get("K6") is None
+    with flights.turn(latest, "K6", "session-1", wait_s=1) as entry:
+        assert entry is None  # this session measures it now
+
+
+@pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the lesson runs the embedded model")
+def test_the_lesson_measures_as_the_step_opens_and_the_reveal_reads_it(monkeypatch):
+    from llmviz import service
+
+    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "1")
+    server.latest_claims.clear()
+    lesson_measure.flights.clear()
+    real, calls = service.measure.claims, []
+
+    def counted(*args, **kwargs):
+        calls.append(args[0] if args else kwargs.get("ids"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service.measure, "claims", counted)
+    first = open_app(page_file("lesson"), model="llmviz-tiny", lesson="5.3")  # K9's step: measured as it opens
+    second = open_app(page_file("lesson"), model="llmviz-tiny", lesson="5.3")  # another visitor: no second run
+    deadline = time.monotonic() + 120
+    while server.latest_claims().get("K9") is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    entry = server.latest_claims().get("K9")
+    assert entry is not None and entry["claim"]["id"] == "K9" and calls == ["K9"]
+    began = time.monotonic()
+    second.slider(key="lesson_predict_K9").set_value(30.0).run()
+    second.button(key="lesson_reveal_K9").click().run()
+    waited = time.monotonic() - began
+    assert not second.exception, [e.value for e in second.exception]
+    kept = second.session_state[lesson_measure.REVEALED_KEY]["K9"]
+    assert kept["source"] == "server" and kept["when"] == entry["when"] and calls == ["K9"]
+    assert kept["measured"] == entry["claim"]["effects"][0]["measured"] and waited < 5.0
+    first.run()  # the first visitor's page again: nothing measured again (recent)
+    assert calls == ["K9"]
+    lesson_measure.flights.clear()
+    server.latest_claims.clear()

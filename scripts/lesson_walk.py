@@ -88,9 +88,9 @@ def verdict_bottom(page) -> int | None:
 
 
 def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, height: int = 720,
-         reveal: tuple[str, ...] = ()) -> dict:
+         reveal: tuple[str, ...] = (), think_s: float = 0.0) -> dict:
     """The walk; returns per-step checks and times, the median key-to-drawn of steps without a measurement, and
-    each Reveal's seconds."""
+    each Reveal's seconds (pressed think_s seconds after its step was drawn: a student predicting)."""
     page.set_viewport_size({"width": 1280, "height": height})
     page.goto(f"{base_url}lesson?lang={lang}&present=1")
     wait_idle(page, 180)
@@ -106,6 +106,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
             shots.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shots / f"lesson_{lang}_{step.section}.png"))
         if step is not None and step.claim in reveal:
+            time.sleep(think_s)  # the server measures the claim meanwhile (issue 48: measured as its step opens)
             reveals[step.claim] = round(click_to_idle(page, f".st-key-lesson_reveal_{step.claim} button"), 2)
             verdicts[step.claim] = verdict_bottom(page)
             unfocus(page)

@@ -107,3 +107,49 @@ def test_the_lesson_measures_as_the_step_opens_and_the_reveal_reads_it(monkeypat
     assert calls == ["K9"]
     lesson_measure.flights.clear()
     server.latest_claims.clear()
+
+
+def k4_figures(rounds: int) -> dict:
+    a = [10.0 + 0.1 * (i % 3) for i in range(rounds)]
+    b = [5.0 + 0.05 * (i % 4) for i in range(rounds)]
+    spread = lambda ms: {"median": sorted(ms)[len(ms) // 2], "min": min(ms), "max": max(ms), "all": ms}  # noqa: E731
+    return {"model": "gpt2-124m-random", "device": "cpu", "threads": 1, "specs": ["a", "b"],
+            "decode_ms_per_token": [spread(a), spread(b)], "kv_bytes_allocated": [1000, 500],
+            "looks": {"batch": 6, "batches": 8}}
+
+
+@pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the lesson runs the embedded model")
+def test_a_reveal_before_the_run_ends_shows_the_rounds_so_far_then_the_end(monkeypatch):
+    """Issue 48: a Reveal pressed while the step's run still measures waits at most a few seconds, then shows the
+    claim on the rounds so far (6 of K4's), and the final measurement (12 rounds) replaces it when the run ends."""
+    from llmviz import service
+
+    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "1")
+    monkeypatch.setattr(lesson_measure, "REVEAL_WAIT_S", 1.0)
+    server.latest_claims.clear()
+    lesson_measure.flights.clear()
+    release, first_batch = threading.Event(), threading.Event()
+
+    def slow_claims(ids, quick=True, device="auto", load_fn=None, progress=None, patience=1.0, on_batch=None):
+        on_batch("K4", k4_figures(6))
+        first_batch.set()
+        release.wait(30)
+        return {"quick": True, "threads": 1, "seconds": {"K4": 9.0}, "claims": {"K4": k4_figures(12)}}
+
+    monkeypatch.setattr(service.measure, "claims", slow_claims)
+    at = open_app(page_file("lesson"), model="llmviz-tiny", lesson="2.2.2")
+    assert first_batch.wait(10)
+    began = time.monotonic()
+    at.button(key="lesson_reveal_K4").click().run()
+    assert time.monotonic() - began < 5.0 and not at.exception, [e.value for e in at.exception]
+    kept = at.session_state[lesson_measure.REVEALED_KEY]["K4"]
+    assert kept["source"] == "so_far" and kept["rounds"] == 6
+    release.set()
+    deadline = time.monotonic() + 10
+    while server.latest_claims().get("K4") is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    at.run()
+    kept = at.session_state[lesson_measure.REVEALED_KEY]["K4"]
+    assert kept["source"] == "server" and kept["rounds"] == 12
+    lesson_measure.flights.clear()
+    server.latest_claims.clear()

@@ -103,9 +103,45 @@ def do_reveal(t, claim_id: str, predicted: float | None) -> None:
     if reused is not None:
         revealed()[claim_id] = entry_of(reused[0], reused[1], "claims_page", predicted)
         return
-    found = shared_reveal(t, claim_id)
+    found = so_far_or_done(claim_id) or shared_reveal(t, claim_id)
     if found is not None:
         revealed()[claim_id] = entry_of(found["claim"], found["when"], found["source"], predicted)
+
+
+REVEAL_WAIT_S = 4.0  # a Reveal waits this long for the step's run ahead, then shows its rounds so far
+
+
+def so_far_or_done(claim_id: str) -> dict | None:
+    """Reveal pressed while the step's run ahead still measures: wait up to REVEAL_WAIT_S for it to end (then None:
+    the server's entry is read as usual); still going, its claim judged on the rounds so far (source "so_far",
+    followed until the run ends: follow_ahead). None where no run ahead goes on, or it has no batch yet."""
+    shared, deadline = flights(), time.monotonic() + REVEAL_WAIT_S
+    while (state_ := shared.so_far(claim_id)) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if state_ is None or state_["claim"] is None:
+        return None
+    return {"claim": state_["claim"], "when": claims_run.now(), "source": "so_far"}
+
+
+FOLLOW_S = 2.0  # how often a Reveal shown on the rounds so far looks for the run's end
+
+
+@st.fragment(run_every=FOLLOW_S)
+def follow_ahead(t, claim_id: str) -> None:
+    """Under a Reveal shown on the rounds so far: the rounds the run has now, and once it has ended its final
+    measurement replaces the partial one (the whole page drawn again)."""
+    e = revealed().get(claim_id)
+    if e is None or e["source"] != "so_far":
+        return
+    if (line := rounds_so_far(t, claim_id)) is not None:
+        st.caption(line)
+        return
+    entry = server.latest_claims().get(claim_id)
+    if entry is not None:
+        revealed()[claim_id] = entry_of(entry["claim"], entry["when"], "server", e["predicted"])
+    else:  # the run failed: the Reveal measures it anew when pressed again
+        revealed().pop(claim_id, None)
+    st.rerun(scope="app")
 
 
 AHEAD_FRESH_S = 600.0  # an entry of the claim newer than this: opening its step measures nothing again
@@ -131,11 +167,17 @@ def measure_ahead(t, claim_id: str) -> None:
 
         with gate.slot(f"ahead:{claim_id}", p.heavy_wait_s) if gate is not None else nullcontext():
             raw = service.measure.claims(claim_id, quick=True, device=device, load_fn=load,
-                                         on_batch=lambda cid, figures: note(judged(cid, figures)))
+                                         on_batch=lambda cid, figures: note(so_far_claim(cid, figures)))
         claim = report(raw)["claims"][0]
         return None if claim.get("error") else {"claim": claim, "when": claims_run.now(), "at": time.time()}
 
     flights().ahead(server.latest_claims(), claim_id, run, AHEAD_FRESH_S)
+
+
+def so_far_claim(claim_id: str, figures: dict) -> dict:
+    """A claim judged on the rounds a run ahead has so far, with where it runs."""
+    return judged(claim_id, figures) | {"where": {k: figures.get(k) for k in ("model", "device", "threads")},
+                                        "seconds": None}
 
 
 def rounds_so_far(t, claim_id: str) -> str | None:

@@ -21,7 +21,15 @@ from llmviz.ui import presenter, server, state
 from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claim_rounds, claims_run
 from llmviz.ui.lesson import class_wall, lesson_again, lesson_class
-from llmviz.ui.lesson.lesson_measure import do_reveal, entry_of, measure_ahead, measured_now, revealed, rounds_so_far
+from llmviz.ui.lesson.lesson_measure import (
+    do_reveal,
+    entry_of,
+    follow_ahead,
+    measure_ahead,
+    measured_now,
+    revealed,
+    rounds_so_far,
+)
 from llmviz.ui.server import load
 
 MOVED = "llmviz_lesson_moved_"  # + claim id: True once the student moved that claim's prediction slider
@@ -248,3 +256,4 @@ def panel(t, claim_id: str) -> None:
     else:
         lesson_class.share_reveal(claim_id, e)  # on the projector: the class's phones show this measurement
         show(t, e)
+        follow_ahead(t, claim_id)  # shown on the rounds so far: replaced when the run ends

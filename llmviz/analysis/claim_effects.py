@@ -104,7 +104,7 @@ def reason_text(t, claim: dict) -> str:
                                t("claims.more_unknown"))
         out.append(f"{label}{t('common.colon')}{sentence}")
     deciding = claim.get("decided_by") or []
-    if len(claim["effects"]) > 1 and deciding:  # which effect the headline rests on
+    if 0 < len(deciding) < len(claim["effects"]):  # effects that disagree: which one the headline rests on
         out.append(t("claims.decided_by", effects=t("common.and").join(t(f"claims.effect.{n}") for n in deciding)))
     return " ".join(out)
 

@@ -153,3 +153,49 @@ def test_a_reveal_before_the_run_ends_shows_the_rounds_so_far_then_the_end(monke
     assert kept["source"] == "server" and kept["rounds"] == 12
     lesson_measure.flights.clear()
     server.latest_claims.clear()
+
+
+@pytest.mark.skipif(not EMBEDDED_WEIGHTS.exists(), reason="the lesson runs the embedded model")
+def test_a_reveal_before_the_first_batch_waits_seconds_and_says_it_is_measuring(monkeypatch):
+    """Issue 48: a run ahead with no batch yet (a GPT-2-shape decode pair's first batch outlasts a student's thought
+    on a 2-core CPU) does not hold the Reveal: it says the claim is being measured, then shows the first batch."""
+    from llmviz import service
+    from llmviz.i18n.translator import translate
+
+    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "1")
+    monkeypatch.setattr(lesson_measure, "REVEAL_WAIT_S", 0.5)
+    server.latest_claims.clear()
+    lesson_measure.flights.clear()
+    started, batch, release = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_claims(ids, quick=True, device="auto", load_fn=None, progress=None, patience=1.0, on_batch=None):
+        started.set()
+        batch.wait(30)
+        on_batch("K4", k4_figures(6))
+        release.wait(30)
+        return {"quick": True, "threads": 1, "seconds": {"K4": 9.0}, "claims": {"K4": k4_figures(12)}}
+
+    monkeypatch.setattr(service.measure, "claims", slow_claims)
+    at = open_app(page_file("lesson"), model="llmviz-tiny", lesson="2.2.2", lang="en")
+    assert started.wait(10)
+    began = time.monotonic()
+    at.button(key="lesson_reveal_K4").click().run()
+    assert time.monotonic() - began < 5.0 and not at.exception, [e.value for e in at.exception]
+    kept = at.session_state[lesson_measure.REVEALED_KEY]["K4"]
+    assert kept["source"] == "so_far" and kept["measured"] is None
+    head = translate("en", "lesson.ahead", claim="K4", seconds=0, rounds=0).split("(")[0]
+    assert any(i.value.startswith(head) for i in at.info) and not at.success and not at.warning
+    batch.set()
+    deadline = time.monotonic() + 10
+    while (lesson_measure.flights().so_far("K4") or {}).get("rounds", 0) < 6 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    at.run()  # the follow-up sees the first batch
+    assert at.session_state[lesson_measure.REVEALED_KEY]["K4"]["rounds"] == 6
+    release.set()
+    deadline = time.monotonic() + 10
+    while server.latest_claims().get("K4") is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    at.run()
+    assert at.session_state[lesson_measure.REVEALED_KEY]["K4"]["source"] == "server"
+    lesson_measure.flights.clear()
+    server.latest_claims.clear()

@@ -113,14 +113,16 @@ REVEAL_WAIT_S = 4.0  # a Reveal waits this long for the step's run ahead, then s
 
 def so_far_or_done(claim_id: str) -> dict | None:
     """Reveal pressed while the step's run ahead still measures: wait up to REVEAL_WAIT_S for it to end (then None:
-    the server's entry is read as usual); still going, its claim judged on the rounds so far (source "so_far",
-    followed until the run ends: follow_ahead). None where no run ahead goes on, or it has no batch yet."""
+    the server's entry is read as usual); still going, its claim judged on the rounds so far, or none yet before its
+    first batch ends (source "so_far", followed until the run ends: follow_ahead). None where no run ahead goes on.
+    A Reveal never waits on a run ahead longer than that (issue 48: a few seconds after the prediction)."""
     shared, deadline = flights(), time.monotonic() + REVEAL_WAIT_S
     while (state_ := shared.so_far(claim_id)) is not None and time.monotonic() < deadline:
         time.sleep(0.2)
-    if state_ is None or state_["claim"] is None:
+    if state_ is None:
         return None
-    return {"claim": state_["claim"], "when": claims_run.now(), "source": "so_far"}
+    claim = state_["claim"] or judged(claim_id, None, "measuring") | {"where": {}, "seconds": None}
+    return {"claim": claim, "when": claims_run.now(), "source": "so_far"}
 
 
 FOLLOW_S = 2.0  # how often a Reveal shown on the rounds so far looks for the run's end
@@ -128,16 +130,18 @@ FOLLOW_S = 2.0  # how often a Reveal shown on the rounds so far looks for the ru
 
 @st.fragment(run_every=FOLLOW_S)
 def follow_ahead(t, claim_id: str) -> None:
-    """Under a Reveal shown on the rounds so far: the rounds the run has now, and once it has ended its final
-    measurement replaces the partial one (the whole page drawn again)."""
+    """Under a Reveal shown on the rounds so far: each new batch's figures replace the shown ones, and once the run
+    has ended its final measurement does (the whole page drawn again); between them, the rounds so far."""
     e = revealed().get(claim_id)
     if e is None or e["source"] != "so_far":
         return
-    if (line := rounds_so_far(t, claim_id)) is not None:
-        st.caption(line)
-        return
-    entry = server.latest_claims().get(claim_id)
-    if entry is not None:
+    state_ = flights().so_far(claim_id)
+    if state_ is not None:
+        if state_["claim"] is None or state_["rounds"] <= (e.get("rounds") or 0):
+            st.caption(rounds_so_far(t, claim_id))  # no new batch yet
+            return
+        revealed()[claim_id] = entry_of(state_["claim"], claims_run.now(), "so_far", e["predicted"])  # a new batch
+    elif (entry := server.latest_claims().get(claim_id)) is not None:  # the run ended: its final figures
         revealed()[claim_id] = entry_of(entry["claim"], entry["when"], "server", e["predicted"])
     else:  # the run failed: the Reveal measures it anew when pressed again
         revealed().pop(claim_id, None)

@@ -110,6 +110,10 @@ def depends(t, e: dict) -> str:
 
 def show(t, e: dict) -> None:
     """The prediction, this machine's measurement and the article's figure side by side; the verdict and why."""
+    if e["source"] == "so_far" and e["measured"] is None:  # the run ahead has no batch yet: it is said so
+        st.info(rounds_so_far(t, e["id"]) or t("lesson.reveal_waiting", claim=e["id"]),
+                icon=":material/hourglass_top:")
+        return
     name, here = e["effect"], e.get("predicted_here")
     cols = st.columns(3 if here is None else 4)
     cols[0].metric(t("lesson.your_prediction"), shown(name, e["predicted"], t) if e["predicted"] is not None else "—")
@@ -254,6 +258,7 @@ def panel(t, claim_id: str) -> None:
         class_wall.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
         before_measuring(t, claim_id)
     else:
-        lesson_class.share_reveal(claim_id, e)  # on the projector: the class's phones show this measurement
+        if e["source"] != "so_far":  # on the projector: the class's phones show this measurement, once whole
+            lesson_class.share_reveal(claim_id, e)
         show(t, e)
         follow_ahead(t, claim_id)  # shown on the rounds so far: replaced when the run ends

@@ -183,7 +183,7 @@ def test_a_reveal_before_the_first_batch_waits_seconds_and_says_it_is_measuring(
     assert time.monotonic() - began < 5.0 and not at.exception, [e.value for e in at.exception]
     kept = at.session_state[lesson_measure.REVEALED_KEY]["K4"]
     assert kept["source"] == "so_far" and kept["measured"] is None
-    head = translate("en", "lesson.ahead", claim="K4", seconds=0, rounds=0).split("(")[0]
+    head = translate("en", "lesson.ahead_after", claim="K4", seconds=0, rounds=0).split("(")[0]
     assert any(i.value.startswith(head) for i in at.info) and not at.success and not at.warning
     batch.set()
     deadline = time.monotonic() + 10

@@ -18,7 +18,7 @@ import streamlit as st
 from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import judged, report
 from llmviz.errors import ServerBusyError
-from llmviz.ui import measure, server, state
+from llmviz.ui import client_gate, measure, server, state
 from llmviz.ui.claims import claims_run
 from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
@@ -129,6 +129,15 @@ FOLLOW_S = 2.0  # how often a Reveal shown on the rounds so far looks for the ru
 
 
 @st.fragment(run_every=FOLLOW_S)
+@client_gate.gated
+def ahead_note(t, claim_id: str) -> None:
+    """Before the Reveal: the step's run ahead and its rounds so far, drawn again as they grow."""
+    if claim_id not in revealed() and (line := rounds_so_far(t, claim_id)) is not None:
+        st.caption(line)
+
+
+@st.fragment(run_every=FOLLOW_S)
+@client_gate.gated
 def follow_ahead(t, claim_id: str) -> None:
     """Under a Reveal shown on the rounds so far: each new batch's figures replace the shown ones, and once the run
     has ended its final measurement does (the whole page drawn again); between them, the rounds so far."""
@@ -138,7 +147,7 @@ def follow_ahead(t, claim_id: str) -> None:
     state_ = flights().so_far(claim_id)
     if state_ is not None:
         if state_["claim"] is None or state_["rounds"] <= (e.get("rounds") or 0):
-            st.caption(rounds_so_far(t, claim_id))  # no new batch yet
+            st.caption(rounds_so_far(t, claim_id, "lesson.ahead_after"))  # no new batch yet
             return
         revealed()[claim_id] = entry_of(state_["claim"], claims_run.now(), "so_far", e["predicted"])  # a new batch
     elif (entry := server.latest_claims().get(claim_id)) is not None:  # the run ended: its final figures
@@ -184,9 +193,10 @@ def so_far_claim(claim_id: str, figures: dict) -> dict:
                                         "seconds": None}
 
 
-def rounds_so_far(t, claim_id: str) -> str | None:
-    """"Measuring since the step opened: N rounds so far" while the step's run ahead goes on; None otherwise."""
+def rounds_so_far(t, claim_id: str, key: str = "lesson.ahead") -> str | None:
+    """"Measuring since the step opened: N rounds so far" while the step's run ahead goes on (`key`: before the
+    Reveal, or after it, lesson.ahead_after); None otherwise."""
     state_ = flights().so_far(claim_id)
     if state_ is None:
         return None
-    return t("lesson.ahead", claim=claim_id, seconds=time.time() - state_["since"], rounds=state_["rounds"])
+    return t(key, claim=claim_id, seconds=time.time() - state_["since"], rounds=state_["rounds"])

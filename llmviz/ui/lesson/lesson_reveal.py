@@ -22,8 +22,10 @@ from llmviz.ui.chrome import literal
 from llmviz.ui.claims import claim_rounds, claims_run
 from llmviz.ui.lesson import class_wall, lesson_again, lesson_class
 from llmviz.ui.lesson.lesson_measure import (
+    ahead_note,
     do_reveal,
     entry_of,
+    flights,
     follow_ahead,
     measure_ahead,
     measured_now,
@@ -51,7 +53,8 @@ def offer_rounds(t, e: dict) -> None:
     """Cannot tell: the rounds that would decide are offered (issue 36), in the local tool: measured again with four
     times the claim's budget, its batches pooled until the rule decides. A public server's queue is not held that
     long; its students read the sentence."""
-    if e["verdict"] != CANNOT_TELL or server.policy().public or not server.engine_available():
+    if (e["verdict"] != CANNOT_TELL or e["source"] == "so_far" or server.policy().public
+            or not server.engine_available()):  # not while the step's run still measures it
         return
     if st.button(t("lesson.more_rounds", claim=e["id"], times=PATIENCE), key=f"lesson_more_{e['id']}"):
         found = measured_now(t, e["id"], patience=PATIENCE)
@@ -111,7 +114,7 @@ def depends(t, e: dict) -> str:
 def show(t, e: dict) -> None:
     """The prediction, this machine's measurement and the article's figure side by side; the verdict and why."""
     if e["source"] == "so_far" and e["measured"] is None:  # the run ahead has no batch yet: it is said so
-        st.info(rounds_so_far(t, e["id"]) or t("lesson.reveal_waiting", claim=e["id"]),
+        st.info(rounds_so_far(t, e["id"], "lesson.ahead_after") or t("lesson.reveal_waiting", claim=e["id"]),
                 icon=":material/hourglass_top:")
         return
     name, here = e["effect"], e.get("predicted_here")
@@ -253,8 +256,8 @@ def panel(t, claim_id: str) -> None:
     e = revealed().get(claim_id)
     if e is None:
         measure_ahead(t, claim_id)  # while the class thinks (issue 48)
-        if (so_far := rounds_so_far(t, claim_id)) is not None:
-            st.caption(so_far)
+        if lesson_class.role() != "student" and flights().so_far(claim_id) is not None:
+            ahead_note(t, claim_id)  # its rounds so far, drawn again as they grow
         class_wall.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
         before_measuring(t, claim_id)
     else:

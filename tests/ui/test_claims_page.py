@@ -80,14 +80,25 @@ def test_the_whole_quick_run():
     run_claims(at, [f"K{i}" for i in range(1, 12)])
     kept = at.session_state["llmviz_claims_report"]
     assert [c["id"] for c in kept["claims"]] == [f"K{i}" for i in range(1, 12)]
-    # a CPU measures them all; a quick run's few rounds on a busy 2-core machine may leave one undecided, the rule's
-    # honest answer (a fresh clone's slow suite met it once, and the same test alone passed; issue 48 reworks the rule)
+    # a CPU measures them all. Within this suite's 15 s budget for the GPT-2 shape a claim may stop before its first
+    # planned look (issue 48: a decode pair's at 12 rounds): it cannot tell, with the rounds that would decide; an
+    # effect that decides rests on a look's rounds (at least 6), or is counted
     verdicts = [c["verdict"] for c in kept["claims"]]
     assert all(v in ("holds", "does_not_hold", "cannot_tell") for v in verdicts), verdicts
-    assert verdicts.count("cannot_tell") <= 1, verdicts
-    assert all("measured" in e for c in kept["claims"] for e in c["effects"])
-    charts = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]  # K1's fit; the slips' two BERT masks
-    assert charts == ["claims_fit_0", "article_mask_bidirectional", "article_mask_causal"]
+    effects = [e for c in kept["claims"] for e in c["effects"]]
+    assert all("measured" in e for e in effects)
+    assert all(e["rounds"] == 0 or e["rounds"] >= 6 for e in effects if e["verdict"] in ("holds", "does_not_hold"))
+    undecided = [e for e in effects if e["verdict"] == "cannot_tell"]
+    assert all(e["reason"] in ("no_interval", "cannot_tell", "drifted") for e in undecided), undecided
+    assert all(e["more_rounds"] for e in undecided if e["reason"] == "no_interval"), undecided  # the next look
+    assert [verdicts[i] for i in (6, 8)] == ["holds", "holds"]  # K7 and K9: counted on the request traces
+    charts = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+    rounds = [c for c in charts if c.startswith("claims_rounds_")]  # each timed effect's rounds (issue 48)
+    assert rounds == [f"claims_rounds_{c['id']}_{e['name']}" for c in kept["claims"] for e in c["effects"]
+                      if e.get("per_round")]
+    # K1's fit; the slips' two BERT masks
+    assert [c for c in charts if c not in rounds] == ["claims_fit_0", "article_mask_bidirectional",
+                                                      "article_mask_causal"]
     assert any("Prefill ms ≈" in m.value for m in at.markdown)
     assert json.loads(json.dumps(kept["claims"][0]["figures"]))["longest"] == 510
 

@@ -25,7 +25,7 @@ def decode_slope(lm: LoadedModel, points: int = POINTS, steps: int = STEPS, repe
     progress = progress or silent
     lengths = spread_lengths(sweep_max_seq(lm), points, steps)
     result = layout_sweep(lm, lengths, (layout,), steps, repeats, within(progress, 0.0, 0.9, "sweep"),
-                          seed=seed, backend=backend, control=False)  # a slope's interval: its own pairs bootstrap
+                          seed=seed, backend=backend, control=False)  # a slope's interval: its rounds' own slopes
     progress(0.92, "probe", {"what": "bandwidth"})
     bandwidth = memory_bandwidth(lm.device, PROBE_BYTES, repeats=3)
     progress(1.0, "done", {"what": "✓"})

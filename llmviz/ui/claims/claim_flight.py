@@ -118,6 +118,16 @@ class ClaimFlights:
                 rounds = max((e.get("rounds") or 0 for e in claim.get("effects", [])), default=0)
                 self._so_far[claim_id] |= {"rounds": rounds, "claim": claim}
 
+    def wait_ahead(self, claim_id: str, timeout_s: float) -> dict | None:
+        """Wait up to timeout_s for a step's run ahead of `claim_id` to end (woken by its end, not polled): None
+        when none goes on (any more), else its state now (so_far's)."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while claim_id in self._so_far and (left := deadline - time.monotonic()) > 0:
+                self._lock.wait(left)
+            state = self._so_far.get(claim_id)
+            return dict(state) if state is not None else None
+
     def so_far(self, claim_id: str) -> dict | None:
         """{"since": epoch seconds, "rounds", "claim": judged so far or None} while a step's run ahead measures the
         claim; None otherwise."""

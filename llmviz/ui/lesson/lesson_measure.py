@@ -116,9 +116,7 @@ def so_far_or_done(claim_id: str) -> dict | None:
     the server's entry is read as usual); still going, its claim judged on the rounds so far, or none yet before its
     first batch ends (source "so_far", followed until the run ends: follow_ahead). None where no run ahead goes on.
     A Reveal never waits on a run ahead longer than that (issue 48: a few seconds after the prediction)."""
-    shared, deadline = flights(), time.monotonic() + REVEAL_WAIT_S
-    while (state_ := shared.so_far(claim_id)) is not None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    state_ = flights().wait_ahead(claim_id, REVEAL_WAIT_S)
     if state_ is None:
         return None
     claim = state_["claim"] or judged(claim_id, None, "measuring") | {"where": {}, "seconds": None}

@@ -69,6 +69,8 @@ def report(run: dict) -> dict:
         if error:
             entry["error"] = error
         entry["seconds"] = run["seconds"].get(claim_id)
+        if claim_id in run.get("shared", {}):  # judged on the rounds measured for another claim (K4 on K2's)
+            entry["shared_with"] = run["shared"][claim_id]
         # how many batches of rounds the adaptive loop pooled (labs/rounds.py), within what budget
         entry["batches"], entry["budget_s"] = (None, None) if error else (figures.get("batches"),
                                                                           figures.get("budget_s"))
@@ -77,7 +79,7 @@ def report(run: dict) -> dict:
         entry["timed"] = None if error else figures.get("timed")  # its catalogue key: pages show it translated
         claims.append(entry)
     return {"quick": run["quick"], "threads": run["threads"], "claims": claims,
-            "seconds": round(sum(v for v in run["seconds"].values()), 1)}
+            "seconds": round(sum(v for k, v in run["seconds"].items() if k not in run.get("shared", {})), 1)}
 
 
 def reason_text(t, claim: dict) -> str:

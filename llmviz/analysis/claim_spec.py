@@ -162,3 +162,11 @@ def effect_kind(name: str) -> str:
 def measured_by(lab_kind: str) -> tuple[ClaimSpec, ...]:
     """The claims a lab kind measures: a full page judges its own sweep as these (the KV layouts page's as K3)."""
     return tuple(c for c in declared().values() if c.lab.kind == lab_kind)
+
+
+def sharing(claim_id: str) -> tuple[str, ...]:
+    """The claims one measurement of `claim_id`'s workload serves, in declaration order, itself included: those
+    whose lab (kind, model, options) is the same (K2 and K4 read one kv-fp16 decode pair). A run of the workload
+    judges them all (labs/claims.Measurer.measure), so a lesson's run ahead of K2 reveals K4 too (issue 48)."""
+    lab = claim(claim_id).lab
+    return tuple(c.id for c in declared().values() if c.lab == lab)

@@ -114,8 +114,9 @@ class Measurer:
     def model_name(self, claim: claim_spec.ClaimSpec) -> str:
         return self.plan.model_of(claim.id)
 
-    def measure(self, claim_id: str) -> dict:
-        """A claim measured in batches until the one rule decides or its budget is spent (labs/rounds.py)."""
+    def measure(self, claim_id: str, judge: tuple[str, ...] = ()) -> dict:
+        """A claim measured in batches until the one rule decides it, and each claim of `judge` (others its
+        workload serves: claim_spec.sharing), or its budget is spent (labs/rounds.py)."""
         claim = claim_spec.claim(claim_id)
         lab = LABS.get(claim.lab.kind)
         if lab is None:
@@ -129,7 +130,8 @@ class Measurer:
             return lab(self, claim)
 
         report = None if self.on_batch is None else (lambda figures: self.on_batch(claim_id, figures))
-        return until_decided(claim_id, batch, self.plan.budget_s(claim_id), on_batch=report)
+        return until_decided((claim_id, *(c for c in judge if c != claim_id)), batch, self.plan.budget_s(claim_id),
+                             on_batch=report)
 
     # --- shared measurements -------------------------------------------------------------------------------
     def pair_config(self, name: str) -> DecodePairConfig:
@@ -205,24 +207,35 @@ def parse_ids(text: str | None) -> tuple[str, ...]:
 
 def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | None = None,
                on_batch: Callable[[str, dict], None] | None = None) -> dict:
-    """Measure each claim in turn. A claim this machine cannot run (out of memory, a model it cannot load) is
-    kept as {"error": one line} and the others go on. progress(fraction, claim id, values); on_batch(claim id, the
-    figures pooled so far) after each batch of rounds."""
+    """Measure each claim in turn; claims one workload serves (claim_spec.sharing: K2 and K4) in one measurement,
+    judged on the same rounds, the later one `shared` with the first (its seconds the measurement's, counted once
+    in the run's). A claim this machine cannot run (out of memory, a model it cannot load) is kept as {"error": one
+    line} and the others go on. progress(fraction, claim id, values); on_batch(claim id, the figures pooled so
+    far) after each batch of rounds: once per claim the batch serves."""
     progress = progress or silent
-    m = Measurer(plan, load, on_batch=on_batch)
-    out, seconds = {}, {}
+    report = None if on_batch is None else (lambda cid, figures: [on_batch(c, figures) for c in group(cid)])
+    m = Measurer(plan, load, on_batch=report)
+    out, seconds, shared = {}, {}, {}
+
+    def group(cid: str) -> tuple[str, ...]:
+        return tuple(c for c in claim_spec.sharing(cid) if c in ids)
+
     for i, claim in enumerate(ids):
+        first = group(claim)[0]
+        if first != claim and first in out:  # measured with `first`, on its rounds
+            out[claim], seconds[claim], shared[claim] = out[first], seconds[first], first
+            continue
         m.progress = within(progress, i / len(ids), (i + 1) / len(ids), claim)
         progress(i / len(ids), claim, {})
         began = time.perf_counter()
         try:
-            out[claim] = m.measure(claim)
+            out[claim] = m.measure(claim, group(claim))
         except (LlmvizError, MemoryError, torch.OutOfMemoryError) as exc:  # the device's limit, not a bug
             out[claim] = {"error": " ".join(str(exc).split()) or type(exc).__name__}
         seconds[claim] = round(time.perf_counter() - began, 2)
     progress(1.0, "done", {})
     return {"quick": plan.quick, "device": plan.device, "threads": torch.get_num_threads(), "claims": out,
-            "seconds": seconds}
+            "seconds": seconds, "shared": shared}
 
 
 def sweep_workload(lab_kind: str, lm: LoadedModel) -> dict:

@@ -57,28 +57,42 @@ def merge_rounds(a, b):
     return a
 
 
-def until_decided(claim_id: str, measure: Callable[[], dict], budget_s: float, clock=time.perf_counter,
-                  on_batch: Callable[[dict], None] | None = None) -> dict:
-    """Batches of `measure()` pooled until the claim's verdict is not "cannot tell", MAX_BATCHES are taken, no look
-    of the plan is left, or one more batch (at the mean batch's time) would pass USABLE of `budget_s`. The looks
-    are planned from the first batch's rounds (stats.Looks: the verdict's error holds over every look, however many
-    are taken before stopping) and travel with the figures, as do the batches pooled and the budget. on_batch(the
-    figures pooled so far) after each batch: the rounds so far, for a page that shows them while it waits."""
-    began = clock()
-    figures, batches = measure(), 1
-    rounds = max((e.get("rounds") or 0 for e in judged(claim_id, figures)["effects"]), default=0)
+def until_decided(claim_ids: str | tuple[str, ...], measure: Callable[[], dict], budget_s: float,
+                  clock=time.perf_counter, on_batch: Callable[[dict], None] | None = None) -> dict:
+    """Batches of `measure()` pooled until no claim of `claim_ids` (one id, or the claims one workload serves:
+    claim_spec.sharing) has a "cannot tell", MAX_BATCHES are taken, no look of the plan is left, or one more batch
+    (at the mean batch's time) would pass USABLE of `budget_s`. The budget counts the batches' own time: a run
+    that waits between batches (a run ahead giving its turn to a step just opened, ui/claims/claim_flight.py)
+    spends none of it waiting. The looks are planned from the first batch's rounds (stats.Looks: the verdict's
+    error holds over every look, however many are taken before stopping) and travel with the figures, as do the
+    batches pooled and the budget. on_batch(the figures pooled so far) after each batch: the rounds so far, for a
+    page that shows them while it waits."""
+    ids = (claim_ids,) if isinstance(claim_ids, str) else tuple(claim_ids)
+    spent = 0.0
+
+    def timed_batch() -> dict:
+        nonlocal spent
+        began = clock()
+        figures_ = measure()
+        spent += clock() - began
+        return figures_
+
+    def effects(figures_: dict) -> list[dict]:
+        return [e for cid in ids for e in judged(cid, figures_)["effects"]]
+
+    figures, batches = timed_batch(), 1
+    rounds = max((e.get("rounds") or 0 for e in effects(figures)), default=0)
     if rounds:  # timed: the looks a batch of this many rounds allows (counted figures need none)
         figures = figures | {"looks": {"batch": rounds, "batches": MAX_BATCHES}}
     plan = looks_of(figures)
     if on_batch is not None:
         on_batch(figures)
     while batches < MAX_BATCHES:
-        spent = clock() - began
-        undecided = any(e["verdict"] == CANNOT_TELL for e in judged(claim_id, figures)["effects"])
+        undecided = any(e["verdict"] == CANNOT_TELL for e in effects(figures))
         done = plan is not None and plan.next(batches * plan.batch) is None  # no look left to decide at
         if not undecided or done or spent + spent / batches > USABLE * budget_s:
             break
-        figures, batches = merge_rounds(figures, measure()), batches + 1
+        figures, batches = merge_rounds(figures, timed_batch()), batches + 1
         if on_batch is not None:
             on_batch(figures)
     return figures | {"batches": batches, "budget_s": budget_s}

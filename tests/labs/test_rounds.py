@@ -165,3 +165,32 @@ def test_a_decode_pairs_batches_pool_every_round_and_the_floor_reads_them_all():
     assert floor["rounds"] == 6 and floor["value"] == pytest.approx(10 / 11 - 1)  # 4 of 6 rounds: 10 over 11
     assert floor["low"] == pytest.approx(10 / 11 - 1) and floor["high"] == pytest.approx(11 / 10 - 1)
     assert floor["level"] == pytest.approx(1 - 2 / 64)  # six rounds: [min, max], one look
+
+
+def test_the_budget_counts_the_batches_not_a_wait_between_them():
+    """Issue 48: a run ahead that gives its turn between batches (on_batch blocks while another claim measures)
+    spends none of its budget waiting. Batches of 1 s, a 100 s wait after each, a 10 s budget: it goes on to the
+    decision at 12 rounds (four 3-round batches), as with no wait at all."""
+    first, clear = [8.0, 5.0, 6.5], [6.0, 6.0, 6.0]
+    clock = Clock(1.0)
+
+    def waits(figures):
+        clock.now += 100.0
+
+    f = until_decided("K4", clock.timed(k4_batches([first] + [clear] * 7)), 10.0, clock, on_batch=waits)
+    assert f["batches"] == 4 and clock.now == pytest.approx(404.0)
+
+
+def test_claims_one_workload_serves_go_on_until_each_decides(monkeypatch):
+    """K2 and K4 read one decode pair (claim_spec.sharing): the pair's batches pool until neither says "cannot
+    tell". Here the first claim decides at once and the second only at the third batch: three batches."""
+    from llmviz.labs import rounds
+
+    def fake_judged(cid, figures):
+        decided = cid == "K2" or len(figures["ms"]["all"]) >= 3  # one round a batch
+        return {"effects": [{"verdict": "holds" if decided else "cannot_tell", "rounds": 0}]}
+
+    monkeypatch.setattr(rounds, "judged", fake_judged)
+    f = until_decided(("K2", "K4"), lambda: {"ms": spread(5.0)}, 1e9)
+    assert f["batches"] == 3 and len(f["ms"]["all"]) == 3
+    assert until_decided("K2", lambda: {"ms": spread(5.0)}, 1e9)["batches"] == 1  # the first alone: one batch

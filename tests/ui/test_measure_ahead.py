@@ -27,11 +27,11 @@ def test_a_step_measures_once_shows_its_rounds_and_hands_over_to_the_reveal():
 
     def run(report):
         calls.append(1)
-        report(claim_so_far(6))
+        report("K4", claim_so_far(6))
         reported.set()
         go.wait(10)
-        report(claim_so_far(12))
-        return {"claim": claim_so_far(12), "when": "now", "at": time.time()}
+        report("K4", claim_so_far(12))
+        return {"K4": {"claim": claim_so_far(12), "when": "now", "at": time.time()}}
 
     assert flights.ahead(latest, "K4", run, fresh_s=600)
     assert reported.wait(10)
@@ -78,7 +78,7 @@ def test_a_failed_run_ahead_leaves_the_claim_to_the_reveal():
 def test_the_lesson_measures_as_the_step_opens_and_the_reveal_reads_it(monkeypatch):
     from llmviz import service
 
-    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "1")
+    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "step")  # not the next claim too
     server.latest_claims.clear()
     lesson_measure.flights.clear()
     real, calls = service.measure.claims, []
@@ -124,7 +124,7 @@ def test_a_reveal_before_the_run_ends_shows_the_rounds_so_far_then_the_end(monke
     claim on the rounds so far (6 of K4's), and the final measurement (12 rounds) replaces it when the run ends."""
     from llmviz import service
 
-    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "1")
+    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "step")  # not the next claim too
     monkeypatch.setattr(lesson_measure, "REVEAL_WAIT_S", 1.0)
     server.latest_claims.clear()
     lesson_measure.flights.clear()
@@ -162,7 +162,7 @@ def test_a_reveal_before_the_first_batch_waits_seconds_and_says_it_is_measuring(
     from llmviz import service
     from llmviz.i18n.translator import translate
 
-    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "1")
+    monkeypatch.setenv(lesson_measure.AHEAD_ENV, "step")  # not the next claim too
     monkeypatch.setattr(lesson_measure, "REVEAL_WAIT_S", 0.5)
     server.latest_claims.clear()
     lesson_measure.flights.clear()

@@ -12,17 +12,19 @@ and the next waiter measures instead. Different claims never wait on each other.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 
 from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui.public import LatestClaims
 
 AHEAD = "ahead"  # who measures a claim that a step opened (issue 48: while the class thinks), not a session
 LOG = logging.getLogger(__name__)
+Runner = Callable[[Callable[[str, dict], None]], dict | None]  # run(report) -> {claim id: entry}: a run ahead
 
 
 class ClaimFlights:
@@ -33,7 +35,12 @@ class ClaimFlights:
         self._lock = threading.Condition()
         self._measuring: dict[str, str] = {}  # claim id -> the session measuring it (or AHEAD)
         self._so_far: dict[str, dict] = {}  # claim id -> {"since", "rounds", "claim"}: an AHEAD run's progress
-        self._one_queue = threading.Lock()  # runs ahead one after another: timings never share the cores
+        # runs ahead, one at a time (timings never share the cores): each keyed by its first claim
+        self._run_of: dict[str, str] = {}  # claim id -> the run ahead measuring it
+        self._rank: dict[str, tuple[int, int]] = {}  # run -> its place (lower first: _rank_of)
+        self._queued: set[str] = set()  # runs waiting for their turn
+        self._turn: str | None = None  # the run measuring now
+        self._asked = itertools.count()
 
     def measuring(self, claim_id: str) -> str | None:
         with self._lock:
@@ -79,44 +86,97 @@ class ClaimFlights:
             latest.put(claim_id, entry)
             self._lock.notify_all()
 
-    def ahead(self, latest: LatestClaims, claim_id: str, run: Callable[[Callable[[dict], None]], dict | None],
-              fresh_s: float) -> bool:
-        """Measure `claim_id` now, on a thread of its own, because its step opened (issue 48: the projector measures
-        while the phones vote): unless the server holds an entry of it newer than fresh_s seconds or someone
-        measures it now, so a hundred visitors opening the step cause one run. run(report) measures, calling
-        report(the judged claim so far) after each batch, and returns the entry to keep (None: nothing). Whether it
-        started."""
+    def ahead(self, latest: LatestClaims, claim_ids: str | tuple[str, ...], run: Runner, fresh_s: float,
+              opened: bool = True, slot: Callable[[], AbstractContextManager] | None = None) -> bool:
+        """Measure `claim_ids` (one claim, or the claims one workload serves: claim_spec.sharing) now, on a thread
+        of its own, because a step opened (issue 48: the projector measures while the phones vote) or, not
+        `opened`, because it is the lesson's next claim (measured when the queue is free): unless the server holds
+        an entry of each newer than fresh_s seconds or someone measures one now, so a hundred visitors opening the
+        step cause one run. run(report) measures, calling report(claim id, the judged claim so far) after each
+        batch, and returns {claim id: the entry to keep} (None: nothing). Runs ahead take turns, one at a time,
+        holding `slot()` (the heavy gate) while measuring: the step opened last goes first, the next claims after
+        every opened one, and a run gives its turn between batches to one that goes before it. Whether it
+        started (a step opened on a claim already queued moves it up)."""
+        ids = (claim_ids,) if isinstance(claim_ids, str) else tuple(claim_ids)
         with self._lock:
-            entry = latest.get(claim_id)
-            if claim_id in self._measuring or (entry is not None and time.time() - entry.get("at", 0) < fresh_s):
+            busy = [c for c in ids if c in self._measuring]
+            if busy:
+                if opened and (key := self._run_of.get(busy[0])) is not None:
+                    self._rank[key] = self._rank_of(True)  # the class is on it now: it goes first
+                    self._lock.notify_all()
                 return False
-            self._measuring[claim_id] = AHEAD
-            self._so_far[claim_id] = {"since": time.time(), "rounds": 0, "claim": None}
-        threading.Thread(target=self._run_ahead, args=(latest, claim_id, run), name=f"llmviz-ahead-{claim_id}",
+            entries = [latest.get(c) for c in ids]
+            if all(e is not None and time.time() - e.get("at", 0) < fresh_s for e in entries):
+                return False
+            key = ids[0]
+            self._rank[key] = self._rank_of(opened)
+            for c in ids:
+                self._measuring[c], self._run_of[c] = AHEAD, key
+                self._so_far[c] = {"since": time.time(), "rounds": 0, "claim": None}
+        threading.Thread(target=self._run_ahead, args=(latest, ids, run, slot), name=f"llmviz-ahead-{key}",
                          daemon=True).start()
         return True
 
-    def _run_ahead(self, latest: LatestClaims, claim_id: str, run) -> None:
-        entry = None
-        try:
-            with self._one_queue:  # a student who opens three claim steps in a row queues three runs
-                entry = run(lambda claim: self._note(claim_id, claim))
-        except (LlmvizError, MemoryError) as exc:  # the Reveal measures again and says what went wrong
-            LOG.warning("measuring %s ahead of its Reveal failed: %s", claim_id, exc)
-        finally:
-            with self._lock:
-                if entry is not None:
-                    latest.put(claim_id, entry)
-                self._measuring.pop(claim_id, None)
-                self._so_far.pop(claim_id, None)
+    def promote(self, claim_id: str) -> None:
+        """Someone waits on `claim_id` (a Reveal pressed): its run ahead, queued or paused, goes first."""
+        with self._lock:
+            if (key := self._run_of.get(claim_id)) is not None:
+                self._rank[key] = self._rank_of(True)
                 self._lock.notify_all()
 
-    def _note(self, claim_id: str, claim: dict) -> None:
-        """An AHEAD run's claim judged on the rounds so far."""
+    def _rank_of(self, opened: bool) -> tuple[int, int]:
+        """Lower goes first: steps opened, the last one first; then the next claims, the first asked first."""
+        n = next(self._asked)
+        return (0, -n) if opened else (1, n)
+
+    def _run_ahead(self, latest: LatestClaims, ids: tuple[str, ...], run: Runner, slot) -> None:
+        key, entries, held = ids[0], None, ExitStack()
+        try:
+            self._take_turn(key)
+            if slot is not None:
+                held.enter_context(slot())
+            entries = run(lambda cid, claim: self._note(key, cid, claim, slot, held))
+        except (LlmvizError, MemoryError) as exc:  # the Reveal measures again and says what went wrong
+            LOG.warning("measuring %s ahead of its Reveal failed: %s", ",".join(ids), exc)
+        finally:
+            held.close()
+            with self._lock:
+                for cid, entry in (entries or {}).items():
+                    latest.put(cid, entry)
+                for cid in ids:
+                    for kept in (self._measuring, self._so_far, self._run_of):
+                        kept.pop(cid, None)
+                self._rank.pop(key, None)
+                self._queued.discard(key)
+                if self._turn == key:
+                    self._turn = None
+                self._lock.notify_all()
+
+    def _take_turn(self, key: str) -> None:
+        """Wait until no run ahead measures and `key` goes first of those waiting."""
+        with self._lock:
+            self._queued.add(key)
+            while self._turn is not None or min(self._queued, key=self._rank.__getitem__) != key:
+                self._lock.wait()
+            self._queued.discard(key)
+            self._turn = key
+
+    def _note(self, key: str, claim_id: str, claim: dict, slot, held: ExitStack) -> None:
+        """A run ahead's claim judged on the rounds so far; then, between its batches, the turn goes to a run
+        waiting before it (a step opened since), the heavy slot with it, and this run waits for its turn again."""
         with self._lock:
             if claim_id in self._so_far:
                 rounds = max((e.get("rounds") or 0 for e in claim.get("effects", [])), default=0)
                 self._so_far[claim_id] |= {"rounds": rounds, "claim": claim}
+            yields = any(self._rank[k] < self._rank[key] for k in self._queued)
+            if yields:
+                self._turn = None
+                self._lock.notify_all()
+        if yields:
+            held.close()
+            self._take_turn(key)
+            if slot is not None:
+                held.enter_context(slot())
 
     def wait_ahead(self, claim_id: str, timeout_s: float) -> dict | None:
         """Wait up to timeout_s for a step's run ahead of `claim_id` to end (woken by its end, not polled): None

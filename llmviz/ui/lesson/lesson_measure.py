@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import nullcontext
 
 import streamlit as st
 
+from llmviz.analysis import claim_spec
 from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import judged, report
 from llmviz.errors import ServerBusyError
@@ -23,6 +23,7 @@ from llmviz.ui.claims import claims_run
 from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
 from llmviz.ui.lesson import lesson_class
+from llmviz.ui.lesson.lesson_steps import STEPS
 from llmviz.ui.public import LatestClaims
 from llmviz.ui.server import load
 
@@ -116,6 +117,7 @@ def so_far_or_done(claim_id: str) -> dict | None:
     the server's entry is read as usual); still going, its claim judged on the rounds so far, or none yet before its
     first batch ends (source "so_far", followed until the run ends: follow_ahead). None where no run ahead goes on.
     A Reveal never waits on a run ahead longer than that (issue 48: a few seconds after the prediction)."""
+    flights().promote(claim_id)  # someone waits on it: it goes first
     state_ = flights().wait_ahead(claim_id, REVEAL_WAIT_S)
     if state_ is None:
         return None
@@ -156,33 +158,68 @@ def follow_ahead(t, claim_id: str) -> None:
 
 
 AHEAD_FRESH_S = 600.0  # an entry of the claim newer than this: opening its step measures nothing again
-AHEAD_ENV = "LLMVIZ_MEASURE_AHEAD"  # "0", "off": a step's opening measures nothing (the test suite's setting)
+AHEAD_ENV = "LLMVIZ_MEASURE_AHEAD"  # "0", "off": a step's opening measures nothing (the test suite's setting);
+# "step": its own claim, not the lesson's next one too
 
 
 def ahead_on() -> bool:
-    return os.environ.get(AHEAD_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+    return ahead_mode() not in ("0", "off", "no", "false")
+
+
+def ahead_mode() -> str:
+    return os.environ.get(AHEAD_ENV, "1").strip().lower()
 
 
 def measure_ahead(t, claim_id: str) -> None:
     """The claim's step opened: its quick measurement starts now on the server (ClaimFlights.ahead: one thread, in
     the heavy queue, shared by every visitor; none when the server holds a recent one or measures it already), so
-    that the Reveal after the student's prediction waits seconds. A student's phone in a class starts none: the
-    projector measures."""
+    that the Reveal after the student's prediction waits seconds; with it the claims its workload serves (K4 with
+    K2: one decode pair) and, once the queue is free, the lesson's next claim. A student's phone in a class starts
+    none: the projector measures."""
     if not ahead_on() or not server.engine_available() or lesson_class.role() == "student" or claim_id in revealed():
         return
-    p, device = server.policy(), state.settings().device
-    gate = server.heavy_gate(p.heavy_slots) if p.heavy_slots else None
+    group = claim_spec.sharing(claim_id)
+    flights().ahead(server.latest_claims(), group, ahead_run(group), AHEAD_FRESH_S, slot=heavy_slot(group[0]))
+    for nxt in next_claims(claim_id) if ahead_mode() != "step" else ():  # the first not measured lately
+        group = claim_spec.sharing(nxt)
+        if flights().measuring(nxt) or flights().ahead(server.latest_claims(), group, ahead_run(group),
+                                                        AHEAD_FRESH_S, opened=False, slot=heavy_slot(group[0])):
+            break
 
-    def run(note) -> dict | None:
+
+def next_claims(claim_id: str) -> list[str]:
+    """The claims of the lesson's claim steps after `claim_id`'s, in order, each workload once and not its own."""
+    order = [s.claim for s in STEPS if s.claim]
+    after = order[order.index(claim_id) + 1:] if claim_id in order else []
+    out: list[str] = []
+    for c in after:
+        if claim_id not in claim_spec.sharing(c) and not any(o in claim_spec.sharing(c) for o in out):
+            out.append(c)
+    return out
+
+
+def heavy_slot(lead: str):
+    """The heavy gate's slot a run ahead holds while it measures (public mode), as a factory; None without one."""
+    p = server.policy()
+    if not p.heavy_slots:
+        return None
+    gate = server.heavy_gate(p.heavy_slots)
+    return lambda: gate.slot(f"ahead:{lead}", p.heavy_wait_s)
+
+
+def ahead_run(group: tuple[str, ...]):
+    """A run ahead of the claims one workload serves: measured once (labs/claims.run_claims), each judged."""
+    device = state.settings().device
+
+    def run(note) -> dict[str, dict]:
         from llmviz import service
 
-        with gate.slot(f"ahead:{claim_id}", p.heavy_wait_s) if gate is not None else nullcontext():
-            raw = service.measure.claims(claim_id, quick=True, device=device, load_fn=load,
-                                         on_batch=lambda cid, figures: note(so_far_claim(cid, figures)))
-        claim = report(raw)["claims"][0]
-        return None if claim.get("error") else {"claim": claim, "when": claims_run.now(), "at": time.time()}
+        raw = service.measure.claims(",".join(group), quick=True, device=device, load_fn=load,
+                                     on_batch=lambda cid, figures: note(cid, so_far_claim(cid, figures)))
+        return {c["id"]: {"claim": c, "when": claims_run.now(), "at": time.time()} for c in report(raw)["claims"]
+                if not c.get("error")}
 
-    flights().ahead(server.latest_claims(), claim_id, run, AHEAD_FRESH_S)
+    return run
 
 
 def so_far_claim(claim_id: str, figures: dict) -> dict:

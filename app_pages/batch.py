@@ -11,7 +11,7 @@ from llmviz.ui import article_view, state
 from llmviz.ui.batch import batch_run
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
-from llmviz.ui.claims import claims_run
+from llmviz.ui.claims import claims_run, shared_runs
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.trace_file import generated_text
 from llmviz.viz.batch import batch_grid_figure, throughput_figure
@@ -79,6 +79,7 @@ def throughput(t, s) -> None:
     if result.get("judged_as"):  # the claims' one rule, on the batch claim's own workload and model
         judged = claims_run.judged_here(result["judged_as"], result)
         claims_run.verdict_box(t, judged)
+        shared_runs.page_caption(t, judged, result, "batch")
         claims_run.floors(t, judged)
     else:
         st.caption(t("batch.not_k5"))

@@ -8,7 +8,7 @@ from llmviz.analysis.claim_spec import ids as claim_ids
 from llmviz.ui import article_view, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, translator
-from llmviz.ui.claims import claim_rounds, claims_run
+from llmviz.ui.claims import claim_rounds, claims_run, shared_runs
 from llmviz.ui.latency import latency_curves, roofline_view
 from llmviz.ui.navigation import KEEP
 
@@ -37,6 +37,10 @@ def results(t, rep: dict) -> None:
     st.dataframe(table_rows(t, rep), hide_index=True, height="content", key="claims_table")
     for c in rep["claims"]:
         claims_run.verdict_box(t, c)
+        if rep["quick"] and not c.get("error"):  # the lesson's workload: which run, and a finer one (issue 48)
+            shared_runs.page_caption(t, c, rep, "claims_page")
+        if c.get("shared_with"):
+            st.caption(t("claims.shared_with", claim=c["id"], other=c["shared_with"]))
         claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
         if claim_rounds.timed_effects(c):  # the rounds behind the figure: their median is it (issue 48)
             with st.expander(t("claims.rounds_expander"), icon=":material/scatter_plot:"):

@@ -95,7 +95,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
     page.goto(f"{base_url}lesson?lang={lang}&present=1")
     wait_idle(page, 180)
     unfocus(page)
-    steps, times, reveals, verdicts = [], [], {}, {}
+    steps, times, reveals, verdicts, states = [], [], {}, {}, {}
     for i, pos in enumerate(POSITIONS):
         if i:
             key = "ArrowRight" if i % 2 else " "
@@ -109,6 +109,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
             time.sleep(think_s)  # the server measures the claim meanwhile (issue 48: measured as its step opens)
             reveals[step.claim] = round(click_to_idle(page, f".st-key-lesson_reveal_{step.claim} button"), 2)
             verdicts[step.claim] = verdict_bottom(page)
+            states[step.claim] = reveal_state(page, lang, step.claim)
             unfocus(page)
     back = press(page, "ArrowLeft", lang, POSITIONS[-2])
     back_at = position(page.url)
@@ -120,7 +121,17 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
     return {"lang": lang, "viewport": [1280, height], "steps": steps, "back_position": back_at,
             "back_s": round(back, 3), "forward_s": round(forward, 3),
             "median_key_to_drawn_s": round(statistics.median(plain), 3), "max_key_to_drawn_s": round(max(plain), 3),
-            "reveal_s": reveals, "verdict_bottom": verdicts}
+            "reveal_s": reveals, "verdict_bottom": verdicts, "reveal_state": states}
+
+
+def reveal_state(page, lang: str, claim: str) -> str:
+    """What a Reveal showed: "final" (the run's verdict), "so_far" (a verdict on the rounds so far, the run still
+    going: its caption says so) or "measuring" (no figures yet: the run had no batch)."""
+    if not page.locator(VERDICT).count():
+        return "measuring"
+    going = translate(lang, "lesson.ahead_after", claim=claim, seconds=0, rounds=0)
+    prefix = going.replace("（", "(").split("(")[0].strip()
+    return "so_far" if page.get_by_text(prefix).count() else "final"
 
 
 def click_to_idle(page, selector: str, timeout_s: float = 120) -> float:

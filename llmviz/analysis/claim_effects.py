@@ -144,3 +144,8 @@ def table_rows(t, rep: dict) -> list[dict]:
                                                      if e.get("predicted") is not None else "—"),
                          t("claims.col_verdict"): t(f"claims.verdict.{e['verdict']}")})
     return rows
+
+
+def rounds_judged(claim: dict) -> int:
+    """The rounds a judged claim's timed effects rest on (the most of any effect; 0: counted only, or none yet)."""
+    return max((e.get("rounds") or 0 for e in claim.get("effects", [])), default=0)

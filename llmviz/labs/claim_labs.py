@@ -20,7 +20,7 @@ from llmviz.labs.layout_sweep import LONG, SHORT, default_lengths, layout_sweep,
 from llmviz.labs.prefill_timing import attention_ms, prefill_sweep, text_ids
 from llmviz.labs.rounds import CONTROL
 from llmviz.labs.speculative import alone_decode, speculate
-from llmviz.trace.config import EMBEDDED_DRAFT, LAYOUT_SWEEP_STEPS
+from llmviz.trace.config import EMBEDDED_DRAFT, LAYOUT_SWEEP_BACKEND, LAYOUT_SWEEP_BLOCK, LAYOUT_SWEEP_STEPS
 from llmviz.trace.progress import within
 
 SLOTS = 8  # the serving claims' slots
@@ -47,7 +47,8 @@ def layouts_lab(m, claim: ClaimSpec) -> dict:
     """The KV layouts page's sweep at the lengths the claim is judged at (layout_lengths)."""
     lm = m.model(m.model_name(claim))
     sweep = layout_sweep(lm, layout_lengths(sweep_max_seq(lm), m.plan.quick), steps=LAYOUT_SWEEP_STEPS,
-                         repeats=m.plan.repeats, progress=within(m.progress, 0.0, 1.0, claim.id))
+                         repeats=m.plan.repeats, progress=within(m.progress, 0.0, 1.0, claim.id),
+                         block_size=LAYOUT_SWEEP_BLOCK, backend=LAYOUT_SWEEP_BACKEND)
     return {k: sweep[k] for k in ("lengths", "ms_per_token", "kv", "what_was_timed", "timed", "seconds", "control")
             if k in sweep} | {"model": lm.name, **m.where(lm)}
 

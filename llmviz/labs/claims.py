@@ -24,11 +24,18 @@ from llmviz.analysis.stats import MIN_ROUNDS
 from llmviz.engine.loading.model import LoadedModel, config_dict
 from llmviz.engine.platform.devices import resolve_device
 from llmviz.errors import ConfigError, LlmvizError
-from llmviz.labs.claim_labs import LABS, batch_workload
+from llmviz.labs.claim_labs import LABS, batch_workload, layout_lengths
 from llmviz.labs.decode_pair import DecodePairConfig, decode_pair
 from llmviz.labs.presets import preset
 from llmviz.labs.rounds import until_decided
-from llmviz.trace.config import EMBEDDED_MODEL, EngineConfig
+from llmviz.trace.config import (
+    EMBEDDED_MODEL,
+    KV_LAYOUTS,
+    LAYOUT_SWEEP_BACKEND,
+    LAYOUT_SWEEP_BLOCK,
+    LAYOUT_SWEEP_STEPS,
+    EngineConfig,
+)
 from llmviz.trace.progress import Progress, silent, within
 from llmviz.trace.switches import load_options, parse_spec
 
@@ -63,10 +70,12 @@ class ClaimsPlan:
         return EMBEDDED_MODEL if self.quick else LONG_MODEL
 
     def pair_workload(self, a: str, b: str) -> DecodePairConfig:
-        """A decode pair as the plan measures the decode claims (K2, K4, K10, K11): the lab's defaults in a quick
-        run (1,024 cached tokens, 16 steps, 6 rounds: what the Compare page's long-context section runs too); a
-        full run 2,000 tokens (KV ~22% of the bytes a step reads), 32 steps, 9 rounds."""
-        quick = DecodePairConfig(a=a, b=b, model=LONG_MODEL, device=self.device)
+        """A decode pair as the plan measures the decode claims (K2, K4, K10, K11): in a quick run the lab's
+        workload (1,024 cached tokens, 16 steps: what the Compare page's long-context section runs too) in batches
+        of 3 rounds, so a lesson's Reveal has figures ~10 s after its run starts on 2 CPU cores and the first look
+        comes at 9 rounds (stats.Looks; the Compare page's one look takes 6); a full run 2,000 tokens (KV ~22% of
+        the bytes a step reads), 32 steps, 9 rounds a batch."""
+        quick = DecodePairConfig(a=a, b=b, model=LONG_MODEL, device=self.device, repeats=self.repeats)
         return quick if self.quick else replace(quick, context=2000, steps=32, repeats=9, bandwidth_bytes=512 * 2**20)
 
     @property
@@ -176,15 +185,15 @@ def pair_specs(name: str, config: dict, device_type: str) -> tuple[str, str]:
 
 def claim_of_pair(config: DecodePairConfig, model_config: dict, device_type: str) -> dict | None:
     """{"id": the decode claim whose time the bytes predict and whose A and B a pair's are (switches in any
-    order), "wants": that claim's quick workload (model, context, steps, rounds), the only one it is judged on,
-    "workload": whether the pair ran it}; None for another pair."""
+    order), "wants": that claim's quick workload (model, context, steps; its rounds are how many, not what), the
+    only one it is judged on, "workload": whether the pair ran it}; None for another pair."""
     for claim in claim_spec.measured_by("decode_pair"):
         if not claim.from_bytes:
             continue
         want = ClaimsPlan(device=config.device).pair_workload(*pair_specs(claim.lab.options["preset"], model_config,
                                                                           device_type))
         if [parse_spec(x) for x in (config.a, config.b)] == [parse_spec(want.a), parse_spec(want.b)]:
-            wants = {k: getattr(want, k) for k in ("model", "context", "steps", "repeats")}
+            wants = {k: getattr(want, k) for k in ("model", "context", "steps")}
             return {"id": claim.id, "workload": all(getattr(config, k) == v for k, v in wants.items()),
                     "wants": wants}
     return None
@@ -250,3 +259,19 @@ def sweep_workload(lab_kind: str, lm: LoadedModel) -> dict:
     work = batch_workload(claim, lm, max(plan.repeats, MIN_ROUNDS)) if lab_kind == "batch_sweep" else {}
     judged = lm.name == plan.model_of(claim.id) and lm.dtype == torch.float32
     return work | {"claim": claim.id, "judged": judged}
+
+
+def layouts_judged_as(result: dict) -> str | None:
+    """The claim a KV layouts page's sweep is the quick workload of (its id), or None: the claim's model in fp32,
+    its steps, block size, backend and seed, every layout, and the lengths it is judged at among the sweep's (each
+    length's rounds run on their own). Such a sweep is the run the lesson shares (ui/claims/shared_runs.py)."""
+    claims = claim_spec.measured_by("layout_sweep")
+    if not claims:
+        return None
+    claim, plan = claims[0], ClaimsPlan()
+    same = (result.get("model") == plan.model_of(claim.id) and result.get("dtype") == "float32"
+            and result.get("steps") == LAYOUT_SWEEP_STEPS and result.get("block_size") == LAYOUT_SWEEP_BLOCK
+            and result.get("attn_backend") == LAYOUT_SWEEP_BACKEND and result.get("seed") == 0
+            and set(result.get("layouts", ())) == set(KV_LAYOUTS) and result.get("max_seq") is not None
+            and set(layout_lengths(result["max_seq"], True)) <= set(result.get("lengths", ())))
+    return claim.id if same else None

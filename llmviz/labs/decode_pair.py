@@ -53,7 +53,7 @@ class DecodePairConfig:
     # the quick decode claims' workload (labs/claims.ClaimsPlan.pair_workload), on whichever model is named
     context: int = 1024  # tokens cached before the timed steps
     steps: int = 16  # timed decode steps per run
-    repeats: int = 6  # six: one look has an interval at 96.9% (the Compare page); a claim looks first at 12
+    repeats: int = 6  # six: one look has an interval at 96.9% (the Compare page); a claim pools 3 a batch
     warmup: int = 1
     control: bool = True  # A twice per round: the A-vs-A noise floor
     device: str = "auto"

@@ -59,6 +59,13 @@ def sweep_workload(lab_kind: str, lm: LoadedModel) -> dict:
     return workload(lab_kind, lm)
 
 
+def layouts_judged_as(result: dict) -> str | None:
+    """The claim a KV layouts sweep is the quick workload of, or None (llmviz/labs/claims.layouts_judged_as)."""
+    from llmviz.labs.claims import layouts_judged_as as judged_as
+
+    return judged_as(result)
+
+
 # --- sweeps over one model ---------------------------------------------------------------------------------------
 def batch_sweep(lm: LoadedModel, prompt: list[int], **options) -> dict:
     """Throughput at batch 1, 2, 4, 8 copies of one prompt (llmviz/labs/batch_sweep.py)."""

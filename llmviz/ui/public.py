@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from llmviz.analysis.claim_effects import rounds_judged
 from llmviz.errors import NotAllowedError, ServerBusyError, TimeLimitError
 from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, RANDOM_MODELS
 
@@ -208,6 +209,25 @@ class HeavyGate:
                 self.lock.notify_all()
 
 
+FRESH_S = 600.0  # a run of a claim this recent is not measured again, and gives way only to a finer one
+
+
+def finer(new: dict, old: dict | None, now: float | None = None) -> bool:
+    """The one rule for which run of a claim's workload every surface shows (issue 48: the newest, most precise;
+    ui/claims/shared_runs.py): `new` rather than `old` (entries: {"claim": judged, "when", "at": epoch seconds,
+    "source"}; None: none held). A run older than FRESH_S gives way to any newer one; between fresh ones the one
+    judged on more rounds wins, and at equal rounds the newer."""
+    if old is None:
+        return True
+    now = time.time() if now is None else now
+    if now - old.get("at", 0.0) >= FRESH_S:
+        return new.get("at", 0.0) >= old.get("at", 0.0)
+    if now - new.get("at", 0.0) >= FRESH_S:
+        return False
+    a, b = rounds_judged(new["claim"]), rounds_judged(old["claim"])
+    return a > b or (a == b and new.get("at", 0.0) >= old.get("at", 0.0))
+
+
 class LatestClaims:
     """The server's latest real measurement of each claim (issue 23): in public mode a class pressing Reveal is
     shown it, labelled with its time and settings, instead of each student queueing behind the one heavy slot.
@@ -220,6 +240,14 @@ class LatestClaims:
     def put(self, claim_id: str, entry: dict) -> None:
         with self._lock:
             self._latest[claim_id] = dict(entry)
+
+    def keep(self, claim_id: str, entry: dict) -> bool:
+        """Put a run of the claim when it is finer than the one held (`finer`), in one step; whether it was put."""
+        with self._lock:
+            if not finer(entry, self._latest.get(claim_id)):
+                return False
+            self._latest[claim_id] = dict(entry)
+            return True
 
     def get(self, claim_id: str) -> dict | None:
         with self._lock:

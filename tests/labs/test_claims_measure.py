@@ -23,10 +23,11 @@ def cpu_load(name, engine):
 
 @pytest.fixture(scope="module")
 def measurer():
-    # a GPT-2-shape claim's budget of 15 s, not 60: about one batch of a decode pair each, for the suite's time on 2
-    # cores (the adaptive loop that spends the budget: tests/labs/test_rounds.py)
+    # at most two batches a claim, whatever the machine's speed: a decode pair's two 3-round batches (six rounds: an
+    # interval; the looks then plan one at 6), for the suite's time on 2 cores (the adaptive loop that spends a
+    # claim's budget: tests/labs/test_rounds.py)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("llmviz.labs.claims.LONG_BUDGET_S", 15.0)
+        patch.setattr("llmviz.labs.rounds.MAX_BATCHES", 2)
         yield Measurer(ClaimsPlan(quick=True, device="cpu"), cpu_load)
 
 

@@ -148,7 +148,8 @@ def circles(g: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
 # except that ui/settings.py gathers each family's URL section (URL_SECTIONS), and a section imports only the floor.
 UI_FAMILIES = {  # family -> the other families it may import; lowest first
     "claims": (),
-    "batch": (), "decode": (), "prefill": (), "serving": (),
+    "decode": (), "prefill": (), "serving": (),
+    "batch": ("claims",),  # the Batch page judges its sweep as the batch claim and shares that run
     "compare": ("claims",), "latency": ("claims",), "layouts": ("claims",),
     "lesson": ("claims", "latency", "serving"),
 }

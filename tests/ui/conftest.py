@@ -20,3 +20,15 @@ def class_store(tmp_path, monkeypatch):
     from llmviz.classroom.stores import STORE_ENV
 
     monkeypatch.setenv(STORE_ENV, f"sqlite:///{tmp_path / 'class.db'}")
+
+
+@pytest.fixture(autouse=True)
+def no_shared_runs():
+    """Each test starts with a server holding no run of any claim (ui/claims/shared_runs.py): a page's run is
+    kept on the server for the lesson and the other pages, and one test's run must not be another's reveal."""
+    from llmviz.ui import server
+    from llmviz.ui.lesson import lesson_measure
+
+    server.latest_claims.clear()
+    lesson_measure.flights.clear()
+    yield

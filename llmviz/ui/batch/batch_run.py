@@ -11,6 +11,7 @@ from llmviz.analysis.work import decode_seconds, run_seconds
 from llmviz.errors import LlmvizError, NotAllowedError, PromptError
 from llmviz.trace.config import EngineConfig
 from llmviz.ui import measure, server, state
+from llmviz.ui.claims import claims_run, shared_runs
 from llmviz.ui.errors import explain
 from llmviz.ui.settings import Settings
 
@@ -129,7 +130,9 @@ def sweep(t, s: Settings, model: str, workload: str = "k5") -> dict | None:
         with queued() as progress:
             result = service.measure.batch_sweep(lm, ids, device=s.device, progress=lambda f, stage, values: progress(
                 f, t(f"progress.batch.{stage}", **values)), **options)
-        return result | {"judged_as": claim["claim"] if claim["judged"] else None}
+        result = result | {"judged_as": claim["claim"] if claim["judged"] else None}
+        judged = {claim["claim"]: claims_run.judged_here(claim["claim"], result)} if claim["judged"] else {}
+        return shared_runs.page_run(result, "batch", judged)  # the batch claim's own workload: shared
 
     return measure.run(t, SWEEP_KEY, sweep_key(s, model, workload), work)
 

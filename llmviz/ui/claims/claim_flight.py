@@ -83,7 +83,7 @@ class ClaimFlights:
     def put(self, latest: LatestClaims, claim_id: str, entry: dict) -> None:
         """Keep a new measurement of the claim in `latest` and wake the sessions waiting for it."""
         with self._lock:
-            latest.put(claim_id, entry)
+            latest.keep(claim_id, entry)  # unless the server holds a finer run (ui/public.finer)
             self._lock.notify_all()
 
     def ahead(self, latest: LatestClaims, claim_ids: str | tuple[str, ...], run: Runner, fresh_s: float,
@@ -142,7 +142,7 @@ class ClaimFlights:
             held.close()
             with self._lock:
                 for cid, entry in (entries or {}).items():
-                    latest.put(cid, entry)
+                    latest.keep(cid, entry)
                 for cid in ids:
                     for kept in (self._measuring, self._so_far, self._run_of):
                         kept.pop(cid, None)

@@ -4,7 +4,7 @@ public mode), keep the judged report in this browser session, and export it as J
 from __future__ import annotations
 
 import json
-from datetime import datetime
+import time
 
 import streamlit as st
 
@@ -17,6 +17,7 @@ from llmviz.analysis.prefill_fit import fit_prefill
 from llmviz.errors import LlmvizError
 from llmviz.ui import measure
 from llmviz.ui.chrome import html_report, table_csv
+from llmviz.ui.claims.shared_runs import now, offer
 from llmviz.ui.server import load
 from llmviz.viz.claims import prefill_fit_figure
 
@@ -36,14 +37,13 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
         rep = report(raw)
         # the prefill sweeps the fit figures are drawn from (K1's)
         rep["raw_fits"] = {c: raw["claims"][c] for c in raw["claims"] if c in fitted()}
-        rep["when"] = now()  # the lesson labels a claim it reuses from here with its time
+        rep["when"], rep["at"] = now(), time.time()  # the lesson labels a claim it reuses from here with its time
+        if quick:  # the lesson's workload: each claim's run offered to the server (ui/claims/shared_runs.py)
+            for c in rep["claims"]:
+                offer(c, rep["when"], "claims_page", rep["at"])
         return rep
 
     return measure.run(t, REPORT_KEY, None, work, text=t("claims.progress", claim=ids[0]))
-
-
-def now() -> str:
-    return datetime.now().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def judged_here(claim_id: str, result: dict) -> dict:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.analysis import claim_spec
 from llmviz.analysis.claim_parts import bytes_speedup
 from llmviz.analysis.claim_spec import RATIO
 from llmviz.analysis.claims import shown_as, shown_level, speedup
 from llmviz.ui import measure
 from llmviz.ui.chrome import literal
-from llmviz.ui.claims import claims_run
+from llmviz.ui.claims import claims_run, shared_runs
 from llmviz.ui.settings import Settings
 
 RESULT_KEY, WIDGET = "llmviz_compare_long", "cmp_ctx_w"
@@ -38,10 +39,20 @@ def run(t, s: Settings, model: str, context: int, load) -> dict | None:
         config = service.DecodePairConfig(a=s.cmp_a, b=s.cmp_b, model=model, context=context, steps=s.cmp_steps,
                                           seed=s.seed, device=s.device)
         with queued() as progress:
-            return service.measure.decode_pair(config, load, lambda f, stage, values: progress(
+            result = service.measure.decode_pair(config, load, lambda f, stage, values: progress(
                 f, t(f"progress.compare.{stage}", **{"side": "", "round": 0, "rounds": 0, **values})))
+        return shared_runs.page_run(result, "compare", judged_claims(result))
 
     return measure.run(t, RESULT_KEY, key_of(s, model, context), work, text=t("progress.compare.load", side="A"))
+
+
+def judged_claims(result: dict) -> dict[str, dict]:
+    """The claims this pair is the workload of, judged on it: the decode claim its specs are and those that read
+    the same pair (K2 with K4); none when it ran another workload."""
+    claim = result.get("claim")
+    if not claim or not claim["workload"]:
+        return {}
+    return {cid: claims_run.judged_here(cid, claim["figures"]) for cid in claim_spec.sharing(claim["id"])}
 
 
 def _keep_context() -> None:
@@ -101,9 +112,11 @@ def draw(t, result: dict) -> None:
         claims_run.floor_caption(t, floor, t("compare.m.decode_ms_per_token"))
     claim = result.get("claim")
     if claim and claim["workload"]:  # the claim's own measurement: judged by the claims' one rule
-        claims_run.verdict_box(t, claims_run.judged_here(claim["id"], claim["figures"]))
+        judged = claims_run.judged_here(claim["id"], claim["figures"])
+        claims_run.verdict_box(t, judged)
+        shared_runs.page_caption(t, judged, result, "compare")
     elif claim:  # its pair on another workload: shown, not judged (the lesson and the Claims page would differ)
         w = claim["wants"]
         st.caption(t("compare.long.not_judged", claim=claim["id"], model=literal(w["model"]), n=w["context"],
-                     steps=w["steps"], rounds=w["repeats"]))
+                     steps=w["steps"]))
     st.caption(t.timed(result))

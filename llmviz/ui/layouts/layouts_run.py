@@ -12,8 +12,16 @@ import streamlit as st
 
 from llmviz.analysis.work import decode_seconds, run_seconds
 from llmviz.errors import LlmvizError
-from llmviz.trace.config import KV_LAYOUTS, LAYOUT_SWEEP_STEPS, RANDOM_MODELS, EngineConfig, SamplingConfig
+from llmviz.trace.config import (
+    KV_LAYOUTS,
+    LAYOUT_SWEEP_BLOCK,
+    LAYOUT_SWEEP_STEPS,
+    RANDOM_MODELS,
+    EngineConfig,
+    SamplingConfig,
+)
 from llmviz.ui import measure, names, server, state
+from llmviz.ui.claims import claims_run, shared_runs
 from llmviz.ui.errors import explain
 from llmviz.ui.layouts.layouts_url import KV_BLOCK_SIZES as BLOCK_SIZES
 from llmviz.ui.layouts.layouts_url import KV_MAX_EXTRA as MAX_EXTRA
@@ -26,7 +34,7 @@ from llmviz.ui.settings import Settings
 OPTIONS_KEY, LIVE_KEY, SWEEP_KEY, STEPS_KEY = "llmviz_kv_options", "llmviz_kv_live", "llmviz_kv_sweep", "kv_steps"
 RANDOM_GPT2 = RANDOM_MODELS[0]  # the GPT-2-124M shape
 SWEEP_STEPS = LAYOUT_SWEEP_STEPS  # decode steps timed per run, as claim K3 times them (one measurement per claim)
-SWEEP_BLOCK = 16  # the paged layout's block size in the sweep
+SWEEP_BLOCK = LAYOUT_SWEEP_BLOCK  # the paged layout's block size in the sweep
 # Home's engine switches the live runs take over (storage and weights); the layout, its block size and the
 # length are this page's own, and compile or a sliding window would change what a layout is
 KEPT_SWITCHES = ("kv_dtype", "kv_heads", "fused_qkv", "quant", "quant_group", "padding")
@@ -284,8 +292,11 @@ def run_sweep(t, s: Settings, o: Options) -> dict | None:
             def report(f, stage, values):
                 progress(f, t("layouts.progress", what=values["what"]))
 
-            return service.measure.layout_sweep(lm, lengths, layouts(), SWEEP_STEPS, o.repeats, report,
-                                                block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
+            result = service.measure.layout_sweep(lm, lengths, layouts(), SWEEP_STEPS, o.repeats, report,
+                                                  block_size=SWEEP_BLOCK, backend=s.attn, seed=s.seed)
+        claim_id = service.measure.layouts_judged_as(result)  # the layout claim's own workload: shared
+        return shared_runs.page_run(result, "layouts",
+                                    {claim_id: claims_run.judged_here(claim_id, result)} if claim_id else {})
 
     return measure.run(t, SWEEP_KEY, sweep_key(s, o), work, text=t("layouts.progress", what="…"))
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.ui.chrome import table_csv
-from llmviz.ui.claims import claims_run
+from llmviz.ui.claims import claims_run, shared_runs
 from llmviz.ui.layouts import layouts_run as run
 from llmviz.viz import kv_layouts as fig
 
@@ -34,6 +34,7 @@ def section(t, s) -> None:
         st.markdown(t("layouts.k3_article"))
         judged = claims_run.judged_sweep("layout_sweep", result)  # the claims' one rule, on this sweep
         claims_run.verdict_box(t, judged)
+        shared_runs.page_caption(t, judged, result, "layouts")
         claims_run.floors(t, judged)
         if max(result["lengths"]) <= 1024:
             st.caption(t("layouts.k3_none_long", context=result["context"]))

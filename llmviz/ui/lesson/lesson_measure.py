@@ -19,12 +19,12 @@ from llmviz.analysis import reveal as rv
 from llmviz.analysis.claim_effects import judged, report
 from llmviz.errors import ServerBusyError
 from llmviz.ui import client_gate, measure, server, state
-from llmviz.ui.claims import claims_run
+from llmviz.ui.claims import claims_run, shared_runs
 from llmviz.ui.claims.claim_flight import ClaimFlights
 from llmviz.ui.errors import explain
 from llmviz.ui.lesson import lesson_class
 from llmviz.ui.lesson.lesson_steps import STEPS
-from llmviz.ui.public import LatestClaims
+from llmviz.ui.public import FRESH_S, LatestClaims
 from llmviz.ui.server import load
 
 REVEALED_KEY = "llmviz_lesson_revealed"  # {claim id: entry}, in the order revealed
@@ -35,9 +35,11 @@ def revealed() -> dict[str, dict]:
     return st.session_state.setdefault(REVEALED_KEY, {})
 
 
-def entry_of(claim: dict, when: str, source: str, predicted: float | None) -> dict:
-    """What the lesson keeps of a revealed claim: the judged claim, its comparison, where it was measured."""
-    return {"claim": claim, "when": when, "source": source, **rv.revealed(claim, predicted)}
+def entry_of(claim: dict, when: str, source: str, predicted: float | None, run: dict | None = None) -> dict:
+    """What the lesson keeps of a revealed claim: the judged claim, its comparison, how the lesson got it (source)
+    and, for a shared run (`run`: the server's entry, ui/claims/shared_runs.py), when and where it was measured."""
+    shared = {"at": run.get("at", 0.0), "run_source": run.get("source", "lesson")} if run else {}
+    return {"claim": claim, "when": when, "source": source, **shared, **rv.revealed(claim, predicted)}
 
 
 @st.cache_resource(show_spinner=False)
@@ -55,11 +57,11 @@ def measured_now(t, claim_id: str, latest: LatestClaims | None = None, patience:
         with queued() as progress:
             kept = latest.get(claim_id) if latest is not None else None  # looked up again, in the slot
             if kept is not None:
-                return {**kept, "source": "server"}
+                return {**kept, "source": "server", "run": kept}
             raw = service.measure.claims(
                 claim_id, quick=True, device=state.settings().device, load_fn=load,
                 progress=lambda f, claim, values: progress(f, t("claims.progress", claim=claim)), patience=patience)
-        return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured"}
+        return {"claim": report(raw)["claims"][0], "when": claims_run.now(), "source": "measured", "at": time.time()}
 
     return measure.run(t, STORE, None, work, text=t("claims.progress", claim=claim_id),
                        what=("claim", claim_id, patience))  # its expected time: this claim's last Reveal
@@ -75,10 +77,12 @@ def shared_reveal(t, claim_id: str) -> dict | None:
                          ) as kept:
             note.empty()
             if kept is not None:
-                return {**kept, "source": "server"}
+                return {**kept, "source": "server", "run": kept}
             found = measured_now(t, claim_id, latest)
             if found is not None and found["source"] == "measured" and not found["claim"].get("error"):
-                shared.put(latest, claim_id, {"claim": found["claim"], "when": found["when"]})
+                run = shared_runs.entry(found["claim"], found["when"], "lesson", found["at"])
+                shared.put(latest, claim_id, run)
+                found["run"] = run
             return found
     except ServerBusyError as exc:
         explain(t, exc)
@@ -87,12 +91,13 @@ def shared_reveal(t, claim_id: str) -> dict | None:
         note.empty()
 
 
-def from_claims_page(claim_id: str) -> tuple[dict, str] | None:
+def from_claims_page(claim_id: str) -> dict | None:
+    """The Claims page's run in this session of the claim, as a shared run (its entry), or None."""
     rep = claims_run.kept()
     if rep and rep.get("quick") is not None:
         for c in rep["claims"]:
             if c["id"] == claim_id and not c.get("error"):
-                return c, rep.get("when", "?")
+                return shared_runs.entry(c, rep.get("when", "?"), "claims_page", rep.get("at", 0.0))
     return None
 
 
@@ -102,11 +107,11 @@ def do_reveal(t, claim_id: str, predicted: float | None) -> None:
     the Reveal a wait of seconds)."""
     reused = from_claims_page(claim_id)
     if reused is not None:
-        revealed()[claim_id] = entry_of(reused[0], reused[1], "claims_page", predicted)
+        revealed()[claim_id] = entry_of(reused["claim"], reused["when"], "claims_page", predicted, reused)
         return
     found = so_far_or_done(claim_id) or shared_reveal(t, claim_id)
     if found is not None:
-        revealed()[claim_id] = entry_of(found["claim"], found["when"], found["source"], predicted)
+        revealed()[claim_id] = entry_of(found["claim"], found["when"], found["source"], predicted, found.get("run"))
 
 
 REVEAL_WAIT_S = 4.0  # a Reveal waits this long for the step's run ahead, then shows its rounds so far
@@ -151,13 +156,13 @@ def follow_ahead(t, claim_id: str) -> None:
             return
         revealed()[claim_id] = entry_of(state_["claim"], claims_run.now(), "so_far", e["predicted"])  # a new batch
     elif (entry := server.latest_claims().get(claim_id)) is not None:  # the run ended: its final figures
-        revealed()[claim_id] = entry_of(entry["claim"], entry["when"], "server", e["predicted"])
+        revealed()[claim_id] = entry_of(entry["claim"], entry["when"], "server", e["predicted"], entry)
     else:  # the run failed: the Reveal measures it anew when pressed again
         revealed().pop(claim_id, None)
     st.rerun(scope="app")
 
 
-AHEAD_FRESH_S = 600.0  # an entry of the claim newer than this: opening its step measures nothing again
+AHEAD_FRESH_S = FRESH_S  # an entry of the claim newer than this: opening its step measures nothing again
 AHEAD_ENV = "LLMVIZ_MEASURE_AHEAD"  # "0", "off": a step's opening measures nothing (the test suite's setting);
 # "step": its own claim, not the lesson's next one too
 
@@ -216,7 +221,7 @@ def ahead_run(group: tuple[str, ...]):
 
         raw = service.measure.claims(",".join(group), quick=True, device=device, load_fn=load,
                                      on_batch=lambda cid, figures: note(cid, so_far_claim(cid, figures)))
-        return {c["id"]: {"claim": c, "when": claims_run.now(), "at": time.time()} for c in report(raw)["claims"]
+        return {c["id"]: shared_runs.entry(c, claims_run.now(), "lesson") for c in report(raw)["claims"]
                 if not c.get("error")}
 
     return run

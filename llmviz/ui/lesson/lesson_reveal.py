@@ -19,7 +19,7 @@ from llmviz.analysis.kv_memory import human
 from llmviz.errors import LlmvizError
 from llmviz.ui import presenter, server, state
 from llmviz.ui.chrome import literal
-from llmviz.ui.claims import claim_rounds, claims_run
+from llmviz.ui.claims import claim_rounds, claims_run, shared_runs
 from llmviz.ui.lesson import class_wall, lesson_again, lesson_class
 from llmviz.ui.lesson.lesson_measure import (
     ahead_note,
@@ -58,8 +58,11 @@ def offer_rounds(t, e: dict) -> None:
         return
     if st.button(t("lesson.more_rounds", claim=e["id"], times=PATIENCE), key=f"lesson_more_{e['id']}"):
         found = measured_now(t, e["id"], patience=PATIENCE)
-        if found is not None:
-            revealed()[e["id"]] = entry_of(found["claim"], found["when"], found["source"], e["predicted"])
+        if found is not None:  # a finer run: the server keeps it for the full pages and the other sessions
+            run = shared_runs.entry(found["claim"], found["when"], "lesson", found["at"])
+            if not found["claim"].get("error"):
+                server.latest_claims().keep(e["id"], run)
+            revealed()[e["id"]] = entry_of(found["claim"], found["when"], found["source"], e["predicted"], run)
             st.rerun()
 
 
@@ -111,6 +114,19 @@ def depends(t, e: dict) -> str:
     return "" if said is None else t(said[0], **said[1])
 
 
+def finer_run(claim_id: str, e: dict) -> dict:
+    """The revealed claim, or the server's run of its workload when that is finer (ui/public.finer: a full page or
+    another run measured it since on more rounds), kept in its place with the time of the one it replaces."""
+    if e["source"] in ("so_far", "class"):  # a run still going, or the teacher's: the class reads that one
+        return e
+    held = shared_runs.finer_on_server(claim_id, {"claim": e["claim"], "at": e.get("at", 0.0)})
+    if held is None:
+        return e
+    revealed()[claim_id] = entry_of(held["claim"], held["when"], "server", e["predicted"], held) | \
+        {"replaced": e["when"]}
+    return revealed()[claim_id]
+
+
 def show(t, e: dict) -> None:
     """The prediction, this machine's measurement and the article's figure side by side; the verdict and why."""
     if e["source"] == "so_far" and e["measured"] is None:  # the run ahead has no batch yet: it is said so
@@ -129,6 +145,8 @@ def show(t, e: dict) -> None:
     if here is not None:
         cols[3].metric(t("lesson.predicted_here"), shown(name, here, t), help=t("lesson.predicted_here_help"))
     c = e["claim"]
+    if e.get("replaced"):  # a finer run of the workload came after the one first shown
+        st.caption(t("runs.replaced", run=shared_runs.which_run(t, run_of(e)), old=literal(str(e["replaced"]))))
     with st.container(key="lesson-verdict"):  # the browser walk finds it (issue 38: inside the first screen)
         claims_run.verdict_box(t, c)
     if e["outcome"] is not None:
@@ -160,10 +178,17 @@ def method(t, e: dict) -> None:
         st.caption(t(key, when=e["when"], model=literal(str(where.get("model", "?"))), rounds=rounds,
                      device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
                      seconds=c.get("seconds") or 0))
+        if "run_source" in e:  # a shared run: where, when and on how many rounds (issue 48)
+            st.caption(shared_runs.which_run(t, run_of(e)))
         if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
             st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))
         claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
         claim_rounds.rounds_view(t, c, "lesson_rounds", only=e["effect"])  # the rounds behind the box (issue 48)
+
+
+def run_of(e: dict) -> dict:
+    """A revealed claim's shared run as shared_runs reads it."""
+    return {"claim": e["claim"], "when": e["when"], "source": e.get("run_source", "lesson")}
 
 
 def bytes_because(t, claim_id: str, read: dict) -> str:
@@ -261,6 +286,7 @@ def panel(t, claim_id: str) -> None:
         class_wall.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote
         before_measuring(t, claim_id)
     else:
+        e = finer_run(claim_id, e)
         if e["source"] != "so_far":  # on the projector: the class's phones show this measurement, once whole
             lesson_class.share_reveal(claim_id, e)
         show(t, e)

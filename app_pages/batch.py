@@ -11,7 +11,7 @@ from llmviz.ui import article_view, state
 from llmviz.ui.batch import batch_run
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
-from llmviz.ui.claims import claims_run, shared_runs
+from llmviz.ui.claims import claim_rounds, claims_run, shared_runs
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.trace_file import generated_text
 from llmviz.viz.batch import batch_grid_figure, throughput_figure
@@ -81,6 +81,7 @@ def throughput(t, s) -> None:
         claims_run.verdict_box(t, judged)
         shared_runs.page_caption(t, judged, result, "batch")
         claims_run.floors(t, judged)
+        claim_rounds.rounds_expander(t, judged, "batch_rounds")  # the rounds behind its figure (issue 48)
     else:
         st.caption(t("batch.not_k5"))
     st.caption(t("batch.sweep_note", model=literal(str(result["model"])), device=result["device"],

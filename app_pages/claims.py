@@ -42,9 +42,7 @@ def results(t, rep: dict) -> None:
         if c.get("shared_with"):
             st.caption(t("claims.shared_with", claim=c["id"], other=c["shared_with"]))
         claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
-        if claim_rounds.timed_effects(c):  # the rounds behind the figure: their median is it (issue 48)
-            with st.expander(t("claims.rounds_expander"), icon=":material/scatter_plot:"):
-                claim_rounds.rounds_view(t, c, "claims_rounds")
+        claim_rounds.rounds_expander(t, c, "claims_rounds")  # the rounds behind the figure: their median is it
         beside = claims_run.beside(t, c)
         if beside:
             st.caption(beside)

@@ -91,6 +91,12 @@ def test_the_batch_page_and_the_lesson_share_one_run_and_say_which(monkeypatch):
     assert rounds == len(result["sizes"][0]["prefill_ms"]["all"]) == 6  # the page's 6 rounds, one look
     this_run = f"This run: the “Batching” page, at {result['when']}, on 6 rounds."
     assert this_run in texts_of(page)
+    # the rounds behind the page's figure, as the Claims page and the Reveal draw them: six, their median the figure
+    assert [e.label for e in page.expander].count("The rounds behind it") == 1
+    effect = held["claim"]["effects"][0]
+    ratios = sorted(v + 1 for v in effect["per_round"])
+    assert len(ratios) == 6 and effect["measured"] + 1 == pytest.approx((ratios[2] + ratios[3]) / 2)
+    assert any(x.startswith("6 rounds, from ") for x in texts_of(page))
 
     # the lesson's Reveal on K5 reads that run (no measurement of its own) and says which it is
     lesson = open_app(page_file("lesson"), model="llmviz-tiny", lesson="3.1.1", lang="en")

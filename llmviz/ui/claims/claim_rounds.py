@@ -1,8 +1,9 @@
 """The numbers behind a timed claim (issue 48, item 4): its rounds themselves, a dot per round, their median (the
 one figure every surface shows), the interval at the level it attains and the A-vs-A control's rounds beside
 them, where "the numbers behind" once showed the medians of A and B (whose ratio is not the median of the
-per-round ratios: K4's box x0.53 over 61.58 / 142.84 ms = x0.43). The Claims page and the lesson's Reveal draw
-it from the judged claim's JSON (claim_effects.judged: per_round, low, high, level)."""
+per-round ratios: K4's box x0.53 over 61.58 / 142.84 ms = x0.43). The Claims page, the lesson's Reveal and the
+full pages that judge a claim on their own run draw it from the judged claim's JSON (claim_effects.judged:
+per_round, low, high, level)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,11 @@ def rounds_view(t, c: dict, key: str, only: str | None = None) -> None:
                             [as_shown(RATIO, v) for v in control] if control and kind == RATIO else None)
         chart(t, fig, key=f"{key}_{c['id']}_{e['name']}")
         st.caption(rounds_sentence(t, e))
+
+
+def rounds_expander(t, c: dict, key: str) -> None:
+    """The rounds behind a judged claim, one click away (the Claims page, and the full pages under their verdict on
+    their own run: the KV layouts, Batch and Compare pages); nothing for a counted claim."""
+    if timed_effects(c):
+        with st.expander(t("claims.rounds_expander"), icon=":material/scatter_plot:"):
+            rounds_view(t, c, key)

@@ -15,7 +15,7 @@ from llmviz.analysis.claim_spec import RATIO
 from llmviz.analysis.claims import shown_as, shown_level, speedup
 from llmviz.ui import measure
 from llmviz.ui.chrome import literal
-from llmviz.ui.claims import claims_run, shared_runs
+from llmviz.ui.claims import claim_rounds, claims_run, shared_runs
 from llmviz.ui.settings import Settings
 
 RESULT_KEY, WIDGET = "llmviz_compare_long", "cmp_ctx_w"
@@ -115,6 +115,7 @@ def draw(t, result: dict) -> None:
         judged = claims_run.judged_here(claim["id"], claim["figures"])
         claims_run.verdict_box(t, judged)
         shared_runs.page_caption(t, judged, result, "compare")
+        claim_rounds.rounds_expander(t, judged, "compare_rounds")  # the rounds behind its figure (issue 48)
     elif claim:  # its pair on another workload: shown, not judged (the lesson and the Claims page would differ)
         w = claim["wants"]
         st.caption(t("compare.long.not_judged", claim=claim["id"], model=literal(w["model"]), n=w["context"],

@@ -10,7 +10,7 @@ import streamlit as st
 
 from llmviz.analysis.kv_memory import human
 from llmviz.ui.chrome import table_csv
-from llmviz.ui.claims import claims_run, shared_runs
+from llmviz.ui.claims import claim_rounds, claims_run, shared_runs
 from llmviz.ui.layouts import layouts_run as run
 from llmviz.viz import kv_layouts as fig
 
@@ -36,6 +36,7 @@ def section(t, s) -> None:
         claims_run.verdict_box(t, judged)
         shared_runs.page_caption(t, judged, result, "layouts")
         claims_run.floors(t, judged)
+        claim_rounds.rounds_expander(t, judged, "kv_rounds")  # the rounds behind its figure (issue 48)
         if max(result["lengths"]) <= 1024:
             st.caption(t("layouts.k3_none_long", context=result["context"]))
         st.caption(t("layouts.k3_why", device=result["device"], threads=result["threads"],

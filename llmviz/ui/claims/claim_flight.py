@@ -6,8 +6,13 @@ queued for the heavy slot and never again: three sessions pressing Reveal at onc
 one after another (K8: 1.8, 3.5, 5.1 s), the last replacing the others' result. ClaimFlights puts a per-claim
 in-flight marker beside that store, under one Condition: the first session to ask for an unmeasured claim measures
 it; the others wait for its entry and read it; a measurer that fails (an error, its tab closed) leaves no entry,
-and the next waiter measures instead. Different claims never wait on each other. One per server process
-(st.cache_resource in ui/lesson/lesson_reveal.py), guarded by its own lock: no module state. No streamlit here.
+and the next waiter measures instead. Different claims never wait on each other.
+
+Beside them, the runs ahead (issue 48): a lesson's claim step measures its claim, and those its workload serves, as
+it opens, and the lesson's next claim when the queue is free; they take turns one at a time (timings never share
+the cores), the step opened last first, and a run gives its turn between batches to one that goes before it. One
+per server process (st.cache_resource in ui/lesson/lesson_measure.py), guarded by its own lock: no module state.
+No streamlit here.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 Claims page's latest run in this session, when it measured the claim (labelled with its time); the server's
 measurement of it, taken since the claim's step opened (measure_ahead: one thread in the heavy queue, shared by
 every visitor and every session, so the Reveal after a student's prediction waits seconds; its rounds so far shown
-while it runs) or by another session; else a new measurement. One session (or the step's run ahead) at a time
-measures a claim (ui/claims/claim_flight.py): the others pressing Reveal on it wait for that measurement and read
-it, and the lookup is made again once the heavy slot is granted.
+while it runs; the claims its workload serves and the lesson's next claim measured with it) or by another session
+or a full page; else a new measurement. One session (or the step's run ahead) at a time measures a claim
+(ui/claims/claim_flight.py): the others pressing Reveal on it wait for that measurement and read it, and the lookup
+is made again once the heavy slot is granted. A revealed claim gives way to a finer run of its workload measured
+since (ui/claims/shared_runs.py: the lesson and the full pages show the newest, most precise one, and say which).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def throughput(t, s) -> None:
     left, right = st.columns(2)
     model = left.selectbox(t("compare.model"), [s.model, *(m for m in RANDOM_MODELS if m != s.model)],
                            key="batch_model_w", help=t("compare.model_help"))
-    # K5's own workload (the Claims page's and the lesson's) or the first prompt above (issue 36)
+    # K5's own workload (the Claims page's and the lesson's) or the first prompt above
     workload = right.radio(t("batch.workload"), batch_run.WORKLOADS, key="batch_workload_w", horizontal=True,
                            format_func=lambda w: t(f"batch.workload.{w}"), help=t("batch.workload_help"))
     pressed = st.button(t("batch.sweep"))
@@ -81,7 +81,7 @@ def throughput(t, s) -> None:
         claims_run.verdict_box(t, judged)
         shared_runs.page_caption(t, judged, result, "batch")
         claims_run.floors(t, judged)
-        claim_rounds.rounds_expander(t, judged, "batch_rounds")  # the rounds behind its figure (issue 48)
+        claim_rounds.rounds_expander(t, judged, "batch_rounds")  # the rounds behind its figure
     else:
         st.caption(t("batch.not_k5"))
     st.caption(t("batch.sweep_note", model=literal(str(result["model"])), device=result["device"],

@@ -1,5 +1,5 @@
 """The article's claims K1-K11 measured on this machine, each beside the article's figure with a verdict and the
-reason drawn from the data; K1's prefill sweep with its a + b*n + c*n^2 fit; exports (issue 11; C7, C17, C18)."""
+reason drawn from the data; K1's prefill sweep with its a + b*n + c*n^2 fit; exports (C7, C17, C18)."""
 
 import streamlit as st
 
@@ -37,11 +37,11 @@ def results(t, rep: dict) -> None:
     st.dataframe(table_rows(t, rep), hide_index=True, height="content", key="claims_table")
     for c in rep["claims"]:
         claims_run.verdict_box(t, c)
-        if rep["quick"] and not c.get("error"):  # the lesson's workload: which run, and a finer one (issue 48)
+        if rep["quick"] and not c.get("error"):  # the lesson's workload: which run, and a finer one
             shared_runs.page_caption(t, c, rep, "claims_page")
         if c.get("shared_with"):
             st.caption(t("claims.shared_with", claim=c["id"], other=c["shared_with"]))
-        claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
+        claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control
         claim_rounds.rounds_expander(t, c, "claims_rounds")  # the rounds behind the figure: their median is it
         beside = claims_run.beside(t, c)
         if beside:

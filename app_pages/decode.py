@@ -64,7 +64,7 @@ def present_body(t, run) -> None:
     b.button(t("present.reset_demo"), on_click=reset_demo, key="present_reset", width="stretch")
     seed_controls.controls(t, run)
     sampling_sliders(t, run)
-    # Below the fold, and off by default: its two figures cost ~0.1 s of drawing per step (issue 10's 0.5 s target)
+    # Below the fold, and off by default: its two figures cost ~0.1 s of drawing per step (the 0.5 s a step may take)
     if complete and st.toggle(t("present.attention"), key="present_attn", help=t("present.attention_help")):
         attention_panel(t, run, layer, labels)
     state.sync_url()

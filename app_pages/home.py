@@ -88,7 +88,7 @@ def model_card(t, run) -> None:
 def main() -> None:
     t = translator()
     heading(t, "home")
-    st.page_link("app_pages/lesson.py", label=t("home.lesson"), icon=":material/school:")  # issue 23: offered first
+    st.page_link("app_pages/lesson.py", label=t("home.lesson"), icon=":material/school:")  # offered first
     st.graphviz_chart(phases_dot(t("home.dia.prompt"), t("home.dia.prefill"), t("home.dia.cache"),
                                  t("home.dia.decode"), t("home.dia.token"),
                                  (t("home.dia.write"), t("home.dia.read"), t("home.dia.append"))))

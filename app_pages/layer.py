@@ -1,4 +1,4 @@
-"""One layer at one step (C3; issue 10, part 3): the residual stream through the block, what the norms do, the
+"""One layer at one step (C3): the residual stream through the block, what the norms do, the
 MLP's shapes and activation, and what attention and the MLP each add, per token; all from recorded hooks."""
 
 import streamlit as st

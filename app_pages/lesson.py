@@ -1,4 +1,4 @@
-"""The lesson (issue 23): the article section by section on the student's own run. Each step says what the article
+"""The lesson: the article section by section on the student's own run. Each step says what the article
 says there, draws its live panel from the run (one control each; a claim's step predicts, then reveals a
 measurement) beside the model map with the step's real shapes and parts highlighted, shows the article's slips on
 it, and opens the full page; Back / Next (→, Space, ←) and a chapter list move through the steps, the URL carries
@@ -25,10 +25,10 @@ from llmviz.ui.lesson import (
     lesson_side,
     lesson_workload,
 )
-from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEPS
+from llmviz.ui.lesson.lesson_steps import END, POSITIONS, STEPS, check_built
 
 SPACE = {" ": "lesson_next"}  # Space goes forward too (→ and ← are the buttons' own shortcuts)
-CHART_PX = 300  # a panel's chart at most (issue 38: the step's words, its control and its chart in one 720 px screen)
+CHART_PX = 300  # a panel's chart at most (the step's words, its control and its chart in one 720 px screen)
 PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in PAGES}
 
 
@@ -94,6 +94,7 @@ def show(t, run, step) -> None:
 
 def main() -> None:
     t = translator()
+    check_built(STEPS, PANELS, lambda key: key in t)  # a step without its panel or words fails here, by its id
     if not presenter.active():  # a projector: the step's title says where we are
         heading(t, "lesson")
     lesson_link.arrived()

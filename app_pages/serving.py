@@ -42,7 +42,7 @@ def batching_tab(t, s) -> None:
     results = run.batching(t, wanted, requests) if clicked else measure.kept(run.BATCHING_KEY, wanted)
     if results is None:
         return
-    view = batching_view(results)  # derived once per result: a rerun only draws (issue 35)
+    view = batching_view(results)  # derived once per result: a rerun only draws
     m = view["metrics"]
     metrics_table(t, m)
     st.markdown(t("serving.verdict", ratio=m["continuous"]["tokens_per_s"] / m["static"]["tokens_per_s"],

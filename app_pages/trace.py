@@ -45,7 +45,7 @@ def zip_bytes(run, public: bool) -> bytes:
 
 
 def run_summary(t, run) -> None:
-    """What the run is; every text from the trace escaped (an uploaded file's may be any markdown: issue 19)."""
+    """What the run is; every text from the trace escaped (an uploaded file's may be any markdown)."""
     s = {k: markdown_escape(v) if isinstance(v, str) else v for k, v in summary(run.trace).items()}
     st.subheader(t("trace.summary"))
     cols = st.columns(4)

@@ -1,4 +1,4 @@
-"""Bits per character of model folders on the two held-out files (issue 21): the figure that compares models whose
+"""Bits per character of model folders on the two held-out files: the figure that compares models whose
 tokenizers differ (perplexity does not).
 
     python bench/bits_per_char.py [FOLDER ...]      # default: the embedded model

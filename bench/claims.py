@@ -1,4 +1,4 @@
-"""The claims K1-K11 re-measured (issue 11): the whole run timed, each verdict with its reason. Prints JSON.
+"""The claims K1-K11 re-measured: the whole run timed, each verdict with its reason. Prints JSON.
 
     python bench/claims.py [--quick] [--threads N] [--device cpu]
 
@@ -41,7 +41,7 @@ def main() -> None:
     rep = report(service.measure.claims(None, quick=args.quick, device=args.device))
     wall = time.perf_counter() - began
     t = Translator("en")
-    out = {"benchmark": "claims K1-K11 (issue 11)", "command": " ".join(["python bench/claims.py", *sys.argv[1:]]),
+    out = {"benchmark": "claims K1-K11", "command": " ".join(["python bench/claims.py", *sys.argv[1:]]),
            "quick": args.quick, "wall_s": round(wall, 1), "machine": machine(args.device),
            "verdicts": {c["id"]: c["verdict"] for c in rep["claims"]},
            "claims": [{**c, "reason": reason_text(t, c)} for c in rep["claims"]]}

@@ -1,9 +1,9 @@
-"""Whether the claims' verdicts hold still (issues 36, 48): `python -m llmviz claims --quick --json` several times,
+"""Whether the claims' verdicts hold still: `python -m llmviz claims --quick --json` several times,
 the last optionally beside a competing busy process on one core. Prints JSON.
 
     python bench/claims_stability.py [--runs 3] [--busy-last]
 
-Targets (issue 48): no claim goes from holds to does not hold or back between runs; every timed effect that
+Targets: no claim goes from holds to does not hold or back between runs; every timed effect that
 decides (holds or does not hold) rests on at least 6 rounds; every claim within 180 s. The busy run may move a
 verdict to cannot tell, never across. Each run is a fresh process (model loads included).
 """
@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from common import machine  # noqa: E402
 
 ACROSS = {("holds", "does_not_hold"), ("does_not_hold", "holds")}
-MIN_ROUNDS, MAX_S = 6, 180.0  # issue 48's targets: a decided timed effect's rounds, a claim's seconds
+MIN_ROUNDS, MAX_S = 6, 180.0  # the targets: a decided timed effect's rounds, a claim's seconds
 
 
 @contextlib.contextmanager
@@ -69,7 +69,7 @@ def main() -> None:
     few = [(k, e["name"], e["rounds"]) for r in runs for k, c in r["claims"].items() for e in c["effects"]
            if e["verdict"] in decided and e["rounds"] and e["rounds"] < MIN_ROUNDS]
     slow = [(k, c["seconds"]) for r in runs for k, c in r["claims"].items() if (c["seconds"] or 0) > MAX_S]
-    print(json.dumps({"benchmark": "claims stability (issues 36, 48)", "command": " ".join(
+    print(json.dumps({"benchmark": "claims stability", "command": " ".join(
         ["python bench/claims_stability.py", *sys.argv[1:]]), "machine": machine("cpu"), "runs": runs,
         "verdicts": verdicts, "flips_across": flips, "decided_on_fewer_than_6_rounds": few,
         "claims_over_180_s": slow,

@@ -1,4 +1,4 @@
-"""One hostile client against a class of honest students (issue 47), over Streamlit's own websocket protocol (no
+"""One hostile client against a class of honest students, over Streamlit's own websocket protocol (no
 browsers: scripts/st_session.py). Prints one JSON object (also `python bench/hostile_load.py --part class`).
 
     python bench/class_attack.py [--serve class|default] [--students 30] [--out FILE]

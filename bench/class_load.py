@@ -1,4 +1,4 @@
-"""A class on one server (issue 24): N emulated students over Streamlit's own websocket protocol (no browsers:
+"""A class on one server: N emulated students over Streamlit's own websocket protocol (no browsers:
 scripts/st_session.py), each from its own loopback address (a class on a LAN: bench/common.student_address), opening
 a page and pressing its Next K times with a think time. Prints one JSON object.
 

@@ -1,4 +1,4 @@
-"""bench/class_load.py --class (issue 39): a class in one room over Streamlit's own websocket protocol, no browsers.
+"""bench/class_load.py --class: a class in one room over Streamlit's own websocket protocol, no browsers.
 A projector starts a class at K4's step; N students join from its link, each from its own loopback address (a class
 on a LAN; every limit counts a client by its address: bench/common.student_address), and each sets a prediction (a
 think time apart); the projector asks for its counts every PROJECTOR_POLL_S, as its fragment does; then at §3.2 every

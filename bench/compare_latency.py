@@ -1,4 +1,4 @@
-"""Compare page latency (issue 7): seconds from pressing Compare to both columns shown, in a real browser.
+"""Compare page latency: seconds from pressing Compare to both columns shown, in a real browser.
 
     python bench/compare_latency.py [--steps 16] [--models llmviz-tiny,gpt2-124m-random]
 

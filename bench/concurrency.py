@@ -1,4 +1,4 @@
-"""Concurrent browser sessions on one server (issue 9, Reliability): prints one JSON object. Not part of pytest.
+"""Concurrent browser sessions on one server (Reliability): prints one JSON object. Not part of pytest.
 
     python bench/concurrency.py [--sessions 8] [--steps 10] [--tour decode,trace] [--out FILE]
 
@@ -480,7 +480,7 @@ def main() -> None:
     load_after = os.getloadavg()
     concurrent = result["concurrent"]
     doc = {
-        "benchmark": "concurrency (issue 9)",
+        "benchmark": "concurrency",
         "model": "llmviz-tiny (embedded), device cpu, fp32, capture full (the app's UI runs)",
         "tour": list(tour),
         "timed": ("per Next press, in the browser: from the click event (capture listener) to the first animation "

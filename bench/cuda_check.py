@@ -1,4 +1,4 @@
-"""The GPU paths, checked in one short run on a CUDA machine (issue 6, section 8). Prints JSON.
+"""The GPU paths, checked in one short run on a CUDA machine (section 8). Prints JSON.
 
     python bench/cuda_check.py [--out results.json] [--skip-compile]
 
@@ -161,7 +161,7 @@ def speed(tmp: Path) -> dict:
 
 
 def lab_presets() -> dict:
-    """The Compare page's design-card presets on the GPU, on the GPT-2-124M shape (issue 7): FP16, GQA, flash."""
+    """The Compare page's design-card presets on the GPU, on the GPT-2-124M shape: FP16, GQA, flash."""
     from llmviz import service
     from llmviz.analysis.lab import gap_text, jsonable
     from llmviz.i18n.translator import Translator

@@ -1,4 +1,4 @@
-"""Decode slowing down on the GPT-2-124M shape (C18, §4.2; issue 36): the slope of decode ms/token against the
+"""Decode slowing down on the GPT-2-124M shape (C18, §4.2): the slope of decode ms/token against the
 tokens in the cache, its 95% interval, and the slope the bytes predict. Prints JSON.
 
     python bench/decode_slope.py [--model gpt2-124m-random] [--points 10] [--repeats 3] [--threads N]
@@ -42,7 +42,7 @@ def main() -> None:
     wall = time.perf_counter() - began
     s = slowdown(result, result["model_config"])
     us = 1000  # ms -> us per cached token
-    out = {"benchmark": "decode slope (C18, issue 36)", "command": " ".join(["python bench/decode_slope.py",
+    out = {"benchmark": "decode slope (C18)", "command": " ".join(["python bench/decode_slope.py",
                                                                                *sys.argv[1:]]),
            "machine": machine(args.device), "model": lm.name, "threads": result["threads"], "wall_s": round(wall, 1),
            "what_was_timed": result["what_was_timed"], "lengths": result["lengths"],

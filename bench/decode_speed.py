@@ -1,4 +1,4 @@
-"""Decode speed: llmviz's engine vs transformers generate() on the same weights (issue 2, section 9).
+"""Decode speed: llmviz's engine vs transformers generate() on the same weights (section 9).
 
     python bench/decode_speed.py [--threads 1] [--prompt-tokens 64] [--new-tokens 64] [--repeats 5]
 

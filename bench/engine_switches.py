@@ -1,4 +1,4 @@
-"""Every engine switch measured against the default and against transformers (issue 6, section 8).
+"""Every engine switch measured against the default and against transformers (section 8).
 
     python bench/engine_switches.py [--threads 1] [--repeats 3] [--new-tokens 32] [--device cpu] [--compile]
 

@@ -1,4 +1,4 @@
-"""What a hostile visitor can make a public server do (issue 35), in parts. Prints one JSON object.
+"""What a hostile visitor can make a public server do, in parts. Prints one JSON object.
 
     python bench/hostile_load.py --part pages [--pages home,kv_layouts,...] [--out FILE]
 

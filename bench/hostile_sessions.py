@@ -10,7 +10,8 @@ RSS (psutil, the process and its children) is sampled every 0.25 s: before the N
 open, while all are open, and after they close (Streamlit keeps a closed session for server.disconnectedSessionTTL
 seconds; the bench starts the server with --server.disconnectedSessionTTL 5 and waits past it). Each session's share
 is (RSS with all open - RSS before) / N, compared with LLMVIZ_TRACE_BUDGET_MB (what one session may hold: its KV
-cache and its run's tensors). Before issue 35: +568 MB per session (the prefill's tensors, 555 MB, all kept).
+cache and its run's tensors). Before the per-session budget: +568 MB per session (the prefill's tensors, 555 MB,
+all kept).
 """
 
 from __future__ import annotations

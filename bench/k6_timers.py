@@ -1,4 +1,4 @@
-"""Which timer for K6's attention call (issue 36): the claims' own interleaved StepTimer (eager and SDPA called in
+"""Which timer for K6's attention call: the claims' own interleaved StepTimer (eager and SDPA called in
 turn, `repeats` rounds, the ratio per round paired) against torch.utils.benchmark's Timer.blocked_autorange (each
 backend timed in its own block, at least `--min-run` seconds). Prints JSON: the eager/SDPA ratio of each of
 `--runs` runs and their wall time, per method.
@@ -67,7 +67,7 @@ def main() -> None:
     args = p.parse_args()
     lm = service.models.load("gpt2-124m-random", EngineConfig(device="auto", capture="off"))
     ids = text_ids(lm, lm.cfg.max_position_embeddings - 1)
-    out = {"benchmark": "K6 timers (issue 36)", "command": " ".join(["python bench/k6_timers.py", *sys.argv[1:]]),
+    out = {"benchmark": "K6 timers", "command": " ".join(["python bench/k6_timers.py", *sys.argv[1:]]),
            "machine": machine("auto"), "tokens": len(ids), "threads": torch.get_num_threads(),
            "interleaved_steptimer": interleaved(lm, ids, args.runs),
            "torch_benchmark_blocked_autorange": blocked(lm, ids, args.runs, args.min_run)}

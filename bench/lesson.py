@@ -1,16 +1,16 @@
-"""The lesson in a real browser (issue 23): prints one JSON object. Not part of pytest.
+"""The lesson in a real browser: prints one JSON object. Not part of pytest.
 
     python bench/lesson.py [--lang zh|en|both] [--reveal K1,K2,...] [--think 20] [--shots DIR]
 
 Headless Chromium opens the lesson in the presenter view at 1280x720 on a local `streamlit run app.py` (the embedded
 model) and walks every step with the keyboard (→ and Space alternately, then ← once and → again). Key-to-drawn is
 timed in Python around playwright, from the key press until the step's title is shown and the app's script is idle
-(polled each animation frame). Targets (issue 38): median ≤ 0.5 s over the steps without a measurement, the step's map
+(polled each animation frame). Targets: median ≤ 0.5 s over the steps without a measurement, the step's map
 included; on every step the live panel's control and chart inside the first 720 px, and after a Reveal its verdict;
 no exception, in each language walked. With --reveal, Reveal is pressed on those claims' steps --think seconds after
-the step was drawn (a student predicting; the server measures the claim from the moment its step opens, issue 48)
+the step was drawn (a student predicting; the server measures the claim from the moment its step opens)
 and its seconds are reported, click to idle, with what it showed (reveal_state: the run's final verdict, its verdict
-on the rounds so far, or still measuring with no figures). Target with --think (issue 48): ≤ 5 s for every claim,
+on the rounds so far, or still measuring with no figures). Target with --think: ≤ 5 s for every claim,
 with figures. Without it: each claim's quick budget, ≤ 10 s on the embedded model, ≤ 60 s for the claims measured on
 GPT-2's shape (K2, K3, K4, K6, K10, K11: labs/claims.ClaimsPlan.budget_s).
 """
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--lang", default="both", choices=("zh", "en", "both"))
     parser.add_argument("--reveal", default="", help="claims to reveal, comma-separated (default none)")
     parser.add_argument("--think", type=float, default=0.0,
-                        help="seconds between a claim's step drawn and its Reveal pressed (issue 48's target: 20)")
+                        help="seconds between a claim's step drawn and its Reveal pressed (the target's: 20)")
     parser.add_argument("--shots", type=Path, default=None, help="a folder for one screenshot per chapter")
     args = parser.parse_args()
     claims = tuple(c for c in args.reveal.split(",") if c)
@@ -66,7 +66,7 @@ def main() -> None:
     }, indent=2, ensure_ascii=False))
 
 
-TARGET_REVEAL_S = 5.0  # issue 48: the wait after a prediction, the claim measured since its step opened
+TARGET_REVEAL_S = 5.0  # the wait after a prediction, the claim measured since its step opened
 
 
 def summary(result: dict, think_s: float = 0.0) -> dict:
@@ -82,7 +82,7 @@ def summary(result: dict, think_s: float = 0.0) -> dict:
             "max_key_to_drawn_s": result["max_key_to_drawn_s"],
             "step_target_met": result["median_key_to_drawn_s"] <= TARGET_STEP_S, "back_s": result["back_s"],
             "reveal_s": result["reveal_s"], "reveal_budget_s": budgets,
-            # a Reveal meets it with figures: the final verdict, or one on the rounds so far (issue 48, item 6)
+            # a Reveal meets it with figures: the final verdict, or one on the rounds so far
             "reveal_state": result["reveal_state"],
             "reveal_target_met": {c: s <= budgets[c] and result["reveal_state"][c] != "measuring"
                                   for c, s in result["reveal_s"].items()},

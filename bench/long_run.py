@@ -1,4 +1,4 @@
-"""Long runs (issue 9, Reliability): memory over many decode steps and many sessions. Prints one JSON object.
+"""Long runs (Reliability): memory over many decode steps and many sessions. Prints one JSON object.
 
     python bench/long_run.py [--steps 1000] [--app-steps N] [--sessions 200] [--parts engine,app,sessions] [--out FILE]
 
@@ -17,7 +17,7 @@ Three parts, each reporting resident memory (psutil RSS) after a warm-up and at 
   RSS after --warmup-sessions sessions and after all of them; then again after --settle-s seconds, since
   Streamlit keeps a closed session's state for server.disconnectedSessionTTL (120 s by default).
 
-Targets (issue 9): growth after warm-up <= 50 MB over the steps, <= 100 MB over the sessions (MB = 10**6 bytes).
+Targets: growth after warm-up <= 50 MB over the steps, <= 100 MB over the sessions (MB = 10**6 bytes).
 """
 
 from __future__ import annotations
@@ -298,7 +298,7 @@ def main() -> None:
     args = parser.parse_args()
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     load_before = os.getloadavg()
-    doc: dict = {"benchmark": "long runs (issue 9)",
+    doc: dict = {"benchmark": "long runs",
                  "model": "llmviz-tiny (embedded), cpu, fp32, the app's UI runs (capture full, max_seq_len 512)",
                  "rss": "psutil resident set size; MB = 10**6 bytes, MiB = 2**20",
                  "targets_mb": {"steps": TARGET_STEPS_MB, "sessions": TARGET_SESSIONS_MB},

@@ -1,4 +1,4 @@
-"""What each lossy engine switch costs in held-out quality, on one model (the README's switch table; issue 21).
+"""What each lossy engine switch costs in held-out quality, on one model (the README's switch table).
 
     python bench/lossy_switches.py [--model llmviz-tiny] [--threads 1]
 

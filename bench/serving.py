@@ -1,4 +1,4 @@
-"""Continuous against static batching on a built-in request trace (issue 8, claim K7).
+"""Continuous against static batching on a built-in request trace (claim K7).
 
     python bench/serving.py [--trace mixed] [--slots 8] [--threads 1] [--rounds 3]
                             [--models llmviz-tiny,gpt2-124m-random]

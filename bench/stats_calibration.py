@@ -1,4 +1,4 @@
-"""The exact statistics rule (issue 48, llmviz/analysis/stats.py) calibrated by simulation. Prints JSON.
+"""The exact statistics rule (llmviz/analysis/stats.py) calibrated by simulation. Prints JSON.
 
     python bench/stats_calibration.py --json [--trials 10000] [--seed 48] [--old-trials 500]
 
@@ -100,7 +100,7 @@ def exact_interval(x: np.ndarray, n: int, looks: stats.Looks) -> tuple[np.ndarra
 
 
 def bootstrap_median(values: np.ndarray, seed: int = 36, resamples: int = 4000) -> tuple[float, float]:
-    """The rule before issue 48, kept here only to measure it: the seeded 95% percentile bootstrap of a median."""
+    """The earlier rule, kept here only to measure it: the seeded 95% percentile bootstrap of a median."""
     picks = np.random.default_rng(seed).integers(0, values.size, size=(resamples, values.size))
     low, high = np.quantile(np.median(values[picks], axis=1), [0.025, 0.975])
     return float(low), float(high)
@@ -222,7 +222,7 @@ def main() -> None:
     began = time.perf_counter()
     result = calibrate(args.trials, args.seed, args.old_trials)
     wall = time.perf_counter() - began
-    out = {"benchmark": "stats calibration (issue 48)",
+    out = {"benchmark": "stats calibration",
            "command": " ".join(["python bench/stats_calibration.py", *sys.argv[1:]]),
            "machine": machine(), "trials": args.trials, "seed": args.seed, "wall_s": round(wall, 1),
            "laws": {name: law.__doc__ for name, law in LAWS.items()}, "noise_scale": SCALE,

@@ -1,4 +1,4 @@
-"""The one step loop costs nothing (issue 37): decode on the GPT-2-124M shape, llmviz against its peer.
+"""The one step loop costs nothing: decode on the GPT-2-124M shape, llmviz against its peer.
 
     python bench/step_loop.py [--threads 1] [--repeats 7] [--new-tokens 32] [--prompt-tokens 64]
 

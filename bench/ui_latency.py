@@ -1,4 +1,4 @@
-"""UI latency in a real browser (issue 3, Performance): prints one JSON object. Not part of pytest.
+"""UI latency in a real browser (Performance): prints one JSON object. Not part of pytest.
 
     python bench/ui_latency.py [--clicks 10] [--model llmviz-tiny] [--prompt "The list of"] [--present]
 
@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="default: the app's own default (the embedded llmviz-tiny)")
     parser.add_argument("--prompt", default=None)
     parser.add_argument("--present", action="store_true",
-                        help="the presenter view (?present=1) at 1280x720, as on a projector (issue 10)")
+                        help="the presenter view (?present=1) at 1280x720, as on a projector")
     args = parser.parse_args()
     query = {k: v for k, v in (("model", args.model), ("prompt", args.prompt)) if v}
     if args.present:

@@ -100,6 +100,6 @@ class TimeLimitError(LlmvizError):
 
 
 class UnsafeStoreError(ConfigError):
-    """A class store's folder or file that another local user could read, replace or redirect (issue 47): a folder
+    """A class store's folder or file that another local user could read, replace or redirect: a folder
     owned by someone else or open to others, a symbolic link, a file that is not this user's. The message names the
     place, its owner or mode, and what to do (`chmod 700 ...`, or a folder of one's own through LLMVIZ_CLASS_STORE)."""

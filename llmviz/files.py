@@ -1,4 +1,4 @@
-"""Files named on the command line, checked before they are read or written (issue 19). No torch here.
+"""Files named on the command line, checked before they are read or written. No torch here.
 
 Reading: only a regular file. A FIFO would block the read forever (`--prompts-file`, `serve-sim --trace`), a
 device never ends (/dev/zero) or has side effects, a folder cannot be read. The path is checked with stat

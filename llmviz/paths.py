@@ -1,4 +1,4 @@
-"""Where the app's own files are, found once (issue 20): the asset folder (embedded models, the recorded demo,
+"""Where the app's own files are, found once: the asset folder (embedded models, the recorded demo,
 held-out text, request traces, published configs, the icon) and the Streamlit pages.
 
 A checkout keeps them at the repository root (`assets/`, `app_pages/`, beside `llmviz/`); an installed wheel

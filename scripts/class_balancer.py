@@ -8,7 +8,7 @@ waited in the kernel's queue. Three things now stop that, each sized below:
   KEEP_ALIVE_S or CLIENT_S, and only an upgraded connection (a Streamlit websocket) may sit quiet for TUNNEL_S;
 - one source address holds at most CONN_PER_SOURCE connections and opens at most RATE_PER_SOURCE per 10 s
   (beyond them HAProxy closes a new connection at once, before reading it), and sends at most HTTP_RATE_PER_SOURCE
-  HTTP requests per 10 s (beyond it each is answered 429 at once, never reaching a replica: issue 47, finding 5);
+  HTTP requests per 10 s (beyond it each is answered 429 at once, never reaching a replica);
 - HAProxy holds up to MAXCONN connections in all: a client needs MAXCONN / CONN_PER_SOURCE addresses to fill it.
 Finding 12: HAProxy drops root (`user`/`group`, `chroot` to an empty folder) and gets no secret in its environment.
 """
@@ -104,7 +104,7 @@ def _defaults() -> str:
 def binds(host: str, port: int) -> list[str]:
     """HAProxy's bind lines. Every address of both families (`::`) is two sockets, IPv6 alone and IPv4 alone: on one
     dual-stack socket an IPv4 client is ::ffff:a.b.c.d, and the per-source table's /64 would count every IPv4 client
-    of the world as one source (issue 47's finding 1, at the balancer)."""
+    of the world as one source (at the balancer)."""
     if host.strip("[]") == "::":
         return [f"bind :::{port} v6only", f"bind 0.0.0.0:{port}"]
     return [f"bind {host}:{port}"]

@@ -1,4 +1,4 @@
-"""The README guide's screenshots of a class in one room (issue 39), taken from a real run: one app on this machine
+"""The README guide's screenshots of a class in one room, taken from a real run: one app on this machine
 (the embedded model, a class store in a temporary folder), a projector at 1280x720 in the presenter view and phones
 at 390x844 in Debian's Chromium. Three phones join and predict K4 (x1.50, x2.00, x2.00); the projector shows the
 votes; at §3.2 each phone sends a prompt, the projector approves and runs them.

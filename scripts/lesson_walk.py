@@ -1,4 +1,4 @@
-"""Walk the whole lesson in a real browser with the keyboard (issue 23): → and Space forward (alternately), ← once
+"""Walk the whole lesson in a real browser with the keyboard: → and Space forward (alternately), ← once
 back and forward again, in the presenter view; at each step check the URL's position, the step's title, the
 live panel's control and chart inside the first screen (a Reveal's verdict too) and no exception, and time
 key-to-drawn (the key pressed until the step's title shows with the script idle). Optionally a screenshot of each
@@ -71,7 +71,8 @@ CUT_JS = """() => Array.from(document.querySelectorAll(['stMetricLabel', 'stMetr
 
 def check_step(page, pos: str, height: int) -> dict:
     """What one step shows: the URL's position, the panel's top, the bottoms of its control and of its chart (px),
-    whether both are inside the first screen (issue 38's rule; a panel without a chart, its control), exceptions."""
+    whether both are inside the first screen (the lesson's one-screen rule; a panel without a chart, its control),
+    exceptions."""
     box = page.locator(PANEL).first.bounding_box() if pos != END else None
     bottoms = page.evaluate(FIRST_SCREEN_JS) if pos != END else None
     inside = bool(bottoms) and bottoms["control"] is not None and bottoms["control"] <= height and (
@@ -106,7 +107,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
             shots.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shots / f"lesson_{lang}_{step.section}.png"))
         if step is not None and step.claim in reveal:
-            time.sleep(think_s)  # the server measures the claim meanwhile (issue 48: measured as its step opens)
+            time.sleep(think_s)  # the server measures the claim meanwhile (measured as its step opens)
             reveals[step.claim] = round(click_to_idle(page, f".st-key-lesson_reveal_{step.claim} button"), 2)
             verdicts[step.claim] = verdict_bottom(page)
             states[step.claim] = reveal_state(page, lang, step.claim)

@@ -1,4 +1,4 @@
-"""Record the default demos as traces shipped in assets/ (issue 10, part 4; issue 21): the stepper can show them
+"""Record the default demos as traces shipped in assets/: the stepper can show them
 before any model is loaded, labelled as recordings. Each is the app's default run in one interface language
 (Settings.fresh(lang): the embedded model, "The list of" or 济南的冬天, seed 0, the default sampling, capture
 full) on the CPU, DEMO_STEPS decode steps.

@@ -1,4 +1,4 @@
-"""A whole class on one machine (issue 24): N app processes behind HAProxy, each browser session kept on one.
+"""A whole class on one machine: N app processes behind HAProxy, each browser session kept on one.
 
     scripts/serve-class --replicas 2 --port 8501 [--host 0.0.0.0] [--public] [--logs DIR]
 

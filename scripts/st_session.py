@@ -1,4 +1,4 @@
-"""One emulated browser session over Streamlit's own websocket protocol (issue 24; checked against Streamlit 1.67,
+"""One emulated browser session over Streamlit's own websocket protocol (checked against Streamlit 1.67,
 its Starlette server). No browser: protobufs straight over ws://HOST:PORT/_stcore/stream, so a load bench can run
 30 students without 30 browsers on the server's cores. Shared by bench/class_load.py and the serve-class test.
 

@@ -1,5 +1,5 @@
 """The README names the article the app follows, and the concept map its IDs refer to is in the repository
-(issue 10): every C/K ID cited in the code and the pages' text is one the map defines."""
+: every C/K ID cited in the code and the pages' text is one the map defines."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def test_nothing_imports_in_a_circle():
 
 
 def test_ui_families_import_the_floor_and_the_families_below_them():
-    """ui/ is a floor of shared modules and one subpackage per page family (issue 37); every family has its row."""
+    """ui/ is a floor of shared modules and one subpackage per page family; every family has its row."""
     g = graph(sources())
     assert {ui_family(m) for m in g} - {None, "core"} == set(UI_FAMILIES)
     order = list(UI_FAMILIES)
@@ -88,7 +88,7 @@ def test_the_checker_reports_a_planted_circle():
 
 
 def test_no_file_of_llmviz_is_over_400_lines():
-    """Small, named pieces (issue 20): a file past 400 lines holds more than one concept; split it."""
+    """Small, named pieces: a file past 400 lines holds more than one concept; split it."""
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / "llmviz").rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
     assert not long, long

@@ -1,4 +1,4 @@
-"""The package installs as the ecosystem expects (issue 20): pyproject.toml lists every package, and a wheel
+"""The package installs as the ecosystem expects: pyproject.toml lists every package, and a wheel
 built from the checkout carries the engine, the UI, the locales, the pages and the assets, so that an install
 outside the checkout generates text and serves the app.
 

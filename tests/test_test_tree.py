@@ -1,4 +1,4 @@
-"""The shape of the test tree (issue 20): tests/ mirrors the package, shared helpers live in tests/support/,
+"""The shape of the test tree: tests/ mirrors the package, shared helpers live in tests/support/,
 and no test imports another test module.
 
 A test that imports another (`from test_parity import TOL`) runs that module's tests' imports and fixtures
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # mirrors one (tests/ui/ covers llmviz/ui/ and the pages in app_pages/ that it drives).
 NOT_MIRRORED = {
     "support": "the helpers the test folders share; it holds no tests",
-    "hostile": "hostile inputs (issue 9) run through every interface at once: library, CLI and pages",
+    "hostile": "hostile inputs run through every interface at once: library, CLI and pages",
 }
 
 

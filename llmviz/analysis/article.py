@@ -1,4 +1,4 @@
-"""The article's own numbers redone, its slips with their evidence, and its terms beside the app's (issue 22).
+"""The article's own numbers redone, its slips with their evidence, and its terms beside the app's.
 
 One place for all three: the pages and the lesson read them from here, the sentences from the catalogues
 (`slip.<id>` and `term.<id>` in llmviz/i18n/locales/*/article.json), each filled with the values computed
@@ -16,7 +16,7 @@ from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, predict, step_f
 MIB = 2**20
 # The article's GPU, from NVIDIA's A100 datasheet (80 GB SXM4): dense FP16 on the tensor cores, and HBM2e bandwidth.
 # Its ridge point, about 153 FLOPs per byte, is what the article's "hundreds of FLOPs per byte fetched" stands for
-# (issue 36: a CPU's text shows this machine's measured ridge beside it).
+# (a CPU's text shows this machine's measured ridge beside it).
 A100_PEAK_TFLOPS, A100_BANDWIDTH_GBPS = 312.0, 2039.0
 A100_40GB_BANDWIDTH_GBPS = 1555.0  # the 40 GB card's HBM2 (the same datasheet): the slower of the two A100s
 
@@ -150,7 +150,7 @@ HALF_KV_SPEEDUP = 1.8  # §2.2: the cache stored with .half(), decode 1.8x faste
 
 def half_kv_bound(share: float) -> float:
     """The most a decode step bound by the bytes it reads speeds up when only the cache's bytes halve: its time
-    goes from W + K to W + K/2, so 1 / (1 - s/2) with s = K / (W + K), the cache's share (issue 36, §2.2)."""
+    goes from W + K to W + K/2, so 1 / (1 - s/2) with s = K / (W + K), the cache's share (§2.2)."""
     return 1 / (1 - share / 2)
 
 
@@ -250,7 +250,7 @@ def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -
 
 @dataclass(frozen=True)
 class Term:
-    """A word of the article in the glossary (issue 38): its id (term.<id> is the app's word, glossary.<id> one line
+    """A word of the article in the glossary: its id (term.<id> is the app's word, glossary.<id> one line
     on it, in the catalogues), the article's own word, the concept it names, the page that shows it."""
 
     id: str
@@ -283,13 +283,13 @@ GLOSSARY = (
     Term("quantization", "量化", "C21", "compare"),
     Term("fp8", "FP8", "C21", "compare"),
 )
-# The article's terms the app names differently (issue 22): the Claims page's table of them, from the glossary.
+# The article's terms the app names differently: the Claims page's table of them, from the glossary.
 RENAMED = ("continuous_batching", "speculative_decoding", "operator_fusion", "sparse_attention", "local_attention",
            "memory_compression", "paged_attention")
 TERMS = tuple((g.id, g.article, g.concept) for g in sorted((g for g in GLOSSARY if g.id in RENAMED),
                                                           key=lambda g: RENAMED.index(g.id)))
 
-# One spelling per term in the Chinese interface (issue 38): the article's word, and the words a catalogue must not
+# One spelling per term in the Chinese interface: the article's word, and the words a catalogue must not
 # use for it. The one place the other word for token may appear is its gloss, where the Tokens page names it.
 ONE_SPELLING = {"持续批处理": ("连续批处理",), "推测解码": ("投机解码",), "token": ("词元",)}
 GLOSSES = ("token（词元）",)

@@ -61,7 +61,7 @@ def row_outputs(steps, row: int) -> list[int]:
 def throughput_table(result: dict) -> list[dict]:
     """Per batch size: decode tokens/s, prefill tokens/s and the speed-up over batch 1 (from batch_sweep). A
     speed-up is the median of its per-round ratios where the sweep kept its rounds (every size runs in each round):
-    the one figure the claims' rule judges (issue 48: the page printed x1.48, a ratio of medians, above a verdict
+    the one figure the claims' rule judges (the page printed x1.48, a ratio of medians, above a verdict
     on x1.38)."""
     rows = result["sizes"]
     base = rows[0]

@@ -1,4 +1,4 @@
-"""A question per chapter of the lesson, answered from the student's own run (issue 38; retrieval practice): the
+"""A question per chapter of the lesson, answered from the student's own run (retrieval practice): the
 numbers in it come from the run (its prompt's tokens, its model's shape, its batch's lengths) and from a draw of
 the student's own (how many more tokens, which block size), so that two neighbours get two questions; the answer is
 computed here and graded exactly, within a tolerance that only forgives rounding.

@@ -1,6 +1,6 @@
 """From the engine's figures for a claim (llmviz.labs.claims) to its effects, a few headline numbers and its
-verdict (issue 11), by the claim's own rule (its declaration: llmviz/analysis/claimdefs/), then the report, the
-sentences and the table every page, the CLI and the exports read (issue 48: they iterate over the declarations).
+verdict, by the claim's own rule (its declaration: llmviz/analysis/claimdefs/), then the report, the
+sentences and the table every page, the CLI and the exports read (they iterate over the declarations).
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ def looks_of(figures: dict | None) -> stats.Looks | None:
 def judged(claim_id: str, figures: dict | None, why_not: str = "") -> dict:
     """A claim's verdict, its effects beside the article's, and the headline numbers: JSON-ready. Each timed effect
     is judged at its look (figures["looks"]: stats.looked) and carries its rounds' effects, the interval's attained
-    level and the looks the plan allowed (issue 48)."""
+    level and the looks the plan allowed."""
     claim = claim_spec.claim(claim_id)
     effects, head = ({}, {}) if figures is None else claim.rule(figures)
     plan = looks_of(figures)
     effects = {name: stats.looked(e, plan) for name, e in effects.items()}
-    # what the arithmetic predicts for this run, per effect (issue 36)
+    # what the arithmetic predicts for this run, per effect
     predicted = {} if figures is None else predicted_effect(claim, figures)
     floors = [head.get("noise_floor"), *(head.get("noise_floors") or {}).values()]  # the run's A-vs-A controls
     verdict, parts = claim_verdict(claim, effects, why_not, any(drifted(f) for f in floors))
-    # a composite claim (K3, K4: two effects) says which of them decided its headline (issue 48)
+    # a composite claim (K3, K4: two effects) says which of them decided its headline
     decided_by = [name for name, j in parts if j.verdict == verdict]
     return {"id": claim_id, "article": claim.article, "verdict": verdict, "decided_by": decided_by,
             "concepts": list(claim.concepts),

@@ -1,4 +1,4 @@
-"""A claim of the article is one declaration (issue 48; docs/concepts.md's K1-K11): one file in
+"""A claim of the article is one declaration (docs/concepts.md's K1-K11): one file in
 llmviz/analysis/claimdefs/ holds what the article states and its figure, the effects with their units and bands,
 the lab and workload that measure it, the rule from the lab's figures to the effects, what the arithmetic
 predicts, the measured facts its sentences may name, its concepts and slips. The Claims page, the lesson's
@@ -167,6 +167,6 @@ def measured_by(lab_kind: str) -> tuple[ClaimSpec, ...]:
 def sharing(claim_id: str) -> tuple[str, ...]:
     """The claims one measurement of `claim_id`'s workload serves, in declaration order, itself included: those
     whose lab (kind, model, options) is the same (K2 and K4 read one kv-fp16 decode pair). A run of the workload
-    judges them all (labs/claims.Measurer.measure), so a lesson's run ahead of K2 reveals K4 too (issue 48)."""
+    judges them all (labs/claims.Measurer.measure), so a lesson's run ahead of K2 reveals K4 too."""
     lab = claim(claim_id).lab
     return tuple(c.id for c in declared().values() if c.lab == lab)

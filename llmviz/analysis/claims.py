@@ -6,7 +6,7 @@ A claim's effect is one signed number: a speed-up as ratio - 1 (1.8x faster: 0.8
 its interval over the rounds at the level it attains (llmviz/analysis/stats.py). The article's band is where the
 claim holds: at least half the article's effect, in its direction; for a claim about a growth law (K1, "linear")
 also at most one and a half times it (a prefill that quadruples when the prompt doubles is not linear). The
-verdict (issues 36, 48):
+verdict:
 
     holds            the whole interval lies within the band (so it excludes no effect)
     does not hold    the whole interval lies outside the band (the reason says where: the opposite direction, no
@@ -86,7 +86,7 @@ def speedup(slow: dict, fast: dict, paired: bool = True) -> Estimate:
 
 
 def noise_floor(a: dict, control: dict) -> dict:
-    """A-vs-A (issue 36): A's time over its second run's in the same rounds, minus 1, read as B's speed-up is read
+    """A-vs-A: A's time over its second run's in the same rounds, minus 1, read as B's speed-up is read
     (speedup(a, b)): the interval this run's noise alone gives, as JSON."""
     e = speedup(a, control)
     bound = lambda x: x if math.isfinite(x) else None  # noqa: E731 (too few rounds: no interval, None in JSON)

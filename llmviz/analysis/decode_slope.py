@@ -1,4 +1,4 @@
-"""Decode slowing down (C18, §4.2; issue 36): decode ms/token against the tokens in the cache, from a sweep of
+"""Decode slowing down (C18, §4.2): decode ms/token against the tokens in the cache, from a sweep of
 cached lengths (llmviz/labs/decode_slope.py), its slope with an exact interval over the rounds (stats.slope_by_rounds:
 each round's least-squares slope over the lengths, their median and its interval, at the level it attains), and the
 slope the bytes predict: each cached token adds its K and V in every layer to what a decode step

@@ -1,4 +1,4 @@
-"""One layer at one step, from the hooks the engine recorded (C3; issue 10, part 3): the residual stream through
+"""One layer at one step, from the hooks the engine recorded (C3): the residual stream through
 the block, what each norm does, the MLP's shapes and activation, and how much attention and the MLP each add.
 
 A pre-norm block computes, per token,

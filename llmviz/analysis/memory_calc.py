@@ -1,4 +1,4 @@
-"""The memory and OOM calculator (C17, with C4, C9, C19, C20; issue 11): for any model config, what the weights
+"""The memory and OOM calculator (C17, with C4, C9, C19, C20): for any model config, what the weights
 and the KV cache take for a batch of sequences, and what fits in a given GPU's memory.
 
     weights            predict.weight_bytes (every matrix in its dtype, or quantized with its scales)

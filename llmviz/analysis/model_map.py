@@ -1,4 +1,4 @@
-"""The whole network with the real shapes of one step (issue 23's model map; C3-C6): embedding, each layer's norm,
+"""The whole network with the real shapes of one step (the lesson's model map; C3-C6): embedding, each layer's norm,
 Q/K/V, scores, KV cache, norm and MLP, the final norm and the head, for a step that feeds `new` tokens after
 `cached` ones of one sequence. A prefill is new = the prompt, cached = 0; a decode step is new = 1.
 

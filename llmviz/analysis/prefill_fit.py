@@ -36,7 +36,7 @@ class PrefillFit:
     def shares(self, n: float) -> dict:
         """Each term's share of the predicted time at length n (negative coefficients count as 0, and so does a
         quadratic term the data cannot tell from zero: a sentence that calls it indistinguishable from zero never
-        sits beside a share of 30%, issue 36)."""
+        sits beside a share of 30%)."""
         quadratic = self.c * n * n if self.quadratic_resolved else 0.0
         parts = {"fixed": max(self.a, 0.0), "linear": max(self.b * n, 0.0), "quadratic": max(quadratic, 0.0)}
         total = sum(parts.values()) or 1.0

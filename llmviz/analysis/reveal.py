@@ -1,7 +1,7 @@
-"""Predict, then reveal (issue 23): what a student predicts of a claim, and how the prediction, this machine's
+"""Predict, then reveal: what a student predicts of a claim, and how the prediction, this machine's
 measurement and the article's A100 figure compare. Pure arithmetic on a judged claim (claim_effects.judged): the
 sentence under the verdict is read from that verdict (analysis/claims.judge, the one rule), never from a second
-rule on the point estimate, so the two cannot disagree (issue 36); within "holds" it says only how far apart the
+rule on the point estimate, so the two cannot disagree; within "holds" it says only how far apart the
 three numbers are.
 
 A prediction is made in the unit the effect reads in (claims.shown): a ratio as the factor (x1.8), a share in
@@ -102,8 +102,9 @@ def prediction_outcome(predicted: float, measured: dict, article: float, toleran
 
 
 def against_arithmetic(effect: dict) -> str | None:
-    """How the measurement stands to what the arithmetic predicts for this run (issue 36's third number): its
-    interval holds the prediction ("as_predicted") or not ("not_as_predicted"); None with no prediction."""
+    """How the measurement stands to what the arithmetic predicts for this run (the third number beside the
+    measured and the article's): its interval holds the prediction ("as_predicted") or not ("not_as_predicted");
+    None with no prediction."""
     predicted, low, high = effect.get("predicted"), effect.get("low"), effect.get("high")
     if predicted is None or low is None or high is None:
         return None
@@ -136,7 +137,7 @@ def revealed(claim: dict, predicted: float | None) -> dict:
 
 
 def second_name(claim_id: str) -> str | None:
-    """A claim's effect measured at a second setting the student may predict after the first (issue 38's "predict
+    """A claim's effect measured at a second setting the student may predict after the first ("predict
     again": K3's short contexts beside its long ones); None for most."""
     return claim_spec.claim(claim_id).second
 
@@ -165,7 +166,7 @@ def predicted_again(claim: dict, predicted: float) -> dict | None:
 
 
 def behind(claim: dict) -> dict | None:
-    """The measured numbers a claim's effect is computed from (issue 38: after a surprise, the number that explains
+    """The measured numbers a claim's effect is computed from (after a surprise, the number that explains
     it, read from the measurement, not said in advance): its declaration's, from the judged figures; None where
     the run kept none of them."""
     read = claim_spec.claim(claim["id"]).behind

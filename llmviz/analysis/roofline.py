@@ -1,4 +1,4 @@
-"""The roofline of this device and where each step of a run sits on it (C7; issue 11).
+"""The roofline of this device and where each step of a run sits on it (C7).
 
 A step does F FLOPs and moves B bytes; its arithmetic intensity is I = F / B. A device computes at most P FLOP/s
 and moves at most W bytes/s, so the step runs at most at min(P, W x I) FLOP/s: below the ridge I = P / W it is

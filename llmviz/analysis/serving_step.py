@@ -1,4 +1,4 @@
-"""One step of continuous or static batching, read from its StepTrace (issue 37: every scheduler records what the
+"""One step of continuous or static batching, read from its StepTrace (every scheduler records what the
 pages read). Row i of the step is the request its StepRecord names in row i; from the trace alone: the positions it
 fed, what the cache holds for it after the step and in which blocks (a paged pool; a contiguous cache has none), the
 token it drew (or none: a prefill chunk that has more to feed, or static batching's finished row, still computed

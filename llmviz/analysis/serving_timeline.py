@@ -1,4 +1,4 @@
-"""A serving run's requests over steps, bounded for drawing (C15; issue 35): what each request was doing at each
+"""A serving run's requests over steps, bounded for drawing (C15): what each request was doing at each
 step, counted into at most MAX_ROWS rows of requests and MAX_CELLS cells in all, and step-indexed series cut to
 at most MAX_POINTS points.
 

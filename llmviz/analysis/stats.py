@@ -1,4 +1,4 @@
-"""One statistics rule for every timed figure (issues 36, 48): an effect measured over rounds, its interval at the
+"""One statistics rule for every timed figure: an effect measured over rounds, its interval at the
 level it attains, and the looks a claim measured batch after batch may decide at. Pure numpy; the labs time, this
 only reads their samples.
 

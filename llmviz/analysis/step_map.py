@@ -1,18 +1,19 @@
-"""The lesson's map of one step (issue 38): only the tensors that step is about, with the live shapes of the
+"""The lesson's map of one step: only the tensors that step is about, with the live shapes of the
 student's run, prefill's beside decode's where the step contrasts them (C5: [n, d] then [1, d]), the KV cache
 growing across the first decode steps (C6), and the bytes a decode step reads (C7, C18). The whole network with
 every part stays in analysis/model_map.py; this is the step's slice of it, different on every step.
 
-A map is built from a recipe per panel (or per claim, on a claim's step): the parts it draws on each side, read
-from model_map.step_parts, so the two maps never disagree on a shape. Pure arithmetic on a config dict.
+A map is built from the step's recipe (its declaration's, analysis/lesson_plan.Step.map, or on a claim's step the
+claim's): the parts it draws on each side, read from model_map.step_parts, so the two maps never disagree on a
+shape. Pure arithmetic on a config dict.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from llmviz.analysis import claim_spec
-from llmviz.analysis.model_map import step_parts
+from llmviz.analysis.model_map import PARTS, step_parts
 from llmviz.analysis.predict import (
     Setup,
     Shape,
@@ -65,42 +66,40 @@ class StepMap:
         return tuple(b for b in self.blocks if b.side == side)
 
 
-# The parts each step draws, per side: a panel's id (or a claim's, on a claim's step). "cache+" draws the cache
-# after each of the first decode steps (it grows a row a step); "cache@max" the cache at the model's longest
-# context (a budget); "weights" the block matrices a decode step reads; a "/dtype" suffix draws it in that format.
-RECIPES: dict[str, dict[str, tuple[str, ...]]] = {
-    "tokens": {"prefill": ("ids",)}, "bert": {"prefill": ("ids",)}, "embedding": {"prefill": ("ids", "embed")},
-    "qkv": {"prefill": ("embed", "q", "k", "v")}, "scores": {"prefill": ("q", "k", "scores")},
-    "kv_shape": {"prefill": ("k", "v", "cache")}, "kv_bytes": {"prefill": ("cache",)},
-    "decode_input": {"prefill": ("embed",), "decode": ("embed",)},
-    "decode_qkv": {"prefill": ("q", "k", "v"), "decode": ("q", "k", "v", "cache")},
-    "cache_growth": {"prefill": ("cache",), "decode": ("cache+",)}, "kv_bytes_1024": {"decode": ("cache@1024",)},
-    "roofline": {"decode": ("weights", "cache")}, "continuation": {"decode": ("embed", "head")},
-    "contiguous": {"decode": ("cache+",)}, "paged": {"decode": ("cache+",)}, "locality": {"decode": ("cache+",)},
-    "oom_budget": {"decode": ("cache@max",)}, "max_seq": {"decode": ("cache@max",)},
-    "slowdown": {"decode": ("weights", "cache+")}, "kv_dtype": {"decode": ("cache/fp32", "cache/fp16")},
-    "gqa": {"decode": ("q", "k", "cache")}, "sparse": {"prefill": ("scores",)},
-    "quant": {"decode": ("weights/fp32", "weights/int8")},
-}
+# What a map's recipe may name, per side (the step's declaration holds its recipe: analysis/lesson_plan.Step.map):
+# a part of model_map.step_parts ("embed", "q", "k", "v", "scores", "cache", "head", ...), "ids" (the prompt's
+# tokens), "cache+" (the cache after each of the first decode steps: it grows a row a step), "cache@1024" or
+# "cache@max" (the cache at the article's long context or at the model's longest: a budget), "weights" (the block
+# matrices a decode step reads); a "/dtype" suffix ("cache/fp16", "weights/int8") draws it in that format.
+SPECIAL = ("ids", "cache+", "cache@1024", "cache@max", "weights")
+FORMATS = ("fp32", "fp16", "bf16", "int8")
+Recipe = Mapping[str, tuple[str, ...]]
+
+
+def check_recipe(recipe: Recipe) -> None:
+    """ValueError naming what a recipe gets wrong: a side other than prefill and decode, no part, an unknown one."""
+    if not recipe or set(recipe) - set(SIDES):
+        raise ValueError(f"a map draws parts on the sides {SIDES}, got {dict(recipe)!r}")
+    for side, items in recipe.items():
+        if not items:
+            raise ValueError(f"a map's {side} side names no part")
+        for item in items:
+            name, _, fmt = item.partition("/")
+            if name not in (*PARTS, *SPECIAL) or (fmt and fmt not in FORMATS):
+                raise ValueError(f"a map cannot draw {item!r}: the parts are {', '.join((*PARTS, *SPECIAL))}, "
+                                 f"with /{'/'.join(FORMATS)} for a format")
+
+
 LONG = 1024  # the article's long context (C4's "6 MB at 1024 tokens")
 
 
-def recipe_of(panel: str, claim: str | None = None) -> dict[str, tuple[str, ...]]:
-    """A panel's tensors, or on a claim's step the tensors its measurement turns on (its declaration's)."""
-    if panel == "claim":
-        recipe = claim_spec.declared()[claim].step_map if claim in claim_spec.declared() else None
-    else:
-        recipe = RECIPES.get(panel)
-    if not recipe:
-        raise KeyError(f"no step map for {claim if panel == 'claim' else panel!r}")
-    return recipe
-
-
-def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, decoded: int = 4,
-             kv_element_bytes: int = 4, dtype: str = "fp32") -> StepMap:
-    """The map of a lesson step on a run whose prompt has `prompt` tokens and which decodes `decoded` tokens after
-    it (the decode side is the first decode step, or each of them for a growing cache). kv_element_bytes: one
-    cached number's bytes as the run stores it; dtype: the weights' format (the run's)."""
+def step_map(config: dict, prompt: int, recipe: Recipe, decoded: int = 4, kv_element_bytes: int = 4,
+             dtype: str = "fp32") -> StepMap:
+    """The map a recipe draws (a lesson step's: lesson_plan.Step.recipe) on a run whose prompt has `prompt` tokens
+    and which decodes `decoded` tokens after it (the decode side is the first decode step, or each of them for a
+    growing cache). kv_element_bytes: one cached number's bytes as the run stores it; dtype: the weights' format
+    (the run's)."""
+    check_recipe(recipe)
     if prompt < 1 or decoded < 1:
         raise ValueError(f"a prompt of at least one token and at least one decode step, got {prompt}, {decoded}")
     layers, kv_dtype = config["num_layers"], format_of(kv_element_bytes)
@@ -108,7 +107,7 @@ def step_map(config: dict, prompt: int, panel: str, claim: str | None = None, de
              "decode": {p.name: p.shape for p in step_parts(config, 1, prompt)}}
     shape = Shape.from_config(config)
     blocks = []
-    for side, names in recipe_of(panel, claim).items():
+    for side, names in recipe.items():
         for item in names:
             name, _, fmt = item.partition("/")
             blocks += _blocks(name, fmt or None, side, parts[side], config, prompt, decoded, shape, kv_dtype, dtype)

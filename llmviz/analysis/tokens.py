@@ -75,7 +75,7 @@ def split_groups(groups: list[TokenGroup]) -> list[TokenGroup]:
 
 @dataclass(frozen=True)
 class CharacterTokens:
-    """One non-ASCII character of a text and how the vocabulary holds it (issue 21: which of 济南的冬天's
+    """One non-ASCII character of a text and how the vocabulary holds it (which of 济南的冬天's
     characters are tokens and which stay bytes)."""
 
     char: str
@@ -109,7 +109,7 @@ def label(data: bytes) -> str:
 
 
 def character_labels(pieces: list[bytes]) -> list[str]:
-    """A label per token that reads as the text (issue 38): a token's own text, and a token holding a piece of a
+    """A label per token that reads as the text: a token's own text, and a token holding a piece of a
     character that character and which piece of it (e6 | b5 | 8e -> 济·1/3, 济·2/3, 济·3/3), so that a heat map's
     rows spell 济南的冬天 rather than <e6> <b5> <8e>. Broken bytes keep their hex (<ff>)."""
     out: list[str] = []

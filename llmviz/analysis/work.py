@@ -1,4 +1,4 @@
-"""What a request's engine work costs, estimated from the model's shape before it runs (issue 35).
+"""What a request's engine work costs, estimated from the model's shape before it runs.
 
 A public server sends every request whose cost grows with a link's size (a run opened at a link's step, the KV
 layouts page's runs, the Batch page's prefill and its run to the end) through its heavy queue once the estimate

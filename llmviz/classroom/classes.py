@@ -1,4 +1,4 @@
-"""A class in one room (issue 39): the rules, in one place, over either store (llmviz/classroom/store.py).
+"""A class in one room: the rules, in one place, over either store (llmviz/classroom/store.py).
 
 - The teacher starts a class and gets a join code (shown on the projector) and a teacher key (in the teacher's URL
   only; the store keeps its hash). Only the key moves the class, and ends it; of the teacher's devices, the one that

@@ -1,4 +1,4 @@
-"""A budget per client (issue 47, finding 5: "one address starves the class"): how many runs of the page a browser
+"""A budget per client ("one address starves the class"): how many runs of the page a browser
 session and a client address may ask for, and how many sessions one address may hold, sized so that a class of 60
 phones behind ONE school NAT address never meets it.
 

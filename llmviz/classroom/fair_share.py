@@ -1,5 +1,5 @@
 """Turns by fair share when the page is busy: a client that has used the server more waits behind one that has used it
-less (issue 47, finding 5, "one address starves the class").
+less ("one address starves the class").
 
 The budget (client_budget.py) bounds what one address may spend, sized so that a class of 60 phones behind one NAT
 address never meets it; on this project's 2-core machine that bound is itself most of what a process serves. So the

@@ -1,4 +1,4 @@
-"""Where a class's SQLite store may live (issue 47, finding 3): a folder and a file that no other local user can
+"""Where a class's SQLite store may live: a folder and a file that no other local user can
 read, replace or redirect. A store holds the teacher keys' hashes and the student ids that act as a student.
 
 The default store is `class.db` in this user's state folder: `$XDG_STATE_HOME/llmviz` when XDG_STATE_HOME is an
@@ -56,7 +56,7 @@ def default_store() -> Path:
 
 
 def old_folder() -> Path:
-    """Where versions before issue 47 kept the default store."""
+    """Where earlier versions kept the default store (a shared temporary folder)."""
     return Path(tempfile.gettempdir()) / "llmviz-class"
 
 

@@ -1,4 +1,4 @@
-"""The class store across machines (issue 39): Redis through redis-py. Every key of a class starts `class:<code>`
+"""The class store across machines: Redis through redis-py. Every key of a class starts `class:<code>`
 (its hash, its students in the order they joined, their names, a hash of values per item and round, and the set of
 items each student has submitted), so that ending a class deletes them all. Every change runs as a Lua script, which
 Redis runs whole: two students joining at once never pass a limit together, and a change checks that the class's

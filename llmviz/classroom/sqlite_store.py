@@ -1,4 +1,4 @@
-"""The class store on one machine (issue 39): SQLite through Python's sqlite3, in WAL mode so that the app's
+"""The class store on one machine: SQLite through Python's sqlite3, in WAL mode so that the app's
 processes read while one writes. A connection per call (a Streamlit session is a thread, and replicas are
 processes): each change is one transaction, `BEGIN IMMEDIATE` where it reads before it writes (a limit, the class's
 existence), so that two processes never both pass a limit and nothing is written for a class that just ended.

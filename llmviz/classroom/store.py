@@ -1,4 +1,4 @@
-"""Where a class's shared state lives (issue 39): one small interface, two stores behind it. A class spans several
+"""Where a class's shared state lives: one small interface, two stores behind it. A class spans several
 app processes (scripts/serve-class runs replicas behind HAProxy), so nothing of it is kept in a process: SQLite
 (Python's sqlite3, WAL) on one machine by default, Redis (redis-py against a real redis-server) when the class runs
 on several machines (`LLMVIZ_CLASS_STORE=redis://host:port/db`).

@@ -1,5 +1,5 @@
-"""A class store by its URL (issue 39): LLMVIZ_CLASS_STORE (the app and `llmviz class` read it), SQLite by default (a
-file in this user's private state folder, which the replicas of one machine share: private_dir, issue 47), or Redis
+"""A class store by its URL: LLMVIZ_CLASS_STORE (the app and `llmviz class` read it), SQLite by default (a
+file in this user's private state folder, which the replicas of one machine share: private_dir), or Redis
 across machines."""
 
 from __future__ import annotations

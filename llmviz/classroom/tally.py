@@ -1,4 +1,4 @@
-"""A class's counts, as the projector shows them (issue 39): how many predicted, the histogram of their predictions
+"""A class's counts, as the projector shows them: how many predicted, the histogram of their predictions
 in the slider's units, and a chapter's question's right answers and most common mistake. Reads only: the rules that
 decide what a class may hold are llmviz/classroom/classes.py."""
 

@@ -1,5 +1,5 @@
 """`llmviz app [streamlit options]`: serve the app from wherever the package is installed, from any folder
-(issue 20). It runs `streamlit run llmviz/webapp/app.py` with the settings of the checkout's
+. It runs `streamlit run llmviz/webapp/app.py` with the settings of the checkout's
 .streamlit/config.toml (no file watcher, no usage statistics, headless, no collection after every run), then the
 options given, which win."""
 

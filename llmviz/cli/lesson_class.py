@@ -1,4 +1,4 @@
-"""`llmviz class`: a class in one room from the command line (issue 39), as the lesson's Start a class does.
+"""`llmviz class`: a class in one room from the command line, as the lesson's Start a class does.
 
     llmviz class start --url http://HOST:8501 [--lang zh] [--step 1.1.1]   # the projector's link and the join link
     llmviz class end CODE [--out summary.json]    # the summary, then every record deleted; the teacher key from

@@ -103,7 +103,7 @@ class RunContext:
         elif self.capture == "full" and writes_cache_rows(name):
             row_norms = torch.linalg.vector_norm(values, dim=-1)  # [b, kv, n, hd] -> [b, kv, n]
         # linalg's norm, not Tensor.norm: the same value without torch.functional's Python dispatch, ~140 calls a
-        # step at capture meta (issue 37: meta within 1.10x of off)
+        # step at capture meta (meta within 1.10x of off)
         dtype = _DTYPE_NAMES.get(t.dtype) or sys.intern(str(t.dtype).removeprefix("torch."))
         return _Pending(tuple(t.shape), dtype, t.numel() * t.element_size(), torch.linalg.vector_norm(values), copy,
                         note, recomputed, row_norms)

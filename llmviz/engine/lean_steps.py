@@ -1,5 +1,5 @@
 """Steps of runs whose next-token logits nobody shows: serving schedulers, benchmarks, the timed rounds of a
-comparison (issue 19).
+comparison.
 
 A step keeps its whole next-token logits when the vocabulary is at most 65,536 ids (recording.py), so a
 Decode page can redraw any distribution. A run that only reads its tokens, timings and KV snapshots would

@@ -1,5 +1,5 @@
 """A cache filled without a prefill: seeded random keys and values written through the layout's own write path
-(C8, C18; claims K2-K4, K10, K11; issue 36).
+(C8, C18; claims K2-K4, K10, K11).
 
 A decode step's cost depends on how many keys it reads, where they lie and in what dtype, not on their values;
 the prefill of 1,000 tokens of GPT-2-124M takes more than a second on a CPU and would be most of a timing

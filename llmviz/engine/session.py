@@ -124,7 +124,7 @@ class Session:
         self.filled = True
 
     def _check_budget(self) -> None:
-        """A cache that alone fills the session's budget leaves no room for the run (issue 35)."""
+        """A cache that alone fills the session's budget leaves no room for the run."""
         if self.budget is None or (held := self.cache.bytes_allocated()) <= self.budget:
             return
         size, limit = f"{held / 1e6:,.1f} MB", f"{self.budget / 1e6:,.1f} MB"

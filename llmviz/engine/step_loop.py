@@ -1,4 +1,4 @@
-"""One engine step, the same for every scheduler (issue 37): plan -> run -> sample, timed, then the maps rebuilt.
+"""One engine step, the same for every scheduler: plan -> run -> sample, timed, then the maps rebuilt.
 
     plan     each row's new tokens at its positions (the cache's lengths), the cache's slots reserved, the masks
     run      one forward pass over every row (padded, or packed end to end outside attention)

@@ -46,7 +46,7 @@ def translate(lang: str, key: str, **values) -> str:
 
 def timed(key: str, **values) -> dict:
     """What a measurement timed, for its result: the English sentence (JSON, the CLI) and the catalogue key with
-    its values, so that a page shows it in its own language (issue 22)."""
+    its values, so that a page shows it in its own language."""
     return {"what_was_timed": translate("en", key, **values), "timed": {"key": key, "values": values}}
 
 

@@ -1,6 +1,6 @@
 """What one layer's attention backend is handed, for claim K6 (the article's "replace the original attention
 computation: flash_attention(q, k, v)", §3.1): the labs time the backends alone on these inputs. A measurement's
-helper, so it lives here rather than in the engine's model (issue 37); it runs the model's own pieces (its
+helper, so it lives here rather than in the engine's model; it runs the model's own pieces (its
 embedding, its blocks, the layer's projections), so the inputs are the forward pass's, which a test checks."""
 
 from __future__ import annotations

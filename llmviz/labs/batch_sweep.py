@@ -44,7 +44,7 @@ def batch_sweep(lm: LoadedModel, prompt: list[int], sizes: tuple = (1, 2, 4, 8),
                 repeats: int = 2, padding: str = "right", device: str = "auto",
                 progress: Progress | None = None, control: bool = True) -> dict:
     """Batch b runs b copies of `prompt` (token ids); with `control`, the first size once more in each round (its
-    A-vs-A noise floor, issue 36). progress(fraction, stage, values): stages "round", "done"."""
+    A-vs-A noise floor). progress(fraction, stage, values): stages "round", "done"."""
     if not prompt or not all(isinstance(i, int) for i in prompt):
         raise ConfigError("batch_sweep needs a prompt of at least one token id")
     if not sizes or any(not isinstance(b, int) or not 1 <= b <= MAX_BATCH for b in sizes):

@@ -1,4 +1,4 @@
-"""The labs a claim's declaration names (llmviz/analysis/claim_spec.Lab; issue 48): one function per lab kind,
+"""The labs a claim's declaration names (llmviz/analysis/claim_spec.Lab): one function per lab kind,
 never one per claim. Each is handed the Measurer (its plan, progress, shared models and decode pairs) and the
 claim, reads the workload from the claim's lab options, and returns the plain figures the claim's rule reads
 (numbers, {median, min, max, all} spreads, the model, what was timed)."""
@@ -54,7 +54,7 @@ def layouts_lab(m, claim: ClaimSpec) -> dict:
 
 
 def layout_lengths(max_seq: int, quick: bool) -> list[int]:
-    """The layout claim's lengths are the KV layouts page's automatic ones (issue 36: one measurement per claim):
+    """The layout claim's lengths are the KV layouts page's automatic ones (one measurement per claim):
     in a quick run only those it is judged at (512, and the longest past 1,024), all of them in a full one. Each
     length's rounds run on their own, so the page's other lengths change nothing at these."""
     lengths = default_lengths(max_seq, LAYOUT_SWEEP_STEPS)

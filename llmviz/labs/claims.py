@@ -1,4 +1,4 @@
-"""The measurements behind the article's claims (issue 11), on this machine, with the engine's own sweeps,
+"""The measurements behind the article's claims, on this machine, with the engine's own sweeps,
 compares and serving runs: nothing here times anything a second way. A claim's declaration
 (llmviz/analysis/claimdefs/) names its lab kind (labs/claim_labs.LABS) and workload; the Measurer runs it in
 batches until the one rule decides (labs/rounds.py) and returns plain figures (numbers, {median, min, max, all}
@@ -81,7 +81,7 @@ class ClaimsPlan:
     @property
     def context(self) -> int:
         """The decode claims' cached tokens: KV is ~13% of the bytes a GPT-2-124M step reads at 1,024 in fp32; on
-        the embedded model's short prompts it was ~0.3% (issue 36)."""
+        the embedded model's short prompts it was ~0.3%."""
         return self.pair_workload("", "").context
 
     @property
@@ -96,7 +96,7 @@ class ClaimsPlan:
         return {EMBEDDED: EMBEDDED_MODEL, LONG: LONG_MODEL, BASE: self.base_model}[model]
 
     def budget_s(self, claim: str) -> float:
-        """The seconds a claim's batches may take before the rule must decide with what it has (issue 36: a Reveal
+        """The seconds a claim's batches may take before the rule must decide with what it has (a Reveal
         within 10 s on the embedded model, 60 s on the GPT-2 shape; a full run three times that)."""
         seconds = LONG_BUDGET_S if self.model_of(claim) == LONG_MODEL else QUICK_BUDGET_S
         return self.patience * (seconds if self.quick else 3 * seconds)
@@ -160,7 +160,7 @@ class Measurer:
 
     def workload(self, claim_id: str) -> dict | None:
         """What a decode claim whose time the bytes predict will run, before it runs: its sides' settings, the
-        model's config, the cached tokens and the steps, for the arithmetic's prediction (issue 36: the app says
+        model's config, the cached tokens and the steps, for the arithmetic's prediction (the app says
         where the article's effect cannot appear here before measuring). None for the other claims."""
         claim = claim_spec.claim(claim_id)
         if claim.lab.kind != "decode_pair" or not claim.from_bytes:
@@ -201,7 +201,7 @@ def claim_of_pair(config: DecodePairConfig, model_config: dict, device_type: str
 
 def parse_ids(text: str | None) -> tuple[str, ...]:
     """"K1,K4" (any case, spaces allowed) -> ("K1", "K4"); None or empty: every declared claim. Text that names no
-    claim (",,,") is a ConfigError listing the claims, not a run of none (issue 19)."""
+    claim (",,,") is a ConfigError listing the claims, not a run of none."""
     known = claim_spec.ids()
     if not text or not text.strip():
         return known
@@ -250,7 +250,7 @@ def run_claims(ids: tuple, plan: ClaimsPlan, load: Loader, progress: Progress | 
 def sweep_workload(lab_kind: str, lm: LoadedModel) -> dict:
     """A full page's sweep as the claim its lab kind measures runs it ({} when no claim is measured by it): the
     claim's id, its workload (batch_sweep: prompt, steps, rounds) and whether `lm` is the model the claim is
-    judged on (in fp32), so the page judges its sweep by the one rule (issue 36: one measurement per claim)."""
+    judged on (in fp32), so the page judges its sweep by the one rule (one measurement per claim)."""
     claims = claim_spec.measured_by(lab_kind)
     if not claims:
         return {}

@@ -66,7 +66,7 @@ class CompareConfig:
     layer: int = 0  # the attention map shown
     head: int = 0
     bandwidth_bytes: int = 512 * 2**20  # the probe's buffer: far beyond a CPU's caches
-    control: bool = True  # A run twice in each timed round: the A-vs-A noise floor (issue 36)
+    control: bool = True  # A run twice in each timed round: the A-vs-A noise floor
 
     def __post_init__(self):
         if not isinstance(self.steps, int) or not 1 <= self.steps <= MAX_STEPS:
@@ -255,7 +255,7 @@ MIN_ROUNDS_FOR_NOISE = MIN_ROUNDS  # fewer: no interval of a median covers 95% w
 def within_noise(a: dict, b: dict) -> dict:
     """Per timing: True when the 95% interval of B's time over A's (the rounds paired: A and B ran in each, the
     one statistics rule, llmviz/analysis/stats.py) includes no difference at all; None with fewer than 6 rounds,
-    where the interval says nothing (issue 36)."""
+    where the interval says nothing."""
     out = {}
     for key in ("prefill_ms", "decode_ms_per_token"):
         x, y = a[key]["all"], b[key]["all"]

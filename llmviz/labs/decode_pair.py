@@ -1,5 +1,5 @@
-"""Decode A against B at a long context: the decode claims' measurement (K2, K4, K10, K11; C8, C11, C14, C18;
-issue 36), the one the Claims page, the lesson's Reveal and the Compare page's long-context section all run.
+"""Decode A against B at a long context: the decode claims' measurement (K2, K4, K10, K11; C8, C11, C14,
+C18), the one the Claims page, the lesson's Reveal and the Compare page's long-context section all run.
 
     workload  one sequence whose first `context` tokens are already cached as seeded random K and V (no prefill:
               engine/random_fill.py; a step's cost depends on how many keys it reads, not their values), so a

@@ -1,4 +1,4 @@
-"""Decode slowing down, measured (C18, §4.2; issue 36): decode ms/token at `points` cached lengths from 16 tokens to
+"""Decode slowing down, measured (C18, §4.2): decode ms/token at `points` cached lengths from 16 tokens to
 the model's whole context (2,040 on the GPT-2-124M shape), by the layout sweep's one timing rule (its cache filled
 with seeded random K and V, no prefill: llmviz/labs/layout_sweep.py) on one layout (contiguous unless asked), and
 the memory bandwidth probe in the same run, for the slope the bytes predict (analysis/decode_slope.py reads both).

@@ -63,7 +63,7 @@ def characters(token_bytes: bytes) -> int:
 
 def bits_per_char(logits_fn, ids: list[int], chars_of, window: int = EVAL_WINDOW) -> float:
     """Bits per character over the predicted tokens: their summed NLL in bits over the characters they spell
-    (chars_of(id)); comparable across tokenizers, unlike perplexity (issue 21)."""
+    (chars_of(id)); comparable across tokenizers, unlike perplexity."""
     nll, predicted = predicted_nll(logits_fn, ids, window)
     return nll / math.log(2) / sum(chars_of(ids[i]) for i in predicted)
 

@@ -1,4 +1,4 @@
-"""What locality buys (C12; issue 22): decode ms/token with the same KV bytes read from paged blocks that lie in
+"""What locality buys (C12): decode ms/token with the same KV bytes read from paged blocks that lie in
 order in the pool, against the same number of blocks scattered through a pool four times larger.
 
 The article's prefetch loop (`_mm_prefetch`) is an x86 CPU intrinsic, and a prefetcher cannot be switched off

@@ -87,7 +87,7 @@ def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sd
                   progress: Progress | None = None, control: int | None = None) -> dict:
     """Prefill ms against prompt length (C18; claim K1): each length's prompt warmed up once (prefill_ms' rule), then
     `repeats` rounds over the lengths, the order rotating, so lengths pair by round; `control`: a length run once
-    more in each round (its A-vs-A floor, issue 36). progress(fraction, "length", {"tokens": n})."""
+    more in each round (its A-vs-A floor). progress(fraction, "length", {"tokens": n})."""
     lengths = sorted({int(n) for n in lengths})
     if not lengths or lengths[0] < 1 or lengths[-1] >= lm.cfg.max_position_embeddings:
         raise ConfigError(f"prefill lengths must be 1..{lm.cfg.max_position_embeddings - 1} tokens, got {lengths}")

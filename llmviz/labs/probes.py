@@ -15,7 +15,7 @@ from llmviz.engine.platform.devices import synchronize
 
 GIB = 2**30
 # The cache probe's buffer at most: the DRAM probe's own size (device_limits' beyond_bytes), already past every
-# CPU cache. Its size comes from a model card's layer, which a replayed trace supplies (issue 19): a card claiming
+# CPU cache. Its size comes from a model card's layer, which a replayed trace supplies: a card claiming
 # a 700,000-wide MLP asked for 2 GB here.
 CACHE_PROBE_MAX_BYTES = 256 * 2**20
 

@@ -1,4 +1,4 @@
-"""Adaptive rounds (issue 36): a claim is measured again, and its rounds pooled with the earlier ones, until the one
+"""Adaptive rounds: a claim is measured again, and its rounds pooled with the earlier ones, until the one
 rule (llmviz/analysis/claims.py) decides or the claim's time budget would be passed by one more batch.
 
 A batch is one call of the claim's measurement (its warm-up and its `repeats` rounds); batches pool into one
@@ -18,7 +18,7 @@ from llmviz.engine.timing import spread
 MAX_BATCHES = 8
 USABLE = 0.9  # of a claim's budget, for its batches: the rest for the page that shows it (a Reveal is timed click to
 # drawn, bench/lesson.py: K1's batches took the whole 10 s and the Reveal 10.04 s)
-CONTROL = "control"  # a lab's A run once more in each round: its A-vs-A noise floor (issue 36)
+CONTROL = "control"  # a lab's A run once more in each round: its A-vs-A noise floor
 SPREAD_KEYS = frozenset({"median", "min", "max", "all"})
 ROUND_LISTS = frozenset({"rounds_gb_per_s"})  # plain lists with one value per round (a compare's probe per round)
 

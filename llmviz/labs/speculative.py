@@ -1,7 +1,7 @@
 """Speculative decoding measured (C16; claim K8): the rounds of llmviz/engine/serving/speculative.py after a
 warm-up, each model alone timed the same way (greedy, capture off, the wall clock over its decode steps), and the
 speed-up the acceptance rate and the cost ratio predict (analysis/serving.predicted_speedup) beside the measured
-one. A measurement, so it lives in the labs, not in the engine (issue 37)."""
+one. A measurement, so it lives in the labs, not in the engine."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The one lazy door from the UI (app.py, app_pages/, llmviz/ui/) and the CLI into the engine and the labs, grouped
-by what a caller does (issue 37):
+by what a caller does:
 
 - `service.models`: load a model, read a config without its weights, what a loaded model's tokenizer says of a text,
   and the process's own settings (CPU threads, the heap, warm imports);

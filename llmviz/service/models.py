@@ -63,7 +63,7 @@ def generated_text(lm: LoadedModel, trace: RunTrace, row: int = 0) -> str:
 
 def language_note(lm: LoadedModel, prompt: str) -> str | None:
     """A note for a non-ASCII prompt: which of its characters have no token of their own in the model's
-    vocabulary and are spelled in UTF-8 bytes (issue 21: 济南的冬天's 济 and 冬 on the embedded model)."""
+    vocabulary and are spelled in UTF-8 bytes (济南的冬天's 济 and 冬 on the embedded model)."""
     if prompt.isascii() or not prompt.strip():
         return None
     as_bytes = "".join(dict.fromkeys(c for c in prompt if not c.isascii() and len(lm.tokenizer.encode(c)) > 1))
@@ -85,7 +85,7 @@ def use_cpu_threads(n: int) -> None:
 
 def resolved_device(name: str) -> str:
     """The device `name` means here ("auto" -> "cuda:0", "mps" or "cpu"), in one spelling: the app's model cache
-    keys on it, so that auto and the device it picks are one copy (issue 19). ConfigError for no such device."""
+    keys on it, so that auto and the device it picks are one copy. ConfigError for no such device."""
     from llmviz.engine.platform.devices import resolve_device
 
     device = resolve_device(name)
@@ -100,7 +100,7 @@ def release_memory() -> bool:
 
 
 def limit_heap_arenas() -> bool:
-    """Keep the C heap to one arena for every thread (engine/platform/heap.py, issue 9), before threads start.
+    """Keep the C heap to one arena for every thread (engine/platform/heap.py), before threads start.
     Torch-free: a replay-only install calls it too."""
     from llmviz.engine.platform.heap import limit_arenas
 
@@ -115,7 +115,7 @@ _TRANSFORMERS = ("transformers.models.auto.configuration_auto", "transformers.mo
 def warm_imports() -> None:
     """Import what a first model load imports, now. transformers is a lazy module: each name is imported on first
     access, and two sessions loading their first models at once got "cannot import name 'AutoConfig' from
-    'transformers'" (issue 19). The app calls this once, under a lock (llmviz/ui/server.imported)."""
+    'transformers'". The app calls this once, under a lock (llmviz/ui/server.imported)."""
     import transformers
 
     for name in _TRANSFORMERS:
@@ -125,7 +125,7 @@ def warm_imports() -> None:
 
 
 def library_facts() -> dict:
-    """What the installed libraries say of the article's slips (issue 38), read here rather than asserted: the
+    """What the installed libraries say of the article's slips, read here rather than asserted: the
     versions of transformers and torch, BERT's default `is_decoder`, and in how many of transformers' source files
     the name `kv_cache_dtype` appears (none: no such setting). A second or two, once per process (the page caches
     it); "?" where a library is absent (a replay-only install)."""

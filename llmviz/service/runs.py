@@ -1,5 +1,5 @@
 """Run and step: a run on a loaded (shared, read-only) model, held by a `RunHandle` whose methods are the only way a
-page or the CLI moves it (issue 37: pages used to poke the engine's Session, `session.rewind`, `session.reseed`,
+page or the CLI moves it (pages used to poke the engine's Session, `session.rewind`, `session.reseed`,
 `session.sampling = ...`). Part of the service's door (llmviz/service/__init__.py); nothing here imports torch until
 it is called.
 """
@@ -39,7 +39,7 @@ class RunHandle:
 
     @property
     def budget(self) -> int | None:
-        """The bytes this run may hold, KV cache and trace together (a browser session's share, issue 35)."""
+        """The bytes this run may hold, KV cache and trace together (a browser session's share)."""
         return self._session.budget
 
     def kv_bytes(self) -> int:
@@ -71,7 +71,7 @@ class RunHandle:
 
 def start(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, budget: int | None = None) -> RunHandle:
     """A new run on a loaded model, one row per prompt; nothing runs until step(). `budget`: the bytes its run may
-    hold, KV cache and trace together (a browser session's, issue 35; NotAllowedError when its cache alone would
+    hold, KV cache and trace together (a browser session's; NotAllowedError when its cache alone would
     pass it)."""
     from llmviz.engine.session import Session
 
@@ -88,7 +88,7 @@ def run(lm: LoadedModel, prompt: str | list[str], config: EngineConfig, max_new_
 def start_layouts(lm: LoadedModel, prompts: list[str], config: EngineConfig,
                   layouts: tuple | None = None, budget: int | None = None) -> dict[str, RunHandle]:
     """One run per KV layout (default: every one a setting may choose) on the same prompts and settings, to be
-    stepped in lockstep (C8, C9). `budget`: what they may hold together (a browser session's, issue 35), each an
+    stepped in lockstep (C8, C9). `budget`: what they may hold together (a browser session's), each an
     equal share; caches that alone pass it are refused (NotAllowedError) before any step runs."""
     from llmviz.engine.session import Session
 

@@ -37,7 +37,7 @@ def serve(lm: LoadedModel, trace, scheduler: str, progress: Progress | None = No
 
 
 def class_trace(lm: LoadedModel, prompts: list[str], every: int = 2, outputs: tuple = (16, 24, 32, 40)):
-    """A class's own requests as a request trace (issue 39, §3.2): request i is prompts[i] tokenized by `lm`,
+    """A class's own requests as a request trace (§3.2): request i is prompts[i] tokenized by `lm`,
     arriving at step every x i (so that requests join a batch already running) and generating outputs[i % 4] tokens
     (so that they leave it at different steps), greedy."""
     from llmviz.engine.serving.requests import Request, RequestTrace

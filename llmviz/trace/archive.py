@@ -1,5 +1,5 @@
 """A zip archive read within bounds: the one set of checks for every zip a loader opens (a trace's .zip and its
-arrays.npz), whoever calls it (the Trace page, a script, the CLI; issue 47).
+arrays.npz), whoever calls it (the Trace page, a script, the CLI).
 
 - Before anything is read (`checked_members`): at most `max_members` members (a header is read from each), their
   declared sizes within the caller's bound (each, and so their total), and each one's stored bytes inside the file

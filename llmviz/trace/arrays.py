@@ -1,4 +1,4 @@
-"""A trace's arrays.npz read lazily, within a bound on the bytes its arrays inflate to (issue 35, finding 3).
+"""A trace's arrays.npz read lazily, within a bound on the bytes its arrays inflate to.
 
 numpy's own reader (np.load) trusts each member: it inflates whatever the member holds, so a 5.6 MB upload whose
 one member is 2.1 GB of deflated zeros made the server hold 2 GB before any check could say the array had the
@@ -12,7 +12,7 @@ wrong shape. Here nothing is inflated before it is accounted for:
   and each array is read at most once, so a document naming one member for a thousand steps cannot read it a
   thousand times either;
 - before an array is read, its header's values are checked against what the document and the model card let
-  it hold (issue 47: the finding's file, whose "logits" of 2.1 GB fit the local bound of 2 GiB, was inflated whole
+  it hold (the finding's file, whose "logits" of 2.1 GB fit the local bound of 2 GiB, was inflated whole
   by a script's load before "damaged"; now refused unread whoever the caller).
 
 The bound is the caller's (the Trace page passes its mode's: llmviz/ui/trace_file.replay_bound). The archive's own

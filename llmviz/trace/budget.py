@@ -1,11 +1,11 @@
-"""A bound on the memory one browser session keeps (issues 9 and 35): a run stepped for hours keeps every step's
+"""A bound on the memory one browser session keeps: a run stepped for hours keeps every step's
 tokens, top-k, timings, KV snapshot and, for each K and V row it wrote, the norm the cache grid colours that row
 by; but its hook records (capture "full": attention maps, activations, K/V rows, with their shapes and norms) and
 whole logits only for its newest steps and the step shown, within a byte budget that counts everything the run
 holds: its KV cache and every array of its trace (the model's weights apart: they are shared). The pages then say,
 as for a trace recorded at capture "meta", that those steps no longer hold their tensors, and why.
 
-The budget holds from step 0 on (issue 35: a 505-token prefill of the GPT-2 shape copied 555 MB of tensors, all
+The budget holds from step 0 on (a 505-token prefill of the GPT-2 shape copied 555 MB of tensors, all
 kept): before a step runs, `plan_capture` picks which hook points it copies so that the step fits in what the
 budget leaves, and the prefill is shed later like any other step.
 
@@ -82,7 +82,7 @@ def keep_bounded(trace: RunTrace, budget: int, keep: tuple, release, held_elsewh
 
 
 # Public mode: what a replayed trace may still hold once shed, in budgets. A live run holds at most one budget from
-# step 0 on (issue 35); a file's newest step is bounded only by the archive, so a server that promises no visitor
+# step 0 on; a file's newest step is bounded only by the archive, so a server that promises no visitor
 # can exhaust it refuses more than a live run may hold (64 MB at the public default; the recorded demo holds 2.4 MB).
 REPLAY_HELD_BUDGETS = 1
 
@@ -99,7 +99,7 @@ def held_bytes(trace: RunTrace) -> int:
 
 
 def bound_replay(trace: RunTrace, budget: int, public: bool = False) -> int:
-    """A loaded trace (an upload) within the session's budget as a live run is (issue 19): a run recorded with a
+    """A loaded trace (an upload) within the session's budget as a live run is: a run recorded with a
     larger budget, or by the CLI, still replays, its oldest steps shed to their tokens, timings and K/V row norms,
     the prefill and the newest step kept whole. Shed rather than refused: the file is fine, only longer than this
     session keeps, and a live run that long would be shed the same way. A public server refuses (NotAllowedError)
@@ -113,7 +113,7 @@ def bound_replay(trace: RunTrace, budget: int, public: bool = False) -> int:
     return count
 
 
-# Which hook points a step copies first when the budget cannot hold all of them (issue 35), the most useful per byte
+# Which hook points a step copies first when the budget cannot hold all of them, the most useful per byte
 # first: the token drawn, the logits and the embeddings every page reads; the K and V rows (the cache the article is
 # about) and the queries; the attention map (probs) before the scores it is the softmax of; the residual stream and
 # the MLP's input and output; last the scores, the MLP's wide activation and kv.write (a copy of every layer's K and V

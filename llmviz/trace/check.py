@@ -1,4 +1,4 @@
-"""What a loaded trace must be before any page reads it (issue 19): a file from elsewhere is trusted in nothing.
+"""What a loaded trace must be before any page reads it: a file from elsewhere is trusted in nothing.
 
 trace.py reads the bytes (bounded, never a pickle); this module checks what they say, torch-free:
 - trace.json's own size and how many values it holds, before it is parsed into Python objects;
@@ -9,8 +9,8 @@ trace.py reads the bytes (bounded, never a pickle); this module checks what they
 - the engine config through EngineConfig's own validation, and each step's sampling through SamplingConfig's;
 - each step's arrays: integer ids and positions (-1 only as the pad), float logits [rows, V] finite or -inf,
   real lens arrays [L, rows, k], finite hook arrays (a masked `scores` record holds the mask's -inf) of their
-  records' shapes, which check_hook_shape holds to the card and the step's tokens before any array is read (issue
-  47); its KV snapshot, timings and memory as numbers of the right kind and range.
+  records' shapes, which check_hook_shape holds to the card and the step's tokens before any array is read; its KV
+  snapshot, timings and memory as numbers of the right kind and range.
 Every failure is a TraceFormatError naming the field, never the folder it was read from (an upload's temporary
 folder is the server's own).
 """

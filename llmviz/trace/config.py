@@ -64,7 +64,7 @@ EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything wor
 EMBEDDED_DRAFT = "llmviz-tiny-draft"  # its 2-layer draft for speculative decoding (C16), also in assets/
 # Built-in models whose weights are drawn at load (engine/loading/random_weights.py): shapes to measure on, no download
 RANDOM_MODELS = ("gpt2-124m-random",)
-LAYOUT_SWEEP_STEPS = 8  # decode steps timed per run by the KV layouts page's sweep and by claim K3 (issue 36)
+LAYOUT_SWEEP_STEPS = 8  # decode steps timed per run by the KV layouts page's sweep and by claim K3
 LAYOUT_SWEEP_BLOCK = 16  # the paged layout's block size there
 LAYOUT_SWEEP_BACKEND = "sdpa"  # K3's attention (the page runs Home's; K3's workload when it is this one)
 DEFAULT_MAX_SEQ = 2048  # cap on the model's context, so a 128k-context model does not preallocate 128k

@@ -1,4 +1,4 @@
-"""An extension is one declaration (issue 37): a KV layout or an attention backend says, torch-free, who it is.
+"""An extension is one declaration: a KV layout or an attention backend says, torch-free, who it is.
 
 `Extension` is that declaration: its name (written in switch specs and links), its label and one line about it in
 each language it knows (English required; another language falls back to English), whether it is exact (the

@@ -1,4 +1,4 @@
-"""The one shape of a progress report (issue 20): `progress(fraction, stage, values)`.
+"""The one shape of a progress report: `progress(fraction, stage, values)`.
 
 Every measurement in labs/ and every serving scheduler reports this way: `fraction` done (0..1), `stage` a key
 naming what runs now ("round", "length", "K3", "step"...), `values` the numbers a message about it shows

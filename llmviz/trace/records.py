@@ -12,7 +12,7 @@ inflated past 100 times what they store (llmviz/trace/archive.py: a zip bomb is 
 caller); every array's header is checked against the bytes that hold it, and before any array is read the arrays'
 declared bytes against the caller's bound and against ARRAY_INFLATION times the bytes they came in (arrays.npz's,
 and the archive's), each step's tokens (its input_ids' header) against the model's context, and every hook
-record's shape against the model card's dimensions and its step's tokens (check_hook_shape; issue 47: a record
+record's shape against the model card's dimensions and its step's tokens (check_hook_shape: a record
 and its array could agree on 2 GB of deflated zeros); each array's shape is then checked against the one the
 document gives it before it is read (then read never beyond its declared size: llmviz/trace/arrays.py); every
 failure is a TraceFormatError.

@@ -1,4 +1,4 @@
-"""One request's own run, read out of a batched run's recorded steps (issue 37: every scheduler records the StepTrace
+"""One request's own run, read out of a batched run's recorded steps (every scheduler records the StepTrace
 the pages read, so a request of a serving run opens in the Decode and Prefill views).
 
 A batched serving step (continuous or static batching) is recorded padded: row i is the request its StepRecord

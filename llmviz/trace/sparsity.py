@@ -1,4 +1,4 @@
-"""Block-sparse attention (C20; issue 22): which keys a query may see, as one rule for the engine (torch tensors)
+"""Block-sparse attention (C20): which keys a query may see, as one rule for the engine (torch tensors)
 and the pages (numpy arrays, plain ints).
 
 The sequence is cut into blocks of `block` positions. A query in block qb sees a key in block kb (never one after

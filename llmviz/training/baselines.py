@@ -1,4 +1,4 @@
-"""The baselines a trained model's bits per character are set beside (issue 21): character unigram and bigram
+"""The baselines a trained model's bits per character are set beside: character unigram and bigram
 models counted on the training text, scored on held-out text. No torch; plain counting.
 
 Unigram: add-one over the characters the training text holds, plus one slot for every character it does not.

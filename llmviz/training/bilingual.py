@@ -1,4 +1,4 @@
-"""What a bilingual run adds to the trainer (issue 21): the Chinese corpus beside the English one, the mixed token
+"""What a bilingual run adds to the trainer: the Chinese corpus beside the English one, the mixed token
 stream, and the card's figures (bits per character in both languages beside the character baselines, Chinese
 samples, which characters of 济南的冬天 are tokens).
 

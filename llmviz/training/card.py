@@ -1,4 +1,4 @@
-"""The model card a training run writes: the samples, the NOTICE and README.md + card.json (issue 21: a
+"""The model card a training run writes: the samples, the NOTICE and README.md + card.json (a
 bilingual model's card adds bits per character in both languages, the character baselines, which characters of
 济南的冬天 are tokens, the Chinese samples and the translators' credit).
 
@@ -27,7 +27,7 @@ from llmviz.training.presets import PRESETS
 
 PROMPTS = (("The list", "greedy"), ("Return the", "greedy"), ("This module", "sampled"), ("Raise", "sampled"))
 NEW_TOKENS = 48
-RENAMED = {"bilingual": "main"}  # presets renamed since a shipped model was trained (issue 21)
+RENAMED = {"bilingual": "main"}  # presets renamed since a shipped model was trained
 CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x3000, 0x303F), (0xFF00, 0xFFEF))
 
 

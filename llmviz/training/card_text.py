@@ -50,7 +50,7 @@ The uptraining is also extra training on the corpus, so part of what it recovers
 
 
 def bilingual_sections(info: dict) -> str:
-    """Bits per character, the baselines, 济南的冬天's tokens and the Chinese corpus (issue 21)."""
+    """Bits per character, the baselines, 济南的冬天's tokens and the Chinese corpus."""
     if "bits_per_char" not in info:
         return ""
     bpc, base, ex, zh = info["bits_per_char"], info["zh_baselines_bits_per_char"], info["example"], info["zh_corpus"]

@@ -1,4 +1,4 @@
-"""The training commands' errors as the `llmviz` CLI gives them (llmviz/cli/main.py; issue 35, finding 11): one line
+"""The training commands' errors as the `llmviz` CLI gives them (llmviz/cli/main.py): one line
 on stderr starting `error:` and exit status 2, never a traceback, for a usage error and for every typed error (a
 missing or empty folder, a binary or malformed `.po` file, a FIFO, a corpus left empty). `python -m
 llmviz.training` and `python -m llmviz.training.corpus_zh` run through `run`. No torch here: the trainer imports

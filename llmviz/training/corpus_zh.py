@@ -1,4 +1,4 @@
-"""The Chinese training corpus (issue 21): the zh_CN translation of the Python documentation.
+"""The Chinese training corpus: the zh_CN translation of the Python documentation.
 
 Source: `python/python-docs-zh-cn`, branch 3.11, taken out with `git archive 3.11` into a folder of `.po` files
 (nothing is downloaded here: the folder is an argument). Its translators contribute under the Documentation

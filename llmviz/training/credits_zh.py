@@ -1,4 +1,4 @@
-"""Who made the Chinese training text, and under which terms (issue 21): the NOTICE block of a model trained on
+"""Who made the Chinese training text, and under which terms: the NOTICE block of a model trained on
 the zh_CN translation of the Python documentation.
 
 The translators are credited by name: those of the TRANSLATORS file of the translation's master branch

@@ -1,4 +1,4 @@
-"""The bilingual training stream (issue 21): English keeps the exposure the English-only model had.
+"""The bilingual training stream: English keeps the exposure the English-only model had.
 
 The trainer draws random windows from one token stream, so each language is seen in proportion to its share of
 the stream. English (pydoc topics and docstrings, ~0.4M tokens) is much shorter than the Chinese documentation

@@ -1,4 +1,4 @@
-"""The training presets (issue 21: the embedded family is bilingual): the model's shape, the corpus, the time
+"""The training presets (the embedded family is bilingual): the model's shape, the corpus, the time
 budget and the mix of each model `python -m llmviz.training --preset NAME` builds. No torch here.
 """
 
@@ -30,7 +30,7 @@ class Preset:
     # mean-pooled down to `kv_heads`, and train briefly at a lower learning rate.
     init_from: str | None = None
     kv_heads: int | None = None
-    # Bilingual (issue 21): the Chinese documentation beside the English corpus (training/bilingual.py), each CJK
+    # Bilingual: the Chinese documentation beside the English corpus (training/bilingual.py), each CJK
     # character seen cjk_min times a token, English repeated so a run sees at least `english_tokens` of it (the
     # English-only model's 2,797,568, from its card). `tokens_per_s` plans that before the run is timed: one thread
     # of this machine gave 4,340 with the 4,096-token vocabulary and 2,560 with 9,216 (a trial run, 2026-12-02).
@@ -40,7 +40,7 @@ class Preset:
     tokens_per_s: float = 2500.0
 
 
-BILINGUAL = dict(vocab=9216, zh=True, cjk_min=5)  # issue 21: the embedded family speaks English and Chinese
+BILINGUAL = dict(vocab=9216, zh=True, cjk_min=5)  # the embedded family speaks English and Chinese
 PRESETS = {
     "main": Preset(hidden=256, layers=4, heads=8, intermediate=768, minutes=60.0, **BILINGUAL),
     # The derived models reuse the main model's tokenizer and draw from its stream (its English copies). The GQA
@@ -52,7 +52,7 @@ PRESETS = {
                    out="llmviz-tiny-gqa4", init_from="llmviz-tiny", kv_heads=4, **BILINGUAL),
     "gqa2": Preset(hidden=256, layers=4, heads=8, intermediate=768, lr=6e-4, minutes=6.0, warmup=20,
                    out="llmviz-tiny-gqa2", init_from="llmviz-tiny", kv_heads=2, **BILINGUAL),
-    # The English-only model the bilingual one replaced (retired in issue 21; kept to reproduce its figures)
+    # The English-only model the bilingual one replaced (retired; kept to reproduce its figures)
     "english": Preset(hidden=256, layers=4, heads=8, intermediate=768, out="llmviz-tiny-en"),
     "smoke": Preset(hidden=64, layers=2, heads=4, intermediate=128, vocab=512, seq_len=64, batch=4, lr=3e-3,
                     minutes=0.1, out="llmviz-smoke", sources=("topics",), limit=40, warmup=4),

@@ -4,7 +4,7 @@ Byte-level means the base vocabulary is the 256 bytes (shown as printable stand-
 so any text encodes: a character no merge covers, such as 济, becomes its 3 UTF-8 byte tokens.
 Id 0 is the only special token, <|endoftext|>: it ends every document and doubles as bos/unk/pad.
 
-With `cjk_min` (issue 21), each CJK character is split off before merging (like the article's BERT example, a
+With `cjk_min`, each CJK character is split off before merging (like the article's BERT example, a
 character is a token): a character seen at least `cjk_min` times in the corpus is one token, any other stays its
 UTF-8 bytes. The merges are learned on the text with the CJK characters taken out, and a merge of two pieces made
 only of UTF-8 continuation bytes (0x80-0xBF, the middle and end of a character: the 88 9E that ends ∞ ends 舞 too)

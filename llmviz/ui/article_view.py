@@ -1,4 +1,4 @@
-"""The article's slips with their evidence, and its terms beside the app's (issue 22): drawn from the one place
+"""The article's slips with their evidence, and its terms beside the app's: drawn from the one place
 that keeps them (llmviz/analysis/article.py and the `slip.*` / `term.*` catalogue entries), for the pages and the
 lesson."""
 
@@ -81,7 +81,7 @@ def terms_table(t, key: str = "article_terms") -> None:
 
 
 def glossary_table(t, page_names: dict[str, str], key: str = "lesson_glossary_table") -> None:
-    """The glossary (issue 38): the article's word, this app's, one line, the page that shows it; a table whose
+    """The glossary: the article's word, this app's, one line, the page that shows it; a table whose
     cells wrap."""
     st.caption(t("lesson.glossary_intro"))
     def words(g):  # the article's word, and this app's where it says it otherwise
@@ -107,7 +107,7 @@ def shown(row: article.Redone, value: float | None) -> str:
 
 
 def redone_tables(t, name: str, config: dict, dtype: str) -> None:
-    """The article's cache figures and its OOM budget redone for a config (Memory page; issue 22)."""
+    """The article's cache figures and its OOM budget redone for a config (Memory page)."""
     st.subheader(t("memory.redo_title"))
     rows = article.cache_rows(config, dtype)
     st.dataframe({"": [t(f"article.redo.{r.key}") for r in rows],

@@ -1,4 +1,4 @@
-"""Sending a figure to the browser, bounded (issue 35): a figure whose JSON passes MAX_CHART_BYTES is not sent,
+"""Sending a figure to the browser, bounded: a figure whose JSON passes MAX_CHART_BYTES is not sent,
 and the page says so in the session's language.
 
 Streamlit sends a chart as its whole JSON in one message and refuses a message over `server.maxMessageSize`
@@ -59,7 +59,7 @@ def figure_bound(fig) -> int:
     return size_bound(fig)
 
 
-# The tallest a chart may be drawn inside `fitted` (the lesson's one screen per step, issue 38): set per script run,
+# The tallest a chart may be drawn inside `fitted` (the lesson's one screen per step): set per script run,
 # in that run's own thread and context, never shared between sessions.
 _MOST_HEIGHT: ContextVar[int | None] = ContextVar("llmviz_most_chart_height", default=None)
 

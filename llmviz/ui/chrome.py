@@ -58,7 +58,7 @@ def literal(text: str) -> str:
 
 def missing_note(t: Translator, step, missing: list[str], shown: int = 6) -> None:
     """The one note for tensors a page draws that `step` does not hold: never copied within the session's budget
-    (the step planned its capture, issue 35: its records are there without their arrays), dropped later to keep
+    (the step planned its capture: its records are there without their arrays), dropped later to keep
     within it (only its K/V row norms are left), or a trace recorded at capture meta/off or with a filter."""
     names = literal(", ".join(missing[:shown])) + (" …" if len(missing) > shown else "")
     if is_shed(step) and any(not writes_cache_rows(r.name) for r in step.hooks):
@@ -91,7 +91,7 @@ def _punctuation(char: str) -> bool:
     return unicodedata.category(char)[0] in "PS"
 
 
-# OWASP's CSV injection rule (issue 47): a spreadsheet runs a cell beginning with one of these as a formula (a
+# OWASP's CSV injection rule: a spreadsheet runs a cell beginning with one of these as a formula (a
 # student named =cmd|'/C calc'!A0 in the teacher's class summary). A plain decimal number or percentage ("-0.5",
 # "+3", "-1e-3", "-12%") is one it reads as that number, never a formula, so it stays as written.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

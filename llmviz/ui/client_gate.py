@@ -1,4 +1,4 @@
-"""The budget per client on the page's side (issue 47, finding 5): the process's one registry of budgets, the check
+"""The budget per client on the page's side: the process's one registry of budgets, the check
 at the start of a run, and the wait that a run over it shows instead of the page. The rule and its numbers are
 llmviz/classroom/client_budget.py; the client is llmviz/ui/client.py's.
 

@@ -1,4 +1,4 @@
-"""Closed browser sessions let go of their runs on time (issue 35, finding 1).
+"""Closed browser sessions let go of their runs on time.
 
 Streamlit keeps a closed tab's session for server.disconnectedSessionTTL seconds so that a reconnecting browser
 finds its state; it keeps them in a TTL cache that drops an expired entry only on a later write to it (its own

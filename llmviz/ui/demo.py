@@ -1,6 +1,6 @@
-"""The recorded default demo (issue 10, part 4): a trace of the app's default run shipped in assets/, so the
+"""The recorded default demo: a trace of the app's default run shipped in assets/, so the
 stepper works before any model is loaded (or where none can load: no torch, a broken install), always labelled
-as a recording. One recording per interface language, of the prompt that language starts with (issue 21: the
+as a recording. One recording per interface language, of the prompt that language starts with (the
 Chinese one is 济南的冬天). scripts/record_demo.py makes them; a test checks them against the engine."""
 
 from __future__ import annotations

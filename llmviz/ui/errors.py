@@ -1,7 +1,7 @@
-"""How the UI shows an error: a message the user can act on, never a traceback (issue 9).
+"""How the UI shows an error: a message the user can act on, never a traceback.
 
 Below every other UI module that shows errors (state, chrome, demo, measure): it imports none of them, so they
-all import it and none imports another to reach it (issue 20: they used to, in a circle held by function-local
+all import it and none imports another to reach it (they used to, in a circle held by function-local
 imports).
 """
 
@@ -56,7 +56,7 @@ def report(t: Translator, exc: Exception) -> None:
 
 def guarded(t: Translator, draw: Callable[[], None]) -> None:
     """Run a page (or a fragment of one) so that nothing it raises reaches the browser as a traceback: a typed
-    error is explained, anything else becomes one message and a line in the server's log (issue 9). Tests set
+    error is explained, anything else becomes one message and a line in the server's log. Tests set
     LLMVIZ_RAISE_UNEXPECTED=1 to see such an error as the exception it is."""
     try:
         draw()

@@ -1,6 +1,6 @@
-"""The app's frame: the page setup, the client's budget (issue 47: a run over it shows the wait and nothing else),
+"""The app's frame: the page setup, the client's budget (a run over it shows the wait and nothing else),
 the sidebar (the language switch, public mode's notes), the navigation and the presenter view around the pages,
-nothing else (issue 20).
+nothing else.
 
 Streamlit runs a script; two scripts call `run()`: `app.py` at the root of a checkout (`streamlit run app.py`)
 and `llmviz/webapp/app.py` in an installed package (`llmviz app`). The pages are found through llmviz.paths,
@@ -44,7 +44,7 @@ def sidebar(plugin_problems=()) -> Translator:
     with st.sidebar:
         lang = st.radio("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.get,
                         index=list(LANGUAGES).index(current.lang), horizontal=True, key="lang_switch")
-    if lang != current.lang:  # the prompt follows only while it is the other language's default (issue 21)
+    if lang != current.lang:  # the prompt follows only while it is the other language's default
         st.session_state[state.SETTINGS_KEY] = current.with_language(lang)
     t = Translator(lang)
     presenter.toggle(t)
@@ -68,7 +68,7 @@ def declared(t: Translator) -> list:
 def run() -> None:
     st.set_page_config(page_title="llmviz", page_icon=str(ICON), layout="wide")
     try:
-        refused = client_gate.over()  # this client's budget first (issue 47): over it, only the wait
+        refused = client_gate.over()  # this client's budget first: over it, only the wait
     except ConfigError as exc:  # LLMVIZ_TRUSTED_PROXIES or LLMVIZ_CLIENT_BUDGET malformed: said, never a traceback
         st.error(escape(str(exc)))
         st.stop()

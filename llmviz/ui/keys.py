@@ -1,4 +1,4 @@
-"""Keys that press a page's buttons, beyond the one shortcut Streamlit gives a button (issue 23): the Decode page's
+"""Keys that press a page's buttons, beyond the one shortcut Streamlit gives a button: the Decode page's
 n / p, the lesson's Space and its side tabs' M and S. One listener per browser tab reads a table the pages add to,
 {key: button key}; a key whose button is not on the page now (another page's) does nothing, and keys typed into a
 text box are left alone.

@@ -1,4 +1,4 @@
-"""The round trip between the lesson and a full page (issue 38): the lesson opens a page with the lesson's context
+"""The round trip between the lesson and a full page: the lesson opens a page with the lesson's context
 (the session's model, prompt, language and presenter view are shared settings; a page's own inputs start on the
 lesson's, e.g. the Batch page on the student's prompt beside the article's §3.1 prompts), and that page offers the
 way back to the very step it was opened from. `from_lesson=1` in the URL (beside `lesson=3.1.2`) says so, so a

@@ -3,10 +3,10 @@
 Streamlit renders st.markdown, st.caption, st.info/warning/error/success, st.write of a string, st.metric's label,
 value and delta, widget labels and help tooltips, tab and expander labels as markdown: a prompt, a model name, a
 URL value or an uploaded file's name or fields put there raw could show an image fetched from any host, or a link
-(issue 19). Every such value passes through `escape` first; catalog strings (ours) keep their own markdown. No
+. Every such value passes through `escape` first; catalog strings (ours) keep their own markdown. No
 streamlit here: pure text.
 
-Backslashes are not enough for a bare URL (issue 35): Streamlit's renderer (react-markdown with remark-gfm) finds
+Backslashes are not enough for a bare URL: Streamlit's renderer (react-markdown with remark-gfm) finds
 GFM's autolink literals, `http://`, `https://`, `www.` and `a@b.c`, in the text after its escapes are read, so
 `https\\:\\/\\/x\\.y` still became a live link. A WORD JOINER (U+2060: no width, no break, nothing a reader sees)
 inside each of those literals breaks it: `h⁠ttps://`, `w⁠ww.`, `a⁠@b.c` (checked in Chromium: no link; the text
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 # ":" too: Streamlit's :color[...] and :icon: directives; "&" too: a character reference (&rlm;, &ZeroWidthSpace;) would
-# bring back a character the text never held (issue 47: characters a name's filter refuses)
+# bring back a character the text never held (characters a name's filter refuses)
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:&])")
 WORD_JOINER = "\u2060"
 # Where GFM's autolink literal would start: after the `h` of http(s)://, after the first `w` of www., before an @.

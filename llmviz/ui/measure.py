@@ -1,4 +1,4 @@
-"""The one way a page runs a measurement and keeps its result (issue 20): a comparison, a sweep, a serving
+"""The one way a page runs a measurement and keeps its result: a comparison, a sweep, a serving
 simulation, the claims, the device's ceilings.
 
     def work(queued):
@@ -117,7 +117,7 @@ class _Bar:
 class Durations:
     """How long the last run of each measurement took on this server, from its queue slot granted to its end
     (seconds by the measurement's kind: its store, or what the caller names, e.g. a claim; never a session's
-    inputs): what a page says to expect before the next run (issue 38). At most MOST kinds, the oldest forgotten;
+    inputs): what a page says to expect before the next run. At most MOST kinds, the oldest forgotten;
     guarded by its own lock."""
 
     MOST = 256

@@ -1,4 +1,4 @@
-"""The models this server process holds: one copy per load that differs, bounded on a public server (issue 19).
+"""The models this server process holds: one copy per load that differs, bounded on a public server.
 
 st.cache_resource keys on the arguments as passed, so settings that change nothing (quant_group with no int4, a
 name padded with spaces, fused_qkv or kv_heads equal to what the checkpoint stores) each made another copy of

@@ -1,4 +1,4 @@
-"""A declared choice in the page's language (issue 37): every page takes a KV layout's or an attention backend's
+"""A declared choice in the page's language: every page takes a KV layout's or an attention backend's
 label and its one line from its declaration (llmviz/trace/extensions.py), stock or registered by an extension, with
 the declaration's fallback to English. A name no table holds (an old trace's, an extension not loaded here) is
 shown as itself."""

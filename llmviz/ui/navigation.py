@@ -1,4 +1,4 @@
-"""Page changes that keep what was typed (issue 10, defect 1).
+"""Page changes that keep what was typed (defect 1).
 
 A text box sends its value when it loses focus. Type in the Prompt box and click a page in the sidebar at once,
 and the browser sends two requests: the page change and the typed text. Streamlit 1.67 runs them in arrival
@@ -11,7 +11,7 @@ the text and navigates). Two things keep it right:
 - `follow()` notices that bounce: the previous run was a page change that never finished, this run is another
   page, and a typed value changed meanwhile. It then goes on to the page that was asked for.
 
-A script's instant click still beat the typed value in about 2 of 9 tries (issue 38): the page change was lost, or
+A script's instant click still beat the typed value in about 2 of 9 tries: the page change was lost, or
 the text was. `guard()` puts the two in order in the browser: a press on a page link while a text box has the
 focus first sends the box's value (blur), waits until the app has run it, then follows the link.
 """

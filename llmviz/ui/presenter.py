@@ -1,4 +1,4 @@
-"""The presenter view (issue 10, part 2): for a projector at 1280x720. Large type and figures, no sidebar, no
+"""The presenter view: for a projector at 1280x720. Large type and figures, no sidebar, no
 developer detail; on the Decode page the stepper, the KV grid and the next-token chart in one screen.
 
 On with the sidebar's toggle or `?present=1` (it is a setting, so a link keeps it); off with the button at the

@@ -1,4 +1,4 @@
-"""Public mode: what the app allows when it is put on a public address (issue 9).
+"""Public mode: what the app allows when it is put on a public address.
 
 Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1"` in
 .streamlit/secrets.toml). Then:
@@ -15,7 +15,7 @@ Turn it on with the environment variable LLMVIZ_PUBLIC=1 (or `LLMVIZ_PUBLIC = "1
   the whole server (default 1) and one at a time per browser session; a session waits its turn in order,
   up to LLMVIZ_HEAVY_WAIT_S seconds (default 120), and is then told the server is busy; each runs for at most
   LLMVIZ_HEAVY_LIMIT_S seconds (default 120) of wall-clock time, then stops at its next progress report
-  (TimeLimitError) and frees its slot (issue 19);
+  (TimeLimitError) and frees its slot;
 - models: the weights alive in the process fill at most LLMVIZ_MODEL_BUDGET_MB megabytes (default 2,500) before
   a new load is refused (llmviz/ui/model_cache.py); equivalent settings share one copy in every mode;
 - links: a link opens a run, or the KV layouts page, at most LLMVIZ_LINK_STEPS steps in (default 32; the steps
@@ -45,7 +45,7 @@ from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL, RANDOM_MODELS
 DEFAULT_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2", *RANDOM_MODELS)
 LOCAL_UPLOAD_MB = 200  # Streamlit's own limit (server.maxUploadSize), the local tool's
 MAX_LINK_STEPS = 512  # the UI's longest run (settings.MAX_UI_SEQ)
-# What one browser session's run may hold (issue 35), KV cache and trace together. Public: the GPT-2-124M shape's
+# What one browser session's run may hold, KV cache and trace together. Public: the GPT-2-124M shape's
 # cache at the UI's 512 tokens (37.7 MB in fp32) and a prefill's queries, keys and probabilities at ~100 tokens fit;
 # ~300 such sessions fill 23 GB. Local: one person's machine, where the KV layouts page's largest run (4 prompts x 512
 # slots of the GPT-2 shape: 302 MB in its two preallocated layouts) and the prefill's every attention map at ~500
@@ -213,7 +213,7 @@ FRESH_S = 600.0  # a run of a claim this recent is not measured again, and gives
 
 
 def finer(new: dict, old: dict | None, now: float | None = None) -> bool:
-    """The one rule for which run of a claim's workload every surface shows (issue 48: the newest, most precise;
+    """The one rule for which run of a claim's workload every surface shows (the newest, most precise;
     ui/claims/shared_runs.py): `new` rather than `old` (entries: {"claim": judged, "when", "at": epoch seconds,
     "source"}; None: none held). A run older than FRESH_S gives way to any newer one; between fresh ones the one
     judged on more rounds wins, and at equal rounds the newer."""
@@ -229,7 +229,7 @@ def finer(new: dict, old: dict | None, now: float | None = None) -> bool:
 
 
 class LatestClaims:
-    """The server's latest real measurement of each claim (issue 23): in public mode a class pressing Reveal is
+    """The server's latest real measurement of each claim: in public mode a class pressing Reveal is
     shown it, labelled with its time and settings, instead of each student queueing behind the one heavy slot.
     One per server process (ui/server.py), guarded by its own lock; it holds judged claims, small dicts."""
 

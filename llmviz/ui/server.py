@@ -31,7 +31,7 @@ def imported() -> tuple[str, ...]:
     """Import the heavy libraries once, under this cache entry's lock. Sessions that start together would
     otherwise import them at the same time, and a package with import cycles inside it (pandas) can then hand
     one session a half-initialized module ("partially initialized module 'pandas' has no attribute 'Series'",
-    seen with 3 browser sessions opened at once). Before them, the C heap is kept to one arena (issue 9). First
+    seen with 3 browser sessions opened at once). Before them, the C heap is kept to one arena. First
     of all the out-of-tree extensions (LLMVIZ_EXTENSIONS, entry points), so that their names are choices before
     any link is read; what failed to load, one line each, for whoever runs the server."""
     from llmviz import service  # torch-free to import: it loads the engine only when a function runs
@@ -52,12 +52,12 @@ def imported() -> tuple[str, ...]:
 def settle_long_lived() -> None:
     """Streamlit runs a full garbage collection after every script run (runner.postScriptGC). Over the ~385,000
     objects of torch, transformers and plotly it took ~200 ms of every Next click on 2 CPU cores, holding the GIL
-    so that the server could not send the page meanwhile (issue 10). Modules live as long as the server: once,
+    so that the server could not send the page meanwhile. Modules live as long as the server: once,
     after the imports and before any session has a run, collect, then move every object alive to the permanent
     generation (gc.freeze), so that each later collection scans only what came after (a loaded model adds ~7 ms).
     Only then: a freeze later would also pin the sessions' runs of that moment, and any cycle among them. That
-    per-run collection is now off as well (runner.postScriptGC = false in .streamlit/config.toml and `llmviz app`:
-    issue 24); collector() collects every GC_EVERY_S seconds instead."""
+    per-run collection is now off as well (runner.postScriptGC = false in .streamlit/config.toml and `llmviz app`);
+    collector() collects every GC_EVERY_S seconds instead."""
     gc.collect()
     gc.freeze()
 
@@ -68,7 +68,7 @@ GC_EVERY_S = 10.0
 @st.cache_resource(show_spinner=False)
 def collector() -> threading.Thread:
     """A full collection every GC_EVERY_S seconds, in a thread of its own, once per process. Streamlit's own after
-    every script run is off (runner.postScriptGC = false: ~50 ms of every Next click, issue 24); without either, a
+    every script run is off (runner.postScriptGC = false: ~50 ms of every Next click); without either, a
     full collection would wait until the objects that survive reach a quarter of the frozen ones (hundreds of
     thousands), and cycles among the sessions' runs (their arrays) would stay until then."""
     thread = threading.Thread(target=collect_forever, args=(GC_EVERY_S,), name="llmviz-gc", daemon=True)
@@ -81,7 +81,7 @@ def collect_forever(every_s: float, rounds: int | None = None) -> None:
     done = 0
     while rounds is None or done < rounds:
         time.sleep(every_s)
-        expire_closed()  # closed sessions past their TTL go now, not at the next connection (issue 35)
+        expire_closed()  # closed sessions past their TTL go now, not at the next connection
         gc.collect()
         done += 1
 
@@ -105,7 +105,7 @@ def policy() -> Policy:
 def apply_upload_limit() -> None:
     """Public mode: Streamlit's own upload limit (server.maxUploadSize, which its upload route reads on every
     request, and each file uploader hands the browser) made the app's, so that a file over it is refused before
-    the server takes it in: Streamlit took 200 MB, kept it, and only then did the app refuse it (issue 19)."""
+    the server takes it in: Streamlit took 200 MB, kept it, and only then did the app refuse it."""
     p = policy()
     if not p.public:
         return  # the local tool: whatever .streamlit/config.toml or the command line set
@@ -152,7 +152,7 @@ def _class_sweeper(url: str):
 
 def class_sweeping() -> None:
     """The class store's sweep every minute in this process, from its first page on (the frame asks every run; one
-    thread a process and store): a class past its time ends though no one opens a class page again (issue 39)."""
+    thread a process and store): a class past its time ends though no one opens a class page again."""
     from llmviz.classroom.stores import store_url
 
     _class_sweeper(store_url())

@@ -23,7 +23,7 @@ from llmviz.ui.lesson import lesson_steps
 from llmviz.ui.url_fields import Field, Section, between, one_of, parses, read
 
 DEFAULT_MODEL = EMBEDDED_MODEL
-# The prompt a session starts from in each interface language (issue 21): the article's own example in Chinese
+# The prompt a session starts from in each interface language: the article's own example in Chinese
 DEFAULT_PROMPTS = {"en": "The list of", "zh": "济南的冬天"}
 LANGS = tuple(DEFAULT_PROMPTS)
 EXAMPLE_PROMPTS = ("The list of", "Return the", "This module provides", "济南的冬天")

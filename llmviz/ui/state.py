@@ -69,7 +69,7 @@ def seed_widgets(widgets: dict[str, str]) -> set[str]:
     the setting again only when the setting itself changed since it was last seeded (a link, a reset).
     Returns the keys written in this run: a widget whose key was not written should also get the setting as its
     `value=`, so that a browser that lost the widget's state falls back to the setting, not to the widget's own
-    default (the Decode seed box fell back to 0 under load and resampled the run, issue 19)."""
+    default (the Decode seed box fell back to 0 under load and resampled the run)."""
     current, written = settings(), set()
     for field, key in widgets.items():
         value, seeded = getattr(current, field), f"llmviz_seeded.{key}"
@@ -123,7 +123,7 @@ def current_run(t: Translator) -> Run | None:
             cost = run_seconds(lm.cfg.to_dict(), [n], min(steps, config.max_seq_len - n), s.dtype)
             with measure.heavy(t, cost) as deadline:  # a long prompt or many steps: in a public server's queue
                 handle = service.runs.start(lm, s.prompt, config, budget)
-                handle.step()  # the prefill, its capture planned within the budget (issue 35)
+                handle.step()  # the prefill, its capture planned within the budget
                 run = Run(s.run_key(), handle.trace, handle)
                 bound(run)
                 while run.cursor < steps and advance(run):
@@ -133,7 +133,7 @@ def current_run(t: Translator) -> Run | None:
         explain(t, exc)
         return None
     st.session_state[RUN_KEY] = run
-    service.models.release_memory()  # the old run's, and those of sessions that have closed since (issue 9)
+    service.models.release_memory()  # the old run's, and those of sessions that have closed since
     return run
 
 
@@ -150,7 +150,7 @@ def link_steps(t: Translator, asked: int) -> int:
 def held_run() -> Run | None:
     """The run this session shows. Widget callbacks read it here and are never given it in `args`: Streamlit
     keeps a widget's callback args after the page is left, so a run passed there outlives its replacement and
-    keeps its whole trace (issue 9)."""
+    keeps its whole trace."""
     return st.session_state.get(RUN_KEY)
 
 
@@ -180,7 +180,7 @@ def bound_runs(handles) -> None:
 
 def bound(run: Run) -> None:
     """After a step: everything the run holds (its KV cache and its trace's arrays) within the session's budget,
-    the prefill shed like any step (issue 35)."""
+    the prefill shed like any step."""
     run.shed = run.handle.bound(policy().trace_budget_bytes, (run.cursor,))
 
 

@@ -1,4 +1,4 @@
-"""Two sections of the Tokens page (C1, C2; issues 21, 22): which characters the vocabulary holds whole and which it
+"""Two sections of the Tokens page (C1, C2): which characters the vocabulary holds whole and which it
 spells in UTF-8 bytes, and the article's 济南的冬天 as BERT reads it (facts, no weights) beside the loaded model's
 tokens."""
 
@@ -12,7 +12,7 @@ from llmviz.ui.chrome import literal
 
 
 def character_section(t, groups) -> None:
-    """Which characters the vocabulary holds whole and which it spells in bytes (issue 21)."""
+    """Which characters the vocabulary holds whole and which it spells in bytes."""
     chars = tk.non_ascii_characters(groups)
     if not chars:
         return
@@ -29,7 +29,7 @@ def character_section(t, groups) -> None:
 
 
 def bert_section(t, run, ids: list[int], texts: list[str]) -> None:
-    """The article's 济南的冬天 as BERT reads it (facts, no weights) beside what the loaded model reads (issue 22)."""
+    """The article's 济南的冬天 as BERT reads it (facts, no weights) beside what the loaded model reads."""
     st.header(t("tokens.bert_header"))
     bert = article.bert_view("济南的冬天")
     st.markdown(t("tokens.bert_explain", vocab=bert["vocab"], n=len(bert["tokens"]), last=bert["positions"][-1]))

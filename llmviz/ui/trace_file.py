@@ -13,7 +13,7 @@ from pathlib import Path, PurePath
 from llmviz.trace.arrays import LOCAL_ARRAY_BYTES
 from llmviz.trace.budget import REPLAY_HELD_BUDGETS
 from llmviz.trace.records import RunTrace
-from llmviz.ui.markdown import escape as markdown_escape  # noqa: F401 - the UI's one escaper (issue 19)
+from llmviz.ui.markdown import escape as markdown_escape  # noqa: F401 - the UI's one escaper
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -34,7 +34,7 @@ def is_server_path(name: str) -> bool:
 
 
 def public_copy(trace: RunTrace) -> RunTrace:
-    """What a public server hands out for download (issue 19): the run without the server's own facts, its
+    """What a public server hands out for download: the run without the server's own facts, its
     folders (the model card's path; the name where it is a folder here, shortened to its last part) and its
     process's memory (every step's RSS and CUDA figures). The live run keeps them: the arrays are shared, not
     copied."""
@@ -46,7 +46,7 @@ def public_copy(trace: RunTrace) -> RunTrace:
 
 
 def replay_bound(policy) -> int:
-    """The bytes of arrays an uploaded trace may unpack to, checked before any is read (issue 35: a 5.6 MB file of
+    """The bytes of arrays an uploaded trace may unpack to, checked before any is read (a 5.6 MB file of
     deflated zeros made the server hold 2 GB before it was refused). A public server: what bound_replay lets a
     session keep (REPLAY_HELD_BUDGETS budgets), since a file holding more would be refused once read anyway; the
     local tool: the archive's own bound (llmviz/trace/arrays.LOCAL_ARRAY_BYTES), the person's own files."""

@@ -1,4 +1,4 @@
-"""A page's URL section (issue 37): a table of fields, each with its default and its check, read by one loop.
+"""A page's URL section: a table of fields, each with its default and its check, read by one loop.
 
 Each page family declares its own section beside its code (ui/compare/compare_url.py, ui/layouts/layouts_url.py,
 ui/batch/batch_url.py, the lesson's in ui/lesson/lesson_steps.py); the fields every page shares (the model, the

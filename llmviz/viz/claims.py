@@ -1,4 +1,4 @@
-"""Figures of the claims page (issue 11): K1's prefill sweep with its a + b*n + c*n^2 fit and each term."""
+"""Figures of the claims page: K1's prefill sweep with its a + b*n + c*n^2 fit and each term."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def roofline_figure(limits, points: list, names: dict, title: str, x_title: str,
 
 def rounds_figure(rounds: list[float], low: float | None, high: float | None, article: float, names: dict,
                   title: str, y_title: str, control: list[float] | None = None) -> go.Figure:
-    """A timed effect's rounds (issue 48: the numbers behind the box): a dot per round, the median of those (the
+    """A timed effect's rounds (the numbers behind the box): a dot per round, the median of those (the
     box's figure) as a line, the interval as a shaded band (none where too few rounds leave none), the article's
     figure as a dashed line, and the A-vs-A control's rounds beside them (same unit: a ratio). Values as shown
     (x1.8 as 1.8, 60% as 60). names: rounds, median, interval, article, control."""

@@ -1,4 +1,4 @@
-"""A class's predictions as a figure (issue 39): how many students predicted each value, in the prediction slider's
+"""A class's predictions as a figure: how many students predicted each value, in the prediction slider's
 units, with this machine's measurement and the article's figure marked on the same axis."""
 
 from __future__ import annotations

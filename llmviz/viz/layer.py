@@ -1,4 +1,4 @@
-"""Figures of the Layer view (C3; issue 10, part 3): per-token lines and bars, and the MLP activation's histogram.
+"""Figures of the Layer view (C3): per-token lines and bars, and the MLP activation's histogram.
 
 Labels arrive translated; numpy in, plotly out.
 """

@@ -1,4 +1,4 @@
-"""The model map as an SVG drawn here (issue 23): the network top to bottom with each part's shapes in prefill and
+"""The model map as an SVG drawn here: the network top to bottom with each part's shapes in prefill and
 in decode side by side (the current step's in bold), the parts a step is about highlighted, and `N ×` on the block
 that repeats per layer.
 

@@ -34,7 +34,7 @@ def gantt(view: Timeline, names: dict, title: str, x_title: str, y_title: str, m
     One heatmap a state, its cells where the state is shown and gaps elsewhere, named in its own hover template:
     each cell costs 4 bytes (float32, sent as base64) a state present, whatever the states' names and the language
     (a name per cell was up to 76 bytes in Chinese, JSON escaping each character), so that the figure stays under
-    2 MB for any trace (issue 35: a cell per request-step was a 225 MB figure)."""
+    2 MB for any trace (a cell per request-step was a 225 MB figure)."""
     rows = len(view.row_ids())
     if view.aggregated:  # rows named by their ids' range on a category axis (plotly thins its ticks)
         where = {"x": view.centers(), "y": view.row_names(), "xgap": 0, "ygap": 0}

@@ -1,4 +1,4 @@
-"""The lesson's map of one step as an SVG (issue 38; analysis/step_map.py): one band per side, prefill above decode,
+"""The lesson's map of one step as an SVG (analysis/step_map.py): one band per side, prefill above decode,
 each tensor a box whose height is its tokens (to scale within the map: the prompt's [9, 256] stands nine times as
 tall as a decode step's [1, 256]) and whose width grows with what one token holds (a log scale: the head's 50,257
 logits would not fit on a linear one), its shape under it and its bytes where the step is about bytes; the

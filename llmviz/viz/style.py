@@ -17,7 +17,7 @@ MAX_TICKS = 48  # above this many rows or columns, token labels are left to hove
 # less of a chart's title in the lesson's narrow column. The PNG download, box zoom, pan and reset stay.
 SPARE_BUTTONS = ("zoomin", "zoomout", "autoscale", "lasso", "select")
 # The `<` of an `<a ...>` or `</a>` tag: plotly.js draws an `<a href="https://...">` in any text (a title, a tick, a
-# label, a hover) as a live link (issue 35), and no figure of ours has one. Its other tags (<br>, <b>, <span style>,
+# label, a hover) as a live link, and no figure of ours has one. Its other tags (<br>, <b>, <span style>,
 # <extra>) fetch nothing and stay.
 _LINK_TAG = re.compile(r"<(?=\s*/?\s*a(?![\w-]))", re.IGNORECASE)  # <a, </a, <A: not <abbr>
 
@@ -80,7 +80,7 @@ def _differs(a, b) -> bool:
 def lean(traces: list[dict], title: str, height: int, **extra) -> go.Figure:
     """A figure from plain trace dicts (each with its "type") and the shared layout, `extra` replacing its
     top-level keys, built without plotly's property-by-property validation: that path cost 6-17 ms a figure
-    and was most of a Decode step's Python under a class's load (issue 24); this one costs about 1 ms. The specs
+    and was most of a Decode step's Python under a class's load; this one costs about 1 ms. The specs
     are fixed by our code, and tests/viz/test_lean_figures.py passes each through the validating constructor
     once: it must come back unchanged (so every name exists and every value is in plotly's own form)."""
     return go.Figure(unlinked({"data": traces, "layout": layout(title, height) | extra}), _validate=False)
@@ -105,5 +105,5 @@ def token_ticks(labels: list[str] | None, count: int) -> dict:
 
 def plain(text: str) -> str:
     """A label shown as itself: plotly reads a subset of HTML in any text it draws (an `<a href>` becomes a live
-    link), and a token's piece can come from an uploaded trace (issue 19). Its entities show as the characters."""
+    link), and a token's piece can come from an uploaded trace. Its entities show as the characters."""
     return html.escape(str(text), quote=False)

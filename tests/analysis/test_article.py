@@ -1,4 +1,4 @@
-"""The article's numbers redone and its slips' evidence (issue 22), against hand arithmetic from the configs."""
+"""The article's numbers redone and its slips' evidence, against hand arithmetic from the configs."""
 
 import pytest
 

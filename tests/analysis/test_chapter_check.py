@@ -1,9 +1,9 @@
-"""The lesson's chapter questions (issue 38), each answer worked by hand from the embedded model's config file
+"""The lesson's chapter questions, each answer worked by hand from the embedded model's config file
 (8 heads of 32, 8 KV heads, 4 layers, d 256, MLP 768, 9,216 tied embeddings, 512 positions) and the student's
 draw, and graded: a right answer within rounding, a wrong one, a non-number. Then a GQA model's (Llama 3.2 1B's
 shape: 32 heads, 8 KV heads), a config that names no KV heads (the loader's fallback: as many as heads), paged
 blocks that the cache fills exactly and ones whose last block is partly empty, each worked by hand
-(issue 48, item 8)."""
+."""
 
 import json
 import math

@@ -1,4 +1,4 @@
-"""The claims' verdict rule and the prefill fit (issue 11, K1-K11; three verdicts since issue 36) on synthetic
+"""The claims' verdict rule and the prefill fit (K1-K11; three verdicts) on synthetic
 measurements either side of each threshold, verdicts set by hand, and a fit that must recover coefficients it was
 not given."""
 
@@ -102,7 +102,7 @@ def test_a_negative_article_effect_needs_a_negative_measurement():
 
 def test_effects_from_spreads_per_round():
     """Paired rounds: the effect is the median of the per-round ratios, its interval the exact order-statistic one
-    (issue 48): none from 3 rounds, [min, max] of the per-round effects at 6 (coverage 1 - 2/64 = 96.875%).
+: none from 3 rounds, [min, max] of the per-round effects at 6 (coverage 1 - 2/64 = 96.875%).
     Unpaired: the ratio of the medians, each side's [min, max] at 7 rounds (each misses 2/128), the corners."""
     slow = {"median": 10, "min": 9, "max": 12, "all": [10, 12, 9]}
     fast = {"median": 5, "min": 4.4, "max": 5.5, "all": [5, 5.5, 4.4]}
@@ -237,7 +237,7 @@ def test_k2s_share_pairs_each_round_with_its_own_probe():
 
 
 def test_a_tables_interval_cell():
-    """The Claims table's and the lesson end's cell: the interval's ends, the level it attains (issue 48: 12 rounds
+    """The Claims table's and the lesson end's cell: the interval's ends, the level it attains (12 rounds
     at rank 3, 1 - 2 x 79/4096 = 96.1%) and the rounds; a count says it is counted."""
     from llmviz.analysis.claim_effects import interval_text
     from llmviz.i18n.translator import Translator
@@ -274,7 +274,7 @@ def test_cannot_tell_names_the_line_it_crosses_and_every_line_counts():
     (timed(0.7, 0.65, 0.75, 12), None, False, HOLDS, "holds"),
     (timed(0.7, 0.65, 0.75, 12), (0.0, 1.0), False, HOLDS, "holds"),  # a share well inside 0-100%
     (timed(0.97, 0.9, 1.05, 12), (0.0, 1.0), False, CANNOT_TELL, "cannot_tell"),  # reaches past 100%
-    (timed(1.12, 0.6, 1.33, 12), (0.0, 1.0), False, CANNOT, "out_of_range"),  # issue 48's K2 at 112%: an input off
+    (timed(1.12, 0.6, 1.33, 12), (0.0, 1.0), False, CANNOT, "out_of_range"),  # the audit's K2 at 112%: an input off
     (timed(-0.1, -0.2, 0.05, 12), (0.0, 1.0), False, CANNOT, "out_of_range"),  # a negative share
     (timed(0.7, 0.65, 0.75, 12), None, True, CANNOT_TELL, "drifted"),  # the control moved: nothing decided
     (Effect.exact(0.7), None, True, HOLDS, "holds_exact"),  # a count does not drift
@@ -321,7 +321,7 @@ def test_a_drifted_control_makes_the_claim_undecided_and_says_why():
 
 @pytest.mark.parametrize("effect, reason", [
     (timed(0.01, -0.02, 0.04, 12), "no_effect"),  # the whole interval within 5% of none
-    (timed(-0.31, -0.5, 0.02, 12), "unclear"),  # issue 48's x0.69 reaching x1: short of the band, direction unknown
+    (timed(-0.31, -0.5, 0.02, 12), "unclear"),  # the audit's x0.69 reaching x1: short of the band, direction unknown
     (timed(0.2, -0.1, 0.3, 12), "unclear"),
     (timed(-0.2, -0.3, -0.1, 12), "opposite_sign"),
     (timed(0.2, 0.1, 0.3, 12), "too_small"),

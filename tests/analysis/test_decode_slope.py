@@ -1,4 +1,4 @@
-"""Decode slowing down (C18, issue 36): the slope of a sweep read by analysis/decode_slope.py, on hand-made sweeps
+"""Decode slowing down (C18): the slope of a sweep read by analysis/decode_slope.py, on hand-made sweeps
 of the GPT-2-124M shape, the predicted slope counted by hand."""
 
 import pytest
@@ -24,7 +24,7 @@ def test_the_predicted_slope_by_hand():
     short = [50.0, 50.2, 49.8, 50.1, 49.9, 50.0]
     s = slowdown(sweep({16: short, 2040: [65.0, 64.8, 65.2, 64.9, 65.1, 65.0]}), GPT2)
     assert s.predicted == pytest.approx(73_728 / 10e9 * 1000)
-    # each round's slope (C18 by rounds, issue 48): 15, 14.6, 15.4, 14.8, 15.2, 15.0 ms over 2,024 tokens; their
+    # each round's slope (C18 by rounds): 15, 14.6, 15.4, 14.8, 15.2, 15.0 ms over 2,024 tokens; their
     # median 15.0 / 2024 ms per cached token, and six rounds' interval their [min, max] at 96.9%
     assert s.measured.value == pytest.approx(15.0 / 2024) and s.measured.rounds == 6
     assert (s.measured.low, s.measured.high) == (pytest.approx(14.6 / 2024), pytest.approx(15.4 / 2024))

@@ -1,4 +1,4 @@
-"""The Decode page's latency trend (C18, issue 10): a fit shown only when it says something."""
+"""The Decode page's latency trend (C18): a fit shown only when it says something."""
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""The memory calculator (C17, issue 11) against bytes worked out by hand from the published configs in
+"""The memory calculator (C17) against bytes worked out by hand from the published configs in
 shared/model-configs.md: Llama-3-8B (GQA) and Mistral-7B-v0.1 (a 4096-token sliding window on every layer),
 Llama-2-7B (MHA) and GPT-2; every parameter count is summed here matrix by matrix, not taken from the code."""
 

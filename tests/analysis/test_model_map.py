@@ -1,4 +1,4 @@
-"""The model map's shapes (issue 23), by hand from the configs: a prefill of the prompt and a decode step after it
+"""The model map's shapes, by hand from the configs: a prefill of the prompt and a decode step after it
 have the same weights and different shapes."""
 
 import pytest

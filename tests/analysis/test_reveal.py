@@ -1,4 +1,4 @@
-"""Predict, then reveal (issue 23): a prediction's unit, how a measurement stands to the article's, where the
+"""Predict, then reveal: a prediction's unit, how a measurement stands to the article's, where the
 prediction fell, on hand-made judged claims."""
 
 import pytest
@@ -40,7 +40,7 @@ def speed(claim: dict) -> dict:
 ])
 def test_the_sentence_is_read_from_the_verdict(b, verdict, expected):
     """Each outcome from a judged claim (A at 10 ms every round): the sentence's outcome never contradicts the
-    box's verdict (issue 36: "K1 在此不成立 ... 接近文章的 ×1.94：这一点在 cpu 上也成立")."""
+    box's verdict ("K1 在此不成立 ... 接近文章的 ×1.94：这一点在 cpu 上也成立")."""
     claim = k4(10.0, b)
     assert speed(claim)["verdict"] == verdict
     assert rv.outcome(speed(claim), claim["verdict"]) == expected

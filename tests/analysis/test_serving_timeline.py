@@ -1,4 +1,4 @@
-"""The Serving Gantt's cells, bounded (issue 35): one cell per request-step while a trace is small, binned rows of
+"""The Serving Gantt's cells, bounded: one cell per request-step while a trace is small, binned rows of
 requests and columns of steps beyond that, each cell's state counts and shown state; series cut to a bounded
 number of points. Hand-computed cases, and the old grid (analysis.serving.timeline) as the reference."""
 
@@ -67,7 +67,7 @@ def test_binned_counts_are_the_grid_summed_over_each_cell():
 
 
 def test_the_bins_stay_within_the_bounds_whatever_the_trace():
-    # issue 35's trace: 1,024 requests over 10,001 steps -> 8 a row (1,024 / 128), 312 columns at most
+    # the hostile trace: 1,024 requests over 10,001 steps -> 8 a row (1,024 / 128), 312 columns at most
     # (40,000 // 128), so ceil(10,001 / 312) = 33 steps a column (odd: its middle is a step)
     assert bins(1024, 10_001) == (8, 33)
     assert bins(32, 954) == (1, 1)  # the built-in mixed in one slot: 954 steps, a cell each

@@ -1,4 +1,4 @@
-"""The one statistics rule (issues 36, 48; llmviz/analysis/stats.py) against hand-computed cases and enumeration:
+"""The one statistics rule (llmviz/analysis/stats.py) against hand-computed cases and enumeration:
 the exact interval of a median from the binomial law of order statistics, pairing that cancels a drift both sides
 share, the looks' spent error, and the rounds that would decide."""
 
@@ -43,7 +43,7 @@ def test_more_rounds_by_hand(value, low, high, line, more):
     assert stats.more_rounds(stats.Estimate(value, low, high, 5), line) == more
 
 
-# The exact rule (issue 48): order statistics and the sign law, checked against hand counts and enumeration.
+# The exact rule: order statistics and the sign law, checked against hand counts and enumeration.
 
 
 def signs(n: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The exact statistics rule (issue 48) calibrated by simulation (bench/stats_calibration.py, fewer trials, a fixed
+"""The exact statistics rule calibrated by simulation (bench/stats_calibration.py, fewer trials, a fixed
 seed): the median interval covers at least 95% under a skewed, a heavy-tailed and a drifting law, and the rule run
 as labs/rounds.until_decided runs it says "holds" at the band's edge at most 2.5% of the time over all its looks.
 Each share is held to its target within three standard errors of the trial count: the simulation's own noise."""

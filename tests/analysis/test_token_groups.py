@@ -54,8 +54,8 @@ def alone_counts(folder, text: str) -> list[int]:
 
 
 def test_jinan_regroups_into_its_five_characters(tokenizer_folder):
-    """The byte-only tokenizer spells all five in 3 bytes each; the embedded one keeps 南, 的 and 天 whole (issue
-    21): either way each group is one character, as many tokens as the tokenizer gives it alone."""
+    """The byte-only tokenizer spells all five in 3 bytes each; the embedded one keeps 南, 的 and 天 whole: either
+    way each group is one character, as many tokens as the tokenizer gives it alone."""
     ids, table = engine_tokens(tokenizer_folder, JINAN)
     pieces = trace_token_bytes(table, ids)
     counts = alone_counts(tokenizer_folder, JINAN)
@@ -102,7 +102,7 @@ def test_labels_make_spaces_visible_and_stay_unique():
 
 
 def test_which_characters_are_whole_and_which_are_bytes_by_hand():
-    """南 and 天 whole tokens, 济 three byte tokens, 的 inside a longer token, ASCII left out (issue 21)."""
+    """南 and 天 whole tokens, 济 three byte tokens, 的 inside a longer token, ASCII left out."""
     pieces = ["济".encode()[:1], "济".encode()[1:2], "济".encode()[2:], "南".encode(), " 的".encode(), b"x",
               "天".encode()]
     chars = non_ascii_characters(group_by_character(pieces))

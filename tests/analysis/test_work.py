@@ -1,4 +1,4 @@
-"""The estimate of a request's engine work (issue 35, finding 4; llmviz/analysis/work.py): its arithmetic by hand,
+"""The estimate of a request's engine work (llmviz/analysis/work.py): its arithmetic by hand,
 and which side of LIGHT_S the finding's links and a class's ordinary ones fall (the estimate decides what waits in
 a public server's heavy queue)."""
 

@@ -1,4 +1,4 @@
-"""The class store's tests (issue 39) run against both stores: SQLite (a file, WAL) and a real redis-server (skipped
+"""The class store's tests run against both stores: SQLite (a file, WAL) and a real redis-server (skipped
 with the reason where it is absent)."""
 
 from __future__ import annotations

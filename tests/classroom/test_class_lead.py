@@ -1,4 +1,4 @@
-"""A class's lead, its lifetime and its clean-up (issue 39), against both stores: one of the teacher's devices leads
+"""A class's lead, its lifetime and its clean-up, against both stores: one of the teacher's devices leads
 (the projector), a second one with the key follows and moves nothing until it takes the lead; a silent leader gives
 way; a class ends at its lifetime however active; Redis expires a class's keys by itself should no process sweep;
 the app's sweep runs on a timer, with no student joining; a SQLite file of an earlier version gains the new columns;

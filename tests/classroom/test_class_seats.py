@@ -1,4 +1,4 @@
-"""A class no single client can shut or stuff (issue 47, findings 2, 4, 8 and 11), against both stores: one seat a
+"""A class no single client can shut or stuff, against both stores: one seat a
 device, new seats from one client bounded well under the class's size, the teacher removing a seat for good, every
 code check counted with one answer for a wrong code and a wrong key, names unique in a class, and no address kept
 after the class ends."""

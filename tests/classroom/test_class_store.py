@@ -1,4 +1,4 @@
-"""A class's shared state (issue 39), against both stores: SQLite (a file, WAL) and a real redis-server (skipped with
+"""A class's shared state, against both stores: SQLite (a file, WAL) and a real redis-server (skipped with
 the reason where it is absent). A class created, three students joined, predictions stored and counted, the
 histogram's counts those submitted; only the teacher key moves or ends the class; a wrong code is refused; the
 limits hold, under students joining at once too; a class's data is gone after it ends, by the teacher or idle."""

@@ -1,4 +1,4 @@
-"""The budget per client (llmviz/classroom/client_budget.py, issue 47 finding 5) on hand cases with a fake clock:
+"""The budget per client (llmviz/classroom/client_budget.py) on hand cases with a fake clock:
 a burst allowed and the next run refused, the refill after exactly 1/rate seconds; a class of 60 phones behind one
 address, each doing what an honest phone does, never refused; 32 sessions hammering from one address held to the
 address's burst plus its rate; a session's own cap; the live sessions' cap; memory bounded by forgetting and caps.

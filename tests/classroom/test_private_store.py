@@ -1,4 +1,4 @@
-"""The class store's place (issue 47, finding 3): the default store is a file of this user's, 0600, in a 0700
+"""The class store's place: the default store is a file of this user's, 0600, in a 0700
 folder of this user's state folder; a folder or file that another user could read, replace or redirect is refused
 with UnsafeStoreError naming it; the old store in the temporary folder is noted once and never opened. Modes and
 owners are read back from the OS (os.stat), not from the code's own constants. The suite runs as root (here and on

@@ -1,4 +1,4 @@
-"""The article's example on the embedded model (issue 21): 济南的冬天 continues in Chinese through the CLI, greedy
+"""The article's example on the embedded model: 济南的冬天 continues in Chinese through the CLI, greedy
 (token for token what transformers' own model gives) and seeded-sampled, and on the Home and Decode pages."""
 
 import json

@@ -1,4 +1,4 @@
-"""`llmviz class` (issue 39): start prints the code, the projector's link with the teacher key and the students'
+"""`llmviz class`: start prints the code, the projector's link with the teacher key and the students'
 link without it; a class started here is the app's (one store); end reads the teacher key from LLMVIZ_CLASS_KEY or
 standard input (never the command line, which `ps` shows), writes the summary and deletes the class; a wrong or
 missing key is one line and exit 2."""
@@ -92,7 +92,7 @@ def test_the_command_takes_exactly_the_lessons_positions(monkeypatch):
     assert [parsed(p) for p in POSITIONS] == list(POSITIONS)
     assert [parsed(c) for c in CHAPTERS] == [next(s.id for s in STEPS if s.section == c) for c in CHAPTERS]
     assert parser().parse_args(["class", "start"]).step == STEP_IDS[0]  # the default: the lesson's first step
-    added = lesson_plan.Step("5.5", "claim", "compare")
+    added = lesson_plan.Step("5.5", "claim", "compare", claim="K10")
     monkeypatch.setattr(lesson_plan, "STEPS", (*STEPS, added))
     monkeypatch.setattr(lesson_plan, "STEP_IDS", (*STEP_IDS, "5.5"))
     monkeypatch.setattr(lesson_plan, "POSITIONS", (*STEP_IDS, "5.5", END))

@@ -244,7 +244,7 @@ def test_serve_sim_with_single_token_outputs(model_dirs, tmp_path, run):
 @pytest.mark.slow  # ~10 s; tests/labs/test_claims_measure.py measures the claims themselves
 def test_claims_json_quick_one_claim():
     """`claims --quick --only K9 --json`: the article's figure, the measured effect with its verdict and reason,
-    and peak KV bytes that are whole blocks of the embedded model's 8,192 B per token (issue 11)."""
+    and peak KV bytes that are whole blocks of the embedded model's 8,192 B per token."""
     out = cli("claims", "--quick", "--only", "k9", "--json", "--threads", "1", timeout=300)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -264,8 +264,8 @@ def test_claims_errors_are_one_line(run):
         f"K{i}" for i in range(1, 12))
 
 
-# What the CLI may import of llmviz: the engine and the labs only through the service (issue 20); the class's
-# rules and store (issue 39: `llmviz class`, torch-free)
+# What the CLI may import of llmviz: the engine and the labs only through the service; the class's
+# rules and store (`llmviz class`, torch-free)
 CLI_MAY_IMPORT = ("llmviz.service", "llmviz.cli", "llmviz.trace", "llmviz.analysis", "llmviz.i18n", "llmviz.files",
                   "llmviz.errors", "llmviz.paths", "llmviz.classroom")
 

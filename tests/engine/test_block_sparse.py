@@ -1,4 +1,4 @@
-"""Block-sparse attention (C20, issue 22): the rule of trace/sparsity.py against masks built by hand, the
+"""Block-sparse attention (C20): the rule of trace/sparsity.py against masks built by hand, the
 engine's recorded masks against that rule in prefill and decode, every block allowed equal to transformers'
 dense logits, each backend that takes a mask agreeing, and typed errors for settings that cannot be."""
 

@@ -1,4 +1,4 @@
-"""A session's budget holds from the prefill on (issue 35, finding 1): each step copies only the hook points that
+"""A session's budget holds from the prefill on: each step copies only the hook points that
 fit in what the budget leaves, chosen in one priority order, a point in every layer or in none; the points left out
 keep their shapes and norms (K and V the norm of each row); a cache larger than the budget alone is refused.
 

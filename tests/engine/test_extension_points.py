@@ -1,4 +1,4 @@
-"""The extension points (issue 20 §5, issue 37): a KV layout and an attention backend written as a user would
+"""The extension points: a KV layout and an attention backend written as a user would
 (tests/support/toy_extensions.py: one declaration and one call each, nothing else in llmviz names them). They run a
 session on the embedded model with the stock run's greedy tokens (the oracle: the default layout and backend),
 really run (the backend's calls, the layout's chunks counted by hand), parse as switch specs with their

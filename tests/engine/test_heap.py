@@ -1,4 +1,4 @@
-"""The C heap's settings for a long-running server (issue 9): one arena for every thread, counted by glibc's own
+"""The C heap's settings for a long-running server: one arena for every thread, counted by glibc's own
 report (malloc_info), in a fresh process so that nothing else has set it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A hub that answers the probe's HEAD at once and then drips each GET a byte a second (issue 35, finding 10): the
+"""A hub that answers the probe's HEAD at once and then drips each GET a byte a second: the
 download's requests must each get their first bytes (hub_client.FIRST_BYTES) within hub_client.FIRST_BYTES_S, so
 `llmviz generate --model nobody/x` exits 2 with one line (the typed ModelNotCachedError that names the mirror and
 ModelScope) within 15 s instead of hanging; a transfer that is slow but progressing after its first bytes is not cut

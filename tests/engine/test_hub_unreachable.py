@@ -1,4 +1,4 @@
-"""A hub id when the hub cannot be reached (issue 21: users in mainland China): a typed error within seconds that
+"""A hub id when the hub cannot be reached (users in mainland China): a typed error within seconds that
 names both other ways in (a mirror through HF_ENDPOINT, a ModelScope download into a folder), in English and
 Chinese. Tested against endpoints on 127.0.0.1 only: one that refuses, one that accepts and never answers (before
 this check, a download waited on the silent one for minutes)."""

@@ -1,4 +1,4 @@
-"""The MLP's two hook points (issue 10, part 3) against the transformers oracle: `mlp_in` is the input of the
+"""The MLP's two hook points against the transformers oracle: `mlp_in` is the input of the
 MLP (the output of the post-attention norm) and `mlp_act` the input of its down projection, per layer, at the
 prefill; and the residual bookkeeping the Layer view draws holds: resid = input + attn_out + mlp_out."""
 

@@ -1,4 +1,4 @@
-"""Session.rewind and reseed (issue 10: "resample from this step"): going back leaves the engine exactly where
+"""Session.rewind and reseed ("resample from this step"): going back leaves the engine exactly where
 it was after the earlier step (the recomputed step's logits are the original's), and a reseeded draw is the
 one a run reseeded at that step without going back gets."""
 

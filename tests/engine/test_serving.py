@@ -253,7 +253,7 @@ def test_trace_values_are_checked(request_json, needle):
         parse_trace('{"requests": [' + request_json + "]}")
 
 
-# --- issue 19: a serving run holds no whole logits; a trace's work is bounded before it runs ----------------
+# --- a serving run holds no whole logits; a trace's work is bounded before it runs ----------------
 def _held_bytes(step) -> int:
     """Bytes of every numpy array a recorded step keeps (its hook records included)."""
     arrays = [v for v in step.__dict__.values() if isinstance(v, np.ndarray)]

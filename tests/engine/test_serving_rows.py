@@ -1,4 +1,4 @@
-"""One request of a serving run, read out as its own run (llmviz/trace/rows.py, issue 37): continuous batching at
+"""One request of a serving run, read out as its own run (llmviz/trace/rows.py): continuous batching at
 capture full records padded steps shared by every request; the request's rows, cut out and its prefill chunks
 joined, must be the run it has alone in a Session with its seed (the oracle): the same input ids and positions, the
 same tokens, the same attention maps (the joined prefill's full causal map included), the same K and V rows (each

@@ -1,4 +1,4 @@
-"""A serving step is a StepTrace like a Session's (issue 37: one step loop, every scheduler records what the pages
+"""A serving step is a StepTrace like a Session's (one step loop, every scheduler records what the pages
 read). Continuous batching at capture full records each step padded; row i is the request its StepRecord names
 in row i. Each request's rows are checked against the oracle of the engine's same-tokens rule, the same request
 run alone in a Session with its seed: the token it drew at each step, that step's logits, its attention row over

@@ -68,7 +68,7 @@ def test_ring_rollback_within_its_slots_replays_exactly(tiny):
 
 @pytest.mark.parametrize("value", [0, -3, 2**63, 2**64, True, 4.0])
 def test_a_window_must_be_positive(value):
-    """>= 2**63 no int64 position comparison holds: an OverflowError in the mask (issue 19), now a ConfigError."""
+    """>= 2**63 no int64 position comparison holds: an OverflowError in the mask, now a ConfigError."""
     with pytest.raises(ConfigError, match="sliding_window"):
         EngineConfig(sliding_window=value)
 

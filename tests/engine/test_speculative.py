@@ -106,7 +106,7 @@ def test_max_new_must_be_positive(pair):
 
 @pytest.mark.parametrize("seed", [2**64, 2**70, -(2**63) - 1, True])
 def test_a_seed_torch_cannot_take_is_a_config_error(pair, seed):
-    """speculative --seed >= 2**64 was an OverflowError (issue 19): bounded as generate bounds its seed."""
+    """speculative --seed >= 2**64 was an OverflowError: bounded as generate bounds its seed."""
     target, draft = pair
     with pytest.raises(ConfigError, match=r"seed must be an integer in \[-2\*\*63, 2\*\*64\)"):
         Speculator(target, draft, [1, 2], 2, seed=seed, max_new=2)

@@ -1,6 +1,6 @@
 """Issue 47, finding 1: a trace archive is bounded where it is read, whoever calls trace_from_zip.
 
-The finding: the Trace page passes its bound and refuses the file of issue 35 unread, but a script or the CLI calls
+The finding: the Trace page passes its bound and refuses the oversized file unread, but a script or the CLI calls
 trace_from_zip with the local bound (2 GiB, which a real run's arrays may fill), so the same 6 MB file of deflated
 zeros was inflated whole (2.3 GB, 9 s) before "damaged". Here it and the archive's other bombs (a member of zeros, a
 central directory lying about a size, too many members) are refused at the default bound with a typed error, with
@@ -8,7 +8,7 @@ no time and no memory spent inflating them (tracemalloc's peak, the process's CP
 checked against what the files hold (the demo's own trace.json, zipfile's listing); real traces still load: the
 demo, zipped again with deflate, and a recording whose array deflates past the ratio a copied member is held to.
 
-The review of issue 47: a hook record and its array agreeing on 16 MB (or 2.1 GB) of deflated zeros were inflated
+The class-hardening review: a hook record and its array agreeing on 16 MB (or 2.1 GB) of deflated zeros were inflated
 before the record was held to the model card. Now every record's shape is held to the card's dimensions and its
 step's tokens before any array is read (arrays.read_array counted: none is), naming the hook and both shapes; a file
 whose arrays declare more than ARRAY_INFLATION times its own bytes is refused unread; and real recordings of every
@@ -175,7 +175,7 @@ def test_a_recording_whose_array_deflates_like_zeros_still_loads(tiny):
     assert np.array_equal(loaded.steps[0].hook("embed").array, trace.steps[0].hook("embed").array)
 
 
-# --- issue 47, the review: a hook record held to the model before its array is read; the arrays to the file --------
+# --- the review: a hook record held to the model before its array is read; the arrays to the file --------
 def counted_reads(monkeypatch) -> list[str]:
     """The arrays a load reads (arrays.read_array, which inflates one), by member name, as it reads them."""
     read, real = [], arrays.read_array

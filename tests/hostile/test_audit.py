@@ -1,5 +1,5 @@
 """A static audit of the code the CLI and the pages reach (llmviz/engine/**, trace/**, labs/**, cli/**, service/**,
-files.py): errors are typed (no bare builtin exception is raised), no remote code, no pickles (issue 9).
+files.py): errors are typed (no bare builtin exception is raised), no remote code, no pickles.
 
 One builtin is allowed where Python's protocol demands it: AttributeError raised by a module's `__getattr__`
 (PEP 562: hasattr and getattr's default rely on that type)."""

@@ -1,5 +1,4 @@
-"""The class balancer's HAProxy configuration, read back from its text (issue 35, findings 5 and 12; issue 47,
-finding 5: a source's HTTP requests).
+"""The class balancer's HAProxy configuration, read back from its text (a source's HTTP requests).
 
 Finding 5: one client held 4,100 unfinished requests and filled `maxconn 4096` for an hour (`timeout client 1h`, no
 `timeout http-request`). Each directive that stops it is read here from the configuration serve-class writes, and

@@ -1,6 +1,5 @@
-"""One client cannot shut a class out of the real balancer, and the balancer runs unprivileged (issue 35, findings
-5 and 12): scripts/serve-class's HAProxy in front of 2 Streamlit replicas, or of a stand-in replica where only
-HAProxy's own behaviour is measured.
+"""One client cannot shut a class out of the real balancer, and the balancer runs unprivileged: scripts/serve-class's
+HAProxy in front of 2 Streamlit replicas, or of a stand-in replica where only HAProxy's own behaviour is measured.
 
 The attacker and the class are told apart by address: HAProxy limits connections per source address, so from the
 attacker's own address a real request is refused like the attacker's (as a student behind the attacker's NAT

@@ -1,4 +1,4 @@
-"""Every way serve-class stops leaves nothing behind (issue 35, finding 12): its temporary folder (logs, HAProxy's
+"""Every way serve-class stops leaves nothing behind: its temporary folder (logs, HAProxy's
 configuration, the jail) is gone and its children have ended after Ctrl-C, `kill`, a closed terminal, a child that
 died, and a start that failed or was interrupted; HAProxy is started without the cookie secret in its environment.
 

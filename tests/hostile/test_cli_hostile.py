@@ -211,7 +211,7 @@ def test_trace_out_folders(run, tmp_path):
 
 @pytest.mark.parametrize("command", ["generate", "serve-sim"])
 def test_a_fifo_is_refused_not_read_forever(run, tmp_path, command):
-    """--prompts-file and serve-sim --trace naming a FIFO: opening it blocked forever (issue 19); now refused as not
+    """--prompts-file and serve-sim --trace naming a FIFO: opening it blocked forever; now refused as not
     a regular file, at once (a regression fails at the 10-second limit instead of hanging the suite)."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -223,7 +223,7 @@ def test_a_fifo_is_refused_not_read_forever(run, tmp_path, command):
 
 @pytest.mark.parametrize("case", PO_FOLDERS, ids=lambda c: c.name)
 def test_training_corpus_folder(capsys, tmp_path, case):
-    """The training commands' .po folder (issue 35, finding 11), through `python -m llmviz.training.corpus_zh`'s
+    """The training commands' .po folder, through `python -m llmviz.training.corpus_zh`'s
     entry point in-process: one line, status 2, nothing written (the trainer's --zh-po: tests/training)."""
     pytest.importorskip("polib", reason="polib (a training-only dependency) is not installed")
     from llmviz.training import corpus_zh
@@ -239,7 +239,7 @@ def test_training_corpus_folder(capsys, tmp_path, case):
 
 
 def test_trace_out_never_writes_into_system_folders(run, tmp_path):
-    """`trace --out /dev/full.zip` wrote into /dev as root (issue 19): /dev, /proc and /sys are refused, through a
+    """`trace --out /dev/full.zip` wrote into /dev as root: /dev, /proc and /sys are refused, through a
     link too, and so is an --out that exists as something else (a FIFO named .zip, a file where a folder goes)."""
     name = f"llmviz-test-{os.getpid()}.zip"
     (tmp_path / "to-dev").symlink_to("/dev")
@@ -262,7 +262,7 @@ def test_trace_out_never_writes_into_system_folders(run, tmp_path):
 
 @pytest.mark.parametrize("only", [",,,", " , ", ""])
 def test_claims_only_naming_no_claim_is_an_error(run, only):
-    """`claims --only ,,,` exited 0 with no claims (issue 19): an --only that names none lists the claims."""
+    """`claims --only ,,,` exited 0 with no claims: an --only that names none lists the claims."""
     line = check(run("claims", "--only", only), ERROR)
     assert "names no claim" in line and "K1, K2" in line and "K11" in line
 
@@ -276,7 +276,7 @@ BEYOND_INT64 = str(2**64)
     ["speculative", "--prompt", PROMPT, "--max-new-tokens", 2, "--seed", BEYOND_INT64],
 ], ids=["generate-window", "compare-window", "speculative-seed"])
 def test_numbers_beyond_int64_are_typed(run, argv):
-    """Windows >= 2**64 and speculative seeds >= 2**64 ended in OverflowError (issue 19): a typed ConfigError
+    """Windows >= 2**64 and speculative seeds >= 2**64 ended in OverflowError: a typed ConfigError
     naming the range, as generate's seed."""
     line = check(run(*argv), ERROR)
     assert "internal error" not in line and ("2**63-1" in line or "2**64)" in line), line

@@ -1,4 +1,4 @@
-"""Text from an uploaded trace or a link renders as text on the pages (issue 35, findings 6 and 9): a card whose
+"""Text from an uploaded trace or a link renders as text on the pages: a card whose
 model name, device and dtype are markdown, HTML or bare URLs, and a link whose ?prompt= and ?seed= are URLs, give
 no live link and no image on Home, the lesson and the KV layouts page. AppTest reads every element's protobuf (the
 strings Streamlit's renderer takes as markdown, tests/support/markup_scan.py); tests/ui/test_browser_markup.py

@@ -1,5 +1,5 @@
 """Every hostile input of the catalogue (cases.py) through the library: a typed error with a one-line message,
-or a correct result checked against an independent fact; each within a time limit (issue 9)."""
+or a correct result checked against an independent fact; each within a time limit."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_trace_archive(valid_zip, case, tmp_path, monkeypatch):
         assert tempfile.gettempdir() not in check_typed(result, case.error)
     else:
         assert result.prompt_ids == trace.prompt_ids and result.output_ids == trace.output_ids
-        assert result.tokens == trace.tokens  # a table listing more ids keeps those the steps show (issue 19)
+        assert result.tokens == trace.tokens  # a table listing more ids keeps those the steps show
         for a, b in zip(result.steps, trace.steps, strict=True):  # the values written, a masked (-inf) logit aside
             assert a.logits.shape == b.logits.shape and ((a.logits == b.logits) | np.isneginf(a.logits)).all()
     # a bomb is refused by its declared sizes: no time and no memory go into inflating it
@@ -261,7 +261,7 @@ def test_request_trace_from_a_device_file():
 
 
 def test_request_trace_from_a_fifo(tmp_path):
-    """A FIFO has no writer: opening it to read would block forever. Refused as not a regular file (issue 19);
+    """A FIFO has no writer: opening it to read would block forever. Refused as not a regular file;
     a regression fails at the time limit instead of hanging."""
     import os
 

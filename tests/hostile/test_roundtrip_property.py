@@ -1,5 +1,5 @@
 """Property: any text prompt either runs and survives tokenizer -> engine -> trace saved and loaded unchanged,
-or is refused with a PromptError (empty, a lone surrogate, longer than the context) and nothing else (issue 9)."""
+or is refused with a PromptError (empty, a lone surrogate, longer than the context) and nothing else."""
 
 from __future__ import annotations
 

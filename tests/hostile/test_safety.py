@@ -1,5 +1,5 @@
 """Trace files are written atomically (a killed write leaves no half file), and a run writes nothing outside a
-temporary folder or the one the user names (issue 9)."""
+temporary folder or the one the user names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request traces built to cost the Serving page (issue 35, findings 2 and 8), through the library and the page.
+"""Request traces built to cost the Serving page, through the library and the page.
 
 Finding 2: 1,024 requests of 1 + 1 tokens with arrivals spread to step 10,000 (2,048 tokens of work, within the
 public limit) stepped every idle step, summed every request's tokens at every step, and drew a Gantt cell per

@@ -1,4 +1,4 @@
-"""A class pressing Reveal together measures a claim once (issue 35, finding 7): on a public server a session that
+"""A class pressing Reveal together measures a claim once: on a public server a session that
 waited in the heavy queue looks the claim up again once its slot is granted, and reads the measurement another
 session put meanwhile instead of measuring it a second time (the old code said "Measured now" and ran it again).
 tests/ui/test_claim_flight.py checks the per-claim single flight with threads."""

@@ -38,7 +38,7 @@ def test_bad_sweeps_are_config_errors(model_dirs, kw):
 
 def test_sweep_runs_keep_no_whole_logits(model_dirs, monkeypatch):
     """A sweep reads timings only: its steps kept [b, V] logits each (8 rows x 129 steps of GPT-2's vocab were
-    200 MB a run, issue 19). Every step it records now holds none."""
+    200 MB a run). Every step it records now holds none."""
     lm = load_model(str(model_dirs["gpt2"]), device="cpu")
     steps, real_step = [], Session.step
 

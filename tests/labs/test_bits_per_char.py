@@ -1,4 +1,4 @@
-"""Bits per character (issue 21): the figure that compares models with different tokenizers. Checked on a hand
+"""Bits per character: the figure that compares models with different tokenizers. Checked on a hand
 case and against transformers' own model on the embedded weights."""
 
 import math

@@ -1,4 +1,4 @@
-"""The claims' measurements (issue 11): bytes checked against the hand formula of the embedded model's shape (4
+"""The claims' measurements: bytes checked against the hand formula of the embedded model's shape (4
 layers, 8 KV heads, head_dim 32, fp32: 8,192 B per token) and, for the decode claims at their long context, the
 GPT-2-124M shape's (12 layers, 12 heads of 64: 73,728 B per token); a claim that cannot run recorded and the
 others measured, and claim names parsed strictly."""
@@ -14,7 +14,7 @@ from llmviz.labs.claims import ClaimsPlan, Measurer, parse_ids, run_claims
 from llmviz.trace.config import EMBEDDED_DRAFT
 
 PER_TOKEN = 4 * 2 * 8 * 32 * 4  # layers x (K, V) x KV heads x head_dim x fp32 bytes
-GPT2_PER_TOKEN = 12 * 2 * 12 * 64 * 4  # the decode claims' GPT-2-124M shape (issue 36), fp32
+GPT2_PER_TOKEN = 12 * 2 * 12 * 64 * 4  # the decode claims' GPT-2-124M shape, fp32
 
 
 def cpu_load(name, engine):
@@ -33,7 +33,7 @@ def measurer():
 
 def test_claim_names_are_parsed_strictly():
     assert parse_ids(" k1, K4 ,k1") == ("K1", "K4") and parse_ids(None) == claim_ids() == parse_ids("")
-    for bad in ("K12", "K1,X", "1", ",,,", " , "):  # ",,," named no claim and ran none, exit 0 (issue 19)
+    for bad in ("K12", "K1,X", "1", ",,,", " , "):  # ",,," named no claim and ran none, exit 0
         with pytest.raises(ConfigError, match="no claim"):
             parse_ids(bad)
     with pytest.raises(ConfigError, match=r"the claims are K1, K2, .*, K11"):
@@ -111,7 +111,7 @@ def test_a_claim_that_cannot_run_is_kept_and_the_rest_go_on():
 def test_k6_times_one_layers_attention_over_the_whole_context(measurer):
     """K6 as the article swaps it: the attention call alone, eager against SDPA, on the GPT-2 shape's 2,047-token
     context (its config's 2,048 positions, one left for a next token), three interleaved repeats a batch, batches
-    pooled until a planned look decides (issue 48: the first at 9 rounds) or the budget ends."""
+    pooled until a planned look decides (the first at 9 rounds) or the budget ends."""
     f = measurer.measure("K6")
     assert f["model"] == "gpt2-124m-random" and f["tokens"] == 2047 and f["layer"] == 0
     assert set(f["attention_ms"]) == {"eager", "sdpa"} and f["looks"] == {"batch": 3, "batches": 8}

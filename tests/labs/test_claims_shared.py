@@ -1,4 +1,4 @@
-"""Claims one workload serves are measured once (issue 48, labs/claims.run_claims, claim_spec.sharing): K2 and K4
+"""Claims one workload serves are measured once (labs/claims.run_claims, claim_spec.sharing): K2 and K4
 read the same kv-fp16 decode pair, so a claims run measures it once, judges both on its rounds, and says K4 was
 measured with K2; asked alone, each is measured by itself."""
 

@@ -1,4 +1,4 @@
-"""Decode A against B at a long context (issue 36; K2, K4, K10, K11): the cache filled without a prefill holds the
+"""Decode A against B at a long context (K2, K4, K10, K11): the cache filled without a prefill holds the
 seeded random values it says, step 0 decodes at the context's position, the pair's rounds, control and bytes
 against counts by hand, and its bad settings refused with the context that would fit."""
 

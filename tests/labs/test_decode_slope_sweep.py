@@ -1,4 +1,4 @@
-"""The C18 sweep (issue 36, llmviz/labs/decode_slope.py) on the embedded model: its lengths from 16 tokens to the
+"""The C18 sweep (llmviz/labs/decode_slope.py) on the embedded model: its lengths from 16 tokens to the
 whole context, every round kept, the cache it timed holding exactly those tokens (one token's K and V counted by
 hand), the bandwidth probed, and the lesson's §4.2 step drawing it (this session's run, then the server's)."""
 

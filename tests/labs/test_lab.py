@@ -58,7 +58,7 @@ def test_presets_fit_the_model():
 
 def test_compare_config_is_validated():
     for bad in ({"steps": 0}, {"repeats": 99}, {"warmup": 0}, {"b": "kv-dtype=fp99"}, {"layer": -1},
-                {"b": f"sliding-window={2**64}"}, {"a": "sliding-window=0"}):  # 2**64: an OverflowError (issue 19)
+                {"b": f"sliding-window={2**64}"}, {"a": "sliding-window=0"}):  # 2**64: an OverflowError
         with pytest.raises(ConfigError):
             CompareConfig(prompt=PROMPT, **bad)
 
@@ -127,7 +127,7 @@ def test_teacher_forcing_feeds_the_reference_tokens(model_dirs):
 
 
 def test_only_the_drifts_reference_keeps_its_whole_logits(model_dirs, monkeypatch):
-    """Every timed round kept [1, V] logits per step (20 rounds x 257 steps of GPT-2's vocab: 1 GB, issue 19); now
+    """Every timed round kept [1, V] logits per step (20 rounds x 257 steps of GPT-2's vocab: 1 GB); now
     only the last round's A run, the drift's reference, and B's teacher-forced run (the drift itself) keep them."""
     steps, real_step = [], Session.step
 
@@ -150,7 +150,7 @@ def test_only_the_drifts_reference_keeps_its_whole_logits(model_dirs, monkeypatc
 
 def test_the_control_runs_a_again_in_every_timed_round_and_gives_the_noise_floor(model_dirs):
     """Issue 36 (1): A, B and A again in each of 3 timed rounds; the floor is A's time over its second run's, minus
-    1, per round: its value the median of those 3 ratios, by hand; three rounds leave no interval (issue 48)."""
+    1, per round: its value the median of those 3 ratios, by hand; three rounds leave no interval."""
     import statistics
 
     config = CompareConfig(prompt=PROMPT, a="", b="kv-dtype=fp16", model=str(model_dirs["gpt2"]), steps=3, repeats=3,

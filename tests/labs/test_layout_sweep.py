@@ -105,7 +105,7 @@ def test_a_small_sweep(gqa):
     fractions = [f for f, _, _ in seen]  # the one report shape (trace/progress.py): fraction, stage, values
     assert fractions[-1] == 1.0 and fractions == sorted(fractions) and seen[-1][1] == "done"
     rounds = [(v["tokens"], v["layout"]) for _, stage, v in seen if stage == "round"]
-    # 2 lengths x 2 rounds x (3 layouts and the control: contiguous once more, issue 36)
+    # 2 lengths x 2 rounds x (3 layouts and the control: contiguous once more)
     assert len(rounds) == 2 * 2 * 4 and set(rounds) == {(n, x) for n in (5, 40) for x in r["layouts"]}
     assert rounds.count((5, "contiguous")) == 2 * 2 and r["control"]["layout"] == "contiguous"
     assert [len(a) for a in r["control"]["ms_per_token"]["all"]] == [2, 2]

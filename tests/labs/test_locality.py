@@ -1,4 +1,4 @@
-"""The locality sweep (C12, issue 22): the same tokens in paged blocks taken in order or scattered through a
+"""The locality sweep (C12): the same tokens in paged blocks taken in order or scattered through a
 larger pool; both runs read the same bytes through the same decode steps, only the block table differs."""
 
 import math

@@ -32,7 +32,7 @@ def test_matmul_probe_counts_two_flops_per_multiply_add():
 
 
 def test_the_cache_probe_is_bounded_whatever_the_layer_claims(monkeypatch):
-    """A replayed trace's card sizes the layer (issue 19): a 1 TiB layer must not become a 1 TiB buffer."""
+    """A replayed trace's card sizes the layer: a 1 TiB layer must not become a 1 TiB buffer."""
     from llmviz.labs import probes
 
     asked = []

@@ -1,4 +1,4 @@
-"""Adaptive rounds (issue 36, llmviz/labs/rounds.py): batches of a claim's measurement pool their rounds until the
+"""Adaptive rounds (llmviz/labs/rounds.py): batches of a claim's measurement pool their rounds until the
 one rule decides or the budget would be passed; hand-made figures, a hand-made clock."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""A run as a page holds it (issue 37): service.runs.start returns a RunHandle, whose methods are the only way a page
+"""A run as a page holds it: service.runs.start returns a RunHandle, whose methods are the only way a page
 moves a run. Each is checked against a run that never used it (an independent source): a rewind and a new seed
 give the tokens of a run that drew with that seed from that step on; the sliders' sampling gives the tokens of a run
 configured so from the start; bound() keeps the bytes the trace's own arrays report within the budget."""

@@ -1,4 +1,4 @@
-"""What the class balancer's tests share (issue 35, findings 5 and 12): HAProxy's configuration read back from
+"""What the class balancer's tests share: HAProxy's configuration read back from
 its text, a stand-in for HAProxy that records how it was started, and a stand-in replica.
 
 The stand-ins let the default suite check every way serve-class stops without HAProxy or Streamlit installed;

@@ -1,4 +1,4 @@
-"""The catalogue of hostile inputs (issue 9): prompts, numeric values, trace files, request traces and model
+"""The catalogue of hostile inputs: prompts, numeric values, trace files, request traces and model
 folders, each named, with what must happen to it.
 
 The library tests (test_library.py), the CLI tests (test_cli_hostile.py) and the pages' harness run the same
@@ -116,7 +116,7 @@ CONTROLS = (
     Control("kv_heads", "engine", "--kv-heads"),
     Control("sliding_window", "engine", "--sliding-window", ok=("huge",)),  # wider than the context: no effect
     Control("kv_rollback", "engine", "--kv-rollback", ok=("zero", "huge")),
-    Control("sparse_block", "engine", "--sparse-block"),  # block-sparse attention (issue 22): 1..4096 positions
+    Control("sparse_block", "engine", "--sparse-block"),  # block-sparse attention: 1..4096 positions
     Control("sparse_local", "engine", "--sparse-local", setup={"sparse_block": 4}),
     Control("sparse_global", "engine", "--sparse-global", ok=("zero",), setup={"sparse_block": 4}),
     Control("kv_block_size", "engine", "--kv-block-size", setup={"kv_layout": "paged"}),
@@ -469,7 +469,7 @@ def _hook_arrays(valid: bytes, key: str, shape_of, fill: float = 1.0, name: str 
     return _zip({**_members(with_arrays), "trace.json": json.dumps(doc).encode()})
 
 
-# --- issue 19: a replayed trace trusts nothing (llmviz/trace/check.py) --------------------------------
+# --- a replayed trace trusts nothing (llmviz/trace/check.py) --------------------------------
 def _set(path: tuple, value):
     """A builder: trace.json with the field at `path` (keys and list indices) set to `value` (a callable gets the
     old value)."""
@@ -565,17 +565,17 @@ TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("npz_bomb", _npz_bomb, ERROR, "TraceFormatError"),
     Case("npy_header_claims_4tb", _huge_header, ERROR, "TraceFormatError"),
     Case("lying_declared_size", _lying_size, ERROR, "TraceFormatError"),
-    # issue 35, finding 3: an array's .npy header against its member, its stream against both, each array read once
+    # an array's .npy header against its member, its stream against both, each array read once
     Case("npy_header_smaller_than_its_member", _npy_smaller_than_member, ERROR, "TraceFormatError"),
     Case("npy_stream_beyond_its_declared_size", _npy_stream_beyond_declared, ERROR, "TraceFormatError"),
     Case("steps_naming_one_array_200_times", _steps_naming_one_array, ERROR, "TraceFormatError"),
-    # issue 47: bounded where the archive is read, whoever calls (a script's default bound is 2 GiB)
+    # bounded where the archive is read, whoever calls (a script's default bound is 2 GiB)
     Case("logits_of_zeros_under_the_local_bound", lambda valid: zero_array(valid, 256 * CHUNK), ERROR,
          "TraceFormatError"),
     Case("arrays_npz_of_zeros_under_the_archive_bound", _zeros_as_arrays, ERROR, "TraceFormatError"),
     Case("central_directory_size_lies_small", _size_lies_small, ERROR, "TraceFormatError"),
     Case("central_directory_stored_size_lies_large", _stored_size_lies_large, ERROR, "TraceFormatError"),
-    # issue 47, the review: a hook record's shape held to the model and its step before any array is read, and the
+    # the review: a hook record's shape held to the model and its step before any array is read, and the
     # arrays' declared bytes to the file's own length
     Case("hook_of_zeros_shaped_as_its_record_says", lambda valid: hook_of_zeros(valid, 256 * CHUNK), ERROR,
          "TraceFormatError"),
@@ -589,7 +589,7 @@ TRACE_FILES = (  # value: valid archive bytes -> hostile bytes
     Case("unknown_compression", lambda valid: _flagged(valid, method=99), ERROR, "TraceFormatError"),
     Case("path_traversal_extra_members", lambda valid: _zip({**_members(valid), "../../evil.txt": b"owned",
                                                             "/tmp/evil-abs.txt": b"owned"}), OK),
-    # issue 19: the card, bounded as a pasted config and agreeing with the arrays
+    # the card, bounded as a pasted config and agreeing with the arrays
     Case("card_num_layers_30_million", _set((*CONFIG, "num_layers"), 30_000_000), ERROR, "TraceFormatError"),
     Case("card_num_layers_more_than_timed", _set((*CONFIG, "num_layers"), 5), ERROR, "TraceFormatError"),
     Case("card_intermediate_size_700k", _set((*CONFIG, "intermediate_size"), 700_000), ERROR, "TraceFormatError"),
@@ -692,7 +692,7 @@ REQUEST_TRACES = (  # value: the file's bytes
     Case("token_beyond_vocab", b'{"requests": [{"prompt_ids": [99999999], "output_len": 2}]}', ERROR, "ConfigError"),
     Case("over_two_megabytes", b'{"requests": [' + b'{"prompt_ids": [1], "output_len": 1},' * 60_000 + b"]}", ERROR,
          "TraceFormatError"),
-    # issue 19: numbers read strictly (1e400 is a JSON float, inf; a bool or a string is not a number), a key
+    # numbers read strictly (1e400 is a JSON float, inf; a bool or a string is not a number), a key
     # written twice is an error, not silently the last; a UTF-8 byte order mark is accepted
     Case("id_1e400", b'{"requests": [{"id": 1e400, "prompt_ids": [1, 2], "output_len": 2}]}', ERROR,
          "TraceFormatError"),
@@ -723,7 +723,7 @@ PROMPT_FILES = (
 )
 
 
-# --- .po folders (issue 35, finding 11: the training commands' --zh-po / PO_FOLDER; value: builder(tmp) -> folder)
+# --- .po folders (the training commands' --zh-po / PO_FOLDER; value: builder(tmp) -> folder)
 PO_HEADER = 'msgid ""\nmsgstr ""\n"Language: zh_CN\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
 
 

@@ -143,7 +143,7 @@ def circles(g: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
     return found + [[m] for m, names in g.items() if any(n == m for n, _ in names)]
 
 
-# Inside llmviz/ui/ (issue 37): the shared floor (ui/*.py: state, settings, the frame, the server, errors, ...) and one
+# Inside llmviz/ui/: the shared floor (ui/*.py: state, settings, the frame, the server, errors, ...) and one
 # subpackage per page family. A family imports the floor and the families listed here; the floor imports no family,
 # except that ui/settings.py gathers each family's URL section (URL_SECTIONS), and a section imports only the floor.
 UI_FAMILIES = {  # family -> the other families it may import; lowest first

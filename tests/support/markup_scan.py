@@ -1,4 +1,4 @@
-"""What on a page would lead outside the app (issue 35): markdown that a file or a link supplied and that renders as
+"""What on a page would lead outside the app: markdown that a file or a link supplied and that renders as
 a live link or image, and a link tag in a plotly figure's text.
 
 Streamlit's frontend reads an element's body, label, help, value (a metric's body), delta, captions, title and,

@@ -1,4 +1,4 @@
-"""A real redis-server for the class store's tests (issue 39): Debian's `redis-server` (apt, as `.ci/run` installs
+"""A real redis-server for the class store's tests: Debian's `redis-server` (apt, as `.ci/run` installs
 it), on a free port, in a temporary folder, saving nothing; killed after. None where it is absent."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ EXPECTED = "LLMVIZ_EXPECT_REDIS"  # set by .ci/run when the machine has redis-se
 
 def absent() -> None:
     """Where redis-server is not found: a skip with the reason, or, where .ci/run found it (EXPECTED set), a failure:
-    a store test that silently skipped there would hide a broken lookup (issue 48)."""
+    a store test that silently skipped there would hide a broken lookup."""
     import pytest
 
     if os.environ.get(EXPECTED):

@@ -1,4 +1,4 @@
-"""Two extensions written as a user would write them (issue 37): each is one declaration (its words in English and
+"""Two extensions written as a user would write them: each is one declaration (its words in English and
 Chinese, exact, the options it reads, its slot rule) and one implementation, registered with one call. Nothing
 else in llmviz names them: the tests open every page, the CLI and the switch list with them.
 

@@ -1,4 +1,4 @@
-"""The torch-free declaration of an extension (issue 37, llmviz/trace/extensions.py): validated on construction,
+"""The torch-free declaration of an extension (llmviz/trace/extensions.py): validated on construction,
 its words with the fallback to English, the tables that hold the stock declarations, and the plugin loader's
 one-line problems (a module that is not there or fails is named; the others still load)."""
 

@@ -1,4 +1,4 @@
-"""The hook-names helper (hooks.q(3)) and the fields that replaced string matching (issue 20): a record says whether
+"""The hook-names helper (hooks.q(3)) and the fields that replaced string matching: a record says whether
 its attention map was recomputed; old traces that said so only in the note still read that way."""
 
 import json

@@ -169,7 +169,7 @@ def test_schema_2_traces_still_load(saved, tmp_path):
 
 def test_the_json_caps_leave_room_for_the_longest_embedded_run(tmp_path):
     """The longest run the embedded model can record (its whole 512-token context at capture full) writes a
-    trace.json within a third of its size cap and of its value cap (issue 19: the caps' comment says why they are
+    trace.json within a third of its size cap and of its value cap (the caps' comment says why they are
     where they are). Built from a recorded run's own steps, repeated: recording 511 steps takes minutes here."""
     from llmviz.trace.check import MAX_TRACE_JSON_BYTES, MAX_TRACE_JSON_VALUES
 
@@ -202,7 +202,7 @@ def test_trace_json_is_read_no_further_than_its_cap(saved, tmp_path):
 
 def test_a_message_names_the_folder_given_never_one_inside_it(saved, tmp_path):
     """Loaded from a folder, a damaged trace's message names that folder (the CLI's user chose it); from an archive,
-    never the temporary folder it was unpacked in (on a server, the server's own; issue 19)."""
+    never the temporary folder it was unpacked in (on a server, the server's own)."""
     from llmviz.trace.records import trace_from_zip, trace_to_zip
 
     trace, folder = saved

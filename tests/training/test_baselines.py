@@ -1,4 +1,4 @@
-"""The character baselines (issue 21) on a case computed by hand."""
+"""The character baselines on a case computed by hand."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""The bilingual trainer end to end in seconds (issue 21): `--smoke --zh-po FOLDER` on a few .po files written
+"""The bilingual trainer end to end in seconds: `--smoke --zh-po FOLDER` on a few .po files written
 here trains a model whose card gives bits per character in both languages, the character baselines, which
 characters of 济南的冬天 are tokens, and Chinese samples; transformers loads it and agrees with its tokenizer."""
 

@@ -1,4 +1,4 @@
-"""The Chinese corpus reader (issue 21): one document per .po file, translated text only, roles reduced to text,
+"""The Chinese corpus reader: one document per .po file, translated text only, roles reduced to text,
 whole files held out by a hash of their path; the committed held-out files are the ones their notes describe."""
 
 import hashlib
@@ -68,7 +68,7 @@ def test_the_committed_heldout_files_are_what_their_notes_say():
         data = (CORPUS / text_file).read_bytes()
         said = re.search(r"sha256 of the file: `([0-9a-f]{64})`", (CORPUS / note).read_text(encoding="utf-8"))
         assert said and hashlib.sha256(data).hexdigest() == said.group(1), text_file  # training never rewrites it
-    # the English split is byte-identical to the one the English-only model was evaluated on (issue 21)
+    # the English split is byte-identical to the one the English-only model was evaluated on
     assert hashlib.sha256((CORPUS / "heldout.txt").read_bytes()).hexdigest().startswith("6a8612103f85")
     docs = read_documents(CORPUS / "heldout_zh.txt")
     assert len(docs) == 7 and all(corpus_zh.CJK.search(d) for d in docs)

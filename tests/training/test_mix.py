@@ -1,4 +1,4 @@
-"""The bilingual stream's English copies (issue 21), on numbers worked by hand."""
+"""The bilingual stream's English copies, on numbers worked by hand."""
 
 import pytest
 

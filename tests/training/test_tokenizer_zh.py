@@ -1,4 +1,4 @@
-"""The bilingual tokenizer (issue 21): a CJK character seen at least cjk_min times is one token, any other stays
+"""The bilingual tokenizer: a CJK character seen at least cjk_min times is one token, any other stays
 its UTF-8 bytes; nothing is ever unknown; transformers loads it and agrees with it."""
 
 from llmviz.training import tokenizer as tok_mod

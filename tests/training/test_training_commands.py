@@ -1,4 +1,4 @@
-"""The training commands' errors (issue 35, finding 11): `python -m llmviz.training --zh-po FOLDER` and
+"""The training commands' errors: `python -m llmviz.training --zh-po FOLDER` and
 `python -m llmviz.training.corpus_zh FOLDER` stop with one line on stderr and exit status 2, as the `llmviz` CLI does,
 for a missing or empty folder, a binary, malformed or FIFO `.po` file and a corpus that would be empty, before the
 trainer reads its English corpus or builds a model; nothing is written. No training runs here: every case stops at

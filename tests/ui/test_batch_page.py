@@ -46,8 +46,8 @@ def test_throughput_sweep(app_model):
     assert any("batch 8 gives" in x for x in texts)
     result = at.session_state["llmviz_batch_sweep"][1]
     assert [r["batch"] for r in result["sizes"]] == [1, 2, 4, 8]
-    # K5's own workload by default (issue 36: one measurement per claim): the 64 held-out tokens the Claims page
-    # and the lesson batch, in 6 rounds (one look: the fewest with a 95% interval, issue 48), judged by the
+    # K5's own workload by default (one measurement per claim): the 64 held-out tokens the Claims page
+    # and the lesson batch, in 6 rounds (one look: the fewest with a 95% interval), judged by the
     # claims' one rule in the box they use
     from llmviz.analysis.claim_effects import judged
     from llmviz.i18n.translator import translate

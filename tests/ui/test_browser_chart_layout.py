@@ -73,7 +73,7 @@ def test_every_chart_title_fits_the_lessons_column():
             for step in CHARTED:
                 page.goto(server.url("lesson", lang=lang, lesson=step))
                 wait_idle(page, timeout_s=120)
-                if step == "4.2.1" and lang == "zh":  # the slowdown sweep runs on its button (issue 36); the
+                if step == "4.2.1" and lang == "zh":  # the slowdown sweep runs on its button; the
                     page.get_by_role("button", name=translate(lang, "lesson.slope_run")).click()  # en visit then
                     page.wait_for_timeout(500)  # shows the server's latest sweep
                     wait_idle(page, timeout_s=240)

@@ -1,4 +1,4 @@
-"""A class in one room in real browsers through `scripts/serve-class` (issue 39): two replicas behind HAProxy, one
+"""A class in one room in real browsers through `scripts/serve-class`: two replicas behind HAProxy, one
 class store (a SQLite file), a projector at 1280x720 and two phone-sized students (390x844) in Debian's Chromium.
 The students join from the projector's link and follow the teacher's step; their predictions reach the projector,
 whose count says so and whose histogram draws them; at §3.2 their prompts, approved and run, reach the projector's

@@ -1,4 +1,4 @@
-"""The classroom stepper in a real browser (issue 10): what a new user hit, tried as they did it. Debian's chromium
+"""The classroom stepper in a real browser: what a new user hit, tried as they did it. Debian's chromium
 through playwright; skipped where /usr/bin/chromium is absent. The longer walks are marked slow (CI runs them as
 its second step: ./scripts/test -m slow)."""
 
@@ -63,7 +63,7 @@ def test_typed_prompt_survives_a_page_click():
         wait_idle(page, 60)
         assert home_boxes(page) == (TYPED, *before[1:])
         landed = []
-        for i in range(9):  # a script's instant click (issue 38: it lost the page change 2 times in 9): now it goes
+        for i in range(9):  # a script's instant click (it lost the page change 2 times in 9): now it goes
             type_then_click_page(page, decode, hold_s=0.0, text=f"{TYPED} {i}")  # (navigation.guard), every time
             landed.append(page.url.rstrip("/").endswith("/decode"))
             page.get_by_role("link", name=translate("en", "nav.home")).click()

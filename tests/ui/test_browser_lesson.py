@@ -1,6 +1,6 @@
-"""The lesson in a real browser (issue 23): Debian's chromium drives every step with the keyboard (→ and Space
+"""The lesson in a real browser: Debian's chromium drives every step with the keyboard (→ and Space
 forward, ← back) in the presenter view at 1280x720, in Chinese: each step reached in order, the URL's `lesson=`
-naming it, the live panel's control and chart inside the first screen (issue 38; in English too), no exception; and
+naming it, the live panel's control and chart inside the first screen (in English too), no exception; and
 one Reveal measured, its verdict inside the first screen, and shown at the end.
 Slow (a minute on two cores): CI runs it as its second step. Skipped where /usr/bin/chromium is absent."""
 

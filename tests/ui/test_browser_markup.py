@@ -1,4 +1,4 @@
-"""No text from a file or a link leads outside the app, in a real browser (issue 35, findings 6 and 9): Chromium
+"""No text from a file or a link leads outside the app, in a real browser: Chromium
 uploads a trace whose card's model name, device and dtype are markdown, HTML and bare URLs, and opens Home, the
 lesson (a prefill and a decode step) and the KV layouts page with it; then it opens Home and the KV layouts page
 from a link whose ?prompt= and ?seed= are URLs. On every page: no `a[href]` (HTML or SVG: plotly draws its links

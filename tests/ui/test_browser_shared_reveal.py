@@ -1,4 +1,4 @@
-"""Three students pressing Reveal on one claim at once get one measurement (issue 35, finding 7), in real Chromium
+"""Three students pressing Reveal on one claim at once get one measurement, in real Chromium
 on a public server (LLMVIZ_PUBLIC=1, one heavy slot): three sessions open the lesson at K8's step and press Reveal
 within a fraction of a second; exactly one says "Measured now" and the two others show the server's measurement,
 taken at the same time, and no one reads "server busy". The code before said "Measured now" three times, the three

@@ -1,4 +1,4 @@
-"""The model every browser session shares stays read-only (issue 9): after every page has run its live run and
+"""The model every browser session shares stays read-only: after every page has run its live run and
 its measurements on it, its weights, buffers, module attributes and tokenizer are exactly what they were."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_pages_leave_the_shared_model_as_loaded():
 
 
 def test_pages_write_no_file(tmp_path, monkeypatch):
-    """Nothing written outside a temp folder (issue 9): the pages run from an empty working folder, which stays
+    """Nothing written outside a temp folder: the pages run from an empty working folder, which stays
     empty, and the project's own folders gain no file."""
     from ui_helpers import ROOT
 

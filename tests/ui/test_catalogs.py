@@ -77,7 +77,7 @@ def test_one_spelling_per_term_in_chinese():
 
 
 def test_the_glossary_uses_the_words_every_catalogue_uses():
-    """The lesson's glossary (issue 38): each term has its app word and its line in both languages; the article's
+    """The lesson's glossary: each term has its app word and its line in both languages; the article's
     word for a term with one spelling is that spelling, and the Chinese app word is it too (持续批处理, 推测解码)."""
     from llmviz.analysis.article import GLOSSARY, ONE_SPELLING
 
@@ -163,7 +163,7 @@ def test_the_same_pages_in_english_do_show_catalog_strings(app_model):
             "trace.config_json", "trace.download_button", "trace.steps_help"} <= found
 
 
-# Latin words a Chinese page may show (issue 22): code, switch values, model, unit and method names. Anything
+# Latin words a Chinese page may show: code, switch values, model, unit and method names. Anything
 # else in a run of three or more Latin words is English prose that bypassed the catalogues.
 LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z0-9_.+/-]*(?:[ \t,;:()'-]+[A-Za-z][A-Za-z0-9_.+/-]*){2,}")
 ALLOWED_WORDS = {
@@ -210,7 +210,7 @@ def test_the_latin_check_catches_a_planted_english_sentence():
 
 def test_bold_closes_where_markdown_can_close_it():
     """CommonMark closes ** only where it is right-flanking: after punctuation it must be followed by a space or
-    punctuation. 「**全班就是工作负载：**目前」 showed its asterisks (issue 39's first draft): the colon goes
+    punctuation. 「**全班就是工作负载：**目前」 showed its asterisks (the class guide's first draft): the colon goes
     outside."""
     import unicodedata
 

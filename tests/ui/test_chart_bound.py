@@ -1,4 +1,4 @@
-"""Every chart reaches the browser through ui/charts.chart (issue 35): a figure past the limit is never sent, and
+"""Every chart reaches the browser through ui/charts.chart: a figure past the limit is never sent, and
 the page says so. The cheap bound it checks first must never be below what plotly really serialises, or a chart too
 large would slip through: checked against plotly.io.to_json itself on figures shaped like the app's (strings with
 quotes, Chinese, control characters; numpy arrays of numbers and of strings; lean dict specs)."""
@@ -43,7 +43,7 @@ def test_no_page_sends_a_chart_around_the_check():
 
 
 def test_a_fitted_chart_is_never_taller_than_asked():
-    """The lesson draws its panel's charts at most CHART_PX tall (issue 38): a taller figure is lowered, a lower one
+    """The lesson draws its panel's charts at most CHART_PX tall: a taller figure is lowered, a lower one
     and one outside `fitted` are left as built, and a plain spec is capped like a figure."""
     import plotly.graph_objects as go
 

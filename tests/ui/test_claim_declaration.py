@@ -1,4 +1,4 @@
-"""A claim is one declaration (issue 48, item 0): a toy claim declared in one new module (plus its catalogue
+"""A claim is one declaration: a toy claim declared in one new module (plus its catalogue
 lines, in both languages) is measured, judged and shown by the Claims page, the CLI's JSON and the exports with no
 other file touched, and its figure is the median of its per-round effects, recomputed here from the raw rounds."""
 
@@ -90,7 +90,7 @@ def test_the_claims_page_measures_the_toy_and_exports_it(toy_claim, model_dirs):
     assert list(table[translate("zh", "claims.col_claim")]) == ["K99"]
     assert list(table[translate("zh", "claims.col_article")]) == [LINES["zh"]["claims.article.K99"]]
     assert [c.proto.id for c in at.get("plotly_chart") if c.proto.id.endswith("claims_fit_0")]  # a prefill sweep
-    # one figure on every surface (issue 48): the table's cell, the rounds' line under their chart, the JSON
+    # one figure on every surface: the table's cell, the rounds' line under their chart, the JSON
     figure = f"×{effect['measured'] + 1:.2f}"
     assert list(table[translate("zh", "claims.col_measured")]) == [figure]
     assert [c for c in at.get("plotly_chart") if c.proto.id.endswith("claims_rounds_K99_toy_doubling")]

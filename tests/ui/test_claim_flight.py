@@ -1,4 +1,4 @@
-"""One measurement per claim at a time (issue 35, finding 7): threads stand in for browser sessions pressing Reveal
+"""One measurement per claim at a time: threads stand in for browser sessions pressing Reveal
 together on a public server (llmviz/ui/claims/claim_flight.py). Each counts its own measure calls; the store is the
 server's LatestClaims."""
 

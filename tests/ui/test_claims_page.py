@@ -1,4 +1,4 @@
-"""The Claims page (issue 11) in AppTest: a quick run of three claims (the kv-fp16 compare serves K2 and K4; K9
+"""The Claims page in AppTest: a quick run of three claims (the kv-fp16 compare serves K2 and K4; K9
 counts KV blocks), its table and verdicts in both languages, the exports; the whole quick run of all eleven is
 behind the slow marker."""
 
@@ -36,7 +36,7 @@ def test_a_quick_run_shows_each_claims_verdict_and_exports():
     assert [c["id"] for c in kept["claims"]] == ["K2", "K4", "K9"]
     k2, k4 = kept["claims"][:2]
     assert k4["effects"][0]["measured"] == 0.5  # bf16 KV allocates exactly half the fp32 bytes
-    # the article's 25 ms per token beside the measured decode time of the same run (issue 22)
+    # the article's 25 ms per token beside the measured decode time of the same run
     lead = translate("zh", "claims.beside.K2", ms=0, model="", device="", threads=0, bound=0, bw=0)
     text = next(c.value for c in at.caption if c.value.startswith(lead[:12]))
     assert f"**{k2['figures']['decode_ms_per_token']:.2f} ms**" in text
@@ -57,7 +57,7 @@ def shown_in(at, lang: str, kept: dict) -> None:
     assert verdicts[1] == holds and verdicts[3] == holds  # K4's memory (exactly half) and K9's counted blocks
     floor = translate(lang, "compare.floor", what="K4", low="", high="", rounds=0, level="")
     floor = floor.split("：" if lang == "zh" else ":")[0]
-    assert any(c.value.startswith(floor) for c in at.caption)  # K4's A-vs-A control, under its verdict (issue 36)
+    assert any(c.value.startswith(floor) for c in at.caption)  # K4's A-vs-A control, under its verdict
     k9 = next(s.value for s in at.success if s.value.startswith("**K9"))
     assert translate(lang, "claims.verdict.holds") in k9
     downloads = {d.proto.label: d for d in at.get("download_button")}
@@ -82,7 +82,7 @@ def test_the_whole_quick_run():
     kept = at.session_state["llmviz_claims_report"]
     assert [c["id"] for c in kept["claims"]] == [f"K{i}" for i in range(1, 12)]
     # a CPU measures them all. Within this suite's 15 s budget for the GPT-2 shape a claim may stop before its first
-    # planned look (issue 48: a decode pair's at 12 rounds): it cannot tell, with the rounds that would decide; an
+    # planned look (a decode pair's at 12 rounds): it cannot tell, with the rounds that would decide; an
     # effect that decides rests on a look's rounds (at least 6), or is counted
     verdicts = [c["verdict"] for c in kept["claims"]]
     assert all(v in ("holds", "does_not_hold", "cannot_tell") for v in verdicts), verdicts
@@ -94,7 +94,7 @@ def test_the_whole_quick_run():
     assert all(e["more_rounds"] for e in undecided if e["reason"] == "no_interval"), undecided  # the next look
     assert [verdicts[i] for i in (6, 8)] == ["holds", "holds"]  # K7 and K9: counted on the request traces
     charts = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
-    rounds = [c for c in charts if c.startswith("claims_rounds_")]  # each timed effect's rounds (issue 48)
+    rounds = [c for c in charts if c.startswith("claims_rounds_")]  # each timed effect's rounds
     assert rounds == [f"claims_rounds_{c['id']}_{e['name']}" for c in kept["claims"] for e in c["effects"]
                       if e.get("per_round")]
     # K1's fit; the slips' two BERT masks
@@ -148,7 +148,7 @@ def test_the_articles_slips_and_terms_are_listed_with_their_evidence(lang):
     texts = [m.value for m in at.markdown]
     says = [v for v in texts if v.startswith("**§")]  # one per slip: its section, then the article's sentence
     order = [(1, 1)] * 5 + [(1, 2)] * 3 + [(2, 1), (2, 2), (2, 2), (3, 1), (3, 1), (4, 1), (4, 1), (4, 2), (4, 2),
-                                          (4, 2), (5,), (5,)]  # the article's sections, counted by hand (issue 38: 20)
+                                          (4, 2), (5,), (5,)]  # the article's sections, counted by hand (20)
     assert [tuple(int(p) for p in v[3:v.index("**", 3)].split(".")) for v in says] == order
     assert len(says) == len(SLIPS) and {v.split(" · ", 1)[1] for v in says} == {
         translate(lang, f"slip.{s.id}.says") for s in SLIPS}
@@ -173,7 +173,7 @@ def test_k10_and_k11_show_the_articles_figures_and_the_traffic_beside_this_machi
     run_claims(at, ["K10", "K11"])
     k10, c = at.session_state["llmviz_claims_report"]["claims"]
     f = c["figures"]
-    d, heads, kv = 768, 12, 12  # the decode claims run the GPT-2-124M shape (issue 36): its published config
+    d, heads, kv = 768, 12, 12  # the decode claims run the GPT-2-124M shape: its published config
     o = (heads + 2 * kv) * (d // heads)
     decode = 1 - (d + d * o + o) / (3 * d + d * o + o)
     assert f["predicted_decode_traffic_saved"] == pytest.approx(decode)

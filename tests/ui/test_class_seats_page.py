@@ -1,4 +1,4 @@
-"""The class's seats on the page (issue 47): the teacher sees who joined and removes a seat (its vote leaves the
+"""The class's seats on the page: the teacher sees who joined and removes a seat (its vote leaves the
 projector's count, its phone is told and cannot come back); a wrong teacher key reads as a wrong code and counts as a
 try; on a public server a student draws another name, never types one."""
 

@@ -1,4 +1,4 @@
-"""The classroom stepper's defects (issue 10, part 1), each in AppTest: every test here failed before its fix."""
+"""The classroom stepper's defects, each in AppTest: every test here failed before its fix."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def test_latency_fit_is_explained_and_the_length_sweep_measures_the_trend():
     assert chart["data"][0]["x"] == result["lengths"]
     shown = " ".join(c.value for c in at.caption)
     assert "contiguous layout and sdpa attention" in shown
-    # the slope judged by the lesson's C18 rule (issue 36: one rule for one figure), its interval in the sentence
+    # the slope judged by the lesson's C18 rule (one rule for one figure), its interval in the sentence
     texts = " ".join(m.value for m in at.markdown)
     assert any(w in texts for w in ("adds **", "includes none at all", "shorter steps with a longer cache")), texts
     assert result["element"] == "fp32" and result["bandwidth"]["gb_per_s"] > 0  # the bytes' slope beside it
@@ -304,7 +304,7 @@ def test_presenter_view_in_both_languages():
         assert translate(lang, "decode.mem_rss") not in labels and translate(lang, "decode.step") in labels
         assert translate(lang, "decode.sweep_run") not in [b.label for b in at.button]
         next(b for b in at.button if b.label == translate(lang, "present.reset_demo")).click().run()
-        s, default = at.session_state[SETTINGS_KEY], Settings.fresh(lang)  # the language's own prompt (issue 21)
+        s, default = at.session_state[SETTINGS_KEY], Settings.fresh(lang)  # the language's own prompt
         assert (s.prompt, s.model, s.seed, s.present) == (default.prompt, default.model, default.seed, 1)
         assert shown_prompt(at) == default.prompt and at.session_state[RUN_KEY].cursor == 0
         next(b for b in at.button if b.label == translate(lang, "present.leave")).click().run()

@@ -1,4 +1,4 @@
-"""The budget per client in the app (llmviz/ui/client_gate.py, issue 47 finding 5), with AppTest: a session that runs
+"""The budget per client in the app (llmviz/ui/client_gate.py), with AppTest: a session that runs
 the page past its budget first waits for its tokens (up to QUEUE_S), then sees the wait in its language, with no
 exception and none of the page (the check comes before anything is drawn), its session held HOLD_S; it gets the page
 back once the budget refills; another session is unaffected until the address's own budget is spent; a fragment's

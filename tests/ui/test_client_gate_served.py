@@ -1,4 +1,4 @@
-"""The budget per client on a real server (issue 47, finding 5): `streamlit run app.py` with its own runtime and
+"""The budget per client on a real server: `streamlit run app.py` with its own runtime and
 session ids (AppTest's stand-in is not limited, see test_client_gate.py), driven over Streamlit's websocket
 protocol from two addresses named in X-Forwarded-For (a loopback peer is a trusted balancer). The address's budget is
 set to a hundredth of a class (a burst of 4 page runs, then one each 5 s): the 5th run of one address shows the wait

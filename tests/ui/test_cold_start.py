@@ -1,4 +1,4 @@
-"""A fresh server process whose first sessions open different models at once (issue 19): transformers is a lazy
+"""A fresh server process whose first sessions open different models at once: transformers is a lazy
 module, and without state.imported() touching its names first, two or three of four first loads failed with
 "cannot import name 'AutoConfig' from 'transformers'" (1 run in 3 here on the code before the fix)."""
 

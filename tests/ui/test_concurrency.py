@@ -1,4 +1,4 @@
-"""Several browser sessions at once on one server (issue 9): no exception, no cross-talk, no deadlock.
+"""Several browser sessions at once on one server: no exception, no cross-talk, no deadlock.
 
 The harness is bench/concurrency.py: a list of (page, action) entries (ENTRIES) that every session walks, in
 order, in its own browser context, each with its own prompt, seed and temperature. Here 3 sessions open Tokens

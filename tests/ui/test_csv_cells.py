@@ -1,4 +1,4 @@
-"""No CSV the app writes holds a live formula (issue 47, finding 3): a student who named themselves
+"""No CSV the app writes holds a live formula: a student who named themselves
 =cmd|'/C calc'!A0 reached the teacher's class summary as a formula a spreadsheet would run.
 
 Every CSV goes through llmviz/ui/chrome.csv_text, which applies OWASP's CSV injection rule to each cell: text

@@ -1,4 +1,4 @@
-"""The recorded default demos (issue 10, part 4; issue 21): each shipped file is what the engine computes now for
+"""The recorded default demos: each shipped file is what the engine computes now for
 the app's default run in its language, and the stepper shows it, labelled as a recording, where no model can
 load."""
 

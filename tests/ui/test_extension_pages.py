@@ -1,6 +1,6 @@
-"""An extension is one declaration, read by every page (issue 37): the toy KV layout "chunked" and the toy attention
+"""An extension is one declaration, read by every page: the toy KV layout "chunked" and the toy attention
 backend "online" (tests/support/toy_extensions.py), registered from here, chosen through the link, and every
-declared page opened with them, in English and in Chinese. Before issue 37 the Memory page crashed on a layout it
+declared page opened with them, in English and in Chinese. Before, the Memory page crashed on a layout it
 had no catalog line for (KeyError 'memory.layout_chunked') and greyed its block-size box for anything but paged;
 a fresh app dropped `?attn=<toy>` as invalid when the extension loaded with the engine. Values are checked by hand:
 the chunked cache's slots are ceil(tokens / block) * block, its bytes those slots times the bytes of a token."""

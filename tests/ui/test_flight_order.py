@@ -1,4 +1,4 @@
-"""Runs ahead take turns (issue 48, ui/claims/claim_flight.py): one measures at a time, holding the server's one
+"""Runs ahead take turns (ui/claims/claim_flight.py): one measures at a time, holding the server's one
 heavy slot; the step opened last goes first, the lesson's next claim after every opened step, and a run gives its
 turn between batches to one that goes before it, the slot with it. Hand-made runs on threads, a real HeavyGate of
 one slot (a paused run that kept its slot would starve the other: ServerBusyError, and it would never measure)."""

@@ -1,4 +1,4 @@
-"""A malformed budget or balancer setting is said on the page, never a traceback (issue 47: the frame reads both
+"""A malformed budget or balancer setting is said on the page, never a traceback (the frame reads both
 first in every run)."""
 
 from ui_helpers import open_app, page_file

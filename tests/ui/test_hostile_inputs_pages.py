@@ -1,4 +1,4 @@
-"""The hostile-input catalogue (tests/support/cases.py) through the pages (issue 9): every prompt typed into
+"""The hostile-input catalogue (tests/support/cases.py) through the pages: every prompt typed into
 Home, every damaged trace file uploaded on the Trace page, every request trace uploaded on the Serving page.
 Each gets a correct result or a message under its typed error's headline, never an exception, and the page
 works afterwards. The library and the CLI run the same catalogue (tests/hostile/).

@@ -1,4 +1,4 @@
-"""Whatever a link carries, every page answers with a message or a result, never a traceback (issue 9).
+"""Whatever a link carries, every page answers with a message or a result, never a traceback.
 
 The harness covers every page app.py declares (a new page joins by being declared) with every URL setting
 set to hostile values, and hostile prompts on the pages that run one. Each run: no exception, the bad

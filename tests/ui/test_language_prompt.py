@@ -1,4 +1,4 @@
-"""The prompt a session starts with follows the interface language (issue 21): 济南的冬天 in Chinese, on first
+"""The prompt a session starts with follows the interface language: 济南的冬天 in Chinese, on first
 load and on Reset demo; switching language changes the prompt only while it is still the other language's
 default; a link round-trips whichever prompt it carries; a browser's locale names the language it asks for."""
 

@@ -1,4 +1,4 @@
-"""The Layer page (issue 10, part 3): one layer at one step from the recorded hooks, checked against the model's
+"""The Layer page: one layer at one step from the recorded hooks, checked against the model's
 own weights and config, in both languages."""
 
 import json

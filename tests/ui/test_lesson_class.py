@@ -1,4 +1,4 @@
-"""A class in one room, in the lesson (issue 39, its pages' first increment), with AppTest and a SQLite store in a
+"""A class in one room, in the lesson (its pages' first increment), with AppTest and a SQLite store in a
 temporary folder: the teacher starts a class; a student's device joins from the join link and follows the teacher's
 step (a step of its own leaves the pace, one tap rejoins); the student's prediction reaches the class's store and,
 after the teacher's Reveal, the projector's histogram counts exactly what was submitted; a wrong code is refused;

@@ -1,4 +1,4 @@
-"""The lesson page (issue 23, first increment): Next walks every step in the article's order in both languages
+"""The lesson page (first increment): Next walks every step in the article's order in both languages
 with no exception; the URL follows; each step's map holds the run's own shapes (from the config and the
 prompt's token count); a link opens its step, a hostile one the first."""
 

@@ -1,4 +1,4 @@
-"""The lesson's live panels (issue 23), in Chinese, each number read off the page and checked against an
+"""The lesson's live panels, in Chinese, each number read off the page and checked against an
 independent source: the config file and transformers' own tokenizer for shapes and counts, bytes counted by hand,
 the article's 24 KB / 6 MB / 64 MB, and the engine's own mask rule written out as loops. Each control is moved
 once and the figure it changes is read again."""
@@ -47,7 +47,7 @@ def test_the_prompts_tokens_against_the_tokenizer(prompt_ids):
     assert m[z("tokens.n_tokens")] == str(len(prompt_ids)) and m[z("tokens.n_chars")] == "5"
     assert m[z("tokens.col_id")] == str(prompt_ids[0])
     assert m[z("tokens.col_bytes")] == "e6"  # 济 is e6 b5 8e in UTF-8, spelled in bytes by this vocabulary
-    option = at.select_slider(key="lesson_ctl_tokens").options[0]  # markdown: the label escaped (issue 35)
+    option = at.select_slider(key="lesson_ctl_tokens").options[0]  # markdown: the label escaped
     assert shown(option) == "0 · <e6>" and option == "0 · \\<e6\\>"  # a lone byte by its hex, not �
     at.select_slider(key="lesson_ctl_tokens").set_value(len(prompt_ids) - 1).run()
     assert metrics(at)[z("tokens.col_id")] == str(prompt_ids[-1])

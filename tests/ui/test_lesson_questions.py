@@ -1,4 +1,4 @@
-"""The chapters' questions in the lesson (issue 38), on the page: each asked on its chapter's last step, graded
+"""The chapters' questions in the lesson, on the page: each asked on its chapter's last step, graded
 against an answer worked out here from the config file and transformers' own tokenizer (not from the page's
 arithmetic), a right answer and a wrong one, and the end's summary listing what was answered."""
 

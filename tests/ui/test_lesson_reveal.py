@@ -1,4 +1,4 @@
-"""Predict, then reveal, on the lesson page (issue 23): the prediction, this machine's measurement and the
+"""Predict, then reveal, on the lesson page: the prediction, this machine's measurement and the
 article's figure side by side; two synthetic results give two sentences; the end lists what was revealed and
 exports it; the Claims page's run is reused; in public mode a second student gets the server's latest."""
 
@@ -106,7 +106,7 @@ def test_reveal_then_the_end(app_model):
     at.button(key="lesson_next").click().run()  # 5.4, then the end
     at.button(key="lesson_next").click().run()
     assert at.session_state["llmviz_settings"].lesson == "end"
-    table = at.table[0].value  # wraps its cells: every column in view at 1280 px (issue 38)
+    table = at.table[0].value  # wraps its cells: every column in view at 1280 px
     assert list(table[translate("en", "claims.col_claim")]) == ["K9"]
     assert translate("en", "lesson.col_where") not in table.columns  # under the table instead
     assert any(c.value.startswith("K9 · ") for c in at.caption)
@@ -148,7 +148,7 @@ def test_revealed_is_what_the_summary_reads():
 
 def test_an_untouched_slider_is_no_prediction_and_a_moved_one_survives_the_round_trip(app_model):
     """Reveal without moving the slider: no prediction is kept (not the slider's starting x1.00), and the metric
-    shows a dash. A prediction made then stands after another step and back (issue 48: it was lost, the slider
+    shows a dash. A prediction made then stands after another step and back (it was lost, the slider
     back at x1.00 while the box showed the old value), is the one revealed, and the end lists it; moving the
     slider away and back to x1.00 is a prediction of no effect."""
     from llmviz.i18n.translator import Translator
@@ -250,7 +250,7 @@ def test_k4s_step_says_what_the_bytes_predict_before_measuring(app_model):
     said = t("lesson.before", predicted=shown_effect("decode_speedup", a / b - 1, t),
              why=t("lesson.arithmetic.why_kv", share=73_728 * mean_cached / a), article="×1.80")
     assert said in [c.value for c in at.caption], [c.value for c in at.caption]
-    # one measurement per claim (issue 36): the step opens Compare with K4's own pair and workload
+    # one measurement per claim: the step opens Compare with K4's own pair and workload
     at.button(key="lesson_workload_K4").click().run()
     assert not at.exception, [e.value for e in at.exception]
     s = at.session_state["llmviz_settings"]
@@ -327,7 +327,7 @@ def test_a_surprise_names_the_measured_numbers_behind_it(app_model):
     at.session_state["llmviz_claims_report"] = {"quick": True, "claims": [k3_claim()], "when": "2026-12-05 12:00:00"}
     reveal(at, "K3", 3.0)  # x3: far above x1.11
     said = [i.value for i in at.info]
-    # issue 48: the numbers behind it are the rounds themselves, whose median is the figure shown (x1.11 = 10/9)
+    # the numbers behind it are the rounds themselves, whose median is the figure shown (x1.11 = 10/9)
     assert any(v.startswith(translate("en", "lesson.surprise", predicted="×3.00", low="", high="")[:14]) and
                "The rounds behind it: 6 rounds, from ×1.11 to ×1.11; their median, ×1.11, is the figure above." in v
                for v in said), said

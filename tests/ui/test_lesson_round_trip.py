@@ -1,4 +1,4 @@
-"""Lesson -> full page -> back (issue 38): "open the full page" opens the step's page with the lesson's context (the
+"""Lesson -> full page -> back: "open the full page" opens the step's page with the lesson's context (the
 shared settings stay: prompt, model, language, presenter view; the Batch page starts on the student's prompt beside
 the article's §3.1 prompts, not its English examples), the URL says it came from the lesson, and the page's "back to
 step" returns to that very step, in the app and from a link."""

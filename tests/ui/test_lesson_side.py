@@ -1,4 +1,4 @@
-"""The lesson's side of a step (issue 38): the step's own map is drawn from the student's run, and its shapes and
+"""The lesson's side of a step: the step's own map is drawn from the student's run, and its shapes and
 bytes are those of the engine's recorded tensors (not the arithmetic that drew it): the prompt's K and V as the
 engine held them, the new token's row, and the cache after each decode step as its KV snapshot says; the whole
 model's map a tab away; the chapter's recap on its last step (R) and the article's slips (S) on tabs a key opens."""

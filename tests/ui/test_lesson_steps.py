@@ -1,4 +1,4 @@
-"""The lesson's registry of steps (issue 23): in the article's order, every item of the article's sections there,
+"""The lesson's registry of steps: in the article's order, every item of the article's sections there,
 every slip and claim one the app keeps, and the URL position that reopens a step (a hostile one falls back)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""The UI's one escaper (llmviz/ui/markdown.py, issues 19 and 35): each hostile form, escaped by hand. A bare URL,
+"""The UI's one escaper (llmviz/ui/markdown.py): each hostile form, escaped by hand. A bare URL,
 www. and an email get a WORD JOINER (U+2060) inside the literal GFM would autolink; every markdown mark a
 backslash; what a person reads (the escapes read, the joiners unseen) is the text as typed."""
 
@@ -27,7 +27,7 @@ TABLE = [  # (typed, escaped: written out by hand)
     ("$x$", "\\$x\\$"),
     ("a\nb\r", "a ↵ b"),
     ("http, www and a @ alone", "http, www and a @ alone".replace("@", f"{WJ}@")),
-    # a character reference would bring back what a name's filter refused (issue 47): CommonMark reads \& as "&"
+    # a character reference would bring back what a name's filter refused: CommonMark reads \& as "&"
     ("Lin&rlm;&ZeroWidthSpace;", "Lin\\&rlm;\\&ZeroWidthSpace;"),
     ("A & B", "A \\& B"),
 ]

@@ -1,4 +1,4 @@
-"""llmviz/ui/measure.py, the one "run a measurement and keep its result" helper every page uses (issue 20): a
+"""llmviz/ui/measure.py, the one "run a measurement and keep its result" helper every page uses: a
 measurement that fails shows its message and keeps nothing, the kept result is found for the inputs that produced
 it only, the public queue's slot is freed whatever the measurement raised, and the bar ends full."""
 

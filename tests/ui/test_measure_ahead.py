@@ -1,4 +1,4 @@
-"""Measure while the class thinks (issue 48, item 6): a claim's step starts its measurement on the server as it
+"""Measure while the class thinks: a claim's step starts its measurement on the server as it
 opens, once for every visitor (a hundred visitors, one run), shows its rounds so far, and the Reveal after a
 prediction reads it in seconds; a recent measurement is not taken again. ClaimFlights with a hand-made run (threads,
 events), then the lesson page in AppTest on K9 (counted on the request trace: a real measurement in seconds)."""

@@ -1,4 +1,4 @@
-"""The memory calculator page (C17, issue 11): the bytes it shows for published configs are the ones worked out
+"""The memory calculator page (C17): the bytes it shows for published configs are the ones worked out
 by hand in tests/analysis/test_memory_calc.py (Llama-3-8B: 1 GiB of KV for 8192 tokens in fp16; Mistral-7B:
 512 MiB at 32768 tokens because of its 4096-token window), what fits where, and a clear message for a pasted
 config that is not one, in both languages."""

@@ -1,6 +1,6 @@
-"""The model cache keys on what a load depends on, and a public server bounds the weights it holds (issue 19:
-settings that change nothing made new 520 MB copies of gpt2-124m-random, one per session); the heavy
-measurements' wall-clock limit and the other public-mode settings."""
+"""The model cache keys on what a load depends on, and a public server bounds the weights it holds (settings that
+change nothing made new 520 MB copies of gpt2-124m-random, one per session); the heavy measurements' wall-clock
+limit and the other public-mode settings."""
 
 from __future__ import annotations
 

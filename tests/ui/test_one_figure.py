@@ -1,4 +1,4 @@
-"""One figure on every surface (issue 48, item 4): one recorded set of figures (K4's decode pair, twelve rounds,
+"""One figure on every surface: one recorded set of figures (K4's decode pair, twelve rounds,
 A and B drifting together round by round) judged once, then rendered by every surface that shows it (the Claims
 table, the verdict's sentence, the rounds under the chart, the lesson's metric and end table, the JSON, CSV and
 HTML exports, the CLI's report) and compared number by number, in both languages. The figure by hand: the median

@@ -1,7 +1,7 @@
-"""The shape the pages keep (issue 37): a page file is widgets and layout, 50-150 lines, and a verdict is decided
+"""The shape the pages keep: a page file is widgets and layout, 50-150 lines, and a verdict is decided
 in llmviz/analysis only (one rule for every page, the CLI and the exports), never written by a ui/ module or a page.
 
-The line rule was a ratchet while issue 37 split the long pages (decode.py 228, serving.py 188, prefill.py 174 lines):
+The line rule was a ratchet while the long pages were split (decode.py 228, serving.py 188, prefill.py 174 lines):
 OVER lists a page still over 150 lines with its length, a listed page may only shrink, and one back under 150 must
 leave the list. The list is empty now: every page is within 150 lines. Each rule also runs on planted source to
 show that it fails.

@@ -138,7 +138,7 @@ def test_decode_steps_through_the_recorded_steps(report, saved_trace):
 
 def test_the_lesson_runs_from_the_recording(report, saved_trace):
     """Every step drawn from the recorded run (no exception, no error box); the measured steps say why Reveal is
-    off (issue 23). The prompt's token count is the recording's, not the link's prompt."""
+    off. The prompt's token count is the recording's, not the link's prompt."""
     from llmviz.ui.lesson.lesson_steps import POSITIONS, STEPS
 
     trace, _ = saved_trace

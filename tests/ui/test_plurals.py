@@ -1,4 +1,4 @@
-"""English counts read right (issue 10): "1 token", "1 radian", never "1 tokens"; other counts unchanged."""
+"""English counts read right: "1 token", "1 radian", never "1 tokens"; other counts unchanged."""
 
 import re
 import string

@@ -70,7 +70,7 @@ def test_chosen_head_shows_its_recorded_scores_and_probs(model_dirs):
     assert np.allclose(shown[~np.isnan(shown)], recorded[np.isfinite(recorded)], atol=1e-5)
     probs = array(figs["Softmax probabilities, layer 1, head 3"]["data"][0]["z"])
     want = step.hook("layers.1.probs").array[0, 3]
-    hidden = np.isneginf(recorded)  # masked in the scores: 0 after softmax, drawn grey (issue 10), not white
+    hidden = np.isneginf(recorded)  # masked in the scores: 0 after softmax, drawn grey, not white
     assert np.array_equal(np.isnan(probs), hidden) and np.all(want[hidden] == 0)
     assert np.allclose(probs[~hidden], want[~hidden], atol=1e-6)
     assert np.allclose(np.nan_to_num(probs).sum(axis=1), 1.0, atol=1e-5)

@@ -1,4 +1,4 @@
-"""Public mode (issue 9): an allow-list of models (no path on the server can be named), upload limits, and
+"""Public mode: an allow-list of models (no path on the server can be named), upload limits, and
 heavy measurements queued in one guarded object so one user cannot starve the others."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Resource faults (issue 9): a model folder deleted while cached, a device this machine lacks, out of memory
+"""Resource faults: a model folder deleted while cached, a device this machine lacks, out of memory
 while loading: a message in the session's language, and a working app afterwards."""
 
 from __future__ import annotations

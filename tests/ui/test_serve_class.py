@@ -1,4 +1,4 @@
-"""A class behind HAProxy (issue 24): `scripts/serve-class` with 2 replicas; 4 sessions over Streamlit's websocket
+"""A class behind HAProxy: `scripts/serve-class` with 2 replicas; 4 sessions over Streamlit's websocket
 protocol through the balancer each step Decode 3 times, then download their run from the Trace page. The balancer's
 cookie names the replica that holds each session (its download is found there, and only there), the sessions are
 spread over both replicas, and each run's tokens are what the engine draws alone with that session's settings.

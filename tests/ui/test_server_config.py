@@ -1,4 +1,4 @@
-"""The server's settings (issue 24): no full garbage collection after every script run, both where the checkout
+"""The server's settings: no full garbage collection after every script run, both where the checkout
 serves the app (.streamlit/config.toml) and where `llmviz app` serves the installed package."""
 
 import tomllib

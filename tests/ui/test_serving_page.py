@@ -40,7 +40,7 @@ def test_batching_tab(app_model):
 
 
 def drawn_as_before(at, result: dict, step: int) -> None:
-    """A built-in trace's Gantt keeps a cell per request and step (issue 35 bins only larger ones): each state's
+    """A built-in trace's Gantt keeps a cell per request and step (only larger ones are binned): each state's
     cells those of the old grid (analysis.serving.timeline; the same pixels in Chromium), each request a row
     named by its id, the step marked, nothing said binned."""
     from llmviz.analysis.serving import STATES, timeline

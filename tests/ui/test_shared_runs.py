@@ -1,4 +1,4 @@
-"""One run of a claim's workload on every surface (issue 48, item 6; ui/claims/shared_runs.py): the rule that picks
+"""One run of a claim's workload on every surface (ui/claims/shared_runs.py): the rule that picks
 the newest, most precise run (ui/public.finer) on hand-made cases; the KV layouts page's sweep recognised as K3's
 workload by its settings; then, in AppTest on the embedded model, the Batch page's K5 run kept on the server and
 labelled with its time and rounds, the lesson's Reveal reading that run and saying so, and a finer run measured

@@ -1,5 +1,5 @@
-"""A session's run stays within its byte budget (issues 9 and 35): the oldest steps lose their tensors first, the
-prefill among them (issue 35: it was exempt, and a 505-token prefill of the GPT-2 shape kept 555 MB); the step shown
+"""A session's run stays within its byte budget: the oldest steps lose their tensors first, the
+prefill among them (it was exempt, and a 505-token prefill of the GPT-2 shape kept 555 MB); the step shown
 goes last and the newest step never; a shed K/V row keeps its norm (the cache grid), and the Decode page says so."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_the_oldest_steps_are_shed_first_and_the_budget_holds(run):
     gone = [s.index for s in run.steps if is_shed(s)]
     assert n == len(gone) > 0
     assert gone == list(range(len(gone))) or gone == [0, 1, 2, *range(4, 1 + len(gone))]  # oldest first, 3 kept
-    assert 0 in gone  # the prefill is shed like any other step (issue 35)
+    assert 0 in gone  # the prefill is shed like any other step
     for index in (3, len(run.steps) - 1):  # the step shown, the newest
         assert not is_shed(run.steps[index]) and all(r.array is not None for r in run.steps[index].hooks)
     for s in run.steps:
@@ -163,7 +163,7 @@ def _freed(ref) -> bool:
 
 
 def test_a_replaced_decode_run_is_freed(model_dirs):
-    """Home's run button replaces the Decode page's run: the old run and its trace must go (issue 9). They were
+    """Home's run button replaces the Decode page's run: the old run and its trace must go. They were
     kept alive by the Decode buttons' callback args, which Streamlit holds after the page is left."""
     import weakref
 
@@ -182,7 +182,7 @@ def test_a_replaced_decode_run_is_freed(model_dirs):
 
 
 def test_a_replaced_layouts_run_is_freed(model_dirs):
-    """The KV layouts page's three sessions go when another prompt on Home starts them again (issue 9)."""
+    """The KV layouts page's three sessions go when another prompt on Home starts them again."""
     import weakref
 
     at = open_app(None, model=str(model_dirs["llama_gqa_rope3"]), prompt=PROMPT)
@@ -203,7 +203,7 @@ def test_a_replaced_layouts_run_is_freed(model_dirs):
 
 def test_long_lived_objects_are_left_out_of_each_collection(model_dirs):
     """Streamlit collects garbage after every script run; the app moves what was imported (torch, transformers,
-    plotly: ~385,000 objects) to the permanent generation once, so that collection stays cheap (issue 10: it took
+    plotly: ~385,000 objects) to the permanent generation once, so that collection stays cheap (it took
     ~200 ms of every Next click). A module's objects are frozen; a run and its trace are not (they must go when
     replaced)."""
     import gc
@@ -251,7 +251,7 @@ def test_a_shed_trace_saves_and_loads_its_row_norms(model_dirs, tmp_path):
 
 
 def test_an_uploaded_trace_is_kept_within_the_budget_as_a_live_run(model_dirs, monkeypatch):
-    """A replayed trace counts against the session's budget too (issue 19): a capture-full file recorded with a
+    """A replayed trace counts against the session's budget too: a capture-full file recorded with a
     larger budget is shed on upload as a live run of its length would be, and the page says so."""
     from llmviz.i18n.translator import translate
     from llmviz.trace.records import trace_to_zip
@@ -266,7 +266,7 @@ def test_an_uploaded_trace_is_kept_within_the_budget_as_a_live_run(model_dirs, m
     at.file_uploader(key="trace_upload").set_value(("long.zip", trace_to_zip(trace), "application/zip")).run()
     assert not at.exception and not at.error
     run = at.session_state["llmviz_run"]
-    assert run.key is None and run.shed == len(trace.steps) - 1  # all but the newest, the prefill too (issue 35)
+    assert run.key is None and run.shed == len(trace.steps) - 1  # all but the newest, the prefill too
     assert [is_shed(s) for s in run.trace.steps] == [*[True] * (len(trace.steps) - 1), False]
     kept = droppable_step(run.trace.steps[-1])
     assert droppable(run.trace) == kept and kept == droppable_step(trace.steps[-1])
@@ -297,7 +297,7 @@ def test_a_public_server_refuses_a_replay_that_still_holds_too_much(model_dirs, 
 
 
 def test_the_prefill_page_says_which_tensors_the_budget_left_out(model_dirs, monkeypatch):
-    """A prefill planned within the budget (issue 35) keeps its small tensors; the Prefill page names the maps it
+    """A prefill planned within the budget keeps its small tensors; the Prefill page names the maps it
     did not copy and why, in the session's language, not as a trace recorded without them."""
     from llmviz.i18n.translator import translate
 

@@ -216,7 +216,7 @@ def test_download_name_and_summary(downloaded):
 
 def test_generated_text_regroups_a_character_split_into_byte_tokens(downloaded):
     """济 is three byte tokens in the embedded vocabulary (it occurs twice in its Chinese text), each decoding
-    alone to U+FFFD; 南 is one token (issue 21): the page's text joins the bytes before decoding."""
+    alone to U+FFFD; 南 is one token: the page's text joins the bytes before decoding."""
     import copy
 
     import numpy as np
@@ -234,7 +234,7 @@ def test_generated_text_regroups_a_character_split_into_byte_tokens(downloaded):
     assert generated_text(trace) == "济南" == tok.hf.decode(ids, skip_special_tokens=True)
 
 
-# --- issue 19: an uploaded trace's text renders as text; a public server's download carries none of its own facts
+# --- an uploaded trace's text renders as text; a public server's download carries none of its own facts
 EVIL = "![x](http://evil.example/a.png) [click](http://evil.example)"
 
 

@@ -1,4 +1,4 @@
-"""Each page's URL section (issue 37, ui/url_fields.py): a table of fields with their defaults and checks, read by
+"""Each page's URL section (ui/url_fields.py): a table of fields with their defaults and checks, read by
 one loop. Every field of every section survives the round trip (a value other than its default -> the link ->
 the same settings), and a hostile value of every field is dropped and named as today, the rest of the link kept.
 The example values are written here by hand, one per field: a field added without one fails the first test."""

@@ -1,4 +1,4 @@
-"""Figures built as plain specs without plotly's validation (style.lean, issue 24) against plotly's own validator.
+"""Figures built as plain specs without plotly's validation (style.lean) against plotly's own validator.
 
 Each is passed once through the validating constructor, the independent source here: a misspelt property raises,
 a value plotly would rewrite (a bare colour-scale name, which plotly.js reads as a different scale) comes back

@@ -1,4 +1,4 @@
-"""No figure draws a link (issue 35): plotly.js turns `<a href=...>` in any text into a live link, and a model name,
+"""No figure draws a link: plotly.js turns `<a href=...>` in any text into a live link, and a model name,
 a token or a request's name from a file or a link reaches titles, ticks, labels and hovers. The shared layout
 (style.finish, style.lean) writes every link tag as text; plotly's other tags stay."""
 

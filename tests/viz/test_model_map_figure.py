@@ -1,4 +1,4 @@
-"""The model map's drawing (issue 23): every part once with its prefill and decode shapes, the current step's in
+"""The model map's drawing: every part once with its prefill and decode shapes, the current step's in
 bold, the layer count, the highlights; labels escaped; a valid SVG document."""
 
 import xml.etree.ElementTree as ET

@@ -3,7 +3,7 @@
 Order: the local cache first (`local_files_only=True`); then, only when HF_HUB_OFFLINE is unset and
 the hub (HF_ENDPOINT, or huggingface.co) answers HTTP within a few seconds, a download of the config, tokenizer
 and safetensors files (never pickles, never code), each of the download's requests bound to receive its first bytes
-within FIRST_BYTES_S seconds (hub_client.py: a hub that answers the probe and then drips, issue 35), the transfer
+within FIRST_BYTES_S seconds (hub_client.py: a hub that answers the probe and then drips), the transfer
 after them unbounded (a large download, slow but progressing, goes on).
 """
 

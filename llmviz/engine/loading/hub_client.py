@@ -1,4 +1,4 @@
-"""The hub's HTTP client, each request's first bytes bounded in time (issue 35, finding 10).
+"""The hub's HTTP client, each request's first bytes bounded in time.
 
 huggingface_hub's own timeouts bound each socket read, so a hub (or a mirror, a proxy) that answers the probe's HEAD
 at once and then sends a GET's body one byte a second keeps a download waiting forever: `llmviz generate --model

@@ -1,4 +1,4 @@
-"""The model-family protocol (issue 20): what a family module (llama.py, gpt2.py) gives the loader. Torch-free.
+"""The model-family protocol: what a family module (llama.py, gpt2.py) gives the loader. Torch-free.
 
 A family maps a Hugging Face config.json onto our ModelConfig and a checkpoint's tensor names onto our parameter
 names; every family builds the same DecoderModel (transformer.py) from the config alone. A new family is one

@@ -1,4 +1,4 @@
-"""The C heap under Python, numpy and torch on glibc (issue 9: a server left running for a day).
+"""The C heap under Python, numpy and torch on glibc (a server left running for a day).
 
 A decode step frees arrays a little larger than the last, and Streamlit runs every script run in a new thread:
 left to itself glibc keeps freed memory in the heap (a growing mmap threshold) and spreads the threads over

@@ -276,7 +276,7 @@ class ContinuousScheduler:
         """When no request runs or waits, record the steps until the next arrival as idle (0 ms, no rows, as static
         batching records its idle steps) without an engine step each; the steps recorded. Stepping them cost a
         schedule and a record per step: 1,024 one-token requests spread over 10,000 steps stepped 10,000 times
-        (issue 35)."""
+."""
         if self.waiting or self.running or not self.pending:
             return 0
         first, until = len(self.records), self.pending[0].arrival_step
@@ -290,7 +290,7 @@ class ContinuousScheduler:
         outputs and the per-step records. Progress is reported after each step that drew a token (the tokens
         drawn so far, counted as they are drawn: summing every request's tokens at every step cost requests x
         steps), with the token each request drew in it ({"step": n, "tokens": {request id: token id}}: a
-        request's tokens as they come, issue 39)."""
+        request's tokens as they come)."""
         total, drawn = sum(r.output_len for r in self.trace.requests), 0
         while not self.finished and (until is None or len(self.records) <= until):
             self.idle_until_arrival()

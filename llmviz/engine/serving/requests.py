@@ -30,7 +30,7 @@ MAX_REQUESTS = 1024
 MAX_ARRIVAL_STEP = 10_000  # a simulation runs one engine step per step, idle or not
 MAX_TRACE_BYTES = 2_000_000  # a trace file read or uploaded (the built-in ones are ~30 KB)
 # The most work (trace_work: prompt + output tokens, static batching's padding included) an uploaded trace may
-# ask of a public server (issue 19), so that no visitor holds the heavy slot for long. Measured on this project's
+# ask of a public server, so that no visitor holds the heavy slot for long. Measured on this project's
 # 2-core CPU (shared, load ~3), the embedded model: the worst case is 1 slot, one engine step per token, where
 # 8,192 tokens took 67 s through static and 37 s through continuous batching (122 and 223 tokens/s): the
 # Serving page's two runs in under 2 minutes. The built-in "mixed" (3,253 tokens) takes 2.0 s + 1.0 s at 8 slots;
@@ -100,7 +100,7 @@ def _shown(value) -> str:
 
 
 def _unique_keys(pairs: list) -> dict:
-    """json.loads' object hook: a key written twice is an error, not silently the last one (issue 19)."""
+    """json.loads' object hook: a key written twice is an error, not silently the last one."""
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         twice = next(k for k in keys if keys.count(k) > 1)
@@ -161,7 +161,7 @@ def check_work(trace: RequestTrace, max_seq: int, limit: int | None = PUBLIC_MAX
     Its longest request (prompt + output) must fit `max_seq`, a sequence's tokens (ConfigError); its work
     (trace_work, with static batching's padding when `slots` is given) must be at most `limit` tokens
     (NotAllowedError, code "serving_work", the figures as params). A public server passes PUBLIC_MAX_TRACE_TOKENS
-    (issue 19: 1,024 requests x 2,047 tokens held the heavy slot for hours); `limit=None` checks the length only."""
+    (1,024 requests x 2,047 tokens held the heavy slot for hours); `limit=None` checks the length only."""
     if slots is not None and (not isinstance(slots, int) or isinstance(slots, bool) or slots < 1):
         raise ConfigError(f"slots must be a whole number >= 1, got {slots!r}")
     longest = max(trace.requests, key=lambda r: (len(r.prompt_ids) + r.output_len, -r.id))
@@ -173,7 +173,7 @@ def check_work(trace: RequestTrace, max_seq: int, limit: int | None = PUBLIC_MAX
     if limit is not None and work > limit:
         tokens = trace_work(trace)
         padded = f"; static batching in {slots} slots, padding included" if slots else ""
-        # a refusal that the padding makes (issue 35: 1,080 tokens, 16,320 in 16 slots) says so in its own message
+        # a refusal that the padding makes (1,080 tokens, 16,320 in 16 slots) says so in its own message
         code = "serving_work_padded" if work > tokens else "serving_work"
         raise NotAllowedError(f"trace {_shown(trace.name)} asks for {work:,} tokens of work (prompt + output over "
                               f"its {len(trace.requests):,} requests{padded}); this server runs at most {limit:,} "
@@ -185,7 +185,7 @@ def check_work(trace: RequestTrace, max_seq: int, limit: int | None = PUBLIC_MAX
 def parse_trace(text: str, name: str = "trace") -> RequestTrace:
     """A trace from its JSON text; anything malformed is a TraceFormatError saying what and where.
 
-    Strict (issue 19): a bool is not a number, a string is not a number, non-finite numbers are refused, a key
+    Strict: a bool is not a number, a string is not a number, non-finite numbers are refused, a key
     written twice in one object is an error; a leading UTF-8 byte order mark is dropped."""
     try:
         doc = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_unique_keys)

@@ -14,7 +14,7 @@ A round, with x the last token (both caches hold everything before it):
 Greedy output is the target's own, token for token (the engine's same-tokens rule). Each round keeps its
 draft and verify wall times; the measurement around it (a warm-up, each model alone timed the same way, the
 predicted speed-up) is llmviz/labs/speculative.py's. At capture meta or full a round's verification is recorded as
-the StepTrace every page reads (issue 37): the target's step over [x, d1..dk], its k + 1 queries' attention, the
+the StepTrace every page reads: the target's step over [x, d1..dk], its k + 1 queries' attention, the
 logits of the position its token was drawn from, that token; the cache as the step left it, before the truncation.
 """
 

@@ -7,7 +7,7 @@ tokens keeps its row, computed and thrown away, until the batch ends: the waste 
 removes. Rows draw with their requests' own seeds and settings, so every request's tokens are its own.
 
 At ServeConfig.capture meta or full a batch's steps are recorded as the Session records them, the StepTrace every
-page reads (issue 37), its KV snapshot naming the requests (`seq_ids`) as continuous batching's does; `until` stops
+page reads, its KV snapshot naming the requests (`seq_ids`) as continuous batching's does; `until` stops
 after that step (a look inside it).
 """
 
@@ -46,7 +46,7 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
         return until is not None and len(records) > until
 
     def waiting() -> int:  # arrived, but their batch has not begun: found by bisection, not by counting them all
-        return max(0, bisect_right(arrivals, len(records)) - started)  # at every idle step (issue 35)
+        return max(0, bisect_right(arrivals, len(records)) - started)  # at every idle step
 
     for batch in batches:
         while len(records) < max(r.arrival_step for r in batch) and not past():  # idle until the batch is complete

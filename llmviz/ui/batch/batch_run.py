@@ -82,7 +82,7 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
         with st.spinner(t("batch.running")), measure.heavy(t, run_seconds(lm.cfg.to_dict(), tokens, 0, s.dtype)):
             handle = service.runs.start(lm, prompts, config, server.policy().trace_budget_bytes)
             handle.step()
-            state.bound_runs([handle])  # within the session's budget (issue 35)
+            state.bound_runs([handle])  # within the session's budget
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None

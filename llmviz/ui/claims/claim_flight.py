@@ -1,4 +1,4 @@
-"""One measurement of a claim at a time on a public server (issue 35, finding 7): a class pressing Reveal together
+"""One measurement of a claim at a time on a public server: a class pressing Reveal together
 on a claim nobody has measured yet gets one measurement, and everyone reads it.
 
 Before, each session looked the claim up in the server's latest measurements (ui/public.LatestClaims) before it
@@ -8,7 +8,7 @@ in-flight marker beside that store, under one Condition: the first session to as
 it; the others wait for its entry and read it; a measurer that fails (an error, its tab closed) leaves no entry,
 and the next waiter measures instead. Different claims never wait on each other.
 
-Beside them, the runs ahead (issue 48): a lesson's claim step measures its claim, and those its workload serves, as
+Beside them, the runs ahead: a lesson's claim step measures its claim, and those its workload serves, as
 it opens, and the lesson's next claim when the queue is free; they take turns one at a time (timings never share
 the cores), the step opened last first, and a run gives its turn between batches to one that goes before it. One
 per server process (st.cache_resource in ui/lesson/lesson_measure.py), guarded by its own lock: no module state.
@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui.public import LatestClaims
 
-AHEAD = "ahead"  # who measures a claim that a step opened (issue 48: while the class thinks), not a session
+AHEAD = "ahead"  # who measures a claim that a step opened (while the class thinks), not a session
 LOG = logging.getLogger(__name__)
 Runner = Callable[[Callable[[str, dict], None]], dict | None]  # run(report) -> {claim id: entry}: a run ahead
 
@@ -94,7 +94,7 @@ class ClaimFlights:
     def ahead(self, latest: LatestClaims, claim_ids: str | tuple[str, ...], run: Runner, fresh_s: float,
               opened: bool = True, slot: Callable[[], AbstractContextManager] | None = None) -> bool:
         """Measure `claim_ids` (one claim, or the claims one workload serves: claim_spec.sharing) now, on a thread
-        of its own, because a step opened (issue 48: the projector measures while the phones vote) or, not
+        of its own, because a step opened (the projector measures while the phones vote) or, not
         `opened`, because it is the lesson's next claim (measured when the queue is free): unless the server holds
         an entry of each newer than fresh_s seconds or someone measures one now, so a hundred visitors opening the
         step cause one run. run(report) measures, calling report(claim id, the judged claim so far) after each

@@ -1,4 +1,4 @@
-"""The numbers behind a timed claim (issue 48, item 4): its rounds themselves, a dot per round, their median (the
+"""The numbers behind a timed claim: its rounds themselves, a dot per round, their median (the
 one figure every surface shows), the interval at the level it attains and the A-vs-A control's rounds beside
 them, where "the numbers behind" once showed the medians of A and B (whose ratio is not the median of the
 per-round ratios: K4's box x0.53 over 61.58 / 142.84 ms = x0.43). The Claims page, the lesson's Reveal and the

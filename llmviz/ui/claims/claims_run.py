@@ -48,7 +48,7 @@ def run(t, ids: list[str], quick: bool, device: str) -> dict | None:
 
 def judged_here(claim_id: str, result: dict) -> dict:
     """A full page's own sweep judged by the claims' one rule (analysis/claims.judge, the Claims page's and the
-    lesson's), with where it ran: the KV layouts page's sweep as K3, the Batch page's as K5 (issue 36)."""
+    lesson's), with where it ran: the KV layouts page's sweep as K3, the Batch page's as K5."""
     return judged(claim_id, result) | {"where": {k: result.get(k) for k in ("model", "device", "threads")}}
 
 
@@ -78,7 +78,7 @@ def floor_caption(t, floor: dict, what: str) -> None:
 
 
 def floors(t, c: dict) -> None:
-    """A judged claim's A-vs-A floors, one caption each (issue 36): K3's at each length it is judged at."""
+    """A judged claim's A-vs-A floors, one caption each: K3's at each length it is judged at."""
     figures = c.get("figures") or {}
     if figures.get("noise_floor"):
         floor_caption(t, figures["noise_floor"], c["id"])
@@ -141,7 +141,7 @@ def as_html(t, rep: dict) -> str:
 
 def beside(t, c: dict) -> str | None:
     """The article's own figure beside this machine's, where the claim's declaration has such a sentence
-    (claims.beside.<id>: K2's step time, K10's tokens per second, K11's traffic beside its time; issue 22); None
+    (claims.beside.<id>: K2's step time, K10's tokens per second, K11's traffic beside its time); None
     for the others or a claim not measured."""
     read = claim_spec.claim(c["id"]).beside
     values = read(c.get("figures") or {}) if read is not None else None

@@ -1,4 +1,4 @@
-"""One run of a claim's workload, shown on every surface (issue 48, item 6): the lesson's Reveal, the Claims page
+"""One run of a claim's workload, shown on every surface: the lesson's Reveal, the Claims page
 and the full page whose sweep is the claim's own workload (the KV layouts page's for K3, the Batch page's for K5,
 the Compare page's long-context pair for K4, K10, K11) share the server's newest, most precise run of it, and each
 says which run it shows: where it was measured, when, on how many rounds.

@@ -1,6 +1,6 @@
 """The Compare page's URL section (C8-C11, C14, C19-C21; ui/url_fields.py): the model ("" = Home's), settings A and
 B as switch specs ("kv-dtype=fp16,attn=eager"), decode steps and timed rounds, cmp_run=1 to run it when the link
-opens, cmp_ppl=1 for each side's held-out perplexity, and the long-context section's cached tokens (issue 36)."""
+opens, cmp_ppl=1 for each side's held-out perplexity, and the long-context section's cached tokens."""
 
 from __future__ import annotations
 

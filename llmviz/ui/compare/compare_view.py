@@ -105,7 +105,7 @@ def result_view(t, result: dict, labels: list[str]) -> None:
         st.warning(t("compare.noise", what=", ".join(noisy)))
     elif None in result["within_noise"].values():
         st.info(t("compare.noise_unjudged"))
-    for key, floor in result.get("control", {}).get("noise_floor", {}).items():  # the A-vs-A control (issue 36)
+    for key, floor in result.get("control", {}).get("noise_floor", {}).items():  # the A-vs-A control
         claims_run.floor_caption(t, floor, t(f"compare.m.{key}"))
     chart(t, timing_bars(result, {"a": "A", "b": "B", "prefill_ms": t("compare.m.prefill_ms"),
                                   "decode_ms_per_token": t("compare.m.decode_ms_per_token")},

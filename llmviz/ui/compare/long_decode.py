@@ -1,4 +1,4 @@
-"""The Compare page's long-context section (issue 36; claims K2, K4, K10, K11; C8, C11, C14, C18): A and B decoding
+"""The Compare page's long-context section (claims K2, K4, K10, K11; C8, C11, C14, C18): A and B decoding
 after `cmp_ctx` cached tokens by the decode claims' own lab and workload (llmviz/labs/decode_pair.py), with the
 A-vs-A noise floor, what the bytes predict, and, where A and B are a decode claim's pair on that claim's own workload,
 the claim judged by the one rule the Claims page and the lesson use (on another workload: shown, not judged). The
@@ -115,7 +115,7 @@ def draw(t, result: dict) -> None:
         judged = claims_run.judged_here(claim["id"], claim["figures"])
         claims_run.verdict_box(t, judged)
         shared_runs.page_caption(t, judged, result, "compare")
-        claim_rounds.rounds_expander(t, judged, "compare_rounds")  # the rounds behind its figure (issue 48)
+        claim_rounds.rounds_expander(t, judged, "compare_rounds")  # the rounds behind its figure
     elif claim:  # its pair on another workload: shown, not judged (the lesson and the Claims page would differ)
         w = claim["wants"]
         st.caption(t("compare.long.not_judged", claim=claim["id"], model=literal(w["model"]), n=w["context"],

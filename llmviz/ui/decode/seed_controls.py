@@ -1,4 +1,4 @@
-"""The Decode page's seed, "new sample" and "resample from this step" (issue 10), and the two samples side by
+"""The Decode page's seed, "new sample" and "resample from this step", and the two samples side by
 side: a teacher shows that sampling draws another answer each time, and where the answers part.
 
 Every action runs in an on_click callback (before the page is drawn again); an error there is kept and shown
@@ -37,7 +37,7 @@ def _restart(run, seed: int) -> None:
     state.forget_run()
 
 
-# The callbacks read the run from the session state (state.held_run), never from their args (issue 9).
+# The callbacks read the run from the session state (state.held_run), never from their args.
 def _apply_seed() -> None:
     if (run := state.held_run()) is not None:
         _restart(run, int(st.session_state[SEED_KEY]))
@@ -72,7 +72,7 @@ def controls(t, run) -> None:
     a, b, c = st.columns([1, 1, 2])
     low, high = SEEDS
     # The setting as the box's default too (state.seed_widgets): under load a browser that lost the box's state
-    # sent its default (0) back as a change, and _apply_seed resampled the run with seed 0 (issue 19).
+    # sent its default (0) back as a change, and _apply_seed resampled the run with seed 0.
     default = "min" if SEED_KEY in written else state.settings().seed
     a.number_input(t("decode.seed"), low, high, value=default, key=SEED_KEY, on_change=_apply_seed,
                    disabled=not live, help=t("decode.seed_help"))

@@ -1,4 +1,4 @@
-"""The Claims page's latency curves for the current settings (C18; issue 11): decode ms/token against the cached
+"""The Claims page's latency curves for the current settings (C18): decode ms/token against the cached
 length (the Decode page's sweep, llmviz.ui.latency.latency_sweep) and prefill ms against the prompt's length,
 fitted with a + b*n + c*n^2 (llmviz.analysis.prefill_fit), each the median of repeats."""
 

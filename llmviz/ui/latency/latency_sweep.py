@@ -1,4 +1,4 @@
-"""The Decode page's length sweep (C18, issue 10): decode ms/token at a few cached lengths, the median of
+"""The Decode page's length sweep (C18): decode ms/token at a few cached lengths, the median of
 repeats, on the run's model with its KV layout and attention backend. A dozen live steps are too few and too
 noisy for the trend; this measures it over the model's whole context.
 

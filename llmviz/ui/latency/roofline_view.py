@@ -1,4 +1,4 @@
-"""The roofline section of the Claims page (C7; issue 11): this device's ceilings measured now, and every step of
+"""The roofline section of the Claims page (C7): this device's ceilings measured now, and every step of
 the run on Home/Decode placed on them from its real shapes, with its bound beside its measured time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Decode slowing down, as the lesson's §4.2 step shows it (C18; issue 36): a sweep of cached lengths on the
+"""Decode slowing down, as the lesson's §4.2 step shows it (C18): a sweep of cached lengths on the
 GPT-2-124M shape over its whole context (llmviz/labs/decode_slope.py), never a few steps of the student's own run,
 whose noise hides a slope of microseconds. Its slope with the 95% interval, the slope the bytes predict, and KV's
 share of a step's bytes at both ends (llmviz/analysis/decode_slope.py). The sweep runs when the student presses

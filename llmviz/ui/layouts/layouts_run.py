@@ -177,12 +177,12 @@ def advance(live: Live) -> None:
         from llmviz import service
 
         service.runs.step_layouts(live.runs)
-        state.bound_runs(live.runs.values())  # within the session's budget (issue 35)
+        state.bound_runs(live.runs.values())  # within the session's budget
     live.cursor += 1
 
 
 # The step buttons' callbacks find the runs in the session state, never in their args: Streamlit keeps a
-# widget's callback args after the page is left, so runs passed there would outlive their replacement (issue 9).
+# widget's callback args after the page is left, so runs passed there would outlive their replacement.
 def _held() -> Live | None:
     return st.session_state.get(LIVE_KEY)
 

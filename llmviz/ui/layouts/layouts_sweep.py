@@ -36,7 +36,7 @@ def section(t, s) -> None:
         claims_run.verdict_box(t, judged)
         shared_runs.page_caption(t, judged, result, "layouts")
         claims_run.floors(t, judged)
-        claim_rounds.rounds_expander(t, judged, "kv_rounds")  # the rounds behind its figure (issue 48)
+        claim_rounds.rounds_expander(t, judged, "kv_rounds")  # the rounds behind its figure
         if max(result["lengths"]) <= 1024:
             st.caption(t("layouts.k3_none_long", context=result["context"]))
         st.caption(t("layouts.k3_why", device=result["device"], threads=result["threads"],

@@ -1,4 +1,4 @@
-"""The KV layouts page's locality section (C12; issue 22): the same cached tokens in paged blocks that lie in
+"""The KV layouts page's locality section (C12): the same cached tokens in paged blocks that lie in
 order or scattered through the pool, decode ms/token of each (llmviz/labs/locality.py), on the sweep's model."""
 
 from __future__ import annotations

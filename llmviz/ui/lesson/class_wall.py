@@ -1,4 +1,4 @@
-"""A class in one room, on the projector (issue 39): the join code and its QR code, the class's votes and a second
+"""A class in one room, on the projector: the join code and its QR code, the class's votes and a second
 vote before a Reveal, the histogram of its predictions beside the Reveal's measurement, the share of right answers to
 a chapter's question and its most common mistake, and the way out (the summary to download, then End). Everything
 here is the teacher's: a student's device draws none of it. The class's roles and store are lesson_class's.

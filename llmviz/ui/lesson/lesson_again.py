@@ -1,4 +1,4 @@
-"""After a Reveal (issue 38): predictions that invite thought. A prediction outside what was measured is said so,
+"""After a Reveal: predictions that invite thought. A prediction outside what was measured is said so,
 with the measured numbers the effect comes from (analysis/reveal.behind, read from this measurement, never said in
 advance); where the claim was measured at a second setting (K3's short contexts beside its long ones), the student
 may predict again and compare, without measuring again."""
@@ -14,13 +14,13 @@ from llmviz.ui.claims.claim_rounds import rounds_values
 
 
 def surprise(t, e: dict) -> None:
-    """A prediction outside what was measured (issue 38): say so, with the measured numbers the effect comes from
+    """A prediction outside what was measured: say so, with the measured numbers the effect comes from
     (analysis/reveal.behind: read from this measurement)."""
     if e["prediction"] not in ("nearer_here", "nearer_article"):
         return
     name, numbers, effect = e["effect"], rv.behind(e["claim"]), rv.judged_effect(e)
     line = t("lesson.surprise", predicted=shown(name, e["predicted"], t), **interval_values(t, effect))
-    if effect.get("per_round"):  # timed: the rounds themselves, whose median is the figure above (issue 48)
+    if effect.get("per_round"):  # timed: the rounds themselves, whose median is the figure above
         line += " " + t("lesson.behind_rounds", **rounds_values(t, effect))
     elif numbers is not None:  # counted: the counts the figure is made of
         line += " " + t(f"lesson.behind.{e['id']}", **numbers)

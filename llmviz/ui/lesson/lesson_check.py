@@ -1,4 +1,4 @@
-"""The end of a chapter in the lesson (issue 38): a three-line recap in the article's terms with the numbers of the
+"""The end of a chapter in the lesson: a three-line recap in the article's terms with the numbers of the
 student's run, and one question answered from that run (analysis/chapter_check.py), graded exactly; the answers
 given are kept for the end's summary and its downloads. The numbers a question adds are the student's own draw
 (a seed kept for the session), so that neighbours get different questions.

@@ -1,4 +1,4 @@
-"""A class in one room, in the lesson (issue 39): the teacher starts a class from any step; the projector (the
+"""A class in one room, in the lesson: the teacher starts a class from any step; the projector (the
 teacher's lesson) shows the join code and, a click or J away, its QR code, how many joined and how many predicted;
 a student joins from the QR code's link (`lesson?room=CODE`), anonymous, and their lesson follows the teacher's step
 (a step taken on their own leaves the class's pace, and one tap rejoins it). A student's prediction goes to the
@@ -39,7 +39,7 @@ WAITING = "llmviz_class_waiting"  # (claim, when shown or None) on a student's p
 RELOADED = "llmviz_class_reloaded"  # a tab of the leading browser that does not lead yet (a reload, for RELOAD_S)
 OPENED = "llmviz_class_opened"  # the class this session has shown (its first run follows the class's step)
 POLL_S = 2.0  # how often a student's device asks the store for the class's step
-TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (issue 39: a new count on the wall within 2 s)
+TEACHER_POLL_S = 1.0  # how often the projector asks for its counts (a new count on the wall within 2 s)
 
 
 @st.cache_resource(show_spinner=False)

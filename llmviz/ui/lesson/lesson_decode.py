@@ -1,4 +1,4 @@
-"""The lesson's live panels of §1.2 and §4.2, decode (issue 23; C5-C7, C18): the new token's one row, its Q, K and
+"""The lesson's live panels of §1.2 and §4.2, decode (C5-C7, C18): the new token's one row, its Q, K and
 V, the cache growing row by row, what a step reads and why that makes decode memory-bound, and the continuation
 of the student's prompt. Each reads the run's recorded steps (the lesson computes the first DECODE_STEPS of a live
 run), draws with the Decode page's figures, and has one control (`lesson_ctl_<panel>`).
@@ -114,7 +114,7 @@ def intensity(t, run) -> None:
 
 def ridges(t, intensity: float) -> None:
     """The A100's ridge point beside this machine's, measured by the Claims page's probes (kept in the session, one
-    button here): the balance of FLOPs and bytes the article speaks of, on the hardware at hand (issue 36)."""
+    button here): the balance of FLOPs and bytes the article speaks of, on the hardware at hand."""
     from llmviz.ui.latency.roofline_view import LIMITS_KEY, limits_of, run_probes
 
     a100 = article.a100_ridge()

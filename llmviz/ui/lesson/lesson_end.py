@@ -1,4 +1,4 @@
-"""The lesson's end (issue 23): "your machine and the A100": every claim the student revealed, the prediction
+"""The lesson's end: "your machine and the A100": every claim the student revealed, the prediction
 beside this machine's measurement and the article's figure, what held here; downloadable as JSON, CSV and a
 one-page HTML report that opens offline. On screen a table whose cells wrap (every column and row in view at 1280 px),
 where and when each was measured under it."""
@@ -77,14 +77,14 @@ def summary(t) -> None:
     if entries:
         st.markdown(t("lesson.end_count", n=len(entries), held=sum(e["verdict"] == "holds" for e in entries.values())))
         table = rows(t, entries)
-        where = t("lesson.col_where")  # long: under the table, so that the verdicts fit a 1280 px screen (issue 38)
+        where = t("lesson.col_where")  # long: under the table, so that the verdicts fit a 1280 px screen
         st.table([{k: v for k, v in r.items() if k != where} for r in table], hide_index=True)
         st.caption("  \n".join(f"{e['id']} · {literal(r[where])}" for e, r in zip(entries.values(), table,
                                                                                     strict=True)))
     else:
         st.info(t("lesson.end"))
     unrevealed = prediction_rows(t, made, entries)
-    if unrevealed:  # predictions made, their claims not revealed: listed too (issue 48)
+    if unrevealed:  # predictions made, their claims not revealed: listed too
         st.markdown(t("lesson.end_predicted", n=len(unrevealed)))
         st.table(unrevealed, hide_index=True)
     if given:

@@ -1,4 +1,4 @@
-"""Where a Reveal's measurement comes from (issues 23, 35, 48), in order: this session's Reveal of the claim; the
+"""Where a Reveal's measurement comes from, in order: this session's Reveal of the claim; the
 Claims page's latest run in this session, when it measured the claim (labelled with its time); the server's
 measurement of it, taken since the claim's step opened (measure_ahead: one thread in the heavy queue, shared by
 every visitor and every session, so the Reveal after a student's prediction waits seconds; its rounds so far shown
@@ -105,7 +105,7 @@ def from_claims_page(claim_id: str) -> dict | None:
 
 def do_reveal(t, claim_id: str, predicted: float | None) -> None:
     """Reveal pressed: find or take the measurement, keep the entry. The server's, measured since the step
-    opened (ahead) or by another session, is shared in the local tool too (issue 48: one measurement per server,
+    opened (ahead) or by another session, is shared in the local tool too (one measurement per server,
     the Reveal a wait of seconds)."""
     reused = from_claims_page(claim_id)
     if reused is not None:
@@ -123,7 +123,7 @@ def so_far_or_done(claim_id: str) -> dict | None:
     """Reveal pressed while the step's run ahead still measures: wait up to REVEAL_WAIT_S for it to end (then None:
     the server's entry is read as usual); still going, its claim judged on the rounds so far, or none yet before its
     first batch ends (source "so_far", followed until the run ends: follow_ahead). None where no run ahead goes on.
-    A Reveal never waits on a run ahead longer than that (issue 48: a few seconds after the prediction)."""
+    A Reveal never waits on a run ahead longer than that (a few seconds after the prediction)."""
     flights().promote(claim_id)  # someone waits on it: it goes first
     state_ = flights().wait_ahead(claim_id, REVEAL_WAIT_S)
     if state_ is None:

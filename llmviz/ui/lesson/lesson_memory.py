@@ -1,4 +1,4 @@
-"""The lesson's live panels of §2.1, §4 and §5, memory (issue 23; C8, C9, C11, C17, C19-C21): the student's
+"""The lesson's live panels of §2.1, §4 and §5, memory (C8, C9, C11, C17, C19-C21): the student's
 sequence in preallocated rows and in blocks, the article's OOM budget and the right one, what fits in a budget,
 and what the cache's dtype, GQA, a block-sparse mask and quantized weights change, each with one control
 (`lesson_ctl_<panel>`). The byte rules are the ones the Memory page and the predictions use (analysis/predict.py,
@@ -107,7 +107,7 @@ def kv_dtype(t, run) -> None:
     shape = shape_of(run)
     per_token = kv_bytes_per_token(Setup(shape, kv_dtype=dtype))
     base = kv_bytes_per_token(Setup(shape, kv_dtype="fp32"))
-    cols = st.columns([2, 1, 1])  # the first label is the longest: whole at 1280 px in Chinese (issue 38)
+    cols = st.columns([2, 1, 1])  # the first label is the longest: whole at 1280 px in Chinese
     cols[0].metric(t("lesson.per_token"), f"{per_token:,} B")
     cols[1].metric(t("lesson.at_1024"), human(1024 * per_token))
     cols[2].metric(t("lesson.of_fp32"), f"{100 * per_token / base:.1f}%")
@@ -121,7 +121,7 @@ def gqa(t, run) -> None:
     kv = st.select_slider(t("lesson.ctl.kv_heads"), options=choices, value=shape.num_kv_heads, key=ctl("gqa"))
     per_token = kv_bytes_per_token(Setup(shape, kv_heads=kv))
     full = kv_bytes_per_token(Setup(shape, kv_heads=shape.num_heads))
-    cols = st.columns(2)  # two a row: each label whole at 1280 px in Chinese (issue 38)
+    cols = st.columns(2)  # two a row: each label whole at 1280 px in Chinese
     cols[0].metric(t("lesson.group"), shape.num_heads // kv)
     cols[1].metric(t("lesson.of_mha"), f"{100 * per_token / full:.1f}%")
     st.metric(t("lesson.per_token"), f"{per_token:,} B")

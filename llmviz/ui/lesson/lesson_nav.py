@@ -1,4 +1,4 @@
-"""The lesson's navigation (issues 23, 38, 39): Back, the chapter list and Next in one row, the progress, and in a
+"""The lesson's navigation: Back, the chapter list and Next in one row, the progress, and in a
 class the class's line; the presenter view's compact styles for the panel."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lesson's live panels of §1.1, prefill (issue 23; C1-C4): each draws one thing from the student's own run
+"""The lesson's live panels of §1.1, prefill (C1-C4): each draws one thing from the student's own run
 with the figure its full page draws, and has one control that changes it at once. A panel reads only the run's
 recorded trace, so a replayed recording draws it as well as a live run.
 

@@ -1,4 +1,4 @@
-"""Predict, then reveal (issue 23): on a claim's step the student may set a prediction, then press Reveal, which
+"""Predict, then reveal: on a claim's step the student may set a prediction, then press Reveal, which
 measures that claim on this machine with the Claims page's quick machinery (its batches of rounds, its judging
 rule) and shows the prediction, the measurement and the article's A100 figure side by side, with a sentence drawn
 from the numbers on why they differ. A prediction never blocks Next.
@@ -42,7 +42,7 @@ PREDICTIONS = "llmviz_lesson_predictions"  # {claim id: the effect predicted}: k
 
 def predictions() -> dict[str, float]:
     """Every prediction this session made, {claim id: its effect}, in the order made: it outlives the slider, whose
-    state Streamlit drops on a run that does not draw it (another step, the full page and back; issue 48)."""
+    state Streamlit drops on a run that does not draw it (another step, the full page and back)."""
     return st.session_state.setdefault(PREDICTIONS, {})
 
 
@@ -50,7 +50,7 @@ PATIENCE = 4.0  # "measure until it decides": four times the claim's budget (a R
 
 
 def offer_rounds(t, e: dict) -> None:
-    """Cannot tell: the rounds that would decide are offered (issue 36), in the local tool: measured again with four
+    """Cannot tell: the rounds that would decide are offered, in the local tool: measured again with four
     times the claim's budget, its batches pooled until the rule decides. A public server's queue is not held that
     long; its students read the sentence."""
     if (e["verdict"] != CANNOT_TELL or e["source"] == "so_far" or server.policy().public
@@ -86,7 +86,7 @@ def why(t, e: dict) -> str:
 
 
 def measured_facts(f: dict) -> dict:
-    """The run's own figures a cause names (issues 36, 48): KV's share of the bytes a step reads, a step's time and
+    """The run's own figures a cause names: KV's share of the bytes a step reads, a step's time and
     the time its bytes take at the bandwidth measured beside it, the bytes a decode step reads, the switches B
     really ran with (a CPU runs the half cache as bf16), each layout's step at the longest length; "?" where this
     run has none. A cause sentence names only these (a claim's declaration lists which: its `facts`)."""
@@ -107,7 +107,7 @@ COUNTED_OUTCOMES = ("about", "larger", "holds_smaller", "smaller", "none", "oppo
 
 
 def depends(t, e: dict) -> str:
-    """What a counted figure depends on, from the run's own trace (issue 36), as the claim's declaration reads it:
+    """What a counted figure depends on, from the run's own trace, as the claim's declaration reads it:
     the requests' lengths (K7), the prefix the prompts share (K9)."""
     read = claim_spec.claim(e["id"]).depends
     said = read(e["claim"].get("figures") or {}) if read is not None else None
@@ -147,7 +147,7 @@ def show(t, e: dict) -> None:
     c = e["claim"]
     if e.get("replaced"):  # a finer run of the workload came after the one first shown
         st.caption(t("runs.replaced", run=shared_runs.which_run(t, run_of(e)), old=literal(str(e["replaced"]))))
-    with st.container(key="lesson-verdict"):  # the browser walk finds it (issue 38: inside the first screen)
+    with st.container(key="lesson-verdict"):  # the browser walk finds it (inside the first screen)
         claims_run.verdict_box(t, c)
     if e["outcome"] is not None:
         st.markdown(why(t, e))
@@ -168,7 +168,7 @@ def show(t, e: dict) -> None:
 
 
 def method(t, e: dict) -> None:
-    """How it was measured (issue 38: method paragraphs a beginner need not read first), one click away: where and
+    """How it was measured (method paragraphs a beginner need not read first), one click away: where and
     when, the rounds, the sides' switches, the run's A-vs-A noise floor."""
     c = e["claim"]
     figures, where = c.get("figures") or {}, c.get("where") or {}
@@ -178,12 +178,12 @@ def method(t, e: dict) -> None:
         st.caption(t(key, when=e["when"], model=literal(str(where.get("model", "?"))), rounds=rounds,
                      device=literal(str(where.get("device", "?"))), threads=where.get("threads", "?"),
                      seconds=c.get("seconds") or 0))
-        if "run_source" in e:  # a shared run: where, when and on how many rounds (issue 48)
+        if "run_source" in e:  # a shared run: where, when and on how many rounds
             st.caption(shared_runs.which_run(t, run_of(e)))
         if "spec_b" in figures:  # the switches each side really ran with (a CPU runs K4's half cache as bf16)
             st.caption(t("lesson.sides", a=literal(figures["spec_a"] or "defaults"), b=literal(figures["spec_b"])))
-        claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control (issue 36)
-        claim_rounds.rounds_view(t, c, "lesson_rounds", only=e["effect"])  # the rounds behind the box (issue 48)
+        claims_run.floors(t, c)  # the run's A-vs-A noise floor, where it had a control
+        claim_rounds.rounds_view(t, c, "lesson_rounds", only=e["effect"])  # the rounds behind the box
 
 
 def run_of(e: dict) -> dict:
@@ -201,7 +201,7 @@ def bytes_because(t, claim_id: str, read: dict) -> str:
 
 
 def before_measuring(t, claim_id: str) -> None:
-    """What the arithmetic predicts for the very run the Reveal will measure, said before it runs (issue 36: where
+    """What the arithmetic predicts for the very run the Reveal will measure, said before it runs (where
     the article's effect cannot appear here, the app says so first): K4, K10 and K11, from their workload's bytes."""
     claim = claim_spec.claim(claim_id)
     if not claim.from_bytes or not server.engine_available():
@@ -215,7 +215,7 @@ def before_measuring(t, claim_id: str) -> None:
     effect = claim.from_bytes[0]
     st.caption(t("lesson.before", predicted=shown(effect.name, predicted_effect(claim, work)[effect.name], t),
                  why=bytes_because(t, claim_id, bytes_read(work)), article=shown(effect.name, effect.article, t)))
-    # one measurement per claim (issue 36): the Compare page's long-context section runs this very workload
+    # one measurement per claim: the Compare page's long-context section runs this very workload
     if st.button(t("lesson.open_workload", claim=claim_id), key=f"lesson_workload_{claim_id}",
                  icon=":material/open_in_new:", help=t("lesson.open_workload_help", n=work["context"])):
         s = state.settings()
@@ -280,7 +280,7 @@ def panel(t, claim_id: str) -> None:
             do_reveal(t, claim_id, predicted)
     e = revealed().get(claim_id)
     if e is None:
-        measure_ahead(t, claim_id)  # while the class thinks (issue 48)
+        measure_ahead(t, claim_id)  # while the class thinks
         if lesson_class.role() != "student" and flights().so_far(claim_id) is not None:
             ahead_note(t, claim_id)  # its rounds so far, drawn again as they grow
         class_wall.votes(t, claim_id)  # a class: its votes shown to argue over, and a second vote

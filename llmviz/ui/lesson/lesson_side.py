@@ -1,4 +1,4 @@
-"""The lesson's side of a step (issue 38), beside its live panel: tabs switched in the browser (no rerun), so that
+"""The lesson's side of a step, beside its live panel: tabs switched in the browser (no rerun), so that
 the panel's chart keeps its size and nothing pushes it below the first screen.
 
 - The step's map (analysis/step_map.py): the tensors the step is about with the run's shapes, prefill beside decode
@@ -45,7 +45,7 @@ def this_step(t, run, step, decoded: int) -> None:
     """The step's own map, and what its decode step reads."""
     config = run.trace.model_card["config"]
     n = len(run.trace.prompt_ids)
-    m = step_map(config, n, step.panel, step.claim, max(1, decoded), int(run.trace.steps[0].kv["element_bytes"]),
+    m = step_map(config, n, step.recipe, max(1, decoded), int(run.trace.steps[0].kv["element_bytes"]),
                  lesson_check.weights_format(run))
     titles = {"prefill": t("lesson.side.prefill", n=n), "decode": t("lesson.side.decode", n=n)}
     st.image(step_map_svg(m, {b: t(f"lesson.part.{b}") for b in BLOCKS}, titles), width="stretch")

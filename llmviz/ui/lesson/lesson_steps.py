@@ -1,4 +1,4 @@
-"""The lesson's URL section (issue 23): the step a link opens, and a class in one room. The steps themselves, their
+"""The lesson's URL section: the step a link opens, and a class in one room. The steps themselves, their
 order and what a position is are llmviz/analysis/lesson_plan.py's (the `llmviz class` command reads the same list),
 named here too for the lesson's own modules. No torch, no streamlit here.
 """
@@ -13,18 +13,19 @@ from llmviz.analysis.lesson_plan import (
     STEP_IDS,
     STEPS,
     Step,
+    check_built,
     opened,
     position_of,
 )
 from llmviz.classroom.classes import is_code, normal_code
 from llmviz.ui.url_fields import Field, Section, between, one_of
 
-__all__ = ["CHAPTERS", "CHAPTER_ENDS", "END", "POSITIONS", "SECTION", "STEPS", "STEP_IDS", "Step", "opened",
-           "position_of"]
+__all__ = ["CHAPTERS", "CHAPTER_ENDS", "END", "POSITIONS", "SECTION", "STEPS", "STEP_IDS", "Step", "check_built",
+           "opened", "position_of"]
 
 # The lesson's URL section (ui/url_fields.py): the step shown, "1.2.3" or "end"; a chapter ("4.2") opens its first
 # opened; from_lesson=1: the page shown was opened from that step, and offers the way back (ui/lesson_link.py)
-# room, teach, me, review: a class in one room (issue 39): its join code, the teacher's key (the teacher's URL only),
+# room, teach, me, review: a class in one room: its join code, the teacher's key (the teacher's URL only),
 # this device's student id once joined; review=1 on the teacher's own second device (it reads and approves the
 # class's prompts off the projector, and never moves the class)
 SECTION = Section("lesson", (Field("lesson", STEP_IDS[0], one_of(POSITIONS), parse=opened),

@@ -1,4 +1,4 @@
-"""The class is the workload (issue 39, §3.2): at K7's step each student sends a short prompt (on a public server,
+"""The class is the workload (§3.2): at K7's step each student sends a short prompt (on a public server,
 picks one from a list); the teacher approves them (the projector shows a text only once approved, its length
 before) and runs the class's requests on the real engine through continuous batching, and static batching for
 contrast; the projector draws the Gantt of the class's own requests by their names, and each phone shows its own

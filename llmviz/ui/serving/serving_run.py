@@ -27,7 +27,7 @@ REPORT_EVERY_S = 0.1  # the progress bar moves at most this often
 
 def _steps(t, progress: measure.Progress, every_s: float = REPORT_EVERY_S):
     """The serving loop's report (fraction, stage, {step: n}) as the bar's text, passed on at most every `every_s`
-    seconds: each is a message to the browser, and a run of 10,000 steps sent 10,000 (issue 35). The bar's
+    seconds: each is a message to the browser, and a run of 10,000 steps sent 10,000. The bar's
     deadline is checked as often (a run past its limit stops within `every_s` of it)."""
     last = [-math.inf]  # this run's own clock, in its closure
 
@@ -62,8 +62,8 @@ def batching(t, wanted: tuple, trace) -> dict | None:
     def work(queued):
         lm = server.model(model, device, "fp32")
         # before the queue: a trace too long for a sequence, or (public mode) more work than a turn may take,
-        # is refused with its figures (issue 19: 1,024 requests x 2,047 tokens held the slot for hours), static
-        # batching's padding in these slots included (issue 35: 1,080 tokens were 16,320 in 16 slots)
+        # is refused with its figures (1,024 requests x 2,047 tokens held the slot for hours), static
+        # batching's padding in these slots included (1,080 tokens were 16,320 in 16 slots)
         service.serving.check_serving_work(lm, trace, server.policy().public, slots)
         with queued() as progress:
             service.serving.warm_up_serving(lm, slots, device)

@@ -1,4 +1,4 @@
-"""A look inside one step of continuous or static batching (issue 37): the trace run again up to that step, the
+"""A look inside one step of continuous or static batching: the trace run again up to that step, the
 step itself padded and recorded at capture full as the StepTrace every page reads (engine/step_loop.py). What it
 shows is read from that trace (analysis/serving_step.py): which request holds which row, what each fed at which
 positions, what its cache holds after the step and in which blocks, the token it drew, and each row's attention over
@@ -68,7 +68,7 @@ def open_controls(t, wanted: tuple, requests, step: int, rows: list[dict], recor
     for column, page in ((b, "decode"), (c, "prefill")):
         if column.button(t(f"serving.open.{page}"), key=f"serve_open_{page}_w", width="stretch"):
             trace = open_request(t, wanted, requests, step, rid, records, scheduler)
-            if trace is not None:  # within the session's trace budget, as a live run is (issue 35)
+            if trace is not None:  # within the session's trace budget, as a live run is
                 cursor = len(trace.steps) - 1 if page == "decode" else 0
                 shed(trace, server.policy().trace_budget_bytes, keep=(cursor,))
                 st.session_state.pop(OPEN_KEY, None)  # held once, by the replay

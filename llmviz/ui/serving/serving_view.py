@@ -1,4 +1,4 @@
-"""What the Serving page's batching tab draws from a kept result, derived once per result (issue 35); and the
+"""What the Serving page's batching tab draws from a kept result, derived once per result; and the
 pieces its tabs share (the metrics table, the step slider with Previous and Next, the downloads).
 
 A rerun (a move of the step slider, a click on Next) redraws the page. Deriving the table's metrics, the

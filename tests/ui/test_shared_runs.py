@@ -115,16 +115,26 @@ def test_the_batch_page_and_the_lesson_share_one_run_and_say_which(monkeypatch):
     assert server.latest_claims().keep("K5", finer_run)
     lesson.run()
     shown = lesson.session_state[lesson_measure.REVEALED_KEY]["K5"]
-    assert (shown["run_source"], shown["replaced"], shown["rounds"]) == ("lesson", result["when"], 18)
+    assert (shown["run_source"], shown["replaced"], shown["replaced_by"], shown["rounds"]) == \
+        ("lesson", result["when"], "finer", 18)
     texts = texts_of(lesson)
     assert any(x.startswith(f"Shown now: a more precise run of the same workload than the one revealed at "
                             f"{result['when']}.") for x in texts), texts
     assert "This run: the lesson's measurement, at 2026-12-06 09:00:00, on 18 rounds." in texts
+    # a run on as many rounds, measured later: newer, not more precise, and said so
+    newer = copy.deepcopy(finer_run) | {"at": time.time() + 1, "when": "2026-12-06 09:05:00"}
+    assert server.latest_claims().keep("K5", newer)
+    lesson.run()
+    shown = lesson.session_state[lesson_measure.REVEALED_KEY]["K5"]
+    assert (shown["replaced"], shown["replaced_by"]) == ("2026-12-06 09:00:00", "newer")
+    assert any(x.startswith("Shown now: a newer run of the same workload than the one revealed at 2026-12-06 09:00:00.")
+               for x in texts_of(lesson))
+    finer_run = newer
     # and the Batch page, drawn again, keeps its own figures and names the finer run with its verdict
     page.run()
     verdict = translate("en", "claims.verdict." + finer_run["claim"]["verdict"])
     assert any(x.startswith("A more precise run of the same workload is on the server: This run: the lesson's "
-                            "measurement, at 2026-12-06 09:00:00, on 18 rounds.") and x.endswith(f"{verdict}.")
+                            "measurement, at 2026-12-06 09:05:00, on 18 rounds.") and x.endswith(f"{verdict}.")
                for x in texts_of(page))
     server.latest_claims.clear()
     lesson_measure.flights.clear()

@@ -81,4 +81,5 @@ def finer_note(t, claim_id: str, shown: dict) -> None:
     verdict (the page shows its own run's figures above)."""
     held = finer_on_server(claim_id, shown)
     if held is not None:
-        st.caption(t("runs.finer", run=which_run(t, held), verdict=t("claims.verdict." + held["claim"]["verdict"])))
+        key = "runs.finer" if rounds_judged(held["claim"]) > rounds_judged(shown["claim"]) else "runs.newer"
+        st.caption(t(key, run=which_run(t, held), verdict=t("claims.verdict." + held["claim"]["verdict"])))

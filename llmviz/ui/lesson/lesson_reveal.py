@@ -12,7 +12,7 @@ import streamlit as st
 
 from llmviz.analysis import claim_spec
 from llmviz.analysis import reveal as rv
-from llmviz.analysis.claim_effects import interval_values
+from llmviz.analysis.claim_effects import interval_values, rounds_judged
 from llmviz.analysis.claim_parts import bytes_read, predicted_effect
 from llmviz.analysis.claims import CANNOT_TELL, shown
 from llmviz.analysis.kv_memory import human
@@ -122,8 +122,9 @@ def finer_run(claim_id: str, e: dict) -> dict:
     held = shared_runs.finer_on_server(claim_id, {"claim": e["claim"], "at": e.get("at", 0.0)})
     if held is None:
         return e
+    more = rounds_judged(held["claim"]) > rounds_judged(e["claim"])  # more precise, or only newer
     revealed()[claim_id] = entry_of(held["claim"], held["when"], "server", e["predicted"], held) | \
-        {"replaced": e["when"]}
+        {"replaced": e["when"], "replaced_by": "finer" if more else "newer"}
     return revealed()[claim_id]
 
 
@@ -146,7 +147,8 @@ def show(t, e: dict) -> None:
         cols[3].metric(t("lesson.predicted_here"), shown(name, here, t), help=t("lesson.predicted_here_help"))
     c = e["claim"]
     if e.get("replaced"):  # a finer run of the workload came after the one first shown
-        st.caption(t("runs.replaced", run=shared_runs.which_run(t, run_of(e)), old=literal(str(e["replaced"]))))
+        st.caption(t(f"runs.replaced_{e.get('replaced_by', 'finer')}", run=shared_runs.which_run(t, run_of(e)),
+                     old=literal(str(e["replaced"]))))
     with st.container(key="lesson-verdict"):  # the browser walk finds it (inside the first screen)
         claims_run.verdict_box(t, c)
     if e["outcome"] is not None:

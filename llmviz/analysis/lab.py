@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmviz.analysis.predict import Prediction, Setup, Shape, predict, ratio
+from llmviz.trace.config import ATTN_BACKENDS
 from llmviz.trace.switches import SWITCHES
 
 SMALL_MODEL_BYTES = 100 * 2**20  # below this a decode step on a CPU is mostly Python overhead
@@ -80,9 +81,22 @@ def verdict(result: dict) -> tuple[str, dict]:
     direction = "slower" if values["measured"] > values["predicted"] else "faster"
     changed = changed_switches(result)
     cause = next((c for c in CAUSES if c in changed), None)
+    if cause == "attn":  # what the two backends do, as declared, not their names
+        cause = attention_change(result["a"]["engine_config"], result["b"]["engine_config"])
     if cause:
         values["hint"] = f"gap.{direction}.{cause}"
     return f"gap.{direction}", values
+
+
+def attention_change(a: dict, b: dict) -> str:
+    """How B's attention backend differs from A's, by their declarations (trace/config.ATTN_BACKENDS: whether each
+    builds the score matrix): "attn" (B's never builds it, A's does), "attn_scores" (B's builds it, A's does not)
+    or "attn_kernel" (they build it alike, or a backend does not say: only the kernel differs)."""
+    built = [ATTN_BACKENDS.describe(x["attn_backend"]).scores if x["attn_backend"] in ATTN_BACKENDS.recorded else None
+             for x in (a, b)]
+    if built == [True, False]:
+        return "attn"
+    return "attn_scores" if built == [False, True] else "attn_kernel"
 
 
 def gap_text(translate, result: dict) -> str:

@@ -36,6 +36,13 @@ LAYOUTS = KV_LAYOUTS  # every layout a setting may choose (trace/config.py), eac
 def priced_layouts() -> tuple[str, ...]:
     """The layouts the calculator can answer for: those declared with a slot rule (an extension's may have none)."""
     return tuple(x for x in LAYOUTS if LAYOUTS.describe(x).slots is not None)
+
+
+def reserves(layout: str) -> bool:
+    """Whether a layout takes all of max_seq's slots up front (its declaration's growth), not as it fills."""
+    return LAYOUTS.describe(layout).growth == "reserves"
+
+
 WEIGHT_DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", *ELEMENT_BYTES)
 
@@ -125,7 +132,7 @@ def answer(config: dict, q: MemoryQuestion) -> MemoryAnswer:
     windows = [setup.window(i) for i in range(shape.num_layers)]
     slots = sum(layer_slots(q.layout, q.held, q.max_seq, w, q.block_size) for w in windows)
     per_sequence = slots * per_layer_token
-    reach = q.max_seq if q.layout == "contiguous" else q.held  # what a layer would hold without its window
+    reach = q.max_seq if reserves(q.layout) else q.held  # what a layer would hold without its window
     return MemoryAnswer(q, weight_bytes(setup), per_token, per_sequence, q.batch * per_sequence,
                         sum(1 for w in windows if w and w < reach))
 
@@ -155,8 +162,9 @@ def savings(config: dict, q: MemoryQuestion) -> list[Saving]:
     shape = check_shape(config)
     heads, kv = shape.num_heads, q.kv_heads or shape.num_kv_heads
     moves = []
-    if q.layout == "contiguous":
-        moves.append(("paged", {"layout": "paged"}))
+    blocks = [x for x in LAYOUTS.having(growth="blocks") if x in priced_layouts()]
+    if reserves(q.layout) and blocks:  # a cache that reserves max_seq: what blocks taken as it grows save
+        moves.append(("paged", {"layout": blocks[0]}))
     if q.max_seq > 1:
         half = q.max_seq // 2
         moves.append(("half_max_seq", {"max_seq": half, "tokens": None if q.tokens is None else min(q.tokens, half)}))

@@ -31,26 +31,30 @@ from llmviz.trace.sparsity import BlockSparse
 DTYPES = ("fp32", "fp16", "bf16")
 KV_DTYPES = ("auto", "fp32", "fp16", "bf16", "fp8", "int8")  # auto: the model's dtype; fp8/int8 keep scales
 ATTN_BACKENDS = Names("attn_backend", (
-    Extension("eager", about={"en": "materializes softmax(QKᵀ/√d): the article's formula, readable, O(n²) memory",
-                              "zh": "显式计算 softmax(QKᵀ/√d)：文章里的公式，易读，内存 O(n²)"}),
-    Extension("sdpa", about={"en": "PyTorch picks a fused kernel per device (flash, memory-efficient or math)",
-                             "zh": "由 PyTorch 按设备选择融合内核（flash、memory-efficient 或 math）"}),
-    Extension("flash", about={"en": "pins PyTorch's flash-attention kernel (CPU: any dtype; CUDA: fp16 or bf16)",
-                              "zh": "固定使用 PyTorch 的 flash-attention 内核（CPU 上任意精度，CUDA 上需 fp16/bf16）"}),
+    Extension("eager", scores=True,
+              about={"en": "materializes softmax(QKᵀ/√d): the article's formula, readable, O(n²) memory",
+                     "zh": "显式计算 softmax(QKᵀ/√d)：文章里的公式，易读，内存 O(n²)"}),
+    Extension("sdpa", scores=False,
+              about={"en": "PyTorch picks a fused kernel per device (flash, memory-efficient or math)",
+                     "zh": "由 PyTorch 按设备选择融合内核（flash、memory-efficient 或 math）"}),
+    Extension("flash", scores=False,
+              about={"en": "pins PyTorch's flash-attention kernel (CPU: any dtype; CUDA: fp16 or bf16)",
+                     "zh": "固定使用 PyTorch 的 flash-attention 内核（CPU 上任意精度，CUDA 上需 fp16/bf16）"}),
 ))
 KV_LAYOUTS = Names("kv_layout", (
-    Extension("contiguous", {"en": "Contiguous", "zh": "连续"}, slots=row_slots,
+    Extension("contiguous", {"en": "Contiguous", "zh": "连续"}, slots=row_slots, growth="reserves",
               about={"en": "The contiguous layout reserves max_seq_len slots per sequence up front.",
                      "zh": "连续布局为每个序列预先保留 max_seq_len 个槽位。"}),
-    Extension("dynamic", {"en": "Growing (torch.cat)", "zh": "增长（torch.cat）"}, slots=kept_slots,
+    Extension("dynamic", {"en": "Growing (torch.cat)", "zh": "增长（torch.cat）"}, slots=kept_slots, growth="copies",
               about={"en": "The dynamic layout grows each tensor by one row with torch.cat at every step (a copy of "
                            "the whole cache): nothing is reserved.",
                      "zh": "动态布局每一步用 torch.cat 把每个张量加长一行（复制整个缓存）：不预留任何槽位。"}),
-    Extension("paged", {"en": "Paged", "zh": "分页"}, slots=block_slots, options=("kv_block_size", "kv_pool_blocks"),
+    Extension("paged", {"en": "Paged", "zh": "分页"}, slots=block_slots, growth="blocks",
+              options=("kv_block_size", "kv_pool_blocks"),
               about={"en": "The paged layout takes fixed-size blocks from a pool as the sequence grows: only the last "
                            "block has unused slots.",
                      "zh": "分页布局随着序列增长从池中取固定大小的块：只有最后一块有空槽位。"}),
-    Extension("ring", {"en": "Ring", "zh": "环形"}, slots=row_slots,
+    Extension("ring", {"en": "Ring", "zh": "环形"}, slots=row_slots, growth="window",
               about={"en": "The ring keeps only the sliding window's slots and overwrites the oldest.",
                      "zh": "环形布局只保留滑动窗口那么多的槽位，覆盖最旧的位置。"},
               derived="what contiguous becomes with a sliding_window shorter than max_seq_len: choose kv_layout "

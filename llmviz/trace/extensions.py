@@ -31,6 +31,10 @@ NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,39}")  # fits a switch spec ("kv-layou
 OPTIONS = ("kv_block_size", "kv_pool_blocks")  # the EngineConfig fields an extension may read beyond its name
 PLUGINS_ENV, PLUGINS_GROUP = "LLMVIZ_EXTENSIONS", "llmviz.extensions"
 
+# How a KV layout's cache takes memory (C8, C9): all of max_seq's slots up front, a copy of the whole cache a row
+# longer at every step, fixed-size blocks from a pool as it grows, or the sliding window's slots overwritten.
+GROWTHS = ("reserves", "copies", "blocks", "window")
+
 # (held, max_seq, window, block) -> the token slots one layer's cache takes for one sequence holding `held` tokens,
 # of which it keeps the last `window` (0: all); `block` is the paged layout's block size (C8, C9, C20).
 SlotRule = Callable[[int, int, int, int], int]
@@ -58,6 +62,9 @@ class Extension:
     options: tuple[str, ...] = ()  # the EngineConfig fields it reads beyond its name (OPTIONS)
     slots: SlotRule | None = None  # a KV layout's slot rule; None: pricing it is refused
     derived: str = ""  # not a choice: how a run comes to record it (the ring)
+    # what it does, read by the pages' sentences and the memory calculator instead of its name:
+    scores: bool | None = None  # an attention backend: whether it builds the [rows, keys] score matrix in memory
+    growth: str = ""  # a KV layout: how its cache takes memory as a sequence grows (GROWTHS)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
@@ -72,6 +79,10 @@ class Extension:
             raise ConfigError(f"{self.name}: options is a tuple of {', '.join(OPTIONS)}, got {self.options!r}")
         if self.slots is not None and not callable(self.slots):
             raise ConfigError(f"{self.name}: slots is a rule (held, max_seq, window, block) -> slots")
+        if self.scores not in (None, True, False):
+            raise ConfigError(f"{self.name}: scores is True (it builds the score matrix), False or None")
+        if self.growth and self.growth not in GROWTHS:
+            raise ConfigError(f"{self.name}: growth is one of {', '.join(GROWTHS)}, got {self.growth!r}")
 
     def label_in(self, lang: str) -> str:
         return self.label.get(lang) or self.label["en"]
@@ -142,6 +153,10 @@ class Names(KeysView):
         how = f" ({value} is {self._derived[value].derived})" if isinstance(value, str) and value in self._derived \
             else ""
         raise UnknownNameError(f"{field or self.kind}={value!r} is not one of {', '.join(self)}{how}")
+
+    def having(self, **properties) -> tuple[str, ...]:
+        """The choices whose declarations have these properties (having(growth="blocks")), in order."""
+        return tuple(n for n in self if all(getattr(self._mapping[n], k) == v for k, v in properties.items()))
 
     def slots(self, name: str) -> SlotRule:
         """A layout's slot rule (llmviz/analysis/predict.layer_slots prices it), or an UnknownNameError."""

@@ -22,7 +22,7 @@ from llmviz.trace.records import load_trace
 from llmviz.trace.switches import format_spec, lossy_changes, parse_spec
 
 LAYOUT, BACKEND = CHUNKED.name, ONLINE.name
-STOCK_LAYOUTS, STOCK_BACKENDS = ("contiguous", "dynamic", "paged"), ("eager", "sdpa", "flash")
+STOCK_LAYOUTS, STOCK_BACKENDS = tuple(KV_LAYOUTS), tuple(ATTN_BACKENDS)  # the tables before any registration
 MODEL, STEPS, CHUNK = "llmviz-tiny", 6, 4
 GREEDY = EngineConfig(sampling=SamplingConfig(temperature=0), stop_at_eos=False, max_seq_len=48)
 

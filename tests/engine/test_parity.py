@@ -9,9 +9,10 @@ import torch
 from parity import DECODE_STEPS, HALF_TOL, PROMPT, TOL, run_parity, teacher_forced
 
 from llmviz.engine.loading.model import load_model
+from llmviz.trace.config import ATTN_BACKENDS
 
 
-@pytest.mark.parametrize("backend", ["eager", "sdpa", "flash"])
+@pytest.mark.parametrize("backend", tuple(ATTN_BACKENDS))  # every declared choice, as the registry holds them
 @pytest.mark.parametrize("kind", ["llama_gqa_rope3", "llama_tied", "qwen2", "mistral", "gpt2"])
 def test_random_models_match_oracle(model_dirs, kind, backend):
     diffs = run_parity(model_dirs[kind], backend)
@@ -38,7 +39,7 @@ def test_eager_a_head_at_a_time_matches_oracle(model_dirs, kind, monkeypatch):
 def test_embedded_model_matches_oracle():
     from llmviz.engine.loading.model import ASSETS, EMBEDDED_MODEL
 
-    for backend in ("eager", "sdpa", "flash"):
+    for backend in ATTN_BACKENDS:
         diffs = run_parity(ASSETS / EMBEDDED_MODEL, backend, prompt="Return the list of the values in the module")
         assert max(diffs) <= TOL, f"embedded/{backend}: {diffs}"
 

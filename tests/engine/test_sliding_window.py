@@ -10,12 +10,12 @@ from llmviz.engine.loading.model import load_model
 from llmviz.engine.phases import feed
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
-from llmviz.trace.config import KV_LAYOUTS, EngineConfig, SamplingConfig
+from llmviz.trace.config import ATTN_BACKENDS, KV_LAYOUTS, EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
 
 
-@pytest.mark.parametrize("backend", ["eager", "sdpa", "flash"])
+@pytest.mark.parametrize("backend", tuple(ATTN_BACKENDS))
 def test_ring_buffer_matches_mistrals_own_window(model_dirs, backend):
     """The Mistral checkpoint's window is 8, shorter than the prompt: our ring of 8 slots gives its logits."""
     lm = load_model(str(model_dirs["mistral"]))

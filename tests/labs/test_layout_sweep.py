@@ -17,7 +17,7 @@ from llmviz.engine.session import Session
 from llmviz.engine.step_batch import layer_windows
 from llmviz.errors import ConfigError
 from llmviz.labs.layout_sweep import check_lengths, default_lengths, layout_sweep
-from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.config import KV_LAYOUTS, EngineConfig, SamplingConfig
 
 GREEDY = SamplingConfig(temperature=0)
 PROMPTS = ["The quick brown fox jumps", "Return the"]
@@ -61,7 +61,7 @@ def test_dynamic_copies_the_previous_cache_every_step(gqa):
 def test_lockstep_sessions_draw_the_same_tokens_and_hold_what_their_layout_holds(gqa):
     config = EngineConfig(sampling=GREEDY, stop_at_eos=False, max_seq_len=40, kv_block_size=4)
     sessions = service.runs.start_layouts(gqa, PROMPTS, config)
-    assert [s.trace.engine_config["kv_layout"] for s in sessions.values()] == ["contiguous", "dynamic", "paged"]
+    assert [s.trace.engine_config["kv_layout"] for s in sessions.values()] == list(KV_LAYOUTS)
     for _ in range(5):
         steps = service.runs.step_layouts(sessions)
     ids = {layout: s.trace.row_output_ids(0) + s.trace.row_output_ids(1) for layout, s in sessions.items()}
@@ -84,7 +84,7 @@ def test_a_filled_cache_reads_the_same_in_every_layout(gqa):
     """The sweep's fill writes through each layout's own path: the same random K/V give the same logits."""
     c = gqa.cfg
     logits = {}
-    for layout in ("contiguous", "dynamic", "paged"):
+    for layout in KV_LAYOUTS:
         cache = make_kv_cache(layout, c, 64, block_size=4)
         cache.add(0)
         with torch.inference_mode():
@@ -100,7 +100,7 @@ def test_a_small_sweep(gqa):
     seen = []
     r = layout_sweep(gqa, [5, 40], steps=2, repeats=2, warmup_steps=1,
                      progress=lambda f, stage, values: seen.append((f, stage, values)))
-    assert r["lengths"] == [5, 40] and r["layouts"] == ["contiguous", "dynamic", "paged"]
+    assert r["lengths"] == [5, 40] and r["layouts"] == list(KV_LAYOUTS)
     assert r["max_seq"] == 1024 and r["context"] == 1024 and r["steps"] == 2 and r["repeats"] == 2
     fractions = [f for f, _, _ in seen]  # the one report shape (trace/progress.py): fraction, stage, values
     assert fractions[-1] == 1.0 and fractions == sorted(fractions) and seen[-1][1] == "done"

@@ -34,11 +34,11 @@ def chunk_slots(held: int, max_seq: int, window: int, block: int) -> int:
 
 
 CHUNKED = Extension(
-    "chunked", {"en": "Chunked", "zh": "分块增长"}, slots=chunk_slots, options=("kv_block_size",),
+    "chunked", {"en": "Chunked", "zh": "分块增长"}, slots=chunk_slots, options=("kv_block_size",), growth="copies",
     about={"en": "Each sequence grows by whole chunks of block-size slots: one copy per chunk, not per token.",
            "zh": "每个序列按整块（块大小个槽位）增长：每满一块复制一次，而不是每个 token 复制一次。"})
 ONLINE = Extension(
-    "online", {"en": "Online softmax", "zh": "在线 softmax"},
+    "online", {"en": "Online softmax", "zh": "在线 softmax"}, scores=False,
     about={"en": "The keys 16 at a time with a running maximum and sum: flash attention's recurrence, written out.",
            "zh": "每次 16 个键，随时维护最大值与累加和：flash attention 的递推，逐步写出。"})
 

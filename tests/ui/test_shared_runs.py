@@ -15,6 +15,7 @@ from ui_helpers import shown as unescaped
 
 from llmviz.analysis.claim_effects import rounds_judged
 from llmviz.labs.claims import layouts_judged_as
+from llmviz.trace.config import KV_LAYOUTS
 from llmviz.ui import server
 from llmviz.ui.lesson import lesson_measure
 from llmviz.ui.public import FRESH_S, LatestClaims, finer
@@ -52,7 +53,7 @@ def layouts_result(**changes) -> dict:
     """A KV layouts page's sweep as the page runs it on the GPT-2 shape with the page's defaults (max_seq 2,048,
     so the layout claim is judged at 512 and 2,040 tokens: labs/claims.layout_lengths)."""
     base = {"model": "gpt2-124m-random", "dtype": "float32", "steps": 8, "block_size": 16, "attn_backend": "sdpa",
-            "seed": 0, "layouts": ["contiguous", "dynamic", "paged"], "max_seq": 2048,
+            "seed": 0, "layouts": list(KV_LAYOUTS), "max_seq": 2048,
             "lengths": [64, 256, 512, 1024, 1536, 2040]}
     return base | changes
 

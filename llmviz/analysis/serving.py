@@ -15,6 +15,8 @@ from itertools import pairwise
 
 import numpy as np
 
+from llmviz.trace.schedule import StepRecord, round_record, step_record
+
 
 def _percentiles(values: list[float]) -> dict:
     if not values:
@@ -27,14 +29,14 @@ def kv_figures(result: dict) -> dict:
     """The prompt tokens the prefills fed and the wall time of the steps that fed any (those steps may also
     decode other rows), and for the paged pool of continuous batching the peak KV blocks held at any step,
     their bytes and the most blocks shared at once (C22)."""
-    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
-    prefilling = [r for r in records if any(row[3] == "prefill" for row in r["rows"])]
-    out = {"prefill_tokens_fed": sum(row[2] for r in records for row in r["rows"] if row[3] == "prefill"),
-           "prefill_steps_ms": sum(r["ms"] for r in prefilling)}
+    records = records_of(result)
+    prefilling = [r for r in records if any(row.kind == "prefill" for row in r.rows)]
+    out = {"prefill_tokens_fed": sum(row.fed for r in records for row in r.rows if row.kind == "prefill"),
+           "prefill_steps_ms": sum(r.ms for r in prefilling)}
     if result["scheduler"] == "continuous":
-        peak = max(r["blocks_used"] for r in records)
+        peak = max(r.blocks_used for r in records)
         out.update(peak_blocks=peak, peak_kv_bytes=peak * result["bytes_per_block"],
-                   peak_shared_blocks=max(r["blocks_shared"] for r in records))
+                   peak_shared_blocks=max(r.blocks_shared for r in records))
     return out
 
 
@@ -45,10 +47,15 @@ def spread_text(p: dict, digits: int) -> str:
     return f"{p['p50']:.{digits}f} / {p['p95']:.{digits}f}"
 
 
-def _records(result: dict) -> tuple[list[dict], np.ndarray]:
-    """The steps' records as dicts, and when each step ended (ms from the first step's start)."""
-    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
-    return records, np.cumsum([r["ms"] for r in records])  # [steps] ms
+def records_of(result: dict) -> list[StepRecord]:
+    """A serving result's step records, typed (as the scheduler wrote them, or read back from JSON)."""
+    return [step_record(r) for r in result["records"]]
+
+
+def _records(result: dict) -> tuple[list[StepRecord], np.ndarray]:
+    """The steps' records, and when each step ended (ms from the first step's start)."""
+    records = records_of(result)
+    return records, np.cumsum([r.ms for r in records])  # [steps] ms
 
 
 def latencies(result: dict, ends: np.ndarray | None = None) -> dict:
@@ -75,7 +82,7 @@ def metrics(result: dict) -> dict:
     itl_steps = [g for x in each for g in x["itl_steps"]]
     tokens = sum(len(s) for s in result["token_steps"].values())
     wall_s = float(ends[-1]) / 1000 if len(ends) else 0.0
-    used = sum(1 for r in records for row in r["rows"] if row[3] != "idle" and row[2] > 0)
+    used = sum(1 for r in records for row in r.rows if row.kind != "idle" and row.fed > 0)
     slot_steps = result["slots"] * len(records)
     return {"steps": len(records), "tokens": tokens, "wall_s": wall_s,
             "tokens_per_s": tokens / wall_s if wall_s else None, "tokens_per_step": tokens / len(records),
@@ -92,7 +99,7 @@ def timeline(result: dict) -> tuple[list[int], np.ndarray]:
     """(request ids, [requests, steps] state codes): what each request was doing at each step, for a Gantt.
     A request is waiting from its arrival step until it feeds tokens, done after the step that drew its last
     token; a static batch's finished row that still holds its slot is idle."""
-    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
+    records = records_of(result)
     ids = sorted(result["token_steps"])
     row_of = {rid: i for i, rid in enumerate(ids)}
     grid = np.full((len(ids), len(records)), NOT_ARRIVED, dtype=np.int64)
@@ -100,7 +107,7 @@ def timeline(result: dict) -> tuple[list[int], np.ndarray]:
         grid[row_of[rid], result["arrival_steps"][rid]:] = WAITING
         grid[row_of[rid], result["token_steps"][rid][-1] + 1:] = DONE
     for step, rec in enumerate(records):
-        for rid, _slot, take, kind in rec["rows"]:
+        for rid, _slot, take, kind in rec.rows:
             state = {"prefill": PREFILL, "decode": DECODE, "idle": IDLE}[kind]
             if take > 0 or kind == "idle":
                 grid[row_of[rid], step] = state
@@ -109,11 +116,11 @@ def timeline(result: dict) -> tuple[list[int], np.ndarray]:
 
 def per_step(result: dict) -> dict:
     """Series over the steps: the share of slots feeding a token, blocks in use (and shared), requests waiting."""
-    records = [r if isinstance(r, dict) else r.__dict__ for r in result["records"]]
+    records = records_of(result)
     slots = result["slots"]
-    return {"utilization": [sum(1 for row in r["rows"] if row[3] != "idle" and row[2] > 0) / slots for r in records],
-            "blocks_used": [r["blocks_used"] for r in records], "blocks_shared": [r["blocks_shared"] for r in records],
-            "waiting": [r["waiting"] for r in records], "ms": [r["ms"] for r in records]}
+    return {"utilization": [sum(1 for row in r.rows if row.kind != "idle" and row.fed > 0) / slots for r in records],
+            "blocks_used": [r.blocks_used for r in records], "blocks_shared": [r.blocks_shared for r in records],
+            "waiting": [r.waiting for r in records], "ms": [r.ms for r in records]}
 
 
 def round_costs(result: dict) -> dict:
@@ -122,7 +129,8 @@ def round_costs(result: dict) -> dict:
     beside what the prediction counts. The prediction is (expected tokens per round) / (k·c + 1), c the
     draft/target cost ratio measured alone; its expected tokens are read back from it (one formula, in the
     engine), and the draft is counted for the drafts proposed here (a last round may propose fewer than k)."""
-    rounds, step, c = result["rounds"], result["target_alone_ms_per_token"], result["cost_ratio"]
+    rounds = [round_record(r) for r in result["rounds"]]
+    step, c = result["target_alone_ms_per_token"], result["cost_ratio"]
     n = len(rounds)
     counted_draft = c * sum(len(r.proposed) for r in rounds) / n
     draft, verify = result["draft_ms"] / n / step, result["verify_ms"] / n / step

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llmviz.analysis.serving import DECODE, DONE, IDLE, NOT_ARRIVED, PREFILL, STATES, WAITING
+from llmviz.trace.schedule import step_record
 
 MAX_ROWS = 128  # rows of requests drawn (900 px of chart: 7 px a row)
 MAX_CELLS = 40_000  # cells drawn in all: ~1 MB of figure JSON with each cell's hover text
@@ -83,8 +84,8 @@ def _overlap(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray)
 def _fed(result: dict, row_of: dict, per_row: int, per_column: int, shape: tuple) -> np.ndarray:
     """[rows, columns, states] of the request-steps the records list as fed (prefill, decode) or idle."""
     rows, cols, states = [], [], []
-    for step, rec in enumerate(result["records"]):
-        for rid, _slot, take, kind in (rec["rows"] if isinstance(rec, dict) else rec.rows):
+    for step, rec in enumerate(map(step_record, result["records"])):
+        for rid, _slot, take, kind in rec.rows:
             if take > 0 or kind == "idle":
                 rows.append(row_of[rid] // per_row)
                 cols.append(step // per_column)

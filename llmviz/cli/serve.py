@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 
 from llmviz import service
 from llmviz.analysis.serving import kv_figures, metrics, spread_text
@@ -51,7 +50,7 @@ def run(args) -> int:
            "what_was_timed": "the wall clock of every engine step (scheduling, forward passes, sampling; device "
                              "synchronized); TTFT from the start of a request's arrival step"}
     if args.json:
-        doc["records"] = [asdict(r) for r in result["records"]]
+        doc["records"] = [r.to_dict() for r in result["records"]]
         doc["outputs"] = result["outputs"]
         print(json.dumps(doc))
         return 0

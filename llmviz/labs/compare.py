@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -196,7 +196,7 @@ def compare(config: CompareConfig, load: Loader, progress: Progress | None = Non
     result = {
         "prompt": config.prompt, "model": models["a"].name, "device": str(device), "threads": torch.get_num_threads(),
         "steps": len(reference.steps) - 1, "steps_asked": config.steps, "repeats": config.repeats,
-        "warmup": config.warmup, "seed": config.seed, "sampling": config.sampling.__dict__,
+        "warmup": config.warmup, "seed": config.seed, "sampling": asdict(config.sampling),
         "a": sides["a"], "b": sides["b"], "bandwidth": bandwidth | {"rounds_gb_per_s": probed},
         "drift": _drift(models["b"], config, reference), "outputs": outputs,
         "prompt_tokens": len(reference.prompt_ids),

@@ -24,6 +24,7 @@ import numpy as np
 from llmviz.errors import TraceFormatError
 from llmviz.trace.hooks import declared_point
 from llmviz.trace.records import HookRecord, RunTrace, StepTrace
+from llmviz.trace.schedule import step_record
 
 JOIN_FILL = {"scores": -np.inf, "probs": 0.0}  # an earlier chunk's keys it could not see yet, as a causal mask has them
 
@@ -129,8 +130,8 @@ def join_prefill(chunks: list[StepTrace]) -> StepTrace:
 def request_rows(records: list, seq_id: int, until: int) -> list[tuple[int, int, str]]:
     """(step, row, kind) of every step up to `until` where the request ran (`records`: each step's StepRecord, whose
     rows name (request, slot, fed, kind)); a row it only held, finished ("idle"), is not its own."""
-    return [(record.index, i, row[3]) for record in records[: until + 1] for i, row in enumerate(record.rows)
-            if row[0] == seq_id and row[3] != "idle"]
+    return [(record.index, i, row.kind) for record in map(step_record, records[: until + 1])
+            for i, row in enumerate(record.rows) if row.request == seq_id and row.kind != "idle"]
 
 
 def request_steps(steps: dict, records: list, seq_id: int, until: int) -> list[StepTrace]:

@@ -2,17 +2,17 @@
 target alone, the draft steps and the verify pass beside what the prediction counts, and which factor explains
 the gap between the measured and the predicted speed-up. Hand-computed cases."""
 
-from types import SimpleNamespace
 
 import pytest
 
 from llmviz.analysis.serving import CLOSE, predicted_speedup, round_costs, round_gap
+from llmviz.trace.schedule import Round
 
 
 def result(draft_ms: float, verify_ms: float, tokens: int, measured: float, predicted: float, rounds: int = 4,
            k: int = 4, target_ms: float = 2.0, cost_ratio: float = 0.25, last_drafts: int | None = None) -> dict:
     proposed = [(0,) * k] * (rounds - 1) + [(0,) * (k if last_drafts is None else last_drafts)]
-    return {"rounds": [SimpleNamespace(proposed=p) for p in proposed], "k": k, "draft_ms": draft_ms,
+    return {"rounds": [Round(p, 0, 0, 0.0, 0.0) for p in proposed], "k": k, "draft_ms": draft_ms,
             "verify_ms": verify_ms, "output_ids": [0] * tokens, "target_alone_ms_per_token": target_ms,
             "cost_ratio": cost_ratio, "measured_speedup": measured, "predicted_speedup": predicted}
 

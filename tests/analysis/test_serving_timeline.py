@@ -7,6 +7,7 @@ import pytest
 
 from llmviz.analysis.serving import DECODE, DONE, NOT_ARRIVED, PREFILL, WAITING, timeline
 from llmviz.analysis.serving_timeline import MAX_CELLS, MAX_ROWS, binned_timeline, bins, step_series
+from llmviz.trace.schedule import StepRecord
 
 
 def one_slot() -> dict:
@@ -20,8 +21,8 @@ def one_slot() -> dict:
     """
     rows = [[(0, 0, 4, "prefill")], [(0, 0, 1, "decode")], [(0, 0, 1, "decode")], [(1, 0, 2, "prefill")],
             [(1, 0, 1, "decode")], [(2, 0, 3, "prefill")]]
-    return {"records": [{"rows": r, "ms": 1.0} for r in rows], "token_steps": {0: [0, 1, 2], 1: [3, 4], 2: [5]},
-            "arrival_steps": {0: 0, 1: 1, 2: 3}}
+    return {"records": [StepRecord(i, 1.0, r, 0, 0, 0) for i, r in enumerate(rows)],
+            "token_steps": {0: [0, 1, 2], 1: [3, 4], 2: [5]}, "arrival_steps": {0: 0, 1: 1, 2: 3}}
 
 
 BY_HAND = np.array([[PREFILL, DECODE, DECODE, DONE, DONE, DONE],

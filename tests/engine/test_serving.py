@@ -16,6 +16,7 @@ from llmviz.engine.serving.static import run_static
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError, NotAllowedError, TraceFormatError
 from llmviz.trace.config import EngineConfig, SamplingConfig
+from llmviz.trace.schedule import StepRecord
 
 
 def random_trace(seed: int, n: int = 6, vocab: int = 300, sampled: bool = False) -> RequestTrace:
@@ -91,9 +92,9 @@ def test_static_equals_each_request_alone_and_wastes_slots(lm):
 def test_metrics_by_hand():
     rows = [(0, 0, 3, "prefill"), (1, 1, 2, "prefill")]
     result = {"slots": 2, "arrival_steps": {0: 0, 1: 1}, "token_steps": {0: [0, 1, 3], 1: [2, 3]},
-              "records": [{"ms": 10.0, "rows": rows[:1]}, {"ms": 20.0, "rows": [(0, 0, 1, "decode")]},
-                          {"ms": 5.0, "rows": [(1, 1, 2, "prefill")]},
-                          {"ms": 5.0, "rows": [(0, 0, 1, "decode"), (1, 1, 1, "decode")]}]}
+              "records": [StepRecord(i, ms, tuple(r), 0, 0, 0) for i, (ms, r) in enumerate(
+                  [(10.0, rows[:1]), (20.0, [(0, 0, 1, "decode")]), (5.0, [(1, 1, 2, "prefill")]),
+                   (5.0, [(0, 0, 1, "decode"), (1, 1, 1, "decode")])])]}
     m = metrics(result)  # step ends: 10, 30, 35, 40 ms
     assert (m["steps"], m["tokens"], m["wall_s"]) == (4, 5, 0.04)
     assert m["ttft_ms"]["p50"] == pytest.approx((10 + 25) / 2)  # request 1 arrives when step 1 begins (10 ms)

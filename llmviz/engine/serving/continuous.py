@@ -40,6 +40,7 @@ from llmviz.errors import ConfigError
 from llmviz.trace.config import CAPTURE_LEVELS, default_max_seq
 from llmviz.trace.progress import Progress
 from llmviz.trace.records import StepTrace
+from llmviz.trace.schedule import SlotRow, StepRecord
 
 
 @dataclass(frozen=True)
@@ -89,23 +90,6 @@ class Running:
     @property
     def drawn(self) -> int:
         return len(self.seq.ids) - self.seq.prompt_len
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """What one engine step did: which request held which slot and fed how many tokens (and of which kind)."""
-
-    index: int
-    ms: float  # wall clock of the step (schedule, forward pass, sampling; device synchronized)
-    rows: tuple  # (request id, slot, tokens fed, "prefill" | "decode")
-    blocks_used: int
-    blocks_total: int
-    waiting: int
-    blocks_shared: int = 0  # blocks held by more than one request (prefix sharing)
-    preempted: tuple = ()
-    finished: tuple = ()
-    drawn: tuple = ()  # request ids that drew a token this step
-    tables: tuple = ()  # (request id, its block table) of every request holding blocks after the step
 
 
 class ContinuousScheduler:
@@ -264,7 +248,7 @@ class ContinuousScheduler:
                     finished.append(run.request.id)
         synchronize(self.lm.device)
         ms = (time.perf_counter() - began) * 1000
-        record = StepRecord(index, ms, tuple((run.request.id, run.slot, take, kind)
+        record = StepRecord(index, ms, tuple(SlotRow(run.request.id, run.slot, take, kind)
                                              for (run, take), kind in zip(plan, kinds, strict=True)),
                             self.cache.pool.used_count, self.cache.pool.num_blocks, len(self.waiting),
                             self.cache.shared_blocks, tuple(preempted), tuple(finished), tuple(drawn),

@@ -21,7 +21,7 @@ logits of the position its token was drawn from, that token; the cache as the st
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import torch
 
@@ -36,17 +36,9 @@ from llmviz.engine.step_loop import Feed, run_step
 from llmviz.engine.timing import StepTimer
 from llmviz.errors import ConfigError
 from llmviz.trace.config import CAPTURE_LEVELS, SamplingConfig, check_seed
+from llmviz.trace.schedule import Round
 
 MAX_K = 16
-
-
-@dataclass(frozen=True)
-class Round:
-    proposed: tuple  # the draft's k tokens
-    accepted: int  # how many of them were kept
-    token: int  # the target's token after them: the correction, or the bonus when all were kept
-    draft_ms: float
-    verify_ms: float
 
 
 def check_pair(target: LoadedModel, draft: LoadedModel) -> None:

@@ -18,12 +18,13 @@ from bisect import bisect_right
 
 from llmviz.engine.lean_steps import lean_step
 from llmviz.engine.loading.model import LoadedModel
-from llmviz.engine.serving.continuous import ServeConfig, StepRecord
+from llmviz.engine.serving.continuous import ServeConfig
 from llmviz.engine.serving.requests import RequestTrace
 from llmviz.engine.session import Session
 from llmviz.errors import ConfigError
 from llmviz.trace.config import EngineConfig
 from llmviz.trace.progress import Progress
+from llmviz.trace.schedule import SlotRow, StepRecord
 
 
 def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None,
@@ -79,8 +80,8 @@ def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None 
                 step.kv = {**step.kv, "seq_ids": [batch[s].id for s in step.kv["seq_ids"]]}
                 step.row_finished = ["max_new_tokens" if k >= r.output_len - 1 else "" for r in batch]
                 recorded[step.index] = step
-            rows = tuple((r.id, slot, len(r.prompt_ids) if k == 0 else 1,
-                          ("prefill" if k == 0 else "decode") if k < r.output_len else "idle")
+            rows = tuple(SlotRow(r.id, slot, len(r.prompt_ids) if k == 0 else 1,
+                                 ("prefill" if k == 0 else "decode") if k < r.output_len else "idle")
                          for slot, r in enumerate(batch))
             drawn = tuple(r.id for r in batch if k < r.output_len)
             done = tuple(r.id for r in batch if k == r.output_len - 1)

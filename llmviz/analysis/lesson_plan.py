@@ -40,15 +40,15 @@ class Step:
     def __post_init__(self):
         parts = self.id.split(".")
         if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-            raise ValueError(f"a step's id is its section and number (1.2.3 or 5.1), got {self.id!r}")
+            raise ConfigError(f"a step's id is its section and number (1.2.3 or 5.1), got {self.id!r}")
         if (self.panel == CLAIM) != (self.claim is not None):
-            raise ValueError(f"step {self.id}: a claim's step has the panel {CLAIM!r} and a claim, another neither")
+            raise ConfigError(f"step {self.id}: a claim's step has the panel {CLAIM!r} and a claim, another neither")
         if self.claim is None and self.map is None:
-            raise ValueError(f"step {self.id} draws no map: give it one (analysis/step_map.py's parts)")
+            raise ConfigError(f"step {self.id} draws no map: give it one (analysis/step_map.py's parts)")
         try:
             check_recipe(self.recipe)
-        except (ValueError, ConfigError) as exc:
-            raise ValueError(f"step {self.id}: {exc}") from None
+        except ValueError as exc:  # the claim it names, or its map (ConfigError is one)
+            raise ConfigError(f"step {self.id}: {exc}", code="lesson_step") from None
 
     @property
     def section(self) -> str:
@@ -133,9 +133,9 @@ def opened(text: str) -> str:
 
 
 def position_of(text: str) -> int:
-    """The index of a position in POSITIONS; ValueError when it names none (a link's hostile value)."""
+    """The index of a position in POSITIONS; ConfigError (a ValueError) when it names none (a link's hostile value)."""
     if text not in POSITIONS:
-        raise ValueError(f"no lesson step {text!r}")
+        raise ConfigError(f"no lesson step {text!r}")
     return POSITIONS.index(text)
 
 

@@ -23,6 +23,7 @@ from llmviz.analysis.predict import (
     kv_read_bytes,
     weight_read_bytes,
 )
+from llmviz.errors import ConfigError
 
 SIDES = ("prefill", "decode")
 
@@ -77,16 +78,16 @@ Recipe = Mapping[str, tuple[str, ...]]
 
 
 def check_recipe(recipe: Recipe) -> None:
-    """ValueError naming what a recipe gets wrong: a side other than prefill and decode, no part, an unknown one."""
+    """ConfigError naming what a recipe gets wrong: a side other than prefill and decode, no part, an unknown one."""
     if not recipe or set(recipe) - set(SIDES):
-        raise ValueError(f"a map draws parts on the sides {SIDES}, got {dict(recipe)!r}")
+        raise ConfigError(f"a map draws parts on the sides {SIDES}, got {dict(recipe)!r}")
     for side, items in recipe.items():
         if not items:
-            raise ValueError(f"a map's {side} side names no part")
+            raise ConfigError(f"a map's {side} side names no part")
         for item in items:
             name, _, fmt = item.partition("/")
             if name not in (*PARTS, *SPECIAL) or (fmt and fmt not in FORMATS):
-                raise ValueError(f"a map cannot draw {item!r}: the parts are {', '.join((*PARTS, *SPECIAL))}, "
+                raise ConfigError(f"a map cannot draw {item!r}: the parts are {', '.join((*PARTS, *SPECIAL))}, "
                                  f"with /{'/'.join(FORMATS)} for a format")
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
+from llmviz.errors import TraceFormatError
+
 KINDS = ("prefill", "decode", "idle")  # what a row fed: prompt tokens, one drawn token, nothing (a static batch's
 # finished row that still holds its slot)
 
@@ -44,7 +46,8 @@ class StepRecord:
         rows = tuple(row if isinstance(row, SlotRow) else SlotRow(*row) for row in self.rows)
         bad = [row for row in rows if row.kind not in KINDS or row.fed < 0]
         if bad:
-            raise ValueError(f"step {self.index}: a row feeds 0 or more tokens of a kind in {KINDS}, got {bad[0]}")
+            raise TraceFormatError(f"step {self.index}: a row feeds 0 or more tokens of a kind in {KINDS}, "
+                                   f"got {bad[0]}")
         object.__setattr__(self, "rows", rows)
 
     def to_dict(self) -> dict:
@@ -65,7 +68,7 @@ class Round:
     def __post_init__(self):
         object.__setattr__(self, "proposed", tuple(self.proposed))
         if not 0 <= self.accepted <= len(self.proposed):
-            raise ValueError(f"a round keeps 0 to {len(self.proposed)} of its draft, got {self.accepted}")
+            raise TraceFormatError(f"a round keeps 0 to {len(self.proposed)} of its draft, got {self.accepted}")
 
 
 def step_record(value: StepRecord | dict) -> StepRecord:

@@ -111,10 +111,11 @@ def test_a_claim_that_cannot_run_is_kept_and_the_rest_go_on():
 def test_k6_times_one_layers_attention_over_the_whole_context(measurer):
     """K6 as the article swaps it: the attention call alone, eager against SDPA, on the GPT-2 shape's 2,047-token
     context (its config's 2,048 positions, one left for a next token), three interleaved repeats a batch, batches
-    pooled until a planned look decides (the first at 9 rounds) or the budget ends."""
+    pooled until a planned look decides or the batches end."""
     f = measurer.measure("K6")
     assert f["model"] == "gpt2-124m-random" and f["tokens"] == 2047 and f["layer"] == 0
-    assert set(f["attention_ms"]) == {"eager", "sdpa"} and f["looks"] == {"batch": 3, "batches": 8}
+    # the looks planned for 3-round batches, as many as the fixture's batches allow (two: one look, at 6 rounds)
+    assert set(f["attention_ms"]) == {"eager", "sdpa"} and f["looks"] == {"batch": 3, "batches": 2}
     rounds = len(f["attention_ms"]["eager"]["all"])
     for ms in f["attention_ms"].values():
         assert len(ms["all"]) == rounds == 3 * f["batches"] and 0 < ms["min"] <= ms["median"] <= ms["max"]

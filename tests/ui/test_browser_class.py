@@ -8,6 +8,7 @@ Skipped where Chromium or HAProxy is absent."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 
@@ -81,7 +82,10 @@ def lesson_class(tmp_path_factory, monkeypatch_module):
         shows(projector, translate("zh", "class.answered", n=2, joined=2))
         projector.locator(".st-key-llmviz_class_shown_K4 label").first.click()
         wait_idle(projector, 60)
-        record["histogram"] = projector.locator(".st-key-class-histogram [data-testid=stPlotlyChart]").count()
+        histogram = ".st-key-class-histogram [data-testid=stPlotlyChart]"
+        with contextlib.suppress(Exception):  # drawn by the run the click starts: give it the time a chart takes
+            projector.wait_for_selector(histogram, timeout=15_000)
+        record["histogram"] = projector.locator(histogram).count()
         for _ in range(4):  # 2.2.3, 3.1.1, 3.1.2, then 3.2.1: the class is the workload
             unfocus(projector)
             projector.keyboard.press("ArrowRight")

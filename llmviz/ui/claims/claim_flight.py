@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 
+from llmviz.analysis.claim_effects import rounds_judged
 from llmviz.errors import LlmvizError, ServerBusyError
 from llmviz.ui.public import LatestClaims
 
@@ -171,8 +172,7 @@ class ClaimFlights:
         waiting before it (a step opened since), the heavy slot with it, and this run waits for its turn again."""
         with self._lock:
             if claim_id in self._so_far:
-                rounds = max((e.get("rounds") or 0 for e in claim.get("effects", [])), default=0)
-                self._so_far[claim_id] |= {"rounds": rounds, "claim": claim}
+                self._so_far[claim_id] |= {"rounds": rounds_judged(claim), "claim": claim}
             yields = any(self._rank[k] < self._rank[key] for k in self._queued)
             if yields:
                 self._turn = None

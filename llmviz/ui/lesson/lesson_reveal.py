@@ -174,7 +174,7 @@ def method(t, e: dict) -> None:
     when, the rounds, the sides' switches, the run's A-vs-A noise floor."""
     c = e["claim"]
     figures, where = c.get("figures") or {}, c.get("where") or {}
-    rounds = max((x.get("rounds") or 0 for x in c.get("effects", [])), default=0)  # the rounds the rule judged
+    rounds = rounds_judged(c)  # the rounds the rule judged
     key = f"lesson.source.{e['source']}" + ("_counted" if e["source"] == "measured" and not rounds else "")
     with st.expander(t("lesson.method"), icon=":material/science:"):
         st.caption(t(key, when=e["when"], model=literal(str(where.get("model", "?"))), rounds=rounds,

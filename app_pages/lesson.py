@@ -18,9 +18,8 @@ from llmviz.ui.lesson import (
     lesson_class,
     lesson_decode,
     lesson_end,
-    lesson_memory,
     lesson_nav,
-    lesson_prefill,
+    lesson_panels,
     lesson_reveal,
     lesson_side,
     lesson_workload,
@@ -32,8 +31,11 @@ CHART_PX = 300  # a panel's chart at most (the step's words, its control and its
 PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in PAGES}
 
 
-PANELS = {**lesson_prefill.PANELS, **lesson_decode.PANELS, **lesson_memory.PANELS,
-          "locality": lambda t, run: locality_view.section(t, state.settings())}
+
+
+def panels() -> dict:
+    """The lesson's panels (the stock ones, any an added step brought) and the KV layouts page's locality section."""
+    return {**lesson_panels.panels(), "locality": lambda t, run: locality_view.section(t, state.settings())}
 
 
 def ensure_decode_steps(run) -> None:
@@ -53,11 +55,11 @@ def live(t, run, step) -> None:
         lesson_workload.panel(t, step)  # K7's step in a class: the class's own requests
         return
     layers = run.trace.model_card["config"]["num_layers"]
-    missing = missing_tensors(run.trace.steps[0], lesson_prefill.needs(step.panel, layers))
+    missing = missing_tensors(run.trace.steps[0], lesson_panels.needs(step.panel, layers))
     if missing:
         missing_note(t, run.trace.steps[0], missing)
         return
-    PANELS[step.panel](t, run)
+    panels()[step.panel](t, run)
 
 
 def panel(t, run, step) -> None:
@@ -94,7 +96,7 @@ def show(t, run, step) -> None:
 
 def main() -> None:
     t = translator()
-    check_built(STEPS, PANELS, lambda key: key in t)  # a step without its panel or words fails here, by its id
+    check_built(STEPS, panels(), lambda key: key in t)  # a step without its panel or words fails here, by its id
     if not presenter.active():  # a projector: the step's title says where we are
         heading(t, "lesson")
     lesson_link.arrived()

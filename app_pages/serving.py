@@ -5,10 +5,12 @@ import hashlib
 
 import streamlit as st
 
-from llmviz.analysis.serving import STATES
+from llmviz.analysis.serving import STATES, serving_layout
+from llmviz.trace.config import ATTN_BACKENDS, KV_LAYOUTS, EngineConfig
 from llmviz.ui import measure, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, translator
+from llmviz.ui.names import label
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.serving import serving_run as run
 from llmviz.ui.serving.serving_step import section as look_inside
@@ -37,7 +39,8 @@ def batching_tab(t, s) -> None:
         requests, trace_key = uploaded(t)
         if requests is None:
             return
-    wanted = (s.device, model, trace_key, int(slots))
+    backend, layout = run_engine(t, s)
+    wanted = (s.device, model, trace_key, int(slots), backend, layout)
     clicked = st.button(t("serving.run"), type="primary")
     results = run.batching(t, wanted, requests) if clicked else measure.kept(run.BATCHING_KEY, wanted)
     if results is None:
@@ -73,6 +76,18 @@ def batching_tab(t, s) -> None:
     st.caption(t("serving.timed"))
     downloads(t, [{"scheduler": n, **{k: v for k, v in fig.items() if not isinstance(v, dict)}}
                   for n, fig in m.items()], "batching")
+
+
+def run_engine(t, s) -> tuple[str, str]:
+    """Home's attention backend and KV layout, which both schedulers run on where they can; the page says where one
+    cannot (continuous batching needs blocks: analysis/serving.serving_layout)."""
+    backend, layout = s.attn, s.switches().get("kv_layout", EngineConfig.kv_layout)
+    used = {n: serving_layout(n, layout) for n in ("static", "continuous")}
+    why = "" if used["continuous"] == layout else t("serving.layouts_why", chosen=label(t, KV_LAYOUTS, layout))
+    st.caption(t("serving.layouts", backend=label(t, ATTN_BACKENDS, backend),
+                 static=label(t, KV_LAYOUTS, used["static"]), continuous=label(t, KV_LAYOUTS, used["continuous"]),
+                 why=why))
+    return backend, layout
 
 
 def uploaded(t) -> tuple:

@@ -1,7 +1,8 @@
-"""The lesson's steps in the article's order: one registry the lesson page, its URL position, the
-`llmviz class` command and their tests read. Each step names the section it follows, the live panel that draws it
-from the student's own run, the full page it opens, the concepts and claim it shows, and the article's slips that
-bear on it (llmviz/analysis/article.py). Its words are catalogue entries, `lesson.<id>.title` and `lesson.<id>.says`.
+"""The lesson's steps in the article's order: one registry (Lesson: the stock steps, and any a
+registration places among them) the lesson page, its URL position, the `llmviz class` command and their tests read.
+Each step names the section it follows, the live panel that draws it from the student's own run, the full page it
+opens, the concepts and claim it shows, and the article's slips that bear on it (llmviz/analysis/article.py). Its
+words are catalogue entries, `lesson.<id>.title` and `lesson.<id>.says`.
 
 A position is a step's id (`1.2.3`: section 1.2, its third step), or `end` (the summary of what was revealed); a
 chapter (`4.2`) opens its first step. Plain data here, below both the UI and the command line (a class is
@@ -10,7 +11,7 @@ started at a position the lesson has): no torch, no streamlit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from llmviz.analysis import claim_spec
@@ -68,7 +69,7 @@ READS = {"decode": ("weights", "cache")}  # what a decode step reads
 
 
 CHAPTERS = ("1.1", "1.2", "2.1", "2.2", "3.1", "3.2", "4.1", "4.2", "5")
-STEPS = (
+STOCK = (
     # §1.1 prefill
     Step("1.1.1", "tokens", "tokens", ("C1",), slips=("four_tokens",), map=PROMPT_IDS),
     Step("1.1.2", "bert", "tokens", ("C1", "C2"), slips=("bert_decodes",), map=PROMPT_IDS),
@@ -120,10 +121,90 @@ STEPS = (
     Step("5.3", "claim", "serving", ("K9", "C22"), claim="K9"),
     Step("5.4", "claim", "compare", ("K10", "C14", "C21"), claim="K10", slips=("a100_fp8",)),
 )
-STEP_IDS = tuple(s.id for s in STEPS)
-# The last step of each chapter: where its recap and question are (ui/lesson/lesson_check.py)
-CHAPTER_ENDS = {a.id for a, b in zip(STEPS, (*STEPS[1:], None), strict=True) if b is None or b.section != a.section}
-POSITIONS = (*STEP_IDS, END)
+
+
+class Lesson(Sequence):
+    """The lesson's steps in order: the stock ones, and any a registration placed among them (`add`: a new step in
+    one declaration, its panel and its words registered beside it). Like the switches' tables it is extended at import
+    or in a test's fixture (`remove` undoes it), never per session: Streamlit sessions are threads of one process.
+    Indexing, `len`, `in` and `index` read it as a tuple."""
+
+    def __init__(self, steps: tuple[Step, ...]):
+        self._steps = list(steps)
+        self._stock = frozenset(s.id for s in steps)
+
+    def __getitem__(self, i):
+        return self._steps[i]
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def add(self, step: Step, after: str) -> Step:
+        """Place `step` right after the step `after`, in that step's chapter or the next one (ConfigError naming what
+        is wrong: an id taken, an unknown place, a chapter the lesson lacks)."""
+        if not isinstance(step, Step):
+            raise ConfigError(f"a lesson step is a Step, got {type(step).__name__}", code="lesson_step")
+        ids = [s.id for s in self._steps]
+        if step.id in ids:
+            raise ConfigError(f"lesson step {step.id} is declared twice", code="lesson_step")
+        if after not in ids:
+            raise ConfigError(f"lesson step {step.id}: no step {after!r} to follow", code="lesson_step")
+        if step.section not in CHAPTERS:
+            raise ConfigError(f"lesson step {step.id}: no chapter {step.section} (chapters: {', '.join(CHAPTERS)})",
+                              code="lesson_step")
+        at = ids.index(after)
+        here = CHAPTERS.index(self._steps[at].section)
+        if CHAPTERS.index(step.section) not in (here, here + 1):
+            raise ConfigError(f"lesson step {step.id} cannot follow {after}: its chapter {step.section} is not "
+                              f"{after}'s or the next", code="lesson_step")
+        self._steps.insert(at + 1, step)
+        return step
+
+    def remove(self, step_id: str) -> None:
+        """Undo an `add` (a test's registration); a stock step stays."""
+        if step_id in self._stock:
+            raise ConfigError(f"lesson step {step_id} is the lesson's own: it cannot be removed", code="lesson_step")
+        self._steps = [s for s in self._steps if s.id != step_id]
+
+
+class _Ids(Sequence):
+    """A live view of the lesson's step ids (and `end` after them when `end`)."""
+
+    def __init__(self, end: bool):
+        self._end = end
+
+    def __getitem__(self, i):
+        ids = [s.id for s in STEPS] + ([END] if self._end else [])
+        return ids[i]
+
+    def __len__(self) -> int:
+        return len(STEPS) + self._end
+
+    def __contains__(self, value) -> bool:
+        return (value == END and self._end) or any(s.id == value for s in STEPS)
+
+
+class _ChapterEnds(Collection):
+    """A live view of the last step of each chapter: where its recap and question are (ui/lesson/lesson_check.py)."""
+
+    def _ends(self) -> list[str]:
+        steps = list(STEPS)
+        return [a.id for a, b in zip(steps, (*steps[1:], None), strict=True) if b is None or b.section != a.section]
+
+    def __contains__(self, value) -> bool:
+        return value in self._ends()
+
+    def __iter__(self):
+        return iter(self._ends())
+
+    def __len__(self) -> int:
+        return len(self._ends())
+
+
+STEPS = Lesson(STOCK)
+STEP_IDS = _Ids(end=False)
+CHAPTER_ENDS = _ChapterEnds()
+POSITIONS = _Ids(end=True)  # every step's id, then END
 
 
 def opened(text: str) -> str:

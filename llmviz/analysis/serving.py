@@ -15,7 +15,18 @@ from itertools import pairwise
 
 import numpy as np
 
+from llmviz.trace.config import KV_LAYOUTS, SCHEDULERS
 from llmviz.trace.schedule import StepRecord, round_record, step_record
+
+
+def serving_layout(scheduler: str, chosen: str) -> str:
+    """The KV layout a scheduler runs on when `chosen` is asked for: its own where its declaration names the growth it
+    needs (continuous batching: blocks, so the paged pool) and the chosen one does not grow that way; else the
+    chosen one. A page and the CLI say so when the two differ."""
+    needs = SCHEDULERS.describe(scheduler).growth
+    if not needs or KV_LAYOUTS.describe(chosen).growth == needs:
+        return chosen
+    return KV_LAYOUTS.having(growth=needs)[0]
 
 
 def _percentiles(values: list[float]) -> dict:

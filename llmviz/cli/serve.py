@@ -8,19 +8,24 @@ import json
 import sys
 
 from llmviz import service
-from llmviz.analysis.serving import kv_figures, metrics, spread_text
+from llmviz.analysis.serving import kv_figures, metrics, serving_layout, spread_text
 from llmviz.cli.options import add_threads, start
 from llmviz.errors import ConfigError
+from llmviz.trace.config import ATTN_BACKENDS, KV_LAYOUTS, SCHEDULERS
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("serve-sim", help="a request trace through static or continuous batching, measured")
     p.add_argument("--trace", default="mixed", help="built-in: mixed, mixed-poisson, shared-prompt; or a JSON file")
-    p.add_argument("--scheduler", default="continuous", choices=("static", "continuous"))
+    p.add_argument("--scheduler", default="continuous", choices=tuple(SCHEDULERS),
+                   help="a scheduler declared in trace/config.SCHEDULERS (an extension adds its own)")
     p.add_argument("--model", default="llmviz-tiny", help="a model sharing the embedded tokenizer's ids "
                    "(llmviz-tiny, gpt2-124m-random) for the built-in traces")
     p.add_argument("--slots", type=int, default=8, help="requests running at once (static: the batch size)")
     p.add_argument("--token-budget", type=int, default=256, help="tokens fed per step (continuous)")
+    p.add_argument("--backend", default="sdpa", choices=tuple(ATTN_BACKENDS), help="attention, both schedulers")
+    p.add_argument("--kv-layout", default="contiguous", choices=tuple(KV_LAYOUTS),
+                   help="static batching's KV layout (continuous batching always runs on the paged pool)")
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--pool-blocks", type=int, default=None, help="blocks in the paged pool (continuous)")
     p.add_argument("--prefix-sharing", action="store_true",
@@ -36,7 +41,8 @@ def run(args) -> int:
     trace = service.replay.request_trace(args.trace)  # the trace and the settings are checked before the model loads
     config = service.serving.serve_config(slots=args.slots, token_budget=args.token_budget,
                                           block_size=args.block_size, pool_blocks=args.pool_blocks,
-                                          device=args.device, prefix_sharing=args.prefix_sharing)
+                                          device=args.device, prefix_sharing=args.prefix_sharing,
+                                          backend=args.backend, layout=args.kv_layout)
     if args.prefix_sharing and args.scheduler == "static":
         raise ConfigError("--prefix-sharing needs --scheduler continuous (static batching has no paged pool)")
     lm = service.models.load(args.model, service.EngineConfig(device=args.device))
@@ -44,7 +50,8 @@ def run(args) -> int:
     m = metrics(result)
     identical = None if args.no_check else result["outputs"] == service.serving.serve_alone(lm, trace, args.device)
     doc = {"trace": trace.name, "note": trace.note, "scheduler": args.scheduler, "model": lm.name,
-           "device": str(lm.device), "slots": args.slots, **m, "identical_outputs": identical,
+           "device": str(lm.device), "slots": args.slots, "backend": args.backend,
+           "kv_layout": serving_layout(args.scheduler, args.kv_layout), **m, "identical_outputs": identical,
            "preemptions": sum(len(r.preempted) for r in result["records"]), "prefix_sharing": args.prefix_sharing,
            **kv_figures(result),
            "what_was_timed": "the wall clock of every engine step (scheduling, forward passes, sampling; device "

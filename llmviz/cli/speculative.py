@@ -7,7 +7,7 @@ import json
 
 from llmviz import service
 from llmviz.cli.options import add_threads, start
-from llmviz.trace.config import SamplingConfig
+from llmviz.trace.config import ATTN_BACKENDS, KV_LAYOUTS, SamplingConfig
 
 
 def add_parser(sub) -> None:
@@ -19,6 +19,8 @@ def add_parser(sub) -> None:
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (output identical to the target's)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", default="sdpa", choices=tuple(ATTN_BACKENDS), help="attention, every model")
+    p.add_argument("--kv-layout", default="contiguous", choices=tuple(KV_LAYOUTS), help="both models' KV layout")
     p.add_argument("--device", default="auto")
     add_threads(p)
     p.add_argument("--json", action="store_true")
@@ -29,8 +31,10 @@ def run(args) -> int:
     config = service.EngineConfig(device=args.device)
     target, draft = service.models.load(args.model, config), service.models.load(args.draft, config)
     sampling = SamplingConfig(temperature=args.temperature)
-    result = service.measure.speculate(target, draft, args.prompt, args.k, args.max_new_tokens, sampling, args.seed)
+    result = service.measure.speculate(target, draft, args.prompt, args.k, args.max_new_tokens, sampling, args.seed,
+                                       args.backend, args.kv_layout)
     doc = {"model": target.name, "draft": draft.name, "k": args.k, "device": str(target.device),
+           "backend": result["backend"], "kv_layout": result["layout"],
            "temperature": args.temperature, "output_ids": result["output_ids"],
            "text": target.tokenizer.hf.decode(result["output_ids"], skip_special_tokens=True),
            "identical_outputs": result["identical_outputs"], "acceptance_rate": result["acceptance_rate"],

@@ -46,7 +46,9 @@ class Recorder:
 
 def record_step(rec: Recorder, index: int, phase: str, step: StepBatch, logits: torch.Tensor,
                 next_ids: torch.Tensor, ctx: RunContext, spans: dict, *, sampling: dict, row_finished: list,
-                run_finished: str = "", compiled_now: bool = False) -> StepTrace:
+                run_finished: str = "", compiled_now: bool = False, kv: dict | None = None) -> StepTrace:
+    """The step's StepTrace; `kv`: the cache's snapshot taken earlier (a scheduler's, before it retired or truncated
+    rows), else taken now."""
     lm = rec.lm
     real = step.real.cpu().numpy()
     input_ids = np.where(real, step.ids.cpu().numpy(), PAD).astype(np.int64)
@@ -61,7 +63,7 @@ def record_step(rec: Recorder, index: int, phase: str, step: StepBatch, logits: 
         logits=logits32.cpu().numpy() if logits32.shape[-1] <= FULL_LOGITS_MAX_VOCAB else None,
         topk_ids=top.indices.cpu().numpy().astype(np.int64), topk_logits=top.values.cpu().numpy(),
         logsumexp=logits32.logsumexp(-1).cpu().numpy(), lens_ids=lens_ids, lens_probs=lens_probs,
-        hooks=[HookRecord(**r) for r in ctx.finish()], kv=rec.cache.snapshot(),
+        hooks=[HookRecord(**r) for r in ctx.finish()], kv=kv if kv is not None else rec.cache.snapshot(),
         timings={"spans_ms": spans, "total_ms": sum(spans.values()), "device": str(lm.device),
                  "threads": torch.get_num_threads(), "capture": rec.capture,
                  "attn_backend": rec.backend, "tokens": int(sum(step.n_real)),

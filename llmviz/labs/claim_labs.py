@@ -11,7 +11,7 @@ from llmviz.analysis.claim_spec import ClaimSpec
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.serving.continuous import ServeConfig
 from llmviz.engine.serving.requests import load_trace
-from llmviz.engine.serving.static import serve, warm_up
+from llmviz.engine.serving.schedulers import serve, warm_up
 from llmviz.engine.timing import spread
 from llmviz.i18n.translator import timed
 from llmviz.labs.batch_sweep import batch_sweep

@@ -159,9 +159,9 @@ def speculation_costs(target: LoadedModel, draft: LoadedModel, ids: list[int], n
 
 
 def speculate(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, max_new: int = 32,
-              sampling=None, seed: int = 0) -> dict:
-    """Speculative decoding of `prompt` beside the target alone and the draft alone (C16; claim K8)
-    (llmviz/labs/speculative.py)."""
+              sampling=None, seed: int = 0, backend: str = "sdpa", layout: str = "contiguous") -> dict:
+    """Speculative decoding of `prompt` beside the target alone and the draft alone, all on `backend` and `layout`
+    (C16; claim K8) (llmviz/labs/speculative.py)."""
     from llmviz.labs.speculative import speculate as run_speculative
 
-    return run_speculative(target, draft, prompt, k, max_new, sampling, seed)
+    return run_speculative(target, draft, prompt, k, max_new, sampling, seed, backend, layout)

@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # annotations only
 
 
 def serve_config(**options) -> ServeConfig:
-    """Serving settings (ServeConfig fields: slots, token_budget, block_size, pool_blocks, device, prefix_sharing,
-    capture, capture_steps), checked now: a ConfigError before any model loads."""
+    """Serving settings (ServeConfig fields: slots, token_budget, block_size, pool_blocks, device, backend, layout,
+    prefix_sharing, capture, capture_steps), checked now: a ConfigError before any model loads."""
     from llmviz.engine.serving.continuous import ServeConfig
 
     return ServeConfig(**options)
@@ -31,7 +31,7 @@ def serve(lm: LoadedModel, trace, scheduler: str, progress: Progress | None = No
     """A request trace (built-in name, JSON file or RequestTrace) through static or continuous batching; `config`
     from serve_config(), or `options` its fields; `until`: either scheduler stops after that step (with capture
     and capture_steps: a look inside it, result["steps"], each step the StepTrace every page reads)."""
-    from llmviz.engine.serving.static import serve as run_serving
+    from llmviz.engine.serving.schedulers import serve as run_serving
 
     return run_serving(lm, requests_of(trace), scheduler, config or serve_config(**options), progress, until)
 
@@ -64,7 +64,7 @@ def serve_alone(lm: LoadedModel, trace: RequestTrace, device: str) -> dict:
 
 def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
     """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
-    from llmviz.engine.serving.static import warm_up
+    from llmviz.engine.serving.schedulers import warm_up
 
     warm_up(lm, serve_config(slots=slots, device=device))
 
@@ -82,13 +82,13 @@ def check_serving_work(lm: LoadedModel, trace, public: bool, slots: int | None =
 
 
 def speculative_round(target: LoadedModel, draft: LoadedModel, prompt: str, k: int, index: int, max_new: int = 32,
-                      sampling=None, seed: int = 0) -> dict:
+                      sampling=None, seed: int = 0, backend: str = "sdpa", layout: str = "contiguous") -> dict:
     """Speculative decoding of `prompt` (as service.measure.speculate runs it: its rounds are the same for a seed),
     round `index`'s verification recorded at capture full (engine/serving/speculative.py): {"step": its StepTrace,
     None past the last round; "rounds"; "tokens": the recorded ids' table}. Untimed: a look, not a measurement."""
     from llmviz.engine.serving.speculative import Speculator
 
     spec = Speculator(target, draft, target.tokenizer.encode(prompt), k, sampling, seed, max_new, capture="full",
-                      capture_rounds=(index,))
+                      capture_rounds=(index,), backend=backend, layout=layout)
     result = spec.run()
     return {"step": spec.steps.get(index), "rounds": result["rounds"], "tokens": spec.tokens}

@@ -60,6 +60,16 @@ KV_LAYOUTS = Names("kv_layout", (
               derived="what contiguous becomes with a sliding_window shorter than max_seq_len: choose kv_layout "
                       "contiguous and a window"),
 ))
+# Serving schedulers, each a policy over the one driver (llmviz/engine/serving/driver.py); `growth` names the KV
+# growth it needs ("blocks": continuous batching admits and retires requests step by step in a paged pool).
+SCHEDULERS = Names("scheduler", (
+    Extension("static", {"en": "Static batching", "zh": "静态批处理"},
+              about={"en": "a batch of requests runs until its longest is done; finished rows keep computing",
+                     "zh": "一批请求一直跑到最长的那个结束；已完成的行继续被计算"}),
+    Extension("continuous", {"en": "Continuous batching", "zh": "持续批处理"}, growth="blocks",
+              about={"en": "requests join and leave the batch at every step, their KV in a paged pool",
+                     "zh": "请求在每一步加入或离开批次，它们的 KV 放在分页池里"}),
+))
 FUSED_CHOICES = ("auto", "on", "off")  # fused projections: as the checkpoint stores them, or forced (C10)
 QUANT_MODES = ("none", "int8", "int4")  # weight-only quantization of the blocks' projections (C21)
 PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)

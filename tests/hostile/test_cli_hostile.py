@@ -339,16 +339,16 @@ def test_every_error_class_is_one_line(run, monkeypatch, tmp_path, cls):
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("where", ["load", "step"])
 def test_every_command_reports_a_forced_error(run, monkeypatch, tmp_path, command, where):
-    """Forced at the load and inside the engine's step (continuous batching and speculative decoding in the one
-    step loop, run_step)."""
+    """Forced at the load and inside the engine's step (every serving policy through the one driver, speculative
+    decoding's draft steps, and a Session's step: the one step loop, run_step)."""
     exc = errors.OutOfMemoryError("forced during the run; try a smaller model")
     if where == "load":
         monkeypatch.setattr(service.models, "load", _raiser(exc))
     else:
-        import llmviz.engine.serving.continuous as continuous
+        import llmviz.engine.serving.driver as driver
         import llmviz.engine.serving.speculative as speculative
 
-        monkeypatch.setattr(continuous, "run_step", _raiser(exc))
+        monkeypatch.setattr(driver, "run_step", _raiser(exc))
         monkeypatch.setattr(speculative, "run_step", _raiser(exc))
         monkeypatch.setattr(Session, "step", _raiser(exc))
     assert check(run(*_command(command, tmp_path)), ERROR) == f"error: {exc}"

@@ -82,11 +82,11 @@ def test_the_page_refuses_the_padded_trace_in_sixteen_slots(monkeypatch, lang, s
 def test_idle_steps_between_arrivals_are_recorded_not_stepped(tiny, monkeypatch):
     """64 one-token requests over 10,000 steps: 64 engine steps (one each: its prefill draws its one token) and a
     progress report after each, where there were 10,001 of both; the records still count every step."""
-    from llmviz.engine.serving.continuous import ContinuousScheduler
+    from llmviz.engine.serving import driver
 
     stepped, reports = [], []
-    step = ContinuousScheduler.step
-    monkeypatch.setattr(ContinuousScheduler, "step", lambda self: stepped.append(1) or step(self))
+    step = driver.step_once
+    monkeypatch.setattr(driver, "step_once", lambda policy: stepped.append(1) or step(policy))
     trace = spread(64)
     result = outcome(lambda: service.serving.serve(tiny, trace, "continuous", lambda *a: reports.append(a), slots=8,
                                                    device="cpu"), "ok", seconds=20)

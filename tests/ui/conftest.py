@@ -32,3 +32,12 @@ def no_shared_runs():
     server.latest_claims.clear()
     lesson_measure.flights.clear()
     yield
+
+
+@pytest.fixture
+def toy_claim(tmp_path, monkeypatch):
+    """K99 declared in one module of its own, its catalogue lines beside it (tests/support/toy_claim.py)."""
+    import toy_claim as toy
+
+    yield toy.install(tmp_path, monkeypatch)
+    toy.uninstall()

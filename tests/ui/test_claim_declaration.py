@@ -3,60 +3,13 @@ lines, in both languages) is measured, judged and shown by the Claims page, the 
 other file touched, and its figure is the median of its per-round effects, recomputed here from the raw rounds."""
 
 import json
-import shutil
-import sys
 
 import numpy as np
 import pytest
+from toy_claim import LINES
 from ui_helpers import open_app, page_file
 
 from llmviz.analysis import claim_spec
-from llmviz.i18n import translator
-
-TOY = '''
-from llmviz.analysis.claim_spec import EMBEDDED, RATIO, ClaimSpec, EffectSpec, Lab
-from llmviz.analysis.claims import speedup
-
-
-def rule(f):
-    ms = dict(zip(f["lengths"], f["prefill_ms"], strict=True))
-    return {"toy_doubling": speedup(ms[32], ms[16])}, {"ms_16": ms[16]["median"], "ms_32": ms[32]["median"]}
-
-
-CLAIM = ClaimSpec(
-    id="K99", concepts=("C3",), article="a toy: 16 tokens to 32 doubles the prefill",
-    effects=(EffectSpec("toy_doubling", RATIO, 1.0, bounded=True),),
-    lab=Lab("prefill_sweep", EMBEDDED, {"quick": (8, 16, 32), "full": (8, 16, 32), "control": lambda n: (16, 32)}),
-    rule=rule, predicted="toy_doubling",
-)
-'''
-LINES = {"en": {"claims.article.K99": "a toy: 16 tokens to 32 doubles the prefill",
-                "claims.effect.toy_doubling": "toy doubling", "concept.K99": "a toy claim"},
-         "zh": {"claims.article.K99": "玩具：提示从 16 个 token 到 32 个，预填充时间翻倍",
-                "claims.effect.toy_doubling": "玩具翻倍", "concept.K99": "玩具声明"}}
-
-
-@pytest.fixture
-def toy_claim(tmp_path, monkeypatch):
-    """K99 in a module of its own beside the real ones, and its catalogue lines in a copy of the locales."""
-    import llmviz.analysis.claimdefs as package
-
-    folder = tmp_path / "claims"
-    folder.mkdir()
-    (folder / "k99_toy.py").write_text(TOY, encoding="utf-8")
-    locales = tmp_path / "locales"
-    shutil.copytree(translator.LOCALES, locales)
-    for lang, lines in LINES.items():
-        (locales / lang / "toy.json").write_text(json.dumps(lines, ensure_ascii=False), encoding="utf-8")
-    monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
-    monkeypatch.setattr(translator, "LOCALES", locales)
-    monkeypatch.setattr("llmviz.labs.claims.QUICK_BUDGET_S", 3.0)  # a batch or a few: the suite's time
-    claim_spec.declared.cache_clear()
-    translator.catalog.cache_clear()
-    yield "K99"
-    claim_spec.declared.cache_clear()
-    translator.catalog.cache_clear()
-    sys.modules.pop(f"{claim_spec.PACKAGE}.k99_toy", None)
 
 
 def by_hand(raw: dict) -> float:

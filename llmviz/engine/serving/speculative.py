@@ -20,7 +20,6 @@ logits of the position its token was drawn from, that token; the cache as the st
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict
 
 import torch
@@ -28,14 +27,13 @@ import torch
 from llmviz.engine.capture import RunContext
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
-from llmviz.engine.platform.devices import synchronize
-from llmviz.engine.recording import Recorder, is_recorded, record_step
+from llmviz.engine.recording import Recorder
 from llmviz.engine.sampling import check_finite, filter_logits
+from llmviz.engine.serving.driver import Clock, Planned, Policy, Recording, drive, step_once
 from llmviz.engine.step_batch import layer_windows
 from llmviz.engine.step_loop import Feed, run_step
-from llmviz.engine.timing import StepTimer
 from llmviz.errors import ConfigError
-from llmviz.trace.config import CAPTURE_LEVELS, SamplingConfig, check_seed
+from llmviz.trace.config import ATTN_BACKENDS, CAPTURE_LEVELS, KV_LAYOUTS, SamplingConfig, check_seed
 from llmviz.trace.schedule import Round
 
 MAX_K = 16
@@ -68,12 +66,20 @@ def accept(p: torch.Tensor, q: torch.Tensor, proposed: list[int], generator: tor
     return len(proposed), int(torch.multinomial(p[len(proposed)], 1, generator=generator))
 
 
-class Speculator:
+class Speculator(Policy):
+    """Speculative decoding as a policy over the one driver: a step is a round. Its plan is the draft's proposals
+    (plan_ms: the draft's wall time), its run the target's verification of k + 1 positions, its settle the acceptance
+    rule and both caches truncated. The caches are of the chosen layout and the attention the chosen backend, both
+    models alike (a layout must truncate: every stock one does; the ring as far as its rollback slots reach)."""
+
+    name = "speculative"
+
     def __init__(self, target: LoadedModel, draft: LoadedModel, prompt_ids: list[int], k: int,
                  sampling: SamplingConfig | None = None, seed: int = 0, max_new: int = 32, capture: str = "off",
-                 capture_rounds: tuple = ()):
+                 capture_rounds: tuple = (), backend: str = "sdpa", layout: str = "contiguous"):
         if capture not in CAPTURE_LEVELS:
             raise ConfigError(f"capture must be one of {', '.join(CAPTURE_LEVELS)}, got {capture!r}")
+        super().__init__(target, capture, capture_rounds)
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ConfigError(f"k (draft tokens per round) must be a whole number in 1..{MAX_K}, got {k!r}")
         check_pair(target, draft)
@@ -87,6 +93,8 @@ class Speculator:
         if not isinstance(max_new, int) or max_new < 1:
             raise ConfigError(f"max_new (tokens to generate) must be a whole number >= 1, got {max_new!r}")
         check_seed(seed)  # as generate bounds its seed (a seed >= 2**64 was an OverflowError in manual_seed)
+        self.backend = ATTN_BACKENDS.check(backend, "backend")
+        KV_LAYOUTS.check(layout, "layout")
         self.target, self.draft, self.k, self.max_new = target, draft, k, max_new
         max_seq = len(prompt_ids) + max_new + k + 1
         for lm in (target, draft):
@@ -96,109 +104,122 @@ class Speculator:
         self.caches = {}
         self.windows = {"target": layer_windows(target.cfg), "draft": layer_windows(draft.cfg)}  # per step: read
         for name, lm in (("target", target), ("draft", draft)):
-            self.caches[name] = make_kv_cache("contiguous", lm.cfg, max_seq, model_dtype=lm.dtype, device=lm.device)
+            self.caches[name] = make_kv_cache(layout, lm.cfg, max_seq, model_dtype=lm.dtype, device=lm.device)
             self.caches[name].add(0)
         self.ids = list(prompt_ids)
         self.prompt_len = len(prompt_ids)
         self.generator = torch.Generator(device=target.device).manual_seed(seed)
-        self.rounds: list[Round] = []
-        self.prefill_ms = 0.0
-        self.capture, self.capture_rounds, self.seed = capture, tuple(capture_rounds), seed
-        self.steps: dict = {}  # round index -> its verification's StepTrace (capture on)
-        self.tokens: dict = {}  # the recorded steps' token table
-        self.recorder = Recorder(target, self.caches["target"], capture, "sdpa", 0, self.tokens)
+        self.seed = seed
+        self._recorder = Recorder(target, self.caches["target"], capture, self.backend, 0, self.tokens)
 
-    def _feed(self, which: str, tokens: list[int], all_positions: bool = False, ctx: RunContext | None = None):
-        """One step of the one step loop (engine/step_loop.py) for the draft or the target, drawing nothing (the
-        round draws by its own rule): logits [V], or [n, V] for every fed position (the verification), and what
-        the step ran (Ran). `ctx`: a recording context (its timer times the step)."""
+    @property
+    def rounds(self) -> list[Round]:
+        return self.records
+
+    @property
+    def prefill_ms(self) -> float:
+        return self.start_ms
+
+    @property
+    def recorder(self) -> Recorder:
+        return self._recorder
+
+    @property
+    def finished(self) -> bool:
+        return len(self.generated) >= self.max_new
+
+    def _feed(self, which: str, tokens: list[int]):
+        """One step of the one step loop (engine/step_loop.py) for the draft (or the target's prefill), drawing
+        nothing: the logits [V] of its last position."""
         lm, cache = (self.target, self.caches["target"]) if which == "target" else (self.draft, self.caches["draft"])
-        ctx = ctx or RunContext()
-        feed = Feed([tokens], [0], "sdpa", self.windows[which], lm.device)
-        ran = run_step(cache, feed, ctx, ctx.timer, lambda step: lm.model(step, cache=cache, ctx=ctx,
-                                                                           last_only=not all_positions), None)
+        ctx = RunContext()
+        feed = Feed([tokens], [0], self.backend, self.windows[which], lm.device)
+        ran = run_step(cache, feed, ctx, None, lambda step: lm.model(step, cache=cache, ctx=ctx, last_only=True), None)
         logits = ran.logits[0]
         check_finite(logits)
-        return logits, ran
+        return logits
 
-    def _recorded(self, index: int) -> RunContext | None:
-        """A recording context for round `index`'s verification, or None when it is not recorded."""
-        if not is_recorded(self.capture, self.capture_rounds, index):
-            return None
-        timer = StepTimer(self.target.device)
-        return RunContext(self.capture, (), timer)
-
-    def prefill(self) -> None:
-        """Both models read the prompt but its last token (the first round feeds it)."""
-        began = time.perf_counter()
-        with torch.inference_mode():
-            if len(self.ids) > 1:
-                for which in ("target", "draft"):
-                    self._feed(which, self.ids[:-1])
-        synchronize(self.target.device)
-        self.prefill_ms = (time.perf_counter() - began) * 1000
+    def start(self) -> None:
+        """Both models read the prompt but its last token (the first round feeds it); the driver times it."""
+        if len(self.ids) > 1:
+            for which in ("target", "draft"):
+                self._feed(which, self.ids[:-1])
 
     @property
     def generated(self) -> list[int]:
         return self.ids[self.prompt_len:]
 
-    def round(self) -> Round:
-        k = min(self.k, self.max_new - len(self.generated))  # never propose past the tokens asked for
-        k = max(k, 1)
-        began = time.perf_counter()
-        with torch.inference_mode():
-            proposed, q = [], []
-            pending = self.ids[self.caches["draft"].length(0):]  # x, and d_k of a fully accepted round
-            for _ in range(k):
-                logits, _ = self._feed("draft", pending)
-                if self.sampling.greedy:
-                    token = int(logits.float().argmax())
-                else:
-                    dist = probabilities(logits[None], self.sampling)[0]  # q: what the draft drew from
-                    token = int(torch.multinomial(dist, 1, generator=self.generator))
-                    q.append(dist)
-                proposed.append(token)
-                pending = [token]
-            synchronize(self.target.device)
-            drafted = time.perf_counter()
-            base = self.caches["target"].length(0)
-            ctx = self._recorded(len(self.rounds))
-            logits, ran = self._feed("target", [self.ids[-1], *proposed], all_positions=True, ctx=ctx)  # [k+1, V]
+    def plan(self, index: int) -> Planned:
+        """The draft proposes k tokens (never past the tokens asked for), one decode step each; the target will feed
+        [x, d1..dk] at once."""
+        k = max(1, min(self.k, self.max_new - len(self.generated)))
+        proposed, q = [], []
+        pending = self.ids[self.caches["draft"].length(0):]  # x, and d_k of a fully accepted round
+        for _ in range(k):
+            logits = self._feed("draft", pending)
             if self.sampling.greedy:
-                picks = logits.float().argmax(-1).tolist()
-                kept = next((i for i, (d, t) in enumerate(zip(proposed, picks, strict=False)) if d != t), k)
-                token = picks[kept]
+                token = int(logits.float().argmax())
             else:
-                kept, token = accept(probabilities(logits, self.sampling), torch.stack(q), proposed, self.generator)
-            synchronize(self.target.device)
-        verified = time.perf_counter()
-        if ctx is not None:  # outside the round's wall time: the logits its token was drawn from, and that token
-            self.steps[len(self.rounds)] = record_step(
-                self.recorder, len(self.rounds), "decode", ran.step, logits[kept][None],
-                torch.tensor([token]), ctx, ran.spans, sampling={**asdict(self.sampling), "seed": self.seed},
-                row_finished=[""])
+                dist = probabilities(logits[None], self.sampling)[0]  # q: what the draft drew from
+                token = int(torch.multinomial(dist, 1, generator=self.generator))
+                q.append(dist)
+            proposed.append(token)
+            pending = [token]
+        self._proposed, self._q = proposed, q
+        self._base = self.caches["target"].length(0)
+        feed = Feed([[self.ids[-1], *proposed]], [0], self.backend, self.windows["target"], self.target.device)
+        return Planned(self.caches["target"], feed, self.target.model, None, last_only=False)
+
+    def settle(self, index: int, planned, ran) -> tuple[int, int]:
+        """The acceptance rule on the target's k + 1 distributions, then both caches truncated to what was kept:
+        (drafts kept, the target's token after them)."""
+        logits = ran.logits[0]  # [k+1, V]
+        check_finite(logits)
+        proposed = self._proposed
+        if self.sampling.greedy:
+            picks = logits.float().argmax(-1).tolist()
+            kept = next((i for i, (d, t) in enumerate(zip(proposed, picks, strict=False)) if d != t), len(proposed))
+            token = picks[kept]
+        else:
+            kept, token = accept(probabilities(logits, self.sampling), torch.stack(self._q), proposed, self.generator)
         self.ids += [*proposed[:kept], token]
-        self.caches["target"].truncate(0, base + 1 + kept)  # x, d1..dj
+        self.caches["target"].truncate(0, self._base + 1 + kept)  # x, d1..dj
         draft = self.caches["draft"]
-        draft.truncate(0, min(draft.length(0), base + 1 + kept))
-        record = Round(tuple(proposed), kept, token, (drafted - began) * 1000, (verified - drafted) * 1000)
-        self.rounds.append(record)
-        return record
+        draft.truncate(0, min(draft.length(0), self._base + 1 + kept))
+        return kept, token
+
+    def log(self, index: int, planned, settled: tuple[int, int], clock: Clock) -> Round:
+        kept, token = settled
+        return Round(tuple(self._proposed), kept, token, clock.plan_ms, clock.ms - clock.plan_ms)
+
+    def recording(self, index: int, ran, settled: tuple[int, int]) -> Recording:
+        """The verification: its k + 1 queries' attention, the logits of the position its token was drawn from, and
+        that token."""
+        kept, token = settled
+        return Recording("decode", ran.logits[0][kept][None], torch.tensor([token]),
+                         {**asdict(self.sampling), "seed": self.seed}, [""])
+
+    def round(self) -> Round:
+        """The next round through the driver."""
+        return step_once(self)
 
     def run(self) -> dict:
-        self.prefill()
-        while len(self.generated) < self.max_new:
-            self.round()
+        drive(self)
         del self.ids[self.prompt_len + self.max_new:]  # a last round may overshoot by its bonus token
-        proposed = sum(len(r.proposed) for r in self.rounds)
-        accepted = sum(r.accepted for r in self.rounds)
+        return self.result()
+
+    def result(self) -> dict:
+        rounds = self.rounds
+        proposed = sum(len(r.proposed) for r in rounds)
+        accepted = sum(r.accepted for r in rounds)
         # A round checks its drafts up to the first rejection: the drafts after it are never judged. The rate a
         # draft is accepted when checked is accepted / (accepted + rounds that ended in a rejection).
-        checked = accepted + sum(1 for r in self.rounds if r.accepted < len(r.proposed))
-        return {"output_ids": self.generated, "rounds": self.rounds, "k": self.k, "proposed": proposed,
+        checked = accepted + sum(1 for r in rounds if r.accepted < len(r.proposed))
+        return {"output_ids": self.generated[:self.max_new], "rounds": rounds, "k": self.k, "proposed": proposed,
                 "accepted": accepted, "acceptance_rate": accepted / checked if checked else 0.0,
                 "accepted_share": accepted / proposed if proposed else 0.0,
-                "tokens_per_round": len(self.generated) / len(self.rounds),
-                "prefill_ms": self.prefill_ms, "draft_ms": sum(r.draft_ms for r in self.rounds),
-                "verify_ms": sum(r.verify_ms for r in self.rounds),
-                "ms_per_token": sum(r.draft_ms + r.verify_ms for r in self.rounds) / self.max_new}
+                "tokens_per_round": min(len(self.generated), self.max_new) / len(rounds),
+                "prefill_ms": self.prefill_ms, "draft_ms": sum(r.draft_ms for r in rounds),
+                "verify_ms": sum(r.verify_ms for r in rounds),
+                "ms_per_token": sum(r.draft_ms + r.verify_ms for r in rounds) / self.max_new,
+                "backend": self.backend, "layout": self.caches["target"].layout}

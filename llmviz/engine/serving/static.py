@@ -13,110 +13,147 @@ after that step (a look inside it).
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_right
+from dataclasses import asdict
 
-from llmviz.engine.lean_steps import lean_step
+from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
-from llmviz.engine.serving.continuous import ServeConfig
+from llmviz.engine.recording import Recorder
+from llmviz.engine.sampling import sample_rows
+from llmviz.engine.sequence import Sequence
+from llmviz.engine.serving.continuous import Batching, ServeConfig
+from llmviz.engine.serving.driver import Clock, Planned, Recording, drive
 from llmviz.engine.serving.requests import RequestTrace
-from llmviz.engine.session import Session
+from llmviz.engine.step_batch import layer_windows
+from llmviz.engine.step_loop import Feed
 from llmviz.errors import ConfigError
-from llmviz.trace.config import EngineConfig
 from llmviz.trace.progress import Progress
 from llmviz.trace.schedule import SlotRow, StepRecord
 
 
+class StaticBatching(Batching):
+    """Static batching as a policy over the one driver: every row of the running batch each step, the batch's
+    cache of the chosen layout (ServeConfig.layout) made when the batch starts and let go when it ends."""
+
+    name = "static"
+
+    def __init__(self, lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None):
+        super().__init__(lm, trace, config)
+        c = self.config
+        for r in trace.requests:
+            if len(r.prompt_ids) + r.output_len > lm.cfg.max_position_embeddings:
+                raise ConfigError(f"request {r.id} needs {len(r.prompt_ids) + r.output_len} tokens (prompt + "
+                                  f"output) but {lm.name} holds {lm.cfg.max_position_embeddings}")
+        ordered = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))
+        self.batches = [ordered[i:i + c.slots] for i in range(0, len(ordered), c.slots)]
+        self.arrivals = [r.arrival_step for r in ordered]
+        self.windows = layer_windows(lm.cfg)
+        self.outputs, self.token_steps = {}, {}
+        self.started = 0  # requests whose batch has begun
+        self.k = 0  # the running batch's step (0: its prefill)
+        self.seqs: list[Sequence] = []
+        self.cache = None
+        self._recorder = None
+
+    @property
+    def batch(self) -> list:
+        return self.batches[0]
+
+    @property
+    def finished(self) -> bool:
+        return not self.batches
+
+    @property
+    def recorder(self) -> Recorder:
+        return self._recorder
+
+    def _waiting(self, index: int) -> int:
+        """Arrived, but their batch has not begun: found by bisection, not by counting them all at every idle step."""
+        return max(0, bisect_right(self.arrivals, index) - self.started)
+
+    def _begin(self, index: int) -> None:
+        """The batch's sequences (each request's own seed and sampling) and its cache, rows named by request id."""
+        batch, c, lm = self.batch, self.config, self.lm
+        self.started += len(batch)
+        self.steps_left = max(r.output_len for r in batch)
+        self.first = index
+        max_seq = min(lm.cfg.max_position_embeddings, max(len(r.prompt_ids) for r in batch) + self.steps_left)
+        self.cache = make_kv_cache(c.layout, lm.cfg, max_seq, capacity=len(batch), model_dtype=lm.dtype,
+                                   device=lm.device, block_size=c.block_size)
+        self.seqs = [Sequence.start(r.id, list(r.prompt_ids), r.sampling, r.seed, lm.device) for r in batch]
+        for seq in self.seqs:
+            self.cache.add(seq.seq_id)
+        self._recorder = Recorder(lm, self.cache, c.capture, c.backend, 0, self.tokens)
+
+    def plan(self, index: int) -> Planned | None:
+        """Idle until the batch's last request has arrived; then every row, its prompt first, then one token each
+        (a request that has all its tokens keeps computing: the padding continuous batching removes)."""
+        if self.k == 0:
+            if index < max(r.arrival_step for r in self.batch):
+                return None
+            self._begin(index)
+        rows = [s.ids[self.cache.length(s.seq_id):] for s in self.seqs]
+        feed = Feed(rows, [s.seq_id for s in self.seqs], self.config.backend, self.windows, self.lm.device)
+        return Planned(self.cache, feed, self.lm.model, lambda logits: sample_rows(logits, self.seqs))
+
+    def settle(self, index: int, planned: Planned | None, ran) -> tuple[int, list] | None:
+        """Each row keeps its draw; after the batch's last step its outputs are read and its cache let go. (the
+        batch's step that ran, the batch), or None for an idle step."""
+        if ran is None:
+            return None
+        for seq, token in zip(self.seqs, ran.next_ids.tolist(), strict=True):
+            seq.ids.append(int(token))
+        k, batch = self.k, self.batch
+        self.k += 1
+        if self.k == self.steps_left:
+            self._end()
+        return k, batch
+
+    def _end(self) -> None:
+        for seq, r in zip(self.seqs, self.batch, strict=True):
+            self.outputs[r.id] = seq.ids[seq.prompt_len:][:r.output_len]
+            self.token_steps[r.id] = list(range(self.first, self.first + r.output_len))
+        self.batches.pop(0)
+        self.k = 0
+
+    def log(self, index: int, planned, settled: tuple[int, list] | None, clock: Clock) -> StepRecord:
+        if settled is None:
+            return StepRecord(index, 0.0, (), 0, 0, self._waiting(index))
+        k, batch = settled
+        rows = tuple(SlotRow(r.id, slot, len(r.prompt_ids) if k == 0 else 1,
+                             ("prefill" if k == 0 else "decode") if k < r.output_len else "idle")
+                     for slot, r in enumerate(batch))
+        drawn = tuple(r.id for r in batch if k < r.output_len)
+        done = tuple(r.id for r in batch if k == r.output_len - 1)
+        return StepRecord(index, clock.ms, rows, 0, 0, self._waiting(index), 0, (), done, drawn)
+
+    def recording(self, index: int, ran, settled: tuple[int, list]) -> Recording:
+        """The step as a Session records it, its snapshot naming the requests (the cache's rows are their ids)."""
+        k, batch = settled
+        seq = self.seqs[0]
+        return Recording("prefill" if k == 0 else "decode", ran.logits, ran.next_ids,
+                         {**asdict(seq.sampling), "seed": seq.seed},
+                         ["max_new_tokens" if k >= r.output_len - 1 else "" for r in batch])
+
+    def progress(self, record: StepRecord) -> tuple[float, dict] | None:
+        self._drawn += len(record.drawn)
+        return (self._drawn / self._total, {"step": len(self.records)}) if record.drawn else None
+
+    def result(self) -> dict:
+        """Every request's tokens and the steps that drew them (fewer where `until` stopped the run mid-batch)."""
+        if self.k:  # stopped inside a batch: what it drew so far
+            for seq, r in zip(self.seqs, self.batch, strict=True):
+                self.outputs[r.id] = seq.ids[seq.prompt_len:][:r.output_len]
+                self.token_steps[r.id] = list(range(self.first, self.first + min(r.output_len, self.k)))
+        return {"scheduler": self.name, "slots": self.config.slots, "records": self.records,
+                "layout": self.config.layout, "backend": self.config.backend,
+                "outputs": dict(sorted(self.outputs.items())), "token_steps": dict(sorted(self.token_steps.items())),
+                "arrival_steps": {r.id: r.arrival_step for r in self.trace.requests},
+                **({"steps": self.steps, "tokens": self.tokens} if self.config.capture != "off" else {})}
+
+
 def run_static(lm: LoadedModel, trace: RequestTrace, config: ServeConfig | None = None,
                progress: Progress | None = None, until: int | None = None) -> dict:
-    config = config or ServeConfig()
-    trace.check_vocab(lm.cfg.vocab_size)
-    for r in trace.requests:
-        if len(r.prompt_ids) + r.output_len > lm.cfg.max_position_embeddings:
-            raise ConfigError(f"request {r.id} needs {len(r.prompt_ids) + r.output_len} tokens (prompt + output) "
-                              f"but {lm.name} holds {lm.cfg.max_position_embeddings}")
-    ordered = sorted(trace.requests, key=lambda r: (r.arrival_step, r.id))
-    batches = [ordered[i:i + config.slots] for i in range(0, len(ordered), config.slots)]
-    records: list[StepRecord] = []
-    outputs, token_steps, recorded, tokens = {}, {}, {}, {}
-    total = sum(r.output_len for r in ordered)
-    started = 0  # requests whose batch has begun
-    arrivals = [r.arrival_step for r in ordered]
+    """Static batching through the driver; `until`: stop after that step (a look inside it)."""
+    return drive(StaticBatching(lm, trace, config), progress, until)
 
-    def past() -> bool:  # the step `until` has run: stop there
-        return until is not None and len(records) > until
-
-    def waiting() -> int:  # arrived, but their batch has not begun: found by bisection, not by counting them all
-        return max(0, bisect_right(arrivals, len(records)) - started)  # at every idle step
-
-    for batch in batches:
-        while len(records) < max(r.arrival_step for r in batch) and not past():  # idle until the batch is complete
-            records.append(StepRecord(len(records), 0.0, (), 0, 0, waiting()))
-        if past():
-            break
-        started += len(batch)
-        longest = max(len(r.prompt_ids) for r in batch)
-        steps = max(r.output_len for r in batch)
-        first = len(records)
-        engine = EngineConfig(device=config.device, attn_backend=config.backend, capture="off", logit_lens_top_k=0,
-                              stop_at_eos=False, max_seq_len=min(lm.cfg.max_position_embeddings, longest + steps))
-        session = Session(lm, config=engine, prompt_ids=[list(r.prompt_ids) for r in batch],
-                          seeds=[r.seed for r in batch])
-        for seq, r in zip(session.sequences, batch, strict=True):
-            seq.sampling = r.sampling
-        for k in range(steps):
-            if past():
-                break
-            recording = config.records(len(records))
-            if config.capture != "off":  # only the steps asked for are recorded; the others run at capture off
-                session.set_capture(config.capture if recording else "off")
-            began = time.perf_counter()
-            # Its timed region syncs the device; the wall clock includes recording the step. Unrecorded, no whole
-            # logits are kept: a serving run shows tokens and timings only (16 rows of GPT-2's vocab were 3.2 MB).
-            step = session.step() if recording else lean_step(session)
-            ms = (time.perf_counter() - began) * 1000
-            if recording:  # the run's step, its snapshot naming the requests (the Session's rows are its sequences)
-                step.index = len(records)
-                step.kv = {**step.kv, "seq_ids": [batch[s].id for s in step.kv["seq_ids"]]}
-                step.row_finished = ["max_new_tokens" if k >= r.output_len - 1 else "" for r in batch]
-                recorded[step.index] = step
-            rows = tuple(SlotRow(r.id, slot, len(r.prompt_ids) if k == 0 else 1,
-                                 ("prefill" if k == 0 else "decode") if k < r.output_len else "idle")
-                         for slot, r in enumerate(batch))
-            drawn = tuple(r.id for r in batch if k < r.output_len)
-            done = tuple(r.id for r in batch if k == r.output_len - 1)
-            records.append(StepRecord(len(records), ms, rows, 0, 0, waiting(), 0, (), done, drawn))
-            if progress:
-                progress(sum(min(k + 1, r.output_len) for r in batch) / total, "step", {"step": len(records)})
-        tokens.update(session.trace.tokens)
-        ran = len(records) - first  # all its steps, or fewer where `until` stopped it
-        for slot, r in enumerate(batch):
-            outputs[r.id] = session.trace.row_output_ids(slot)[:r.output_len]
-            token_steps[r.id] = list(range(first, first + min(r.output_len, ran)))
-    return {"scheduler": "static", "slots": config.slots, "records": records,
-            "outputs": dict(sorted(outputs.items())), "token_steps": dict(sorted(token_steps.items())),
-            "arrival_steps": {r.id: r.arrival_step for r in trace.requests},
-            **({"steps": recorded, "tokens": tokens} if config.capture != "off" else {})}
-
-
-
-def serve(lm: LoadedModel, requests: RequestTrace, scheduler: str, config: ServeConfig,
-          progress: Progress | None = None, until: int | None = None) -> dict:
-    """A request trace through static or continuous batching: the one entry the app, the CLI and the claims use.
-    `until`: stop after that step (a look inside it)."""
-    from llmviz.engine.serving.continuous import ContinuousScheduler
-
-    if scheduler == "static":
-        return run_static(lm, requests, config, progress, until)
-    if scheduler != "continuous":
-        raise ConfigError(f"scheduler must be static or continuous, got {scheduler!r}")
-    return ContinuousScheduler(lm, requests, config).run(progress, until=until)
-
-
-def warm_up(lm: LoadedModel, config: ServeConfig) -> None:
-    """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
-    from llmviz.engine.serving.requests import Request
-
-    warm = RequestTrace("warm-up", (Request(0, 0, (1, 2, 3, 4), 3), Request(1, 0, (5, 6), 3)))
-    for scheduler in ("static", "continuous"):
-        serve(lm, warm, scheduler, config)

@@ -54,10 +54,10 @@ def uploaded_trace(t, data: bytes, name: str):
 
 def batching(t, wanted: tuple, trace) -> dict | None:
     """The trace (a built-in name or a RequestTrace) through static, then continuous batching; `wanted`
-    = (device, model, the trace's key, slots) keeps the result for these settings."""
+    = (device, model, the trace's key, slots, backend, layout) keeps the result for these settings."""
     from llmviz import service
 
-    device, model, _, slots = wanted
+    device, model, _, slots, backend, layout = wanted
 
     def work(queued):
         lm = server.model(model, device, "fp32")
@@ -67,8 +67,8 @@ def batching(t, wanted: tuple, trace) -> dict | None:
         service.serving.check_serving_work(lm, trace, server.policy().public, slots)
         with queued() as progress:
             service.serving.warm_up_serving(lm, slots, device)
-            return {name: service.serving.serve(lm, trace, name, _steps(t, progress), slots=slots, device=device)
-                    for name in ("static", "continuous")}
+            return {name: service.serving.serve(lm, trace, name, _steps(t, progress), slots=slots, device=device,
+                                                backend=backend, layout=layout) for name in ("static", "continuous")}
 
     return measure.run(t, BATCHING_KEY, wanted, work, text=t("serving.progress", step=0))
 
@@ -87,17 +87,17 @@ def sharing(t, device: str, model: str, slots: int) -> dict | None:
 
 
 def speculative(t, wanted: tuple) -> dict | None:
-    """wanted = (device, prompt, k, draft, temperature, seed): the embedded model verifies `draft`'s proposals
-    (its own 2-layer draft, or itself: self-speculation), greedy at temperature 0."""
+    """wanted = (device, prompt, k, draft, temperature, seed, backend, layout): the embedded model verifies `draft`'s
+    proposals (its own 2-layer draft, or itself: self-speculation), greedy at temperature 0."""
     from llmviz import service
 
-    device, prompt, k, draft_name, temperature, seed = wanted
+    device, prompt, k, draft_name, temperature, seed, backend, layout = wanted
 
     def work(queued):
         target, draft = server.model(TARGET, device, "fp32"), server.model(draft_name, device, "fp32")
         with queued():
             return service.measure.speculate(target, draft, prompt, k, SPEC_TOKENS,
-                                             SamplingConfig(temperature=temperature), seed)
+                                             SamplingConfig(temperature=temperature), seed, backend, layout)
 
     return measure.run(t, SPEC_KEY, wanted, work, spinner=t("serving.spec_running"))
 
@@ -107,20 +107,20 @@ def speculative_round(t, wanted: tuple, index: int) -> dict | None:
     recorded at capture full: {"step": its StepTrace, "rounds", "tokens"}."""
     from llmviz import service
 
-    device, prompt, k, draft_name, temperature, seed = wanted
+    device, prompt, k, draft_name, temperature, seed, backend, layout = wanted
 
     def work(queued):
         target, draft = server.model(TARGET, device, "fp32"), server.model(draft_name, device, "fp32")
         with queued():
             return service.serving.speculative_round(target, draft, prompt, k, index, SPEC_TOKENS,
-                                                     SamplingConfig(temperature=temperature), seed)
+                                                     SamplingConfig(temperature=temperature), seed, backend, layout)
 
     return measure.run(t, SPEC_LOOK_KEY, (*wanted, index), work, spinner=t("serving.spec_running"))
 
 
 def look(t, wanted: tuple, requests, step: int, scheduler: str = "continuous") -> dict | None:
-    """wanted = (device, model, trace key, slots): `scheduler` batching of `requests` up to `step`, that step
-    recorded. The result is kept for (wanted, step, scheduler)."""
+    """wanted = (device, model, trace key, slots, backend, layout): `scheduler` batching of `requests` up to `step`,
+    that step recorded. The result is kept for (wanted, step, scheduler)."""
 
     def work(queued):
         return _recorded(t, queued, wanted, requests, scheduler, (step,), step)[1]
@@ -133,18 +133,19 @@ def _recorded(t, queued, wanted: tuple, requests, scheduler: str, steps: tuple, 
     public server's queue (what a look and an opened request both run)."""
     from llmviz import service
 
-    device, model, _, slots = wanted
+    device, model, _, slots, backend, layout = wanted
     lm = server.model(model, device, "fp32")
     with queued() as progress:
         return lm, service.serving.serve(lm, requests, scheduler, _steps(t, progress), slots=slots, device=device,
-                                         capture="full", capture_steps=steps, until=until)
+                                         backend=backend, layout=layout, capture="full", capture_steps=steps,
+                                         until=until)
 
 
 def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list, scheduler: str = "continuous"):
-    """wanted = (device, model, trace key, slots): `scheduler` batching of `requests` up to `step`, the steps where
-    request `rid` ran recorded at capture full (`records`: the look's run up to `step` says which; not where its row
-    was idle), and its rows read out as its own one-row RunTrace (llmviz/trace/rows.py), each step with the request's
-    own sampling and seed, which the Decode and Prefill pages replay."""
+    """wanted = (device, model, trace key, slots, backend, layout): `scheduler` batching of `requests` up to `step`,
+    the steps where request `rid` ran recorded at capture full (`records`: the look's run up to `step` says which;
+    not where its row was idle), and its rows read out as its own one-row RunTrace (llmviz/trace/rows.py), each step
+    with the request's own sampling and seed, which the Decode and Prefill pages replay."""
     from llmviz import service
     from llmviz.trace.config import EngineConfig
     from llmviz.trace.rows import request_rows, request_run, request_steps
@@ -157,7 +158,8 @@ def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list,
         request = next(r for r in service.replay.requests_of(requests).requests if r.id == rid)
         lm, result = _recorded(t, queued, wanted, requests, scheduler, ran, step)
         steps = request_steps(result["steps"], result["records"], rid, step)
-        layout = {"kv_layout": "paged", "kv_block_size": result["block_size"]} if "block_size" in result else {}
+        layout = {"kv_layout": result["layout"], "attn_backend": result["backend"],
+                  **({"kv_block_size": result["block_size"]} if "block_size" in result else {})}
         config = EngineConfig(device=device, capture="full", sampling=request.sampling, seed=request.seed,
                               stop_at_eos=False, **layout)
         tokens, sampling = result["tokens"], {**asdict(request.sampling), "seed": request.seed}

@@ -9,9 +9,11 @@ import streamlit as st
 from llmviz.analysis.serving import CLOSE, round_costs, round_gap
 from llmviz.analysis.serving_step import verification_attention
 from llmviz.analysis.tokens import token_label
+from llmviz.trace.config import ATTN_BACKENDS, KV_LAYOUTS, EngineConfig
 from llmviz.ui import measure
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal
+from llmviz.ui.names import label
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.serving import serving_run as run
 from llmviz.ui.serving.serving_view import downloads
@@ -29,7 +31,9 @@ def speculative_tab(t, s) -> None:
                                  help=t("serving.temperature_help"))
     seed = d.number_input(t("serving.seed"), 0, 2**31 - 1, 0, key="spec_seed_w", **KEEP)
     st.caption(t("compare.prompt_note", prompt=literal(s.prompt)))
-    wanted = (s.device, s.prompt, int(k), draft, round(float(temperature), 3), int(seed))
+    backend, layout = s.attn, s.switches().get("kv_layout", EngineConfig.kv_layout)
+    st.caption(t("serving.spec_engine", backend=label(t, ATTN_BACKENDS, backend), layout=label(t, KV_LAYOUTS, layout)))
+    wanted = (s.device, s.prompt, int(k), draft, round(float(temperature), 3), int(seed), backend, layout)
     result = run.speculative(t, wanted) if st.button(t("serving.run_spec")) else measure.kept(run.SPEC_KEY, wanted)
     if result is None:
         return

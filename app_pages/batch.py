@@ -19,7 +19,7 @@ from llmviz.viz.batch import batch_grid_figure, throughput_figure
 
 def controls(t, s) -> tuple[int, str]:
     st.session_state.setdefault("batch_prompts_w", "\n".join(batch_run.prompts_of(s)))
-    st.session_state.setdefault("batch_padding_w", s.padding)
+    st.session_state.setdefault("batch_padding_w", s.batch.padding)
     left, right = st.columns([3, 1])
     left.text_area(t("batch.prompts"), key="batch_prompts_w", **KEEP, height=130, help=t("batch.prompts_help"))
     right.selectbox(t("batch.padding"), PADDINGS, key="batch_padding_w", **KEEP, help=t("switch.padding"),
@@ -27,7 +27,7 @@ def controls(t, s) -> tuple[int, str]:
     max_new = right.number_input(t("batch.max_new"), 2, batch_run.MAX_NEW, 16, key="batch_max_new_w", **KEEP)
     text = st.session_state["batch_prompts_w"]
     wanted = "" if [p for p in text.split("\n") if p.strip()] == list(batch_run.EXAMPLES) else text.strip()
-    state.update(batch=wanted, padding=st.session_state["batch_padding_w"])
+    state.update(batch={"prompts": wanted, "padding": st.session_state["batch_padding_w"]})
     a, b, c = st.columns(3)
     action = "start" if a.button(t("batch.run"), type="primary") else ""
     action = "next" if b.button(t("batch.next")) else action

@@ -12,18 +12,16 @@ from llmviz.ui.compare import compare_run, compare_view, long_decode
 from llmviz.ui.errors import explain
 from llmviz.ui.navigation import KEEP
 
-WIDGETS = {"cmp_model": "cmp_model_w", "cmp_a": "cmp_a_w", "cmp_b": "cmp_b_w", "cmp_steps": "cmp_steps_w",
-           "cmp_repeats": "cmp_repeats_w", "cmp_ppl": "cmp_ppl_w"}
+WIDGETS = {f"compare.{name}": f"cmp_{name}_w" for name in ("model", "a", "b", "steps", "repeats", "ppl")}
 
 
 def seed_widgets() -> None:
     state.seed_widgets(WIDGETS)
-    st.session_state[WIDGETS["cmp_ppl"]] = bool(st.session_state[WIDGETS["cmp_ppl"]])  # a 0/1 in the link
 
 
 def apply() -> None:
     values = state.widget_values(WIDGETS)
-    state.update(**{**values, "cmp_ppl": int(values["cmp_ppl"])}, cmp_run=0)
+    state.update(compare={**{k.removeprefix("compare."): v for k, v in values.items()}, "run": False})
 
 
 def use_preset(table: dict) -> None:
@@ -77,19 +75,19 @@ def main() -> None:
     try:
         pa, pb, n = compare_run.preview(s)
         compare_view.prediction_table(t, pa, pb)
-        st.caption(t("compare.predict_note", n=n, steps=s.cmp_steps))
+        st.caption(t("compare.predict_note", n=n, steps=s.compare.steps))
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return
     result = compare_run.shown_result(s)
-    linked = s.cmp_run and result is None
+    linked = s.compare.run and result is None
     if linked and not pressed and server.policy().public:  # a link must not run a measurement for every visitor
         st.info(t("compare.link_waits"))
         linked = False
     if pressed or linked:
         result = compare_run.run(t, s)
         if result is not None:
-            state.update(cmp_run=1)  # the link now reopens (and reruns) this comparison
+            state.update(compare={"run": True})  # the link now reopens (and reruns) this comparison
             state.sync_url()
             st.rerun()  # draw the prediction again with the bandwidth just measured
     if result is not None:

@@ -77,7 +77,7 @@ def panel(t, run, step) -> None:
                     lesson_link.open_page(step.page, PAGE_FILES[step.page])
                 lesson_side.glossary(t)
                 if lesson_class.role() == "teacher":
-                    class_wall.join_panel(t, state.settings().room)
+                    class_wall.join_panel(t, state.settings().lesson.room)
                     class_wall.seats_panel(t)
                     class_wall.end_panel(t)
                 lesson_class.start(t)
@@ -102,7 +102,7 @@ def main() -> None:
     lesson_link.arrived()
     if lesson_class.role() and (found := lesson_class.record(t)) is not None:
         lesson_class.keep_pace(found)  # the teacher's step to the store; a following student to the teacher's
-    at = POSITIONS.index(state.settings().lesson)
+    at = POSITIONS.index(state.settings().lesson.at)
     lesson_nav.navigation(t, at)
     lesson_reveal.say_passed(t)
     lesson_class.say_refused(t)

@@ -7,13 +7,11 @@ import streamlit as st
 from llmviz.analysis import kv_memory as kvm
 from llmviz.analysis import memory_calc as mc
 from llmviz.errors import LlmvizError
-from llmviz.ui import article_view, names, server, state
+from llmviz.ui import article_view, memory_inputs, server, state
 from llmviz.ui.chrome import heading, translator
 from llmviz.ui.errors import explain
+from llmviz.ui.memory_url import HOME, PASTE
 from llmviz.ui.navigation import KEEP
-
-HOME, PASTE = "home", "paste"
-DTYPES = {"fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "int8": "int8 (weights)", "int4": "int4 (weights)"}
 
 
 def source(t, s) -> tuple[str, dict] | None:
@@ -22,9 +20,13 @@ def source(t, s) -> tuple[str, dict] | None:
     if not server.engine_available():  # a replay-only install: reading a model folder needs the engine
         st.caption(t("memory.no_engine"))
         choices.remove(HOME)
+    memory_inputs.seed_source(s.memory)
+    if st.session_state.get("mem_source") not in choices:
+        st.session_state["mem_source"] = choices[0]
     pick = st.selectbox(t("memory.source"), choices, key="mem_source", **KEEP,
                         format_func=lambda c: {HOME: t("memory.source_home", model=s.model),
                                                PASTE: t("memory.source_paste")}.get(c, c))
+    memory_inputs.picked(pick)
     try:
         if pick == PASTE:
             text = st.text_area(t("memory.paste"), key="mem_paste", **KEEP, height=160, help=t("memory.paste_help"))
@@ -45,34 +47,6 @@ def source(t, s) -> tuple[str, dict] | None:
     except (LlmvizError, OSError) as exc:
         explain(t, exc)
         return None
-
-
-def question(t, config: dict) -> mc.MemoryQuestion:
-    context = config["max_position_embeddings"]
-    a, b, c, d = st.columns(4)
-    batch = a.number_input(t("memory.batch"), 1, 4096, 1, key="mem_batch", **KEEP)
-    max_seq = b.number_input(t("memory.max_seq"), 1, 10_000_000, min(context, 4096), key="mem_max_seq", **KEEP,
-                             help=t("memory.max_seq_help", context=context))
-    tokens = c.number_input(t("memory.tokens"), 0, 10_000_000, None, key="mem_tokens", **KEEP,
-                            placeholder=t("memory.tokens_empty"), help=t("memory.tokens_help"))
-    dtype = d.selectbox(t("memory.dtype"), list(DTYPES), key="mem_dtype", **KEEP, format_func=DTYPES.get)
-    a, b, c, d = st.columns(4)
-    kv_dtype = a.selectbox(t("memory.kv_dtype"), mc.KV_DTYPES, key="mem_kv_dtype", **KEEP,
-                           help=t("memory.kv_dtype_help"))
-    heads = config["num_heads"]
-    options = [0, *(k for k in range(1, heads + 1) if heads % k == 0)]
-    own = t("memory.kv_heads_own", n=config["num_kv_heads"])
-    kv_heads = b.selectbox(t("memory.kv_heads"), options, key="mem_kv_heads", **KEEP, help=t("memory.kv_heads_help"),
-                           format_func=lambda k: own if k == 0 else str(k))
-    layout = c.selectbox(t("memory.layout"), mc.priced_layouts(), key="mem_layout", **KEEP,
-                         format_func=lambda v: names.label(t, mc.LAYOUTS, v), help=names.abouts(t, mc.LAYOUTS))
-    block = d.number_input(t("memory.block"), 1, 4096, 16, key="mem_block", **KEEP,
-                           disabled=not names.takes(mc.LAYOUTS, layout, "kv_block_size"))
-    quant = dtype if dtype in ("int8", "int4") else "none"
-    held = None if tokens is None else min(int(tokens), int(max_seq))  # empty: each sequence fills max_seq
-    return mc.MemoryQuestion(batch=int(batch), max_seq=int(max_seq), tokens=held,
-                             dtype="fp16" if quant != "none" else dtype, quant=quant, kv_dtype=kv_dtype,
-                             kv_heads=kv_heads or None, layout=layout, block_size=int(block))
 
 
 def results(t, name: str, config: dict, q: mc.MemoryQuestion) -> None:
@@ -127,16 +101,18 @@ def main() -> None:
     heading(t, "memory")
     article_view.slips_here(t, "memory")
     s = state.settings()
-    picked = source(t, s)
-    if picked is None:
-        return
-    name, config = picked
     try:
+        picked = source(t, s)
+        if picked is None:
+            return
+        name, config = picked
         mc.check_shape(config)  # before any widget loops over its heads
-        q = question(t, config)
+        q = memory_inputs.question(t, s, config)
         results(t, name, config, q)
     except LlmvizError as exc:
         explain(t, exc)
+    finally:
+        state.sync_url()  # the page's inputs in the link: it reopens this answer
 
 
 main()

@@ -56,6 +56,19 @@ class Step:
         return self.id.rsplit(".", 1)[0]
 
     @property
+    def words(self) -> tuple[str, ...]:
+        """The catalogue entries it reads: its title and text; on a claim's step also the claim's cause (and its
+        variant for a recording without the figures the cause names) and, for a counted claim, the numbers behind
+        it (ui/lesson/lesson_reveal.py, lesson_again.py)."""
+        keys = [f"lesson.{self.id}.title", f"lesson.{self.id}.says"]
+        if self.claim is not None:
+            spec = claim_spec.claim(self.claim)
+            keys.append(f"lesson.cause.{self.claim}")
+            keys += [f"lesson.cause.{self.claim}_unmeasured"] if spec.facts else []
+            keys += [f"lesson.behind.{self.claim}"] if spec.behind is not None else []
+        return tuple(keys)
+
+    @property
     def recipe(self) -> Recipe:
         """The map it draws: its own, or on a claim's step the tensors the claim's measurement turns on."""
         return self.map if self.map is not None else claim_spec.claim(self.claim).step_map
@@ -237,8 +250,7 @@ def check_built(steps: tuple[Step, ...], panels: Collection[str], has_text: Call
     """The lesson as the page builds it: each step's panel is one the page draws (CLAIM: the Reveal) and its words
     are in the catalogue; ConfigError naming every step that is not, never a KeyError mid-lesson."""
     wrong = [f"{s.id} (no panel {s.panel!r})" for s in steps if s.panel != CLAIM and s.panel not in panels]
-    wrong += [f"{s.id} (no text {key})" for s in steps for key in (f"lesson.{s.id}.title", f"lesson.{s.id}.says")
-              if not has_text(key)]
+    wrong += [f"{s.id} (no text {key})" for s in steps for key in s.words if not has_text(key)]
     ids = [s.id for s in steps]
     wrong += [f"{i} (twice)" for i in dict.fromkeys(i for i in ids if ids.count(i) > 1)]
     if wrong:

@@ -23,29 +23,29 @@ def batch_prompts() -> tuple[str, ...]:
 def context(page: str) -> dict:
     """The settings a page opened from the lesson starts on, beyond the shared ones (its own inputs)."""
     if page == "batch":
-        return {"batch": "\n".join(batch_prompts())}
+        return {"batch": {"prompts": "\n".join(batch_prompts())}}
     return {}
 
 
 def open_page(page: str, file: str) -> None:
     """The lesson's "open the full page": that page, with the lesson's context and the way back."""
-    state.update(from_lesson=1, **context(page))
+    state.update(lesson={"from_lesson": True}, **context(page))
     st.switch_page(file)
 
 
 def back_offer(t, url_path: str) -> None:
     """At the top of a page opened from the lesson: back to the step it was opened from (its id and title)."""
     s = state.settings()
-    if not s.from_lesson or url_path == "lesson":
+    if not s.lesson.from_lesson or url_path == "lesson":
         return
-    label = t("lesson.back_to", step=s.lesson, title=t(f"lesson.{s.lesson}.title") if s.lesson != "end"
+    label = t("lesson.back_to", step=s.lesson.at, title=t(f"lesson.{s.lesson.at}.title") if s.lesson.at != "end"
               else t("lesson.end_title"))
     if st.button(label, key="lesson_return", icon=":material/undo:", type="primary"):
-        state.update(from_lesson=0)
+        state.update(lesson={"from_lesson": False})
         st.switch_page(LESSON_FILE)
 
 
 def arrived() -> None:
     """On the lesson page: the way back is used (or the lesson opened directly); the URL no longer carries it."""
-    if state.settings().from_lesson:
-        state.update(from_lesson=0)
+    if state.settings().lesson.from_lesson:
+        state.update(lesson={"from_lesson": False})

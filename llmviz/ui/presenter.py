@@ -35,11 +35,11 @@ def toggle(t) -> None:
 
 
 def _flip() -> None:
-    state.update(present=int(bool(st.session_state.get("present_toggle"))))
+    state.update(present=bool(st.session_state.get("present_toggle")))
 
 
 def _leave() -> None:
-    state.update(present=0)
+    state.update(present=False)
     st.session_state["present_toggle"] = False
 
 

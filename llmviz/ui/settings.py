@@ -3,24 +3,31 @@
 A teacher can share `?model=llmviz-tiny&prompt=...&temperature=0&step=5&lang=zh` and the class opens
 the same run at the same step: same seed, same settings, same tokens.
 
-`Settings` is built from URL sections (ui/url_fields.py): the fields every page shares, declared here once, and
-each page family's own (ui/compare/compare_url.py, ui/layouts/layouts_url.py, ui/batch/batch_url.py, the lesson's
-in ui/lesson/lesson_steps.py), each field with its default and its check, all read by one loop.
+`Settings` is written out here: the fields every page shares, then each page family's own section nested in it, a
+typed dataclass declared beside the family's code (ui/compare/compare_url.py, ui/layouts/layouts_url.py,
+ui/batch/batch_url.py, ui/memory_url.py, the lesson's in ui/lesson/lesson_steps.py). Each field names its URL
+parameter, its default and its check (ui/url_fields.py); one loop reads them all, and each section writes its own.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, make_dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from llmviz.errors import ConfigError
 from llmviz.trace.config import ATTN_BACKENDS, DTYPES, EMBEDDED_MODEL, EngineConfig, SamplingConfig
 from llmviz.trace.switches import LOAD_FIELDS, SWITCHES, format_spec, parse_spec
+from llmviz.ui import memory_url
 from llmviz.ui.batch import batch_url
+from llmviz.ui.batch.batch_url import BatchSettings
 from llmviz.ui.compare import compare_url
+from llmviz.ui.compare.compare_url import CompareSettings
 from llmviz.ui.layouts import layouts_url
+from llmviz.ui.layouts.layouts_url import LayoutsSettings
 from llmviz.ui.lesson import lesson_steps
-from llmviz.ui.url_fields import Field, Section, between, one_of, parses, read
+from llmviz.ui.lesson.lesson_steps import LessonSettings
+from llmviz.ui.memory_url import MemorySettings
+from llmviz.ui.url_fields import Section, between, flag, one_of, parses, read, url
 
 DEFAULT_MODEL = EMBEDDED_MODEL
 # The prompt a session starts from in each interface language: the article's own example in Chinese
@@ -82,42 +89,43 @@ def decode_reseed(text: str) -> dict[int, int]:
     return out
 
 
-def _slider(name: str) -> Field:
+def _slider(name: str):
     low, high, _ = SLIDERS[name]
-    return Field(name, getattr(SamplingConfig, name), between(low, high))  # the engine's default
+    return field(default=getattr(SamplingConfig, name), metadata=url(name, between(low, high)))  # the engine's
 
 
-# The fields every page shares, declared once (ui/url_fields.py); each page family declares its own section.
-SHARED = Section("shared", (
-    Field("model", DEFAULT_MODEL),
-    Field("device", "auto", one_of(DEVICES)),
-    Field("dtype", "fp32", one_of(DTYPES)),
-    Field("attn", "sdpa", one_of(ATTN_BACKENDS)),  # a plugin's backend too (loaded before a link is read)
-    Field("prompt", DEFAULT_PROMPTS["en"]),  # a link without one: its language's (Settings.fresh)
-    _slider("temperature"), _slider("top_k"), _slider("top_p"),
-    Field("seed", 0, between(*SEEDS)),
-    Field("lang", "en", one_of(LANGS)),
-    Field("present", 0, between(0, 1)),  # 1: the presenter view (large type, the stepper and its figures in one screen)
-    Field("step", 0, between(0, MAX_UI_SEQ)),  # the step shown (0 = prefill)
+@dataclass(frozen=True)
+class Settings:
+    """Everything that defines what the app shows, carried in the URL so a link reopens it: the fields every page
+    shares, then each page family's own section (its dataclass, with its URL fields)."""
+
+    model: str = field(default=DEFAULT_MODEL, metadata=url("model"))
+    device: str = field(default="auto", metadata=url("device", one_of(DEVICES)))
+    dtype: str = field(default="fp32", metadata=url("dtype", one_of(DTYPES)))
+    attn: str = field(default="sdpa", metadata=url("attn", one_of(ATTN_BACKENDS)))  # a plugin's too (loaded first)
+    prompt: str = field(default=DEFAULT_PROMPTS["en"], metadata=url("prompt"))  # a link without one: its language's
+    temperature: float = _slider("temperature")
+    top_k: int = _slider("top_k")
+    top_p: float = _slider("top_p")
+    seed: int = field(default=0, metadata=url("seed", between(*SEEDS)))
+    lang: str = field(default="en", metadata=url("lang", one_of(LANGS)))
+    present: bool = field(default=False, metadata=flag("present"))  # the presenter view: large type, one screen
+    step: int = field(default=0, metadata=url("step", between(0, MAX_UI_SEQ)))  # the step shown (0 = prefill)
     # Steps whose token was drawn with other sampling settings than the sliders now hold, as
     # "first-last:temperature,top_k,top_p;..." (see encode_history): with it a link replays a run exactly,
     # even when the sliders moved halfway through it.
-    Field("history", "", parses(decode_history)),
+    history: str = field(default="", metadata=url("history", parses(decode_history)))
     # Steps drawn with a fresh seed ("resample from this step"), as "step:seed;...": computing that step
     # starts the generator again from that seed (Session.reseed), so a link replays a resampled run exactly.
-    Field("reseed", "", parses(decode_reseed)),
+    reseed: str = field(default="", metadata=url("reseed", parses(decode_reseed)))
     # More engine switches for the stepper's runs, as a switch spec ("kv-layout=paged,kv-dtype=fp16"); dtype
     # and attention have their own boxes.
-    Field("engine", "", parses(parse_spec)),
-))
-SECTIONS = (SHARED, compare_url.SECTION, layouts_url.SECTION, batch_url.SECTION, lesson_steps.SECTION)
-_FIELDS = [f for section in SECTIONS for f in section.fields]
-if len({f.name for f in _FIELDS}) != len(_FIELDS):
-    raise ConfigError("two URL sections declare the same field")
-
-
-class _Methods:
-    """What a Settings does (its fields come from SECTIONS)."""
+    engine: str = field(default="", metadata=url("engine", parses(parse_spec)))
+    compare: CompareSettings = field(default_factory=CompareSettings)
+    layouts: LayoutsSettings = field(default_factory=LayoutsSettings)
+    batch: BatchSettings = field(default_factory=BatchSettings)
+    lesson: LessonSettings = field(default_factory=LessonSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
 
     def sampling_for(self, step: int) -> SamplingConfig:
         """The settings step `step` is drawn with: its recorded ones from the link, else the sliders'."""
@@ -174,6 +182,10 @@ class _Methods:
                           reseed=encode_reseed(reseed))
 
     def with_(self, **changes) -> Settings:
+        """These fields changed; a section's changes as a dict of its own (with_(lesson={"at": "1.2.3"}))."""
+        for name, value in changes.items():
+            if name in NESTED and isinstance(value, dict):
+                changes[name] = replace(getattr(self, name), **value)
         return replace(self, **changes)
 
     def with_language(self, lang: str) -> Settings:
@@ -187,8 +199,15 @@ class _Methods:
         return cls(lang=lang, prompt=DEFAULT_PROMPTS[lang])
 
     def to_query(self) -> dict[str, str]:
-        default = Settings(prompt=DEFAULT_PROMPTS[self.lang])  # a link leaves out the prompt its language starts with
-        return {k: str(v) for k, v in asdict(self).items() if v != getattr(default, k)}
+        """The link's parameters: each section writes its own fields that differ from their defaults (the prompt its
+        language starts with left out)."""
+        shared = SHARED.written(self)
+        if self.prompt == DEFAULT_PROMPTS[self.lang]:
+            shared.pop("prompt", None)
+        else:
+            shared["prompt"] = self.prompt
+        return {**shared, **{k: v for name, section in NESTED.items() for k, v in
+                             section.written(getattr(self, name)).items()}}
 
     @classmethod
     def from_query(cls, params: dict) -> tuple[Settings, list[str]]:
@@ -196,13 +215,17 @@ class _Methods:
         never raised."""
         values, problems = read(SECTIONS, params)
         values.setdefault("prompt", DEFAULT_PROMPTS[values.get("lang", "en")])
-        return cls(**values), problems
+        shared = {f.attr: values[f.name] for f in SHARED.fields if f.name in values}
+        return cls(**shared, **{name: section.build(values) for name, section in NESTED.items()}), problems
 
 
-# Everything that defines what the app shows, carried in the URL so a link reopens it: every section's fields
-Settings = make_dataclass("Settings", [(f.name, type(f.default), f.default) for f in _FIELDS], bases=(_Methods,),
-                          frozen=True)
-Settings.__module__ = __name__
+SHARED = Section.of("shared", Settings)  # the fields every page shares
+NESTED = {"compare": compare_url.SECTION, "layouts": layouts_url.SECTION, "batch": batch_url.SECTION,
+          "lesson": lesson_steps.SECTION, "memory": memory_url.SECTION}  # Settings' attribute -> its section
+SECTIONS = (SHARED, *NESTED.values())
+_NAMES = [f.name for section in SECTIONS for f in section.fields]
+if len(set(_NAMES)) != len(_NAMES):
+    raise ConfigError("two URL sections declare the same field")
 
 
 def language_of(locale: str | None) -> str | None:

@@ -9,6 +9,7 @@ browser session.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -64,7 +65,8 @@ def settings() -> Settings:
 
 
 def seed_widgets(widgets: dict[str, str]) -> set[str]:
-    """Widgets ({settings field: widget key}) start from this session's settings (which may come from a link).
+    """Widgets ({settings field, "compare.a" for a section's: widget key}) start from this session's settings
+    (which may come from a link).
     A widget keeps its value across pages (navigation.KEEP): what was typed and not yet applied stays. It takes
     the setting again only when the setting itself changed since it was last seeded (a link, a reset).
     Returns the keys written in this run: a widget whose key was not written should also get the setting as its
@@ -72,7 +74,7 @@ def seed_widgets(widgets: dict[str, str]) -> set[str]:
     default (the Decode seed box fell back to 0 under load and resampled the run)."""
     current, written = settings(), set()
     for field, key in widgets.items():
-        value, seeded = getattr(current, field), f"llmviz_seeded.{key}"
+        value, seeded = attrgetter(field)(current), f"llmviz_seeded.{key}"
         if key not in st.session_state or st.session_state.get(seeded, value) != value:
             st.session_state[key] = value
             written.add(key)

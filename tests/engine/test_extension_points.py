@@ -116,7 +116,7 @@ def test_the_layouts_page_runs_and_lists_the_new_layout(backend):
     assert list(summary.index) == ["Contiguous", "Growing (torch.cat)", "Paged", "Chunked"]  # its own label
     live = at.session_state["llmviz_kv_live"]
     held = live.runs[LAYOUT].trace.steps[-1].kv["seq_lens"]
-    block = at.session_state["llmviz_settings"].kv_bs  # the page's block size is the chunk
+    block = at.session_state["llmviz_settings"].layouts.bs  # the page's block size is the chunk
     assert summary.loc["Chunked", "Token slots reserved"] == sum(math.ceil(n / block) * block for n in held)
 
 

@@ -9,6 +9,7 @@ from llmviz import service
 from llmviz.analysis.claim_effects import judged, report
 from llmviz.analysis.claim_spec import ids as claim_ids
 from llmviz.analysis.claims import HOLDS
+from llmviz.analysis.stats import MIN_ROUNDS
 from llmviz.errors import ConfigError, ModelNotFoundError
 from llmviz.labs.claims import ClaimsPlan, Measurer, parse_ids, run_claims
 from llmviz.trace.config import EMBEDDED_DRAFT
@@ -149,4 +150,8 @@ def test_k8_times_the_target_alone_once_more_in_every_round(measurer):
     rounds = len(f["target_alone_ms_per_token"]["all"])
     assert len(f["control_alone_ms_per_token"]["all"]) == rounds and rounds % measurer.plan.repeats == 0
     floor = judged("K8", f)["figures"]["noise_floor"]
-    assert floor["rounds"] == rounds and floor["low"] <= floor["value"] <= floor["high"]
+    assert floor["rounds"] == rounds
+    if rounds < MIN_ROUNDS:  # a loaded machine's budget ended at 3 rounds: no 95% interval, and it says so (None)
+        assert floor["low"] is None and floor["high"] is None
+    else:
+        assert floor["low"] <= floor["value"] <= floor["high"]

@@ -15,10 +15,12 @@ AFTER, CLAIM_AFTER = "1.1.3", "1.1.8"
 NEEDS = ("embed",)  # the hook point it reads (llmviz/trace/hooks.py)
 LINES = {"en": {"lesson.1.1.9.title": "How long is each token's row?",
                 "lesson.1.1.9.says": "Each prompt token's embedding row has a length (its L2 norm): here, yours.",
-                "lesson.1.1.10.title": "A toy claim", "lesson.1.1.10.says": "Predict the toy, then reveal it."},
+                "lesson.1.1.10.title": "A toy claim", "lesson.1.1.10.says": "Predict the toy, then reveal it.",
+                "lesson.cause.K99": "A short prompt's prefill here is mostly fixed costs, not its tokens."},
          "zh": {"lesson.1.1.9.title": "每个 token 的行有多长？",
                 "lesson.1.1.9.says": "每个提示 token 的嵌入行都有长度（L2 范数）：这里是你的提示的。",
-                "lesson.1.1.10.title": "玩具声明", "lesson.1.1.10.says": "先预测这个玩具声明，再揭晓。"}}
+                "lesson.1.1.10.title": "玩具声明", "lesson.1.1.10.says": "先预测这个玩具声明，再揭晓。",
+                "lesson.cause.K99": "这里短提示的预填充主要是固定开销，而不是 token 本身。"}}
 
 
 def norms(run) -> list[float]:

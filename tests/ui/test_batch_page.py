@@ -87,4 +87,4 @@ def test_the_pad_side_reads_in_chinese_and_still_pads_that_side(app_model):
     assert box.options == ["右侧", "左侧"]
     box.set_value("left").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state["llmviz_settings"].padding == "left"
+    assert at.session_state["llmviz_settings"].batch.padding == "left"

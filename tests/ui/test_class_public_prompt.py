@@ -27,7 +27,7 @@ def phone(tmp_path, monkeypatch, app_model):
     monkeypatch.setenv("LLMVIZ_PUBLIC", "1")
     teacher = open_app(PAGE, lang="zh", lesson=STEP)
     teacher.button(key="class_start").click().run()
-    code = teacher.session_state["llmviz_settings"].room
+    code = teacher.session_state["llmviz_settings"].lesson.room
     return open_app(PAGE, lang="zh", room=code), code
 
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("class_store")  # a class store of each tes
 def teacher_at(position: str):
     at = open_app(PAGE, lang="zh", lesson=position)
     at.button(key="class_start").click().run()
-    return at, settings(at).room, settings(at).teach
+    return at, settings(at).lesson.room, settings(at).lesson.teach
 
 
 def test_the_teacher_removes_a_seat_and_its_vote(app_model):
@@ -30,7 +30,7 @@ def test_the_teacher_removes_a_seat_and_its_vote(app_model):
         phone.slider(key="lesson_predict_K4").set_value(value).run()
     teacher.run()
     assert any(translate("zh", "class.answered", n=2, joined=2) in c.value for c in teacher.caption)
-    stuffer, honest = (settings(p).me for p in phones)
+    stuffer, honest = (settings(p).lesson.me for p in phones)
     name = next(s.name for s in store().students(code) if s.id == stuffer)
     teacher.button(key=f"class_remove_{stuffer}").click().run()
     assert [s.id for s in store().students(code)] == [honest]
@@ -39,7 +39,7 @@ def test_the_teacher_removes_a_seat_and_its_vote(app_model):
     assert [x.value for x in teacher.toast] == [translate("zh", "class.removed", name=name)]
     phones[0].run()  # the removed phone: told, out of the class (its URL drops the code), no new seat taken
     assert [w.value for w in phones[0].warning] == [translate("zh", "class.error.removed")]
-    assert settings(phones[0]).room == "" and [s.id for s in store().students(code)] == [honest]
+    assert settings(phones[0]).lesson.room == "" and [s.id for s in store().students(code)] == [honest]
 
 
 def test_a_wrong_teacher_key_reads_as_a_wrong_code_and_counts(app_model, tmp_path):
@@ -48,7 +48,7 @@ def test_a_wrong_teacher_key_reads_as_a_wrong_code_and_counts(app_model, tmp_pat
     for room in (code, "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY"):
         at = open_app(PAGE, lang="zh", room=room, teach="a-guess")
         said.append([w.value for w in at.warning])
-        assert settings(at).room == "" and settings(at).teach == ""
+        assert settings(at).lesson.room == "" and settings(at).lesson.teach == ""
     assert said[0] == said[1] == [translate("zh", "class.error.no_class")]
     with sqlite3.connect(tmp_path / "class.db") as db:
         counted = sum(n for k, n in db.execute("SELECT key, count FROM hits") if k.startswith("join:"))
@@ -78,10 +78,10 @@ def test_a_network_past_its_seats_keeps_the_link_and_tries_again(app_model, monk
     _, code, _ = teacher_at("1.1.1")  # retry would loop here until the minute turned; a browser waits RETRY_S
     first = open_app(PAGE, lang="zh", room=code)
     second = open_app(PAGE, lang="zh", room=code)  # the same network (AppTest's one client), its minute spent
-    assert settings(first).me and not settings(second).me
+    assert settings(first).lesson.me and not settings(second).lesson.me
     assert [w.value for w in second.warning] == [translate("zh", "class.error.too_many_seats",
                                                            seconds=round(RETRY_S))]
-    assert settings(second).room == code and len(store().students(code)) == 1
+    assert settings(second).lesson.room == code and len(store().students(code)) == 1
     monkeypatch.setattr(classes, "SEATS_PER_MINUTE", 2)  # the next minute, as far as the limit is concerned
     second.run()
-    assert settings(second).me and len(store().students(code)) == 2
+    assert settings(second).lesson.me and len(store().students(code)) == 2

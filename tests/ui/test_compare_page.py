@@ -137,7 +137,7 @@ def test_the_context_box_clamps_to_the_model_without_losing_the_links_value(app_
     context = service.models.load(app_model, EngineConfig(device="cpu")).cfg.max_position_embeddings
     box = at.number_input(key="cmp_ctx_w")
     assert box.max == min(context, 2048) - 1 - 4 and box.value == min(1900, box.max)
-    assert at.session_state["llmviz_settings"].cmp_ctx == 1900
+    assert at.session_state["llmviz_settings"].compare.ctx == 1900
 
 
 @pytest.mark.slow

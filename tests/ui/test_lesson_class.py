@@ -33,8 +33,8 @@ def teacher_at(position: str):
     at = open_app(PAGE, lang="zh", lesson=position)
     at.button(key="class_start").click().run()
     s = settings(at)
-    assert len(s.room) == 6 and s.teach and not s.me
-    return at, s.room, s.teach
+    assert len(s.lesson.room) == 6 and s.lesson.teach and not s.lesson.me
+    return at, s.lesson.room, s.lesson.teach
 
 
 def test_a_student_joins_and_follows_the_teacher(app_model):
@@ -44,17 +44,17 @@ def test_a_student_joins_and_follows_the_teacher(app_model):
     teacher.button(key="lesson_next").click().run()
     assert store().get(code).step == "2.2.2"
     student = open_app(PAGE, lang="zh", room=code.lower())  # the code as typed
-    me = settings(student).me
-    assert [s.id for s in store().students(code)] == [me] and settings(student).lesson == "2.2.2"
+    me = settings(student).lesson.me
+    assert [s.id for s in store().students(code)] == [me] and settings(student).lesson.at == "2.2.2"
     assert any(translate("zh", "class.student", code=code, name=store().students(code)[0].name) in c.value
                for c in student.caption)
     student.button(key="lesson_back").click().run()  # a step of its own: the class's pace is left
-    assert settings(student).lesson == "2.2.1"
+    assert settings(student).lesson.at == "2.2.1"
     teacher.button(key="lesson_next").click().run()
     student.run()
-    assert settings(student).lesson == "2.2.1"
+    assert settings(student).lesson.at == "2.2.1"
     student.button(key="class_rejoin").click().run()
-    assert settings(student).lesson == store().get(code).step == "2.2.3"
+    assert settings(student).lesson.at == store().get(code).step == "2.2.3"
 
 
 def test_the_classes_predictions_on_the_projector_after_the_reveal(app_model):
@@ -82,7 +82,7 @@ def test_the_classes_predictions_on_the_projector_after_the_reveal(app_model):
 def test_a_wrong_code_is_refused(app_model):
     at = open_app(PAGE, lang="zh", room="ZZZZZZ")
     assert any(translate("zh", "class.error.no_class") in w.value for w in at.warning)
-    assert settings(at).room == "" and store().students("ZZZZZZ") == []
+    assert settings(at).lesson.room == "" and store().students("ZZZZZZ") == []
 
 
 def test_the_teacher_downloads_the_summary_then_ends_the_class(app_model):
@@ -94,7 +94,7 @@ def test_the_teacher_downloads_the_summary_then_ends_the_class(app_model):
     assert translate("zh", "claims.download_json") in labels and translate("zh", "claims.download_csv") in labels
     name = store().students(code)[0].name
     teacher.button(key="class_end").click().run()
-    assert store().get(code) is None and store().students(code) == [] and settings(teacher).room == ""
+    assert store().get(code) is None and store().students(code) == [] and settings(teacher).lesson.room == ""
     student.run()  # the student's device: the class is gone, said so
     assert any(translate("zh", "class.error.no_class") in w.value for w in student.warning)
     assert name  # generated: an animal and a number
@@ -166,19 +166,19 @@ def test_a_second_teacher_device_follows_the_projector(app_model):
     says so."""
     projector, code, key = teacher_at("2.2.1")
     second = open_app(PAGE, lang="zh", room=code, teach=key, lesson="1.1.1")
-    assert settings(second).lesson == "2.2.1" and store().get(code).step == "2.2.1"
+    assert settings(second).lesson.at == "2.2.1" and store().get(code).step == "2.2.1"
     assert any(translate("zh", "class.follows") in i.value for i in second.info)
     second.button(key="lesson_next").click().run()
-    assert store().get(code).step == "2.2.1" and settings(second).lesson == "2.2.1"
+    assert store().get(code).step == "2.2.1" and settings(second).lesson.at == "2.2.1"
     projector.button(key="lesson_next").click().run()
     second.run()
-    assert settings(second).lesson == store().get(code).step == "2.2.2"
+    assert settings(second).lesson.at == store().get(code).step == "2.2.2"
     second.button(key="class_take_lead").click().run()
     assert store().get(code).leader == second.session_state[DEVICE] and not second.info
     second.button(key="lesson_next").click().run()
     assert store().get(code).step == "2.2.3"
     projector.run()  # a full run asks the store as the projector's poll does: it follows now
-    assert settings(projector).lesson == "2.2.3"
+    assert settings(projector).lesson.at == "2.2.3"
     assert any(translate("zh", "class.follows") in i.value for i in projector.info)
     projector.button(key="lesson_next").click().run()
     assert store().get(code).step == "2.2.3"  # it moves nothing
@@ -210,9 +210,9 @@ def test_the_class_is_the_workload(app_model, monkeypatch):
     [listed] = [x.value for x in teacher.table if translate("zh", "class.col_prompt") in x.value.columns]
     assert list(listed[translate("zh", "class.col_prompt")]) == [
         translate("zh", "class.unapproved", chars=len(p)) for p in prompts]  # nothing unvetted on the wall
-    classes.rename(store(), code, settings(phones[1]).me, "<b>Lin</b>")
-    first = settings(phones[0]).me  # a phone while its request is drawn: the text so far and its count
-    real(store(), code, settings(teacher).teach, {first: {"text": "天气", "partial": True, "tokens": 2}})
+    classes.rename(store(), code, settings(phones[1]).lesson.me, "<b>Lin</b>")
+    first = settings(phones[0]).lesson.me  # a phone while its request is drawn: the text so far and its count
+    real(store(), code, settings(teacher).lesson.teach, {first: {"text": "天气", "partial": True, "tokens": 2}})
     phones[0].run()
     assert translate("zh", "class.drawing", text="天气", n=2) in [m.value for m in phones[0].markdown]
     teacher.button(key="class_approve").click().run()
@@ -235,7 +235,7 @@ def test_the_class_is_the_workload(app_model, monkeypatch):
     assert [len(alone[i]) for i in range(3)] == [16, 24, 32]  # the trace's lengths: they leave at different steps
     for i, phone in enumerate(phones):
         phone.run()
-        me = settings(phone).me
+        me = settings(phone).lesson.me
         mine = store().result(code, me)
         assert mine["text"] == service.models.text_of(lm, alone[i]) and mine["ttft_ms"] > 0
         assert any(translate("zh", "class.yours", text="")[:6] in m.value for m in phone.markdown)
@@ -254,7 +254,7 @@ def test_a_rerun_never_copies_the_first_vote_into_the_second(app_model):
     teacher.button(key="class_round_K4").click().run()
     student.run()
     student.run()
-    assert store().predictions(code, "K4", 1) == {settings(student).me: 3.0}
+    assert store().predictions(code, "K4", 1) == {settings(student).lesson.me: 3.0}
     assert store().predictions(code, "K4", 2) == {}
     teacher.run()
     assert any(translate("zh", "class.answered", n=0, joined=1) in c.value for c in teacher.caption)  # vote 2's
@@ -268,7 +268,7 @@ def test_the_teachers_link_opened_again_shows_the_class_where_it_is(app_model):
 
     code, key = classes.start(store(), step="2.2.2")
     at = open_app(PAGE, lang="zh", room=code, teach=key, lesson="1.1.1")
-    assert settings(at).lesson == "2.2.2" and store().get(code).step == "2.2.2"
+    assert settings(at).lesson.at == "2.2.2" and store().get(code).step == "2.2.2"
     assert store().get(code).leader == at.session_state[DEVICE] and not at.info
     at.button(key="lesson_next").click().run()
     assert store().get(code).step == "2.2.3"
@@ -296,7 +296,8 @@ def test_each_phone_shows_the_teachers_reveal_not_its_own(app_model):
     assert mine["predicted"] == pytest.approx(rv.effect_of("K4", 2.0)) and theirs["predicted"] is None
     assert not student.exception
     again = k4_report(10.0 / 1.2)["claims"][0]  # the teacher measured again (more rounds): x1.20 this time
-    classes.put_reveal(store(), code, settings(teacher).teach, "K4", {"claim": again, "when": "2026-12-05 12:05:00"})
+    classes.put_reveal(store(), code, settings(teacher).lesson.teach, "K4",
+                       {"claim": again, "when": "2026-12-05 12:05:00"})
     student.run()
     mine = student.session_state[REVEALED_KEY]["K4"]
     assert mine["when"] == "2026-12-05 12:05:00" and rv.shown_of("K4", mine["measured"]) == pytest.approx(1.2)
@@ -336,7 +337,7 @@ def test_a_store_that_cannot_be_used_is_said_not_thrown(app_model, monkeypatch):
     monkeypatch.setenv(STORE_ENV, "sqlite:////proc/llmviz-no-such/class.db")
     at = open_app(PAGE, lang="zh", lesson="2.2.1")
     at.button(key="class_start").click().run()
-    assert not at.exception and settings(at).room == ""
+    assert not at.exception and settings(at).lesson.room == ""
     assert [e.value for e in at.error] == [translate("zh", "class.error.store")]
 
 

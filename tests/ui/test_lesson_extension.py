@@ -48,7 +48,7 @@ def test_next_walks_to_the_toy_step_and_its_panel_reads_the_run(app_model, toy_s
     at = open_app(PAGE, model=app_model, lang="zh", lesson="1.1.3")
     at.button(key="lesson_next").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state["llmviz_settings"].lesson == "1.1.9"
+    assert at.session_state["llmviz_settings"].lesson.at == "1.1.9"
     assert next(s.value for s in at.subheader) == f"§1.1 · {toy.LINES['zh']['lesson.1.1.9.title']}"
     run = at.session_state[RUN_KEY]
     rows = run.trace.steps[0].hook("embed").array[0]  # [n, d]: the student's own embedding rows
@@ -56,16 +56,28 @@ def test_next_walks_to_the_toy_step_and_its_panel_reads_the_run(app_model, toy_s
     assert list(shown["norm"]) == pytest.approx(np.sqrt((rows.astype(np.float64) ** 2).sum(-1)), rel=1e-5)
     assert len(shown) == len(run.trace.prompt_ids)
     at.button(key="lesson_next").click().run()
-    assert at.session_state["llmviz_settings"].lesson == "1.1.4"
+    assert at.session_state["llmviz_settings"].lesson.at == "1.1.4"
 
 
 def test_a_link_opens_the_toy_step_and_it_is_gone_once_removed(app_model, toy_step):
     at = open_app(PAGE, model=app_model, lesson="1.1.9")
-    assert at.session_state["llmviz_settings"].lesson == "1.1.9" and not at.exception
+    assert at.session_state["llmviz_settings"].lesson.at == "1.1.9" and not at.exception
     toy.remove()
     with pytest.raises(UnknownNameError):
         lesson_plan.position("1.1.9")
     assert len(STEPS) == 37 and "toy_norms" not in lesson_panels.panels()
+
+
+def test_a_claims_step_without_the_claims_cause_fails_by_its_id(tmp_path, monkeypatch):
+    toy_claim.install(tmp_path, monkeypatch, {lang: {k: v for k, v in lines.items() if "cause" not in k}
+                                              for lang, lines in toy.LINES.items()})
+    toy.add_claim_step()
+    try:
+        with pytest.raises(ConfigError, match=re.escape("1.1.10 (no text lesson.cause.K99)")):
+            check_built(STEPS, panels(), lambda key: key in Translator("zh"))
+    finally:
+        toy.remove()
+        toy_claim.uninstall()
 
 
 def test_a_step_without_its_panel_or_words_fails_by_its_id():
@@ -98,6 +110,7 @@ def test_a_toy_claim_is_placed_in_the_lesson_by_its_step_alone(app_model, tmp_pa
     toy.add_claim_step()
     try:
         assert STEP_IDS[STEP_IDS.index("1.1.8") + 1] == "1.1.10"
+        check_built(STEPS, panels(), lambda key: key in Translator("en"))  # its words, the claim's cause among them
         at = open_app(PAGE, model=app_model, lang="en", lesson="1.1.10")
         assert not at.exception, [e.value for e in at.exception]
         assert next(s.value for s in at.subheader) == f"§1.1 · {toy.LINES['en']['lesson.1.1.10.title']}"

@@ -44,7 +44,7 @@ def test_next_walks_every_step_with_the_runs_shapes(app_model, lang):
         assert (prefilling, decoding) == ((True, False) if step.section == "1.1" else (False, True)), step.id
         at.button(key="lesson_next").click().run()
         assert not at.exception, (step.id, [e.value for e in at.exception])
-    assert at.session_state["llmviz_settings"].lesson == END
+    assert at.session_state["llmviz_settings"].lesson.at == END
     assert any(translate(lang, "lesson.end") in i.value for i in at.info)
     assert at.button(key="lesson_next").disabled
 
@@ -57,15 +57,15 @@ def test_a_link_opens_its_step(app_model, given, shown):
     at.switch_page(PAGE).run()
     step = next(s for s in STEPS if s.id == shown)
     assert next(s.value for s in at.subheader).startswith(f"§{step.section} · ")
-    assert at.session_state["llmviz_settings"].lesson == shown
+    assert at.session_state["llmviz_settings"].lesson.at == shown
 
 
 def test_back_and_the_chapter_list_move_the_position(app_model):
     at = open_app(PAGE, model=app_model, lesson="2.1.2")
     at.button(key="lesson_back").click().run()
-    assert at.session_state["llmviz_settings"].lesson == "2.1.1"
+    assert at.session_state["llmviz_settings"].lesson.at == "2.1.1"
     at.selectbox(key="lesson_chapter").set_value("4.2").run()
-    assert at.session_state["llmviz_settings"].lesson == "4.2.1"
+    assert at.session_state["llmviz_settings"].lesson.at == "4.2.1"
     assert json.dumps(at.query_params.get("lesson")).count("4.2.1") == 1
 
 

@@ -105,7 +105,7 @@ def test_reveal_then_the_end(app_model):
             translate(lang, "claims.effect.kv_memory_saved") + colon)
     at.button(key="lesson_next").click().run()  # 5.4, then the end
     at.button(key="lesson_next").click().run()
-    assert at.session_state["llmviz_settings"].lesson == "end"
+    assert at.session_state["llmviz_settings"].lesson.at == "end"
     table = at.table[0].value  # wraps its cells: every column in view at 1280 px
     assert list(table[translate("en", "claims.col_claim")]) == ["K9"]
     assert translate("en", "lesson.col_where") not in table.columns  # under the table instead
@@ -254,8 +254,8 @@ def test_k4s_step_says_what_the_bytes_predict_before_measuring(app_model):
     at.button(key="lesson_workload_K4").click().run()
     assert not at.exception, [e.value for e in at.exception]
     s = at.session_state["llmviz_settings"]
-    assert (s.cmp_model, s.cmp_a, s.cmp_b, s.cmp_ctx, s.cmp_steps) == ("gpt2-124m-random", "kv-dtype=fp32",
-                                                                      "kv-dtype=bf16", 1024, 16)
+    c = s.compare
+    assert (c.model, c.a, c.b, c.ctx, c.steps) == ("gpt2-124m-random", "kv-dtype=fp32", "kv-dtype=bf16", 1024, 16)
 
 
 def test_cannot_tell_offers_the_rounds_that_would_decide(app_model, monkeypatch):
@@ -296,14 +296,14 @@ def test_passing_an_unanswered_prediction_is_said_once(app_model):
     said = translate("zh", "lesson.passed", claim="K1")
     at = open_app(PAGE, model=app_model, lang="zh", lesson="1.1.8")
     at.button(key="lesson_next").click().run()
-    assert at.session_state["llmviz_settings"].lesson == "1.2.1"
+    assert at.session_state["llmviz_settings"].lesson.at == "1.2.1"
     assert [x.value for x in at.toast] == [said]
     at.button(key="lesson_next").click().run()  # the next step: the toast was once
     assert not at.toast
     at = open_app(PAGE, model=app_model, lang="zh", lesson="1.2.6")  # a prediction made, then Next: nothing said
     at.slider(key="lesson_predict_K2").set_value(2.0).run()
     at.button(key="lesson_next").click().run()
-    assert not at.toast and at.session_state["llmviz_settings"].lesson == "1.2.7"
+    assert not at.toast and at.session_state["llmviz_settings"].lesson.at == "1.2.7"
     at.button(key="lesson_back").click().run()
     at.button(key="lesson_back").click().run()  # 1.2.5: Back passes nothing
     assert not at.toast

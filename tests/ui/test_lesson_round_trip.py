@@ -20,7 +20,7 @@ def test_batch_opens_on_the_articles_prompts_and_comes_back():
     at.button(key="lesson_open").click().run()
     assert not at.exception, [e.value for e in at.exception]
     s = settings(at)
-    assert (s.from_lesson, s.lesson, s.lang, s.present, s.prompt) == (1, "3.1.1", "zh", 1, prompt)
+    assert (s.lesson.from_lesson, s.lesson.at, s.lang, s.present, s.prompt) == (1, "3.1.1", "zh", 1, prompt)
     assert prompts_of(s) == ["济南的冬天", "人工智能"]  # the student's prompt is the article's first
     params = at.query_params
     assert params.get("from_lesson") in ("1", ["1"]) and params.get("lesson") in ("3.1.1", ["3.1.1"])
@@ -28,7 +28,7 @@ def test_batch_opens_on_the_articles_prompts_and_comes_back():
     assert back.label == translate("zh", "lesson.back_to", step="3.1.1", title=translate("zh", "lesson.3.1.1.title"))
     back.click().run()
     s = settings(at)
-    assert (s.from_lesson, s.lesson) == (0, "3.1.1")
+    assert (s.lesson.from_lesson, s.lesson.at) == (0, "3.1.1")
     assert next(h.value for h in at.subheader).startswith("§3.1 · ")
 
 

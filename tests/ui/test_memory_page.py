@@ -87,3 +87,33 @@ def test_the_articles_numbers_redone_for_llama3_8b(lang):
     assert oom[translate(lang, "memory.oom_col_article")][0] == f"{64 * 2**20:,} B (64.0 MiB)"
     assert rows[translate(lang, "article.redo.oom_right_layer")] == f"{16 * 2**20:,} B (16.0 MiB)"
     assert rows[translate(lang, "article.redo.oom_right_model")] == f"{512 * 2**20:,} B (512.0 MiB)"
+
+
+def test_a_link_reopens_the_same_answer():
+    """The page's inputs travel in the link (ui/memory_url.py): Llama-3-8B, 4 sequences of 2,000 tokens in an 8,192
+    window, paged in blocks of 32, int8 KV: the figures the page shows, then the same figures from the link alone."""
+    at = open_app(page_file("memory"))
+    pick(at, "llama-3-8b", mem_batch=4, mem_max_seq=8192, mem_tokens=2000)
+    at.selectbox(key="mem_layout").set_value("paged").run()
+    at.number_input(key="mem_block").set_value(32).run()  # the block box opens once the layout reads it
+    at.selectbox(key="mem_kv_dtype").set_value("int8").run()
+    shown = {m.label: m.value for m in at.metric}
+    link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert {k: v for k, v in link.items() if k.startswith("mem_")} == {
+        "mem_source": "llama-3-8b", "mem_batch": "4", "mem_max_seq": "8192", "mem_tokens": "2000",
+        "mem_layout": "paged", "mem_block": "32", "mem_kv_dtype": "int8"}
+    # the weights' dtype and the KV heads were left at their defaults: not written
+    again = open_app(page_file("memory"), **{k: v for k, v in link.items() if k.startswith("mem_")})
+    assert not again.exception
+    assert again.number_input(key="mem_batch").value == 4 and again.number_input(key="mem_tokens").value == 2000
+    assert again.selectbox(key="mem_layout").value == "paged" and again.selectbox(key="mem_kv_dtype").value == "int8"
+    assert {m.label: m.value for m in again.metric} == shown
+    assert shown["KV per sequence"] != pick(open_app(page_file("memory")), "llama-3-8b")["KV per sequence"]
+
+
+def test_a_hostile_memory_link_opens_the_defaults_and_says_so():
+    at = open_app(None, mem_source="../etc/passwd", mem_batch="0", mem_kv_heads="-3", mem_layout="ring")
+    warned = " ".join(w.value for w in at.warning).replace("\\", "")  # markdown escapes
+    assert all(name in warned for name in ("mem_source", "mem_batch", "mem_kv_heads", "mem_layout")), warned
+    at.switch_page(page_file("memory")).run()
+    assert not at.exception and at.number_input(key="mem_batch").value == 1

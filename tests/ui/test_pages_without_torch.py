@@ -67,7 +67,8 @@ SCRIPT = textwrap.dedent("""
     walk = []
     while True:  # every step of the lesson, Next after Next, on the recording
         reveal = [b.disabled for b in at.button if (b.key or "").startswith("lesson_reveal_")]
-        walk.append({"at": at.session_state["llmviz_settings"].lesson, "exceptions": [e.message for e in at.exception],
+        walk.append({"at": at.session_state["llmviz_settings"].lesson.at,
+                     "exceptions": [e.message for e in at.exception],
                      "errors": [e.value for e in at.error], "warnings": [w.value for w in at.warning],
                      "reveal_disabled": reveal, "metrics": metrics(),
                      "off": any(en["lesson.reveal_off"] in c.value for c in at.caption)})

@@ -27,7 +27,7 @@ PUBLIC_WORK = 8_192
 
 
 def prompts_of(s: Settings) -> list[str]:
-    return [p for p in (s.batch.split("\n") if s.batch else EXAMPLES) if p.strip()]
+    return [p for p in (s.batch.prompts.split("\n") if s.batch.prompts else EXAMPLES) if p.strip()]
 
 
 def check(prompts: list[str]) -> None:
@@ -57,7 +57,7 @@ class BatchRun:
 
 
 def key_of(s: Settings, max_new: int) -> tuple:
-    return s.model, s.device, s.dtype, s.attn, s.seed, tuple(prompts_of(s)), s.padding, max_new
+    return s.model, s.device, s.dtype, s.attn, s.seed, tuple(prompts_of(s)), s.batch.padding, max_new
 
 
 def shown(s: Settings, max_new: int) -> BatchRun | None:
@@ -76,7 +76,7 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
         lm = server.model(s.model, s.device, s.dtype)
         tokens = [len(service.models.tokens(lm, p)) for p in prompts]
         check_work(len(tokens), max(tokens) + max_new, server.policy().public)
-        config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=s.padding,
+        config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=s.batch.padding,
                               sampling=s.sampling(), seed=s.seed, capture="off", logit_lens_top_k=0,
                               max_seq_len=min(lm.cfg.max_position_embeddings, max(tokens) + max_new + 1))
         with st.spinner(t("batch.running")), measure.heavy(t, run_seconds(lm.cfg.to_dict(), tokens, 0, s.dtype)):

@@ -3,10 +3,16 @@ lengths), and the side a padded batch puts its pad tokens."""
 
 from __future__ import annotations
 
-from llmviz.trace.config import PADDINGS
-from llmviz.ui.url_fields import Field, Section, one_of
+from dataclasses import dataclass, field
 
-SECTION = Section("batch", (
-    Field("batch", ""),
-    Field("padding", "right", one_of(PADDINGS)),
-))
+from llmviz.trace.config import PADDINGS
+from llmviz.ui.url_fields import Section, one_of, url
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    prompts: str = field(default="", metadata=url("batch"))
+    padding: str = field(default="right", metadata=url("padding", one_of(PADDINGS)))
+
+
+SECTION = Section.of("batch", BatchSettings)

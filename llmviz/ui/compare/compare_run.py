@@ -18,12 +18,13 @@ RESULT_KEY, BANDWIDTH_KEY = "llmviz_compare", "llmviz_bandwidth"
 
 
 def model_of(s: Settings) -> str:
-    return s.cmp_model or s.model
+    return s.compare.model or s.model
 
 
 def key_of(s: Settings) -> tuple:
     """What a comparison depends on: change any of these and the shown result is another comparison's."""
-    return model_of(s), s.device, s.prompt, s.seed, s.cmp_a, s.cmp_b, s.cmp_steps, s.cmp_repeats, s.cmp_ppl
+    c = s.compare
+    return model_of(s), s.device, s.prompt, s.seed, c.a, c.b, c.steps, c.repeats, c.ppl
 
 
 def base_model(s: Settings):
@@ -44,7 +45,8 @@ def preview(s: Settings) -> tuple[Prediction, Prediction, int]:
     n = len(service.models.tokens(lm, s.prompt))
     max_seq = default_max_seq(config["max_position_embeddings"])
     gbps = st.session_state.get(BANDWIDTH_KEY, {}).get(str(lm.device))  # this device's last probe
-    sides = [predict(Setup.of(shape, parse_spec(spec), max_seq), n, s.cmp_steps, gbps) for spec in (s.cmp_a, s.cmp_b)]
+    sides = [predict(Setup.of(shape, parse_spec(spec), max_seq), n, s.compare.steps, gbps)
+             for spec in (s.compare.a, s.compare.b)]
     return sides[0], sides[1], n
 
 
@@ -55,9 +57,9 @@ def shown_result(s: Settings) -> dict | None:
 def run(t, s: Settings) -> dict | None:
     """Run the comparison the settings name, with a progress bar; None (and a message) when it cannot run."""
     def work(queued):
-        config = service.CompareConfig(prompt=s.prompt, a=s.cmp_a, b=s.cmp_b, model=model_of(s), steps=s.cmp_steps,
-                                       repeats=s.cmp_repeats, seed=s.seed, device=s.device,
-                                       sampling=SamplingConfig(temperature=0), perplexity=bool(s.cmp_ppl))
+        config = service.CompareConfig(prompt=s.prompt, a=s.compare.a, b=s.compare.b, model=model_of(s),
+                                       steps=s.compare.steps, repeats=s.compare.repeats, seed=s.seed, device=s.device,
+                                       sampling=SamplingConfig(temperature=0), perplexity=bool(s.compare.ppl))
         with queued() as progress:
             return service.measure.compare(config, server.load, lambda f, stage, values: progress(
                 f, t(f"progress.compare.{stage}", **values)))

@@ -22,7 +22,7 @@ RESULT_KEY, WIDGET = "llmviz_compare_long", "cmp_ctx_w"
 
 
 def key_of(s: Settings, model: str, context: int) -> tuple:
-    return model, s.device, s.seed, s.cmp_a, s.cmp_b, context, s.cmp_steps
+    return model, s.device, s.seed, s.compare.a, s.compare.b, context, s.compare.steps
 
 
 def longest(max_seq: int, steps: int) -> int:
@@ -36,8 +36,8 @@ def run(t, s: Settings, model: str, context: int, load) -> dict | None:
 
     def work(queued):
         # the lab's own rounds: the quick decode claims' (labs/claims.ClaimsPlan.pair_workload)
-        config = service.DecodePairConfig(a=s.cmp_a, b=s.cmp_b, model=model, context=context, steps=s.cmp_steps,
-                                          seed=s.seed, device=s.device)
+        config = service.DecodePairConfig(a=s.compare.a, b=s.compare.b, model=model, context=context,
+                                          steps=s.compare.steps, seed=s.seed, device=s.device)
         with queued() as progress:
             result = service.measure.decode_pair(config, load, lambda f, stage, values: progress(
                 f, t(f"progress.compare.{stage}", **{"side": "", "round": 0, "rounds": 0, **values})))
@@ -58,15 +58,15 @@ def judged_claims(result: dict) -> dict[str, dict]:
 def _keep_context() -> None:
     from llmviz.ui import state
 
-    state.update(cmp_ctx=int(st.session_state[WIDGET]))  # only what the student typed goes to the link
+    state.update(compare={"ctx": int(st.session_state[WIDGET])})  # only what the student typed goes to the link
 
 
 def context_box(t, s: Settings, top: int) -> int:
     """The cached tokens this model allows: the setting clamped to `top` without writing the clamp back, so a
     model of a shorter context leaves the link's 1,024 for the next model."""
-    seeded = (s.cmp_ctx, top)
+    seeded = (s.compare.ctx, top)
     if st.session_state.get(WIDGET + "_seeded") != seeded or WIDGET not in st.session_state:
-        st.session_state[WIDGET], st.session_state[WIDGET + "_seeded"] = min(s.cmp_ctx, top), seeded
+        st.session_state[WIDGET], st.session_state[WIDGET + "_seeded"] = min(s.compare.ctx, top), seeded
     return int(st.number_input(t("compare.long.context"), 1, top, step=64, key=WIDGET, on_change=_keep_context,
                                help=t("compare.long.context_help", top=top)))
 
@@ -79,7 +79,7 @@ def section(t, s: Settings, model: str, max_seq: int, load) -> None:
     st.caption(t("compare.long.what", rounds=service.DecodePairConfig().repeats))
     a, b = st.columns([1, 2])
     with a:
-        context = context_box(t, s, longest(max_seq, s.cmp_steps))
+        context = context_box(t, s, longest(max_seq, s.compare.steps))
     b.markdown("&nbsp;")
     if b.button(t("compare.long.run", n=context), key="cmp_long_run"):
         run(t, s, model, context, load)

@@ -6,7 +6,7 @@ so one an extension registers is run and listed too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import streamlit as st
 
@@ -26,7 +26,7 @@ from llmviz.ui.errors import explain
 from llmviz.ui.layouts.layouts_url import KV_BLOCK_SIZES as BLOCK_SIZES
 from llmviz.ui.layouts.layouts_url import KV_MAX_EXTRA as MAX_EXTRA
 from llmviz.ui.layouts.layouts_url import KV_MAX_SEQS as MAX_SEQS
-from llmviz.ui.layouts.layouts_url import extra_prompts, parse_lengths
+from llmviz.ui.layouts.layouts_url import LayoutsSettings, extra_prompts, parse_lengths
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import KEEP
 from llmviz.ui.settings import Settings
@@ -40,28 +40,16 @@ SWEEP_BLOCK = LAYOUT_SWEEP_BLOCK  # the paged layout's block size in the sweep
 KEPT_SWITCHES = ("kv_dtype", "kv_heads", "fused_qkv", "quant", "quant_group", "padding")
 
 
-@dataclass(frozen=True)
-class Options:
-    """This page's settings: the kv_* fields of the session's Settings (carried in the URL with the rest)."""
-
-    bs: int
-    max: int
-    prompts: str
-    step: int
-    model: str
-    lengths: str
-    repeats: int
+Options = LayoutsSettings  # this page's settings, its section of the session's Settings (carried in the URL)
 
 
 def options() -> Options:
     """This browser session's page settings (read from the URL with the others the first time)."""
-    current = state.settings()
-    return Options(**{f.name: getattr(current, f"kv_{f.name}") for f in fields(Options)})
+    return state.settings().layouts
 
 
 def update(**changes) -> Options:
-    state.update(**{f"kv_{k}": v for k, v in changes.items()})
-    return options()
+    return state.update(layouts=changes).layouts
 
 
 def sync_url() -> None:

@@ -4,13 +4,16 @@ shown; the sweep's model (a built-in shape or "home"), its lengths ("" = automat
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from llmviz.errors import ConfigError
 from llmviz.trace.config import RANDOM_MODELS
-from llmviz.ui.url_fields import Field, Section, between, one_of, parses
+from llmviz.ui.url_fields import Section, between, one_of, parses, url
 
 KV_BLOCK_SIZES = (4, 8, 16)  # the page's choices
 KV_MAX_SEQS = (64, 128, 256, 512)
 KV_MAX_EXTRA = 3  # prompts beside the Home one
+KV_LONGEST = max(KV_MAX_SEQS)
 
 
 def extra_prompts(text: str) -> list[str]:
@@ -30,12 +33,16 @@ def parse_lengths(text: str) -> list[int] | None:
                           code="sweep_lengths_text", text=text) from exc
 
 
-SECTION = Section("layouts", (
-    Field("kv_bs", 4, one_of(KV_BLOCK_SIZES)),
-    Field("kv_max", 128, one_of(KV_MAX_SEQS)),
-    Field("kv_prompts", "Return the\nThis module provides", lambda text: len(extra_prompts(text)) <= KV_MAX_EXTRA),
-    Field("kv_step", 0, between(0, max(KV_MAX_SEQS))),  # a step of the page's longest run
-    Field("kv_model", RANDOM_MODELS[0], one_of((*RANDOM_MODELS, "home"))),
-    Field("kv_lengths", "", parses(parse_lengths)),
-    Field("kv_repeats", 3, between(1, 10)),
-))
+@dataclass(frozen=True)
+class LayoutsSettings:
+    bs: int = field(default=4, metadata=url("kv_bs", one_of(KV_BLOCK_SIZES)))
+    max: int = field(default=128, metadata=url("kv_max", one_of(KV_MAX_SEQS)))
+    prompts: str = field(default="Return the\nThis module provides",
+                         metadata=url("kv_prompts", lambda text: len(extra_prompts(text)) <= KV_MAX_EXTRA))
+    step: int = field(default=0, metadata=url("kv_step", between(0, KV_LONGEST)))  # of the longest run
+    model: str = field(default=RANDOM_MODELS[0], metadata=url("kv_model", one_of((*RANDOM_MODELS, "home"))))
+    lengths: str = field(default="", metadata=url("kv_lengths", parses(parse_lengths)))
+    repeats: int = field(default=3, metadata=url("kv_repeats", between(1, 10)))
+
+
+SECTION = Section.of("layouts", LayoutsSettings)

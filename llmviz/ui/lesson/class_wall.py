@@ -45,7 +45,7 @@ SHOWN = "llmviz_class_shown_"  # + claim id: the teacher showed the class's vote
 def _second_round() -> None:
     s = state.settings()
     with contextlib.suppress(ClassError):
-        classes.second_round(store(), s.room, s.teach)
+        classes.second_round(store(), s.lesson.room, s.lesson.teach)
 
 
 def votes(t, claim_id: str) -> None:
@@ -53,7 +53,7 @@ def votes(t, claim_id: str) -> None:
     then open a second vote."""
     if role() != "teacher":
         return
-    found = store().get(state.settings().room)
+    found = store().get(state.settings().lesson.room)
     with st.container(horizontal=True):
         st.toggle(t("class.show_votes"), key=f"{SHOWN}{claim_id}")
         st.button(t("class.second_round"), key=f"class_round_{claim_id}", on_click=_second_round,
@@ -108,7 +108,7 @@ def end_panel(t) -> None:
     s = state.settings()
     with st.popover(t("class.end"), key="class_end_menu", icon=":material/logout:"):
         try:
-            out = classes.summary(store(), s.room, s.teach, chapters=CHAPTERS)
+            out = classes.summary(store(), s.lesson.room, s.lesson.teach, chapters=CHAPTERS)
         except ClassError as exc:
             explain(t, exc)
             return
@@ -120,8 +120,8 @@ def end_panel(t) -> None:
         st.download_button(t("class.answers_csv"), table_csv(out["answers"]) if out["answers"] else "",
                            f"class-{out['class']}-answers.csv", "text/csv", key="class_answers_csv")
         if st.button(t("class.end_now"), key="class_end", type="primary"):
-            classes.end(store(), s.room, s.teach)
-            state.update(room="", teach="", me="")
+            classes.end(store(), s.lesson.room, s.lesson.teach)
+            state.update(lesson={"room": "", "teach": "", "me": ""})
             st.rerun()
 
 
@@ -129,7 +129,7 @@ def question_stats(t, chapter: str, unit_shown) -> None:
     """On the projector, under a chapter's question: how many answered right, and the most common wrong answer."""
     if role() != "teacher":
         return
-    right, n, common = tally.answer_stats(store(), state.settings().room, chapter)
+    right, n, common = tally.answer_stats(store(), state.settings().lesson.room, chapter)
     said = t("class.answers", right=right, n=n)
     if common is not None:
         ratio, count, value = common
@@ -170,7 +170,7 @@ def seats_panel(t) -> None:
 
 def _seats(t) -> None:
     s = state.settings()
-    for student in store().students(s.room):
+    for student in store().students(s.lesson.room):
         with st.container(horizontal=True, vertical_alignment="center"):
             st.markdown(literal(student.name))
             st.button(t("class.remove"), key=f"class_remove_{student.id}", on_click=_remove,
@@ -180,7 +180,7 @@ def _seats(t) -> None:
 def _remove(t, student_id: str, name: str) -> None:
     s = state.settings()
     with contextlib.suppress(ClassError):
-        if classes.remove(store(), s.room, s.teach, student_id):
+        if classes.remove(store(), s.lesson.room, s.lesson.teach, student_id):
             st.toast(t("class.removed", name=literal(name)), icon=":material/person_remove:")
 
 

@@ -56,9 +56,9 @@ def store() -> Store:
 def role() -> str | None:
     """"teacher", "student", or None (no class)."""
     s = state.settings()
-    if not s.room:
+    if not s.lesson.room:
         return None
-    return "teacher" if s.teach else "student"
+    return "teacher" if s.lesson.teach else "student"
 
 
 def device() -> str:
@@ -106,7 +106,7 @@ def start(t) -> None:
         return
     if st.button(t("class.start"), key="class_start", icon=":material/groups:", help=t("class.start_help")):
         try:
-            code, key = classes.start(store(), step=state.settings().lesson, client=client(), device=device(),
+            code, key = classes.start(store(), step=state.settings().lesson.at, client=client(), device=device(),
                                       steps=POSITIONS)
         except ClassError as exc:
             explain(t, exc)
@@ -115,7 +115,7 @@ def start(t) -> None:
             logging.getLogger(__name__).exception("the class store refused a new class")
             st.error(t("class.error.store"))
             return
-        state.update(room=code, teach=key, me="")
+        state.update(lesson={"room": code, "teach": key, "me": ""})
         st.session_state[FOLLOW] = True
         st.session_state[OPENED] = code  # started at this step: the class's own
         st.rerun()
@@ -127,18 +127,19 @@ def record(t) -> ClassRecord | None:
     network's tries or seats of this minute are spent: a class behind one NAT address joins in a few minutes."""
     s = state.settings()
     try:
-        if s.teach:
-            return classes.teacher(store(), s.room, s.teach, client=client())  # a failure counts as a try
-        if not s.me or not any(x.id == s.me for x in store().students(s.room)):
-            state.update(me=classes.join(store(), s.room, client(), device=_browser()).id)  # its seat, or its own
+        if s.lesson.teach:
+            return classes.teacher(store(), s.lesson.room, s.lesson.teach, client=client())  # a failure counts as a try
+        if not s.lesson.me or not any(x.id == s.lesson.me for x in store().students(s.lesson.room)):
+            seat = classes.join(store(), s.lesson.room, client(), device=_browser())  # its seat, or its own
+            state.update(lesson={"me": seat.id})
             st.session_state[FOLLOW] = True
-        return classes.live(store(), s.room)
+        return classes.live(store(), s.lesson.room)
     except ClassError as exc:
         explain(t, exc)
-        if exc.code in WAITS and not s.teach:  # the network's minute is full: this device tries again by itself
+        if exc.code in WAITS and not s.lesson.teach:  # the network's minute is full: this device tries again by itself
             st.fragment(_try_again, run_every=RETRY_S)()
             return None
-        state.update(room="", teach="", me="")
+        state.update(lesson={"room": "", "teach": "", "me": ""})
         return None
 
 
@@ -163,7 +164,7 @@ def _ask_lead(s, opened: bool = False, within_s: float = 0.0) -> bool:
     st.session_state[ASKED] = time.monotonic()
     was = leads()
     try:
-        now = not s.review and classes.lead(store(), s.room, s.teach, device(), opened=opened)
+        now = not s.lesson.review and classes.lead(store(), s.lesson.room, s.lesson.teach, device(), opened=opened)
     except ClassError:  # the class ended meanwhile: the next draw says so
         now = False
     st.session_state[LEADS] = now
@@ -178,30 +179,32 @@ def keep_pace(found: ClassRecord) -> None:
     s = state.settings()
     follows = role() == "student" and st.session_state.get(FOLLOW, True)
     if role() == "teacher":
-        opened = st.session_state.get(OPENED) != s.room  # the teacher's link opened (again): it shows the class's
-        st.session_state[OPENED] = s.room  # step, never moves it (a link kept from an earlier step, a second tab)
+        # the teacher's link opened (again): it shows the class's step, never moves it (a link kept from an earlier
+        # step, a second tab)
+        opened = st.session_state.get(OPENED) != s.lesson.room
+        st.session_state[OPENED] = s.lesson.room
         _ask_lead(s, opened)
         st.session_state[RELOADED] = not leads() and found.leader.partition(".")[0] == _browser()
-        if leads() and not opened and found.step != s.lesson:
+        if leads() and not opened and found.step != s.lesson.at:
             try:
-                classes.move(store(), s.room, s.teach, device(), s.lesson)
+                classes.move(store(), s.lesson.room, s.lesson.teach, device(), s.lesson.at)
             except ClassError:  # another device took the lead in between: follow it
                 st.session_state[LEADS] = False
         follows = opened or not leads()
-    if follows and found.step != s.lesson:
-        state.update(lesson=found.step)
+    if follows and found.step != s.lesson.at:
+        state.update(lesson={"at": found.step})
 
 
 def _take_lead() -> None:
     s = state.settings()
     with contextlib.suppress(ClassError):
-        st.session_state[LEADS] = classes.lead(store(), s.room, s.teach, device(), take=True)
+        st.session_state[LEADS] = classes.lead(store(), s.lesson.room, s.lesson.teach, device(), take=True)
 
 
 def class_reveal(claim_id: str) -> dict | None:
     """On a student's device: the teacher's Reveal of the claim ({"claim", "when"}), or None before it."""
     s = state.settings()
-    return classes.reveal_of(store(), s.room, claim_id) if role() == "student" and s.room else None
+    return classes.reveal_of(store(), s.lesson.room, claim_id) if role() == "student" and s.lesson.room else None
 
 
 def wait_for_reveal(claim_id: str, when: str | None) -> None:
@@ -216,10 +219,11 @@ def share_reveal(claim_id: str, entry: dict) -> None:
     s = state.settings()
     if not leads():
         return
-    held = classes.reveal_of(store(), s.room, claim_id)
+    held = classes.reveal_of(store(), s.lesson.room, claim_id)
     if held is None or held.get("when") != entry["when"]:
         with contextlib.suppress(ClassError):
-            classes.put_reveal(store(), s.room, s.teach, claim_id, {"claim": entry["claim"], "when": entry["when"]})
+            classes.put_reveal(store(), s.lesson.room, s.lesson.teach, claim_id,
+                               {"claim": entry["claim"], "when": entry["when"]})
 
 
 def left_pace() -> None:
@@ -243,23 +247,23 @@ def _status(t, claim: str | None) -> None:
     (joined, and on a claim's step how many predicted); on a student's device their name and the pace (a student
     following the teacher moves with them)."""
     s = state.settings()
-    found = store().get(s.room) if s.room else None
+    found = store().get(s.lesson.room) if s.lesson.room else None
     if found is None:
         if role() == "student":  # the class ended: the page says so (record) at once, not at the next tap
             st.rerun(scope="app")
         return
-    students = store().students(s.room)
+    students = store().students(s.lesson.room)
     if role() == "teacher":
         _teacher_status(t, s, found, students, claim)
         return
-    if not s.me:  # no seat yet (its network's minute is full): the page's own retry joins it, not this poll
+    if not s.lesson.me:  # no seat yet (its network's minute is full): the page's own retry joins it, not this poll
         return
-    me = next((x.name for x in students if x.id == s.me), None)
+    me = next((x.name for x in students if x.id == s.lesson.me), None)
     if me is None:  # the teacher removed this seat: the page says so (record) at once
         st.rerun(scope="app")
     if st.session_state.get(FOLLOW, True):
-        if found.step != s.lesson:  # the teacher moved: this device goes too
-            state.update(lesson=found.step)
+        if found.step != s.lesson.at:  # the teacher moved: this device goes too
+            state.update(lesson={"at": found.step})
             st.rerun(scope="app")
         waiting = st.session_state.get(WAITING)
         if claim and waiting is not None and waiting[0] == claim and (
@@ -276,21 +280,21 @@ def _teacher_status(t, s, found: ClassRecord, students: list, claim: str | None)
     lead follows the projector's step, says so, and offers the lead (a second tab never fights the projector)."""
     was = leads()
     now = _ask_lead(s, within_s=TEACHER_POLL_S / 2)
-    if was != now or (not now and found.step != s.lesson):
+    if was != now or (not now and found.step != s.lesson.at):
         if not now:
-            state.update(lesson=found.step)
+            state.update(lesson={"at": found.step})
         st.rerun(scope="app")
     answered = len(class_values(claim, found.round)) if claim else None  # the vote open now
     with st.container(key="class-status"):
         st.caption(t("class.projector", code=found.code, joined=len(students)) + (
             "" if answered is None else " · " + t("class.answered", n=answered, joined=len(students))))
-        if not now and not s.review:
+        if not now and not s.lesson.review:
             st.button(t("class.take_lead"), key="class_take_lead", on_click=_take_lead, help=t("class.take_lead_help"))
 
 
 def say_follows(t) -> None:
     """On a teacher's device that does not lead: that it follows the projector (once, as it loses the lead)."""
-    if role() != "teacher" or leads() or state.settings().review or st.session_state.get(RELOADED):
+    if role() != "teacher" or leads() or state.settings().lesson.review or st.session_state.get(RELOADED):
         return  # a reload of the projector: its tab leads again within RELOAD_S, nothing to say
     if st.session_state.pop(LOST, False):
         st.toast(t("class.lead_lost"), icon=":material/cast:")
@@ -304,11 +308,11 @@ def predicted(claim_id: str, shown_value: float) -> None:
     """A student moved the prediction slider (its callback): the value, as shown, goes to the class's store in the
     vote open now. Only a move sends it: a rerun never copies a first vote into the second."""
     s = state.settings()
-    found = store().get(s.room) if role() == "student" and s.me else None
+    found = store().get(s.lesson.room) if role() == "student" and s.lesson.me else None
     if found is None:
         return
     try:
-        classes.predict(store(), s.room, s.me, claim_id, found.round, float(shown_value))
+        classes.predict(store(), s.lesson.room, s.lesson.me, claim_id, found.round, float(shown_value))
     except ClassError as exc:  # the class ended, or the limit: said, and the slider still works for this device
         st.session_state[REFUSED] = exc.code
 
@@ -320,9 +324,9 @@ def name_panel(t) -> None:
     from llmviz.ui import server
 
     s = state.settings()
-    if role() != "student" or not s.me:
+    if role() != "student" or not s.lesson.me:
         return
-    me = next((x.name for x in store().students(s.room) if x.id == s.me), None)
+    me = next((x.name for x in store().students(s.lesson.room) if x.id == s.lesson.me), None)
     if me is None:
         return
     with st.popover(t("class.name_button", name=literal(me)), key="class_name_menu", icon=":material/badge:"):
@@ -337,7 +341,7 @@ def name_panel(t) -> None:
 def _draw_name() -> None:
     s = state.settings()
     try:
-        classes.draw_name(store(), s.room, s.me)
+        classes.draw_name(store(), s.lesson.room, s.lesson.me)
     except ClassError as exc:
         st.session_state[REFUSED] = exc.code
 
@@ -345,7 +349,7 @@ def _draw_name() -> None:
 def _rename() -> None:
     s = state.settings()
     try:
-        classes.rename(store(), s.room, s.me, st.session_state.get("class_name") or "")
+        classes.rename(store(), s.lesson.room, s.lesson.me, st.session_state.get("class_name") or "")
     except ClassError as exc:  # an empty or over-long name, or the class ended: said on the next draw
         st.session_state[REFUSED] = exc.code
 
@@ -359,15 +363,15 @@ def say_refused(t) -> None:
 def class_values(claim_id: str, round_: int = 1) -> list[float]:
     """The class's predictions of `claim_id` in that vote, in the slider's units."""
     s = state.settings()
-    return list(store().predictions(s.room, claim_id, round_).values()) if s.room else []
+    return list(store().predictions(s.lesson.room, claim_id, round_).values()) if s.lesson.room else []
 
 
 def answered_question(chapter: str, given: float, right: bool, answer: float) -> None:
     """A student's answer to a chapter's question (and the right one of their draw) goes to the class's store too."""
     s = state.settings()
-    if role() == "student" and s.me:
+    if role() == "student" and s.lesson.me:
         with contextlib.suppress(ClassError):
-            classes.answer(store(), s.room, s.me, chapter, float(given), right, float(answer))
+            classes.answer(store(), s.lesson.room, s.lesson.me, chapter, float(given), right, float(answer))
 
 
 _projector_status = st.fragment(run_every=TEACHER_POLL_S)(client_gate.gated(_status, client_gate.POLL))

@@ -24,11 +24,11 @@ COMPACT = """<style>
 def move(to: int) -> None:
     """Back / Next / a chapter (a callback): the position is a setting, so the URL follows. Next from a claim's step
     whose prediction was skipped says so (once); a student in a class leaves the class's pace."""
-    at = POSITIONS.index(state.settings().lesson)
+    at = POSITIONS.index(state.settings().lesson.at)
     lesson_class.left_pace()
     if to == at + 1 and at < len(STEPS) and STEPS[at].claim:
         lesson_reveal.passed(STEPS[at].claim)
-    state.update(lesson=POSITIONS[max(0, min(len(POSITIONS) - 1, to))])
+    state.update(lesson={"at": POSITIONS[max(0, min(len(POSITIONS) - 1, to))]})
 
 
 def navigation(t, at: int) -> None:

@@ -221,8 +221,8 @@ def before_measuring(t, claim_id: str) -> None:
     if st.button(t("lesson.open_workload", claim=claim_id), key=f"lesson_workload_{claim_id}",
                  icon=":material/open_in_new:", help=t("lesson.open_workload_help", n=work["context"])):
         s = state.settings()
-        state.update(cmp_model="" if s.model == work["model"] else work["model"], cmp_a=work["specs"][0],
-                     cmp_b=work["specs"][1], cmp_ctx=work["context"], cmp_steps=work["steps"], cmp_run=0)
+        state.update(compare={"model": "" if s.model == work["model"] else work["model"], "a": work["specs"][0],
+                              "b": work["specs"][1], "ctx": work["context"], "steps": work["steps"], "run": False})
         st.switch_page("app_pages/compare.py")
 
 

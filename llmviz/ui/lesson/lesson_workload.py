@@ -69,7 +69,7 @@ def send(t) -> None:
         return
     text = st.session_state.get(PROMPT_KEY) or ""
     try:
-        classes.submit_prompt(lesson_class.store(), s.room, s.me, text)
+        classes.submit_prompt(lesson_class.store(), s.lesson.room, s.lesson.me, text)
     except ClassError as exc:
         st.session_state[ERROR_KEY] = exc.code
 
@@ -83,7 +83,7 @@ def student(t) -> None:
         offered()  # before the box reads what the client sent: a value it cannot take never reaches it
         st.selectbox(t("class.prompt"), EXAMPLE_PROMPTS, key=PROMPT_KEY)
     else:
-        found = lesson_class.store().get(s.room)
+        found = lesson_class.store().get(s.lesson.room)
         st.text_input(t("class.prompt"), key=PROMPT_KEY, max_chars=found.limits.prompt_chars if found else 200)
     st.button(t("class.send"), key="class_send", on_click=send, args=(t,))
     if (code := st.session_state.pop(ERROR_KEY, None)) is not None:
@@ -97,10 +97,10 @@ def mine(t) -> None:
     """What this student sent, and their request's text as the class's run draws it (then its TTFT and ITL); asked
     again every MINE_POLL_S, apart from the prompt's box (a poll never redraws what the student is typing)."""
     s = state.settings()
-    sent = next((text for sid, text, _, _ in lesson_class.store().prompts(s.room) if sid == s.me), None)
+    sent = next((text for sid, text, _, _ in lesson_class.store().prompts(s.lesson.room) if sid == s.lesson.me), None)
     if sent is not None:
         st.caption(t("class.sent", text=literal(sent)))
-    result = lesson_class.store().result(s.room, s.me)
+    result = lesson_class.store().result(s.lesson.room, s.lesson.me)
     if result is None:
         return
     with st.container(key="class-mine"):
@@ -144,7 +144,7 @@ def teacher(t) -> None:
     then the Gantt by names and the two schedulers."""
     s = state.settings()
     try:
-        rows = classes.workload(lesson_class.store(), s.room, s.teach)
+        rows = classes.workload(lesson_class.store(), s.lesson.room, s.lesson.teach)
     except ClassError as exc:
         lesson_class.explain(t, exc)
         return
@@ -160,7 +160,7 @@ def teacher(t) -> None:
     if lesson_class.leads() and st.button(t("class.run", n=len(approved)), key="class_run", type="primary",
                                   disabled=not approved or not server.engine_available()):
         run(t, approved)
-    kept = measure.kept(RUN_KEY, s.room)  # this class's run: (results, texts, names)
+    kept = measure.kept(RUN_KEY, s.lesson.room)  # this class's run: (results, texts, names)
     if kept is not None:
         draw(t, kept[0], kept[2])
 
@@ -176,7 +176,8 @@ def review(t, rows: list[dict]) -> None:
     ticked = [r for r in waiting  # a box a student's text: a tick stays with what it was given to
               if st.checkbox(f"{literal(r['name'])}: {literal(r['text'])}", value=True, key=tick_key(r))]
     if st.button(t("class.approve", n=len(ticked)), key="class_approve", disabled=not ticked):
-        classes.approve(lesson_class.store(), s.room, s.teach, [(r["student"], r["text"]) for r in ticked])
+        classes.approve(lesson_class.store(), s.lesson.room, s.lesson.teach,
+                        [(r["student"], r["text"]) for r in ticked])
         st.rerun()
 
 
@@ -195,7 +196,7 @@ def run(t, rows: list[dict]) -> None:
 
     def write(partial: dict) -> None:
         with contextlib.suppress(ClassError):  # the class ended mid-run: the run's end says so
-            classes.put_results(store, s.room, s.teach, partial)
+            classes.put_results(store, s.lesson.room, s.lesson.teach, partial)
 
     def work(queued):
         lm = server.model(s.model, s.device, s.dtype, **s.load_options())
@@ -211,7 +212,7 @@ def run(t, rows: list[dict]) -> None:
         texts = [service.models.text_of(lm, out["continuous"]["outputs"][i]) for i in range(len(rows))]
         return out, texts, [r["name"] for r in rows]  # the texts, not the model: a session keeps no model
 
-    found = measure.run(t, RUN_KEY, s.room, work, text=t("class.running", n=len(rows)))  # kept for this class
+    found = measure.run(t, RUN_KEY, s.lesson.room, work, text=t("class.running", n=len(rows)))  # kept for this class
     if found is None:
         return
     results, texts, _ = found
@@ -219,7 +220,7 @@ def run(t, rows: list[dict]) -> None:
     mine = {r["student"]: {"text": texts[i], "ttft_ms": each[i]["ttft_ms"],
                            "itl_ms": statistics.fmean(each[i]["itl_ms"]) if each[i]["itl_ms"] else None}
             for i, r in enumerate(rows)}
-    classes.put_results(lesson_class.store(), s.room, s.teach, mine)
+    classes.put_results(lesson_class.store(), s.lesson.room, s.lesson.teach, mine)
 
 
 def draw(t, results: dict, names: list[str]) -> None:

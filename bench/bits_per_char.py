@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from common import cpu_name  # noqa: E402
 
+from llmviz.corpus import read_documents  # noqa: E402
 from llmviz.engine.loading.model import EMBEDDED_MODEL, load_model  # noqa: E402
-from llmviz.labs.documents import read_documents  # noqa: E402
 from llmviz.labs.evaluation import engine_bits_per_char, heldout_ids  # noqa: E402
 from llmviz.paths import CORPUS  # noqa: E402
 

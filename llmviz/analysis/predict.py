@@ -23,7 +23,8 @@ from llmviz.trace.config import KV_LAYOUTS, stored_layout
 
 ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 SCALE_BYTES = 4  # fp8/int8 KV keep one fp32 scale per token and head, for K and for V
-QUANT_BITS = {"none": None, "int8": 8, "int4": 4}
+QUANT_BITS = {"none": None, "int8": 8, "int4": 4, "llm-int8": 8, "gptq-int4": 4}  # LLM.int8(): int8 with a scale a
+# row (its outliers are activations, multiplied apart at run time); GPTQ: stored as int4 with its group grid
 
 
 def format_of(element_bytes: int) -> str:

@@ -14,9 +14,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from llmviz.corpus import read_documents
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.phases import feed
-from llmviz.labs.documents import read_documents
 from llmviz.paths import CORPUS
 from llmviz.trace.sparsity import BlockSparse
 

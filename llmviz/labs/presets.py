@@ -44,6 +44,9 @@ def presets(config: dict, device: str = "cpu") -> dict[str, Preset]:
         Preset("compile", ("C10",), "", "compile"),
         Preset("int8", ("C21",), "quant=none", "quant=int8"),
         Preset("int4", ("C21",), "quant=none", "quant=int4"),
+        Preset("llm-int8", ("C21",), "quant=int8", "quant=llm-int8"),  # the method beside the plain rounding
+        # groups of 128, where round-to-nearest int4 costs the embedded model perplexity for GPTQ to win back
+        Preset("gptq", ("C21",), "quant=int4,quant-group=128", "quant=gptq-int4,quant-group=128"),
         Preset("window", ("C20",), "", f"sliding-window={window}"),
         # blocks of 4, the 2 nearest and the first: a pattern a short classroom prompt already feels
         Preset("block-sparse", ("C20",), "", "sparse-block=4,sparse-local=2,sparse-global=1"),

@@ -16,11 +16,14 @@ if TYPE_CHECKING:  # annotations only
 
 
 def load(name: str | None, config: EngineConfig) -> LoadedModel:
-    """The model named by `name` (default: the embedded one) on the config's device and dtype."""
+    """The model named by `name` (default: the embedded one) on the config's device and dtype (a calibrated
+    quantization, GPTQ, reads labs/calibration.py's text)."""
     from llmviz.engine.loading.model import load_model
+    from llmviz.labs.calibration import calibration_ids
 
     return load_model(name or EMBEDDED_MODEL, device=config.device, dtype=config.dtype, kv_heads=config.kv_heads,
-                      fused_qkv=config.fused_qkv, quant=config.quant, quant_group=config.quant_group)
+                      fused_qkv=config.fused_qkv, quant=config.quant, quant_group=config.quant_group,
+                      calibration=calibration_ids)
 
 
 def model_config_dict(name: str | None) -> dict:

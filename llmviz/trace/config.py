@@ -71,7 +71,10 @@ SCHEDULERS = Names("scheduler", (
                      "zh": "请求在每一步加入或离开批次，它们的 KV 放在分页池里"}),
 ))
 FUSED_CHOICES = ("auto", "on", "off")  # fused projections: as the checkpoint stores them, or forced (C10)
-QUANT_MODES = ("none", "int8", "int4")  # weight-only quantization of the blocks' projections (C21)
+# Weight quantization of the blocks' projections (C21): round-to-nearest int8 (per row) and int4 (per group); LLM.int8()
+# (vector-wise int8 with the outlier features in float); GPTQ int4 (error-compensated rounding, calibrated)
+QUANT_MODES = ("none", "int8", "int4", "llm-int8", "gptq-int4")
+CALIBRATED_QUANT = ("gptq-int4",)  # the modes that read calibration text at load
 PADDINGS = ("right", "left")  # where a padded batch puts its pad tokens (C13)
 CAPTURE_LEVELS = ("off", "meta", "full")
 EMBEDDED_MODEL = "llmviz-tiny"  # the model in assets/ that makes everything work offline

@@ -52,6 +52,7 @@ from llmviz.trace.check import (
     model_dims,
     token_table,
 )
+from llmviz.trace.schedule import schedule_of, step_record
 
 SCHEMA_VERSION = 3
 RECOMPUTED_NOTE = "recomputed"  # how the note of a rebuilt map begins (engine/capture.py); read for older traces
@@ -122,6 +123,9 @@ class RunTrace:
     tokens: dict = field(default_factory=dict)  # id -> {"piece", "bytes" (hex), "text"}
     steps: list = field(default_factory=list)  # StepTrace
     prompts: list = field(default_factory=list)  # one text per row; prompts[0] == prompt
+    # a serving scheduler's log of the steps this run's rows come from (trace/schedule.py: which request held which
+    # slot, the tokens fed and of which kind, blocks, preemptions), when a request of a serving run is opened alone
+    schedule: list = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -166,7 +170,8 @@ class RunTrace:
             steps.append(entry)
         doc = {"schema_version": self.schema_version, "model_card": self.model_card, "prompt": self.prompt,
                "engine_config": self.engine_config, "seed": self.seed, "prompts": self.prompts,
-               "tokens": {str(k): v for k, v in self.tokens.items()}, "steps": steps}
+               "tokens": {str(k): v for k, v in self.tokens.items()}, "steps": steps,
+               "schedule": [step_record(r).to_dict() for r in self.schedule]}
         try:
             text = json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate (a path from undecodable bytes): escaped, the file stays UTF-8
@@ -322,7 +327,7 @@ def _build(doc: dict, npz: _Arrays) -> RunTrace:
     check_prompts(doc["prompt"], doc["prompts"], int(steps[0].input_ids.shape[0]))
     return RunTrace(model_card=doc["model_card"], prompt=doc["prompt"], engine_config=doc["engine_config"],
                     seed=doc["seed"], tokens=token_table(doc["tokens"], steps, model.vocab_size), steps=steps,
-                    prompts=list(doc["prompts"]))
+                    prompts=list(doc["prompts"]), schedule=schedule_of(doc.get("schedule", [])))
 
 
 def _migrate_v1(doc: dict) -> dict:

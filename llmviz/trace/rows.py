@@ -155,9 +155,10 @@ def request_steps(steps: dict, records: list, seq_id: int, until: int) -> list[S
 
 
 def request_run(steps: list[StepTrace], model_card: dict, engine_config: dict, seed: int, tokens: dict,
-                prompt: str, sampling: dict) -> RunTrace:
+                prompt: str, sampling: dict, schedule: list | None = None) -> RunTrace:
     """The request's steps (request_steps) as the one-row RunTrace the Decode and Prefill pages read, each step with
-    the request's own `sampling` and seed (a batched step records its first row's)."""
+    the request's own `sampling` and seed (a batched step records its first row's); `schedule`: the scheduler's
+    records of the run up to its last step, saved and loaded with the trace."""
     own = [replace(s, sampling=dict(sampling)) for s in steps]
     return RunTrace(model_card=model_card, prompt=prompt, engine_config=engine_config, seed=seed, tokens=tokens,
-                    steps=own, prompts=[prompt])
+                    steps=own, prompts=[prompt], schedule=[step_record(r) for r in schedule or ()])

@@ -49,6 +49,9 @@ class StepRecord:
             raise TraceFormatError(f"step {self.index}: a row feeds 0 or more tokens of a kind in {KINDS}, "
                                    f"got {bad[0]}")
         object.__setattr__(self, "rows", rows)
+        for name in ("preempted", "finished", "drawn"):  # lists when read back from JSON: tuples, as written
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "tables", tuple((rid, tuple(blocks)) for rid, blocks in self.tables))
 
     def to_dict(self) -> dict:
         return asdict(self) | {"rows": [list(row) for row in self.rows]}
@@ -69,6 +72,16 @@ class Round:
         object.__setattr__(self, "proposed", tuple(self.proposed))
         if not 0 <= self.accepted <= len(self.proposed):
             raise TraceFormatError(f"a round keeps 0 to {len(self.proposed)} of its draft, got {self.accepted}")
+
+
+def schedule_of(items) -> list[StepRecord]:
+    """A trace file's "schedule" (a JSON list of step records) typed again; TraceFormatError naming what is wrong."""
+    if not isinstance(items, list):
+        raise TraceFormatError(f"a trace's schedule is a list of step records, got {type(items).__name__}")
+    try:
+        return [step_record(item) for item in items]
+    except (TypeError, ValueError) as exc:  # a field missing, unknown or of another type (TraceFormatError is one)
+        raise TraceFormatError(f"a step record of the trace's schedule is malformed: {exc}") from exc
 
 
 def step_record(value: StepRecord | dict) -> StepRecord:

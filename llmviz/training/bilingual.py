@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmviz.corpus import read_documents
 from llmviz.engine.loading.tokens import byte_decoder
 from llmviz.errors import ConfigError
-from llmviz.labs.documents import read_documents
 from llmviz.labs.evaluation import bits_per_char, characters
 from llmviz.paths import CORPUS
 from llmviz.training import corpus_zh

@@ -16,8 +16,8 @@ import platform
 import sysconfig
 from pathlib import Path
 
+from llmviz.corpus import read_documents
 from llmviz.engine.loading.tokens import byte_decoder
-from llmviz.labs.documents import read_documents
 from llmviz.paths import CORPUS
 from llmviz.training import bilingual, credits_zh
 from llmviz.training import corpus as corpus_mod

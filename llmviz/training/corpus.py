@@ -13,21 +13,27 @@ gives the same corpus and the same sha256. No torch here.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmviz.corpus import (
+    EOS,
+    HELDOUT_PER_MILLE,
+    MAX_NON_ASCII,
+    MIN_CHARS,
+    MIN_WORDS,
+    SEPARATOR,
+    clean,
+    is_heldout,
+    read_documents,
+    topic_documents,
+    write_documents,
+)
 from llmviz.errors import ConfigError
-from llmviz.labs.documents import EOS, SEPARATOR, read_documents, write_documents
 from llmviz.paths import CORPUS
-
-HELDOUT_PER_MILLE = 20  # ~2% of documents, chosen by a hash of their text
-MIN_CHARS, MIN_WORDS = 80, 12  # shorter docstrings are mostly "Return self==value."
-MAX_NON_ASCII = 0.01  # keep ASCII-ish English: drop a document with more than 1% other characters
 
 # Top-level modules never imported: GUI, demos, tests, easter eggs, installers, Windows/mac only,
 # deprecated packages that warn or write files on import, and private/C-accelerator twins.
@@ -103,25 +109,6 @@ class Corpus:
         return sum(map(len, self.train)) + sum(map(len, self.heldout))
 
 
-def clean(doc: str) -> str | None:
-    """One raw docstring or topic -> cleaned text, or None when it is too short or not English."""
-    text = inspect.cleandoc(doc.replace("\t", "    ").replace("\r\n", "\n"))  # dedent
-    lines = [line.rstrip() for line in text.split("\n")]
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    text = text.replace(EOS, "")  # the separator must never occur inside a document
-    if len(text) < MIN_CHARS or len(text.split()) < MIN_WORDS:
-        return None
-    if sum(ord(c) > 126 for c in text) > MAX_NON_ASCII * len(text):
-        return None
-    return text
-
-
-def topic_documents() -> list[str]:
-    """Raw pydoc topics, by sorted key (pure data, safe to import in-process)."""
-    from pydoc_data.topics import topics
-    return [topics[key] for key in sorted(topics)]
-
-
 def docstring_documents(timeout: float = 600.0) -> list[str]:
     """Raw standard-library docstrings, collected by a child interpreter (see _CHILD)."""
     done = subprocess.run(
@@ -129,11 +116,6 @@ def docstring_documents(timeout: float = 600.0) -> list[str]:
         stdin=subprocess.DEVNULL, timeout=timeout, check=True,
         env={"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8", "TERM": "dumb"})
     return [doc for _, doc in json.loads(done.stdout)]
-
-
-def is_heldout(doc: str) -> bool:
-    digest = hashlib.sha256(doc.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % 1000 < HELDOUT_PER_MILLE
 
 
 def build(sources: tuple[str, ...] = ("topics", "docstrings"), limit: int | None = None) -> Corpus:

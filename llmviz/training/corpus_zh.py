@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmviz.corpus import EOS, SEPARATOR
 from llmviz.errors import ConfigError
 from llmviz.files import read_regular
-from llmviz.labs.documents import EOS, SEPARATOR
 
 HELDOUT_PER_MILLE = 20  # ~2% of the files
 MAX_PO_BYTES = 16 * 2**20  # per file; the branch's largest .po files hold well under 1 MiB
@@ -169,7 +169,7 @@ def main(argv=None) -> None:
     """`python -m llmviz.training.corpus_zh PO_FOLDER [--out assets/corpus]`: write heldout_zh.txt and its note."""
     import json
 
-    from llmviz.labs.documents import write_documents
+    from llmviz.corpus import write_documents
     from llmviz.paths import CORPUS
     from llmviz.training.command import Parser
 

@@ -23,7 +23,7 @@ class Row:
 
 FRONT = ("torch", "transformers")  # what the Streamlit side never imports: it reaches torch through service
 PACKAGES = {  # package -> its rule; keep in the order of docs/architecture.md, lowest first
-    "base": Row((), ("torch", "transformers", "streamlit", "plotly")),  # llmviz/__init__, errors, paths, files
+    "base": Row((), ("torch", "transformers", "streamlit", "plotly")),  # llmviz/__init__, errors, paths, files, corpus
     "trace": Row(("base",), ("torch", "transformers", "streamlit", "plotly")),
     "i18n": Row(("base",), ("torch", "transformers", "streamlit", "plotly")),
     "analysis": Row(("trace", "base"), ("torch", "transformers", "streamlit", "plotly")),
@@ -40,7 +40,7 @@ PACKAGES = {  # package -> its rule; keep in the order of docs/architecture.md, 
     "webapp": Row(("ui", "base"), FRONT),
     "app_pages": Row(("ui", "service", "viz", "analysis", "i18n", "trace", "base"), FRONT),
 }
-BASE = {"llmviz", "llmviz.errors", "llmviz.paths", "llmviz.files"}
+BASE = {"llmviz", "llmviz.errors", "llmviz.paths", "llmviz.files", "llmviz.corpus"}
 
 
 def package_of(module: str) -> str:

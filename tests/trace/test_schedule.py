@@ -57,3 +57,25 @@ def test_nothing_reads_an_objects_dict():
     found = {str(p.relative_to(ROOT)): dict_reads(p.read_text(encoding="utf-8"))
              for p in (ROOT / "llmviz").rglob("*.py")}
     assert {k: v for k, v in found.items() if v and k not in ALLOWED} == {}
+
+
+def test_a_runs_schedule_is_saved_and_loaded_with_it_typed():
+    """A request opened from a serving run keeps the scheduler's log (trace/rows.request_run): in the trace's file
+    and back, typed; an older file without one opens with none; a malformed one is a TraceFormatError."""
+    import dataclasses
+
+    from llmviz.errors import TraceFormatError
+    from llmviz.trace.records import trace_from_zip, trace_to_zip
+
+    demo = trace_from_zip((ROOT / "assets" / "demo" / "default-run.zip").read_bytes())
+    assert demo.schedule == []  # recorded before a trace held one
+    log = [StepRecord(0, 4.5, (SlotRow(3, 1, 9, "prefill"),), 2, 16, 1, 0, (), (), (3,), ((3, (0, 5)),)),
+           StepRecord(1, 0.0, (), 2, 16, 0)]
+    back = trace_from_zip(trace_to_zip(dataclasses.replace(demo, schedule=log)))
+    assert back.schedule == log and isinstance(back.schedule[0].rows[0], SlotRow)
+    assert back.schedule[0].rows[0].slot == 1 and back.schedule[0].tables == ((3, (0, 5)),)
+    for bad in ([{"index": 0}], [{**log[0].to_dict(), "rows": [[3, 1, 9, "flying"]]}], {"not": "a list"}):
+        with pytest.raises(TraceFormatError):
+            from llmviz.trace.schedule import schedule_of
+
+            schedule_of(json.loads(json.dumps(bad)))

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from llmviz.labs.documents import read_documents
+from llmviz.corpus import read_documents
 from llmviz.paths import CORPUS
 
 polib = pytest.importorskip("polib", reason="polib (a training-only dependency, requirements.txt) is not installed")

@@ -214,6 +214,10 @@ def test_a_request_of_a_step_opens_in_the_decode_and_prefill_views(app_model):
     steps_with_it = [r.index for r in timed["records"][:4] if rid in (row[0] for row in r.rows)]
     assert drawn == timed["outputs"][rid][: len(drawn)] and len(drawn) >= 1  # its tokens, as the timed run drew them
     assert run.cursor == len(run.trace.steps) - 1 and len(run.trace.steps) <= len(steps_with_it)
+    # the scheduler's log up to this step travels with the request's run: where it sat, what it fed
+    assert [r.index for r in run.trace.schedule] == [0, 1, 2, 3]
+    assert [row for r in run.trace.schedule for row in r.rows if row.request == rid] == [
+        row for r in at.session_state["llmviz_serve_look"][1]["records"][:4] for row in r.rows if row.request == rid]
     last = run.trace.steps[-1]
     assert last.kv["batch"] == 1 and last.kv["seq_ids"] == [rid] and last.input_ids.shape == (1, 1)
     assert last.hook("layers.0.probs").shape[-1] == int(last.positions[0, -1]) + 1  # only its own keys

@@ -33,11 +33,12 @@ from llmviz.errors import (
     WeightLoadError,
 )
 from llmviz.paths import ASSETS
-from llmviz.trace.config import EMBEDDED_DRAFT, EMBEDDED_MODEL
+from llmviz.trace.config import CALIBRATED_QUANT, EMBEDDED_DRAFT, EMBEDDED_MODEL
 from llmviz.trace.model_config import ModelConfig
 
 # Shipped in assets/: the model, its draft (speculative decoding), and GQA versions uptrained from it (C19).
 EMBEDDED_MODELS = (EMBEDDED_MODEL, EMBEDDED_DRAFT, "llmviz-tiny-gqa4", "llmviz-tiny-gqa2")
+CALIBRATION_WINDOW = 512  # tokens per calibration window GPTQ reads (the embedded models' context)
 
 
 @dataclass
@@ -247,23 +248,20 @@ def column_major_weights(model: DecoderModel) -> None:
 
 def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str = "fp32",
                kv_heads: int | None = None, fused_qkv: str = "auto", quant: str = "none",
-               quant_group: int = 32) -> LoadedModel:
+               quant_group: int = 32, calibration=None) -> LoadedModel:
     """Load a supported model; raises the typed errors of llmviz.errors, never hangs.
 
     kv_heads (GQA by mean-pooling) and fused_qkv (auto|on|off) rewrite the weights at load (convert.py);
     quant int8|int4 replaces the blocks' projections by weight-only quantized ones (quant.py). A built-in
-    random model (random_weights.py) draws its weights here and borrows the embedded tokenizer.
+    random model (random_weights.py) draws its weights here and borrows the embedded tokenizer. calibration: a
+    function of the tokenizer giving the token ids GPTQ reads (quant gptq-int4; labs/calibration.py's), cut here
+    into windows of at most CALIBRATION_WINDOW tokens.
     """
     dev, dt = resolve_device(device), torch_dtype(dtype)
     path = resolve_path(name_or_path)
     hf_config = read_config(path)
     cfg = model_config(hf_config)
     is_random = (name_or_path or "").strip() in RANDOM_MODELS
-    with typed_out_of_memory(f"loading {name_or_path or EMBEDDED_MODEL}", "try dtype fp16/bf16 or a smaller model"):
-        state = random_state(cfg) if is_random else checkpoint_state(cfg, checkpoint_tensors(path))
-        cfg, state = convert(cfg, state, kv_heads, fused_qkv)
-        model = build(cfg, state, dev, dt)
-        quant_info = quantize(model, quant, quant_group)
     from transformers import AutoTokenizer
 
     tokenizer_path = ASSETS / TOKENIZER_OF_RANDOM if is_random else path
@@ -271,12 +269,28 @@ def load_model(name_or_path: str | None = None, device: str = "auto", dtype: str
         hf_tok = AutoTokenizer.from_pretrained(str(tokenizer_path), local_files_only=True, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise ModelNotFoundError(f"{path} has no usable tokenizer: {exc}") from exc
-    warm_up(model)
     eos = tuple(dict.fromkeys((*cfg.eos_token_ids, *generation_eos(path))))  # config.json's, then the others
     tokenizer = Tokenizer(hf_tok, cfg.vocab_size, eos)
+    with typed_out_of_memory(f"loading {name_or_path or EMBEDDED_MODEL}", "try dtype fp16/bf16 or a smaller model"):
+        state = random_state(cfg) if is_random else checkpoint_state(cfg, checkpoint_tensors(path))
+        cfg, state = convert(cfg, state, kv_heads, fused_qkv)
+        model = build(cfg, state, dev, dt)
+        windows = calibration_windows(calibration(tokenizer), cfg) if calibration and quant in CALIBRATED_QUANT \
+            else None
+        quant_info = quantize(model, quant, quant_group, windows)
+    warm_up(model)
     return LoadedModel(name_or_path or EMBEDDED_MODEL, path, model, tokenizer, cfg, dev, dt,
                        {"kv_heads": kv_heads, "fused_qkv": fused_qkv, "quant": quant,
                         "quant_group": quant_group, **quant_info})
+
+
+def calibration_windows(ids: list[int], cfg) -> torch.Tensor:
+    """[w, n] windows of the calibration ids, n = min(CALIBRATION_WINDOW, the model's context), the rest dropped."""
+    n = min(CALIBRATION_WINDOW, cfg.max_position_embeddings)
+    w = len(ids) // n
+    if w == 0:
+        raise ConfigError(f"the calibration text holds {len(ids)} tokens: fewer than one window of {n}")
+    return torch.tensor(ids[:w * n], dtype=torch.long).reshape(w, n)
 
 
 def warm_up(model: DecoderModel) -> None:

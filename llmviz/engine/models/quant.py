@@ -1,4 +1,5 @@
-"""Weight-only quantization of the blocks' projections: int8 per output channel, int4 per group (C21).
+"""Weight-only quantization of the blocks' projections: int8 per output channel, int4 per group (C21); LLM.int8()
+and GPTQ (quant_methods.py) beside them.
 
 Each nn.Linear of every block (attention and MLP projections; not the embedding or the output head)
 becomes a QuantLinear that stores integer weights and their scales and multiplies with PyTorch's own
@@ -19,8 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from llmviz.engine.models.quant_methods import Int8Outliers, gptq_block
 from llmviz.errors import ConfigError
-from llmviz.trace.config import QUANT_MODES
+from llmviz.trace.config import CALIBRATED_QUANT, QUANT_MODES
 
 INT4_INNER_K_TILES = 8  # the packing's tile width over the input dimension (gpt-fast's default)
 # The CPU int8 kernel is built for decode (one row per sequence): on a 64-token prefill of the embedded
@@ -30,9 +32,10 @@ INT8_KERNEL_MAX_ROWS = 8
 
 
 class QuantLinear(nn.Module):
-    def __init__(self, linear: nn.Linear, mode: str, group: int, kernel: str = "auto"):
+    def __init__(self, linear: nn.Linear, mode: str, group: int, kernel: str = "auto", grid: tuple | None = None):
         """kernel: "torch" (PyTorch's, where it runs), "reference", or "auto": PyTorch's unless the reference
-        is measured faster here on a one-row (decode) input, as the int8 one was on a 2-core AMD EPYC."""
+        is measured faster here on a one-row (decode) input, as the int8 one was on a 2-core AMD EPYC. grid: int4's
+        (q [out, in] in 0..15, scale and low [out, in/G]) chosen elsewhere (GPTQ), stored as round-to-nearest's."""
         super().__init__()
         w = linear.weight.detach().float().contiguous()  # [out, in] (the CPU fast path stores it column-major)
         self.mode, self.group, self.dtype = mode, group, linear.weight.dtype
@@ -46,10 +49,14 @@ class QuantLinear(nn.Module):
             if self.in_features % group:
                 raise ConfigError(f"int4 groups of {group} columns do not divide the input width {self.in_features}: "
                                   "choose a quant_group that divides every projection's width (e.g. 32)")
-            g = w.reshape(self.out_features, -1, group)  # [out, in/G, G]
-            low, high = g.amin(-1), g.amax(-1)
-            scale = ((high - low) / 15).clamp(min=1e-6)  # [out, in/G]
-            q = ((g - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)
+            if grid is None:  # round to nearest on each group's own min-max grid
+                g = w.reshape(self.out_features, -1, group)  # [out, in/G, G]
+                low, high = g.amin(-1), g.amax(-1)
+                scale = ((high - low) / 15).clamp(min=1e-6)  # [out, in/G]
+                q = ((g - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)
+            else:
+                q, scale, low = (t.to(w.device) for t in grid)
+                q, scale, low = q.to(torch.int32), scale.float(), low.float()
             q = q.reshape(self.out_features, self.in_features)  # 0..15
             self.register_buffer("q", (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8))  # [out, in/2]: 2 per byte
             self.register_buffer("scale", scale.to(self.dtype))
@@ -145,18 +152,26 @@ def _best_ms(fn, x: torch.Tensor, repeats: int = 5) -> float:
     return best * 1000
 
 
-def quantize(model: nn.Module, mode: str, group: int) -> dict:
-    """Replace every block's nn.Linear in place; returns {"kernels": {kernel: count}}."""
+def quantize(model: nn.Module, mode: str, group: int, calibration: torch.Tensor | None = None) -> dict:
+    """Replace every block's nn.Linear in place; returns {"kernels": {kernel: count}} (and GPTQ's calibration
+    tokens). calibration [windows, n] token ids: the text GPTQ reads (quant_methods.py), block by block."""
     if mode not in QUANT_MODES:
         raise ConfigError(f"quant={mode!r} is not one of {', '.join(QUANT_MODES)}")
     if mode == "none":
         return {}
+    if mode in CALIBRATED_QUANT and (calibration is None or calibration.numel() == 0):
+        raise ConfigError(f"quant={mode} reads calibration text at load: none was given")
     kernels: dict[str, int] = {}
-    for block in model.layers:
-        for name, child in list(block.named_modules()):
-            if isinstance(child, nn.Linear):
-                parent = block.get_submodule(name.rpartition(".")[0]) if "." in name else block
-                layer = QuantLinear(child, mode, group)
-                setattr(parent, name.rpartition(".")[2], layer)
-                kernels[layer.kernel] = kernels.get(layer.kernel, 0) + 1
-    return {"kernels": kernels}
+    for i, block in enumerate(model.layers):
+        linears = {name: child for name, child in block.named_modules() if isinstance(child, nn.Linear)}
+        grids = gptq_block(model, i, linears, group, calibration) if mode == "gptq-int4" else {}
+        for name, child in linears.items():
+            parent = block.get_submodule(name.rpartition(".")[0]) if "." in name else block
+            if mode == "llm-int8":
+                layer = Int8Outliers(child, f"layers.{i}.{name}")
+            else:
+                layer = QuantLinear(child, "int4" if mode == "gptq-int4" else mode, group, grid=grids.get(name))
+            setattr(parent, name.rpartition(".")[2], layer)
+            kernels[layer.kernel] = kernels.get(layer.kernel, 0) + 1
+    info = {"kernels": kernels}
+    return info | ({"calibration_tokens": int(calibration.numel())} if mode in CALIBRATED_QUANT else {})

@@ -75,9 +75,9 @@ class StaticBatching(Batching):
         """The batch's sequences (each request's own seed and sampling) and its cache, rows named by request id."""
         batch, c, lm = self.batch, self.config, self.lm
         self.started += len(batch)
-        self.steps_left = max(r.output_len for r in batch)
+        self.batch_steps = max(r.output_len for r in batch)
         self.first = index
-        max_seq = min(lm.cfg.max_position_embeddings, max(len(r.prompt_ids) for r in batch) + self.steps_left)
+        max_seq = min(lm.cfg.max_position_embeddings, max(len(r.prompt_ids) for r in batch) + self.batch_steps)
         self.cache = make_kv_cache(c.layout, lm.cfg, max_seq, capacity=len(batch), model_dtype=lm.dtype,
                                    device=lm.device, block_size=c.block_size)
         self.seqs = [Sequence.start(r.id, list(r.prompt_ids), r.sampling, r.seed, lm.device) for r in batch]
@@ -105,7 +105,7 @@ class StaticBatching(Batching):
             seq.ids.append(int(token))
         k, batch = self.k, self.batch
         self.k += 1
-        if self.k == self.steps_left:
+        if self.k == self.batch_steps:
             self._end()
         return k, batch
 

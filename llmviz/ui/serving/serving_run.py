@@ -164,6 +164,6 @@ def open_request(t, wanted: tuple, requests, step: int, rid: int, records: list,
                               stop_at_eos=False, **layout)
         tokens, sampling = result["tokens"], {**asdict(request.sampling), "seed": request.seed}
         return request_run(steps, lm.card(), config.to_dict(), request.seed, tokens,
-                           ids_text(tokens, list(request.prompt_ids)), sampling)
+                           ids_text(tokens, list(request.prompt_ids)), sampling, result["records"][:step + 1])
 
     return measure.run(t, OPEN_KEY, (*wanted, step, rid, scheduler), work, text=t("serving.progress", step=0))

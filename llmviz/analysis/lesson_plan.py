@@ -153,8 +153,9 @@ class Lesson(Sequence):
         return len(self._steps)
 
     def add(self, step: Step, after: str) -> Step:
-        """Place `step` right after the step `after`, in that step's chapter or the next one (ConfigError naming what
-        is wrong: an id taken, an unknown place, a chapter the lesson lacks)."""
+        """Place `step` right after the step `after`, in that step's chapter, or first in the next one when `after`
+        ends its chapter (ConfigError naming what is wrong: an id taken, an unknown place, a chapter the lesson lacks,
+        a step that would split a chapter)."""
         if not isinstance(step, Step):
             raise ConfigError(f"a lesson step is a Step, got {type(step).__name__}", code="lesson_step")
         ids = [s.id for s in self._steps]
@@ -167,9 +168,11 @@ class Lesson(Sequence):
                               code="lesson_step")
         at = ids.index(after)
         here = CHAPTERS.index(self._steps[at].section)
-        if CHAPTERS.index(step.section) not in (here, here + 1):
+        ends = at + 1 == len(self._steps) or self._steps[at + 1].section != self._steps[at].section
+        if CHAPTERS.index(step.section) != here and not (CHAPTERS.index(step.section) == here + 1 and ends):
             raise ConfigError(f"lesson step {step.id} cannot follow {after}: its chapter {step.section} is not "
-                              f"{after}'s or the next", code="lesson_step")
+                              f"{after}'s, nor the next one's first step after {after} ends its chapter",
+                              code="lesson_step")
         self._steps.insert(at + 1, step)
         return step
 

@@ -48,7 +48,8 @@ def run(args) -> int:
     lm = service.models.load(args.model, service.EngineConfig(device=args.device))
     result = service.serving.serve(lm, trace, args.scheduler, config=config)
     m = metrics(result)
-    identical = None if args.no_check else result["outputs"] == service.serving.serve_alone(lm, trace, args.device)
+    identical = None if args.no_check else result["outputs"] == service.serving.serve_alone(lm, trace, args.device,
+                                                                                             args.backend)
     doc = {"trace": trace.name, "note": trace.note, "scheduler": args.scheduler, "model": lm.name,
            "device": str(lm.device), "slots": args.slots, "backend": args.backend,
            "kv_layout": serving_layout(args.scheduler, args.kv_layout), **m, "identical_outputs": identical,

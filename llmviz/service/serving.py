@@ -47,26 +47,28 @@ def class_trace(lm: LoadedModel, prompts: list[str], every: int = 2, outputs: tu
     return RequestTrace("class", requests, note=f"{len(prompts)} requests of a class, one every {every} steps")
 
 
-def serve_alone(lm: LoadedModel, trace: RequestTrace, device: str) -> dict:
-    """{request id: output ids} of every request run by itself with its seed and sampling: what a scheduler must
-    reproduce, whoever shares its batch (tokens only, no logits kept)."""
+def serve_alone(lm: LoadedModel, trace: RequestTrace, device: str, backend: str = "sdpa") -> dict:
+    """{request id: output ids} of every request run by itself with its seed and sampling, on `backend`: what a
+    scheduler must reproduce, whoever shares its batch (tokens only, no logits kept)."""
     from llmviz.engine.lean_steps import lean_generate
     from llmviz.engine.session import Session
 
     out = {}
     for r in trace.requests:
         cfg = EngineConfig(device=device, capture="off", logit_lens_top_k=0, stop_at_eos=False, sampling=r.sampling,
-                           max_seq_len=len(r.prompt_ids) + r.output_len + 1)
+                           max_seq_len=len(r.prompt_ids) + r.output_len + 1, attn_backend=backend)
         session = Session(lm, config=cfg, prompt_ids=[list(r.prompt_ids)], seeds=[r.seed])
         out[r.id] = lean_generate(session, r.output_len).output_ids
     return out
 
 
-def warm_up_serving(lm: LoadedModel, slots: int, device: str) -> None:
-    """Two short requests through both schedulers, untimed, so the first timed run pays no one-time costs."""
+def warm_up_serving(lm: LoadedModel, slots: int, device: str, backend: str = "sdpa",
+                    layout: str = "contiguous") -> None:
+    """Two short requests through both schedulers on the run's backend and layout, untimed, so the first timed run
+    pays no one-time costs."""
     from llmviz.engine.serving.schedulers import warm_up
 
-    warm_up(lm, serve_config(slots=slots, device=device))
+    warm_up(lm, serve_config(slots=slots, device=device, backend=backend, layout=layout))
 
 
 def check_serving_work(lm: LoadedModel, trace, public: bool, slots: int | None = None) -> int:

@@ -43,6 +43,10 @@ class StepRecord:
     tables: tuple = ()  # (request id, its block table) of every request holding blocks after the step
 
     def __post_init__(self):
+        whole = ("index", "blocks_used", "blocks_total", "waiting", "blocks_shared")
+        wrong = [name for name in whole if not isinstance(getattr(self, name), int) or getattr(self, name) < 0]
+        if wrong or isinstance(self.ms, bool) or not isinstance(self.ms, int | float) or self.ms < 0:
+            raise TraceFormatError(f"a step record's {', '.join(wrong) or 'ms'} must be a number >= 0")
         rows = tuple(row if isinstance(row, SlotRow) else SlotRow(*row) for row in self.rows)
         bad = [row for row in rows if row.kind not in KINDS or row.fed < 0]
         if bad:

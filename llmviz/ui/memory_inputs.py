@@ -14,6 +14,8 @@ from llmviz.ui.navigation import KEEP
 
 DTYPES = {d: f"{d} (weights)" if d.startswith("int") else d for d in WEIGHT_DTYPES}  # int8/int4: quantized weights
 SEEDED = "llmviz_memory_seeded"  # the MemorySettings the widgets were last set from (a link's, or their own)
+INPUTS = tuple(f"mem_{name}" for name in ("batch", "max_seq", "tokens", "dtype", "kv_dtype", "kv_heads", "layout",
+                                          "block"))
 DEFAULT_MAX_SEQ = 4096  # max_seq_len 0 in the link: the model's context, at most this
 
 
@@ -34,8 +36,8 @@ def seed(m: MemorySettings, context: int, heads: int) -> None:
     (a link, a reset) or the config did; 0 or -1 in the link: the config's context (at most DEFAULT_MAX_SEQ), each
     sequence full, its own KV heads."""
     seeded = (replace(m, source=""), context, heads)
-    if st.session_state.get(SEEDED) == seeded:
-        return
+    if st.session_state.get(SEEDED) == seeded and all(key in st.session_state for key in INPUTS):
+        return  # re-seeded when a browser lost the widgets' state, never from their own defaults
     st.session_state.update({
         "mem_batch": m.batch, "mem_max_seq": m.max_seq or min(context, DEFAULT_MAX_SEQ),
         "mem_tokens": None if m.tokens < 0 else m.tokens, "mem_dtype": m.dtype, "mem_kv_dtype": m.kv_dtype,
@@ -64,7 +66,7 @@ def question(t, s, config: dict) -> mc.MemoryQuestion:
     batch = a.number_input(t("memory.batch"), 1, MAX_BATCH, key="mem_batch", **KEEP)
     max_seq = b.number_input(t("memory.max_seq"), 1, MAX_TOKENS, key="mem_max_seq", **KEEP,
                              help=t("memory.max_seq_help", context=context))
-    tokens = c.number_input(t("memory.tokens"), 0, MAX_TOKENS, key="mem_tokens", **KEEP,
+    tokens = c.number_input(t("memory.tokens"), 0, MAX_TOKENS, None, key="mem_tokens", **KEEP,
                             placeholder=t("memory.tokens_empty"), help=t("memory.tokens_help"))
     dtype = d.selectbox(t("memory.dtype"), list(DTYPES), key="mem_dtype", **KEEP, format_func=DTYPES.get)
     a, b, c, d = st.columns(4)

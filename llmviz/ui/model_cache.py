@@ -53,8 +53,8 @@ def load_key(name: str, device: str, dtype: str, kv_heads: int | None = None, fu
         kv_heads = None  # convert.py rewrites nothing when the count is the checkpoint's own
     if family is not None and fused_qkv == STORED_FUSED.get(family, "off"):
         fused_qkv = "auto"  # "auto" keeps what the checkpoint stores (with kv_heads too: convert.py)
-    if quant in ("none", "int8"):
-        quant_group = DEFAULT_GROUP  # int8 scales per output channel; only int4 groups columns
+    if quant in ("none", "int8", "llm-int8"):
+        quant_group = DEFAULT_GROUP  # int8 scales per output channel; only int4 (and GPTQ's int4) groups columns
     return (name, device, dtype, None if kv_heads is None else int(kv_heads), fused_qkv, quant, int(quant_group))
 
 

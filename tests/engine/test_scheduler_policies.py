@@ -114,6 +114,23 @@ def test_idle_steps_take_no_time_in_either_scheduler(lm):
         assert records[3].rows and records[3].ms > 0
 
 
+def test_a_static_batch_holds_one_cache_and_a_look_stops_where_asked(lm):
+    from llmviz.engine.serving.driver import drive, step_once
+    from llmviz.engine.serving.static import StaticBatching
+
+    policy = StaticBatching(lm, TRACE, ServeConfig(slots=2))  # two batches of two, three steps each
+    caches = []
+    for _ in range(6):
+        step_once(policy)
+        caches.append(policy.cache)
+    assert caches[2] is None and caches[5] is None and caches[0] is caches[1] and caches[3] is not caches[0]
+    late = RequestTrace("late", (Request(0, 5, (5, 6, 7), 2),))
+    for scheduler in ("static", "continuous"):  # idle until step 5: a look at step 2 runs no engine step
+        records = serve(lm, late, scheduler, ServeConfig(slots=2, block_size=4), until=2)["records"]
+        assert len(records) >= 3 and not any(r.rows for r in records)
+    assert drive(StaticBatching(lm, late, ServeConfig(slots=2)), until=7)["records"][5].rows
+
+
 @pytest.mark.parametrize("layout", ["paged", "dynamic"])
 def test_static_batching_runs_on_the_chosen_layout(lm, layout):
     trace = RequestTrace("mix", tuple(Request(i, 0, tuple(range(7, 7 + 2 + 3 * i)), 2 + i, seed=i) for i in range(3)))

@@ -74,7 +74,9 @@ def test_a_runs_schedule_is_saved_and_loaded_with_it_typed():
     back = trace_from_zip(trace_to_zip(dataclasses.replace(demo, schedule=log)))
     assert back.schedule == log and isinstance(back.schedule[0].rows[0], SlotRow)
     assert back.schedule[0].rows[0].slot == 1 and back.schedule[0].tables == ((3, (0, 5)),)
-    for bad in ([{"index": 0}], [{**log[0].to_dict(), "rows": [[3, 1, 9, "flying"]]}], {"not": "a list"}):
+    for bad in ([{"index": 0}], [{**log[0].to_dict(), "rows": [[3, 1, 9, "flying"]]}], {"not": "a list"},
+                [{**log[0].to_dict(), "index": -1}], [{**log[0].to_dict(), "ms": "fast"}],
+                [{**log[0].to_dict(), "blocks_used": 2.5}]):
         with pytest.raises(TraceFormatError):
             from llmviz.trace.schedule import schedule_of
 

@@ -95,8 +95,16 @@ def test_a_step_without_its_panel_or_words_fails_by_its_id():
         STEPS.add(Step("1.1.3", "tokens", "tokens", ("C1",), map=lesson_plan.PROMPT_IDS), "1.1.2")
     with pytest.raises(ConfigError, match=re.escape("no step '9.9'")):
         STEPS.add(bare, "9.9")
-    with pytest.raises(ConfigError, match=re.escape("not 1.1.3's or the next")):
+    with pytest.raises(ConfigError, match=re.escape("is not 1.1.3's")):
         STEPS.add(Step("4.2.9", "tokens", "tokens", ("C1",), map=lesson_plan.PROMPT_IDS), "1.1.3")
+    with pytest.raises(ConfigError, match=re.escape("after 1.1.1 ends its chapter")):  # it would split §1.1
+        STEPS.add(Step("1.2.9", "tokens", "tokens", ("C1",), map=lesson_plan.PROMPT_IDS), "1.1.1")
+    STEPS.add(Step("1.2.9", "tokens", "tokens", ("C1",), map=lesson_plan.PROMPT_IDS), "1.1.8")  # §1.2's first
+    try:
+        assert STEP_IDS[STEP_IDS.index("1.1.8") + 1] == "1.2.9" and "1.1.8" in CHAPTER_ENDS
+        assert lesson_plan.opened("1.2") == "1.2.9"  # the chapter opens at its new first step
+    finally:
+        STEPS.remove("1.2.9")
     with pytest.raises(ConfigError, match="no map"):  # a step that draws no map is refused where it is declared
         Step("1.1.9", "tokens", "tokens", ("C1",))
     with pytest.raises(ConfigError, match="cannot be removed"):

@@ -111,6 +111,16 @@ def test_a_link_reopens_the_same_answer():
     assert shown["KV per sequence"] != pick(open_app(page_file("memory")), "llama-3-8b")["KV per sequence"]
 
 
+def test_the_tokens_box_empties_back_to_full_sequences():
+    at = open_app(page_file("memory"))
+    at.selectbox(key="mem_layout").set_value("dynamic").run()  # holds what is written (contiguous reserves max_seq)
+    full = pick(at, "llama-3-8b", mem_max_seq=8192)["KV per sequence"]
+    assert pick(at, "llama-3-8b", mem_tokens=100)["KV per sequence"] != full
+    assert at.query_params["mem_tokens"] in ("100", ["100"])
+    at.number_input(key="mem_tokens").set_value(None).run()
+    assert {m.label: m.value for m in at.metric}["KV per sequence"] == full and "mem_tokens" not in at.query_params
+
+
 def test_a_hostile_memory_link_opens_the_defaults_and_says_so():
     at = open_app(None, mem_source="../etc/passwd", mem_batch="0", mem_kv_heads="-3", mem_layout="ring")
     warned = " ".join(w.value for w in at.warning).replace("\\", "")  # markdown escapes

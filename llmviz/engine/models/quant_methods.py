@@ -45,7 +45,9 @@ def count_outliers():
 
 class Int8Outliers(nn.Module):
     """LLM.int8(): int8 weights with one absmax scale per output row; at run time, int8 activations with one scale
-    per token row, and the outlier columns (|x| >= threshold anywhere in the step) multiplied apart in float."""
+    per token row, and the outlier columns (|x| >= threshold anywhere in the step) multiplied apart in float. As in
+    bitsandbytes, which columns are outliers is decided over every row of the step (padding included), so a row's
+    output can depend on the rows beside it: batched LLM.int8() runs are not held to the same-tokens rule."""
 
     def __init__(self, linear: nn.Linear, name: str = "", threshold: float = LLM_INT8_THRESHOLD):
         super().__init__()
@@ -69,8 +71,8 @@ class Int8Outliers(nn.Module):
         sx = (normal.abs().amax(dim=1, keepdim=True) / 127).clamp(min=1e-12)  # [m, 1]: one scale per token
         qx = (normal / sx).round().clamp(-127, 127)  # int8 values, held in float for the CPU's matmul
         y = F.linear(qx, self.q.float()) * sx * self.scale.float()[None, :]  # [m, out]
-        if outlier.any():
-            y = y + F.linear(x2[:, outlier], self.dequantized()[:, outlier])
+        if outlier.any():  # those columns' weights read back from int8, multiplied in float
+            y = y + F.linear(x2[:, outlier], self.q[:, outlier].float() * self.scale.float()[:, None])
         if (counts := _OUTLIERS.get()) is not None:
             counts.append((self.name, int(outlier.sum()), self.in_features))
         if self.bias is not None:

@@ -11,9 +11,11 @@ Each step of a run, whichever policy schedules it:
              chosen), the StepTrace every page reads
 
 One timing for every policy: a step's wall time runs from plan to the end of settle with the device synchronized
-(`ms`), split at the end of plan (`plan_ms`: scheduling, or the draft's steps); an idle step runs nothing and
-takes 0 ms; recording happens after the clock stops, so a recorded step costs what an unrecorded one does, and
-its StepTrace carries the in-step spans (StepTimer) instead. One rule of which steps are recorded: is_recorded.
+(`ms`), split at the end of plan (`plan_ms`: scheduling, or the draft's steps); a policy's untimed set-up
+(`prepare`: a static batch's cache) comes before the clock starts, as a continuous scheduler's pool is allocated
+before its first step; an idle step runs nothing and takes 0 ms; recording happens after the clock stops, so a
+recorded step costs what an unrecorded one does, and its StepTrace carries the in-step spans (StepTimer) instead.
+One rule of which steps are recorded: is_recorded.
 """
 
 from __future__ import annotations
@@ -94,6 +96,11 @@ class Policy(ABC):
         """Work before the first step (speculative decoding's prefill of both models); none by default."""
         return None
 
+    def prepare(self, index: int) -> None:
+        """Untimed set-up before step `index` (a static batch's cache, allocated when its batch begins); none by
+        default."""
+        return None
+
     def idle_steps(self) -> list:
         """Records of idle steps to log at once before the next step (no request can run until an arrival)."""
         return []
@@ -130,6 +137,8 @@ def step_once(policy: Policy):
     recorded = policy.records_step(index)
     timer = StepTimer(device) if recorded else None
     ctx = RunContext(policy.capture if recorded else "off", (), timer)
+    with torch.inference_mode(), typed_out_of_memory(f"step {index} of the {policy.name} schedule", SMALLER):
+        policy.prepare(index)  # off the clock, as a continuous scheduler's pool is allocated before its first step
     began = time.perf_counter()
     with torch.inference_mode(), typed_out_of_memory(f"step {index} of the {policy.name} schedule", SMALLER):
         planned = policy.plan(index)
@@ -172,6 +181,8 @@ def drive(policy: Policy, progress: Progress | None = None, until: int | None = 
         policy.records += policy.idle_steps()
         if len(policy.records) >= max_steps:
             raise ConfigError(f"the {policy.name} schedule did not finish in {max_steps} steps")
+        if until is not None and len(policy.records) > until:  # the idle steps reached the step asked for
+            break
         record = step_once(policy)
         report = policy.progress(record) if progress else None
         if report is not None:

@@ -78,6 +78,7 @@ class StaticBatching(Batching):
         self.batch_steps = max(r.output_len for r in batch)
         self.first = index
         max_seq = min(lm.cfg.max_position_embeddings, max(len(r.prompt_ids) for r in batch) + self.batch_steps)
+        self._recorder = None  # it held the last batch's cache (for recording that batch's last step)
         self.cache = make_kv_cache(c.layout, lm.cfg, max_seq, capacity=len(batch), model_dtype=lm.dtype,
                                    device=lm.device, block_size=c.block_size)
         self.seqs = [Sequence.start(r.id, list(r.prompt_ids), r.sampling, r.seed, lm.device) for r in batch]
@@ -85,13 +86,16 @@ class StaticBatching(Batching):
             self.cache.add(seq.seq_id)
         self._recorder = Recorder(lm, self.cache, c.capture, c.backend, 0, self.tokens)
 
+    def prepare(self, index: int) -> None:
+        """The batch's cache and sequences when it begins (its last request has arrived), before the step's clock."""
+        if self.k == 0 and self.cache is None and index >= max(r.arrival_step for r in self.batch):
+            self._begin(index)
+
     def plan(self, index: int) -> Planned | None:
         """Idle until the batch's last request has arrived; then every row, its prompt first, then one token each
         (a request that has all its tokens keeps computing: the padding continuous batching removes)."""
-        if self.k == 0:
-            if index < max(r.arrival_step for r in self.batch):
-                return None
-            self._begin(index)
+        if self.cache is None:
+            return None
         rows = [s.ids[self.cache.length(s.seq_id):] for s in self.seqs]
         feed = Feed(rows, [s.seq_id for s in self.seqs], self.config.backend, self.windows, self.lm.device)
         return Planned(self.cache, feed, self.lm.model, lambda logits: sample_rows(logits, self.seqs))
@@ -115,6 +119,7 @@ class StaticBatching(Batching):
             self.token_steps[r.id] = list(range(self.first, self.first + r.output_len))
         self.batches.pop(0)
         self.k = 0
+        self.cache = None  # let go before the next batch's is allocated (one batch's cache at a time)
 
     def log(self, index: int, planned, settled: tuple[int, list] | None, clock: Clock) -> StepRecord:
         if settled is None:

@@ -66,7 +66,7 @@ def batching(t, wanted: tuple, trace) -> dict | None:
         # batching's padding in these slots included (1,080 tokens were 16,320 in 16 slots)
         service.serving.check_serving_work(lm, trace, server.policy().public, slots)
         with queued() as progress:
-            service.serving.warm_up_serving(lm, slots, device)
+            service.serving.warm_up_serving(lm, slots, device, backend, layout)
             return {name: service.serving.serve(lm, trace, name, _steps(t, progress), slots=slots, device=device,
                                                 backend=backend, layout=layout) for name in ("static", "continuous")}
 

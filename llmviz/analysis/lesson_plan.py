@@ -189,9 +189,17 @@ class _Ids(Sequence):
     def __init__(self, end: bool):
         self._end = end
 
+    def _ids(self) -> list[str]:
+        return [s.id for s in STEPS] + ([END] if self._end else [])
+
     def __getitem__(self, i):
-        ids = [s.id for s in STEPS] + ([END] if self._end else [])
-        return ids[i]
+        return self._ids()[i]
+
+    def __iter__(self):
+        return iter(self._ids())
+
+    def index(self, value, *args) -> int:  # one pass (Sequence.index reads item by item)
+        return self._ids().index(value, *args)
 
     def __len__(self) -> int:
         return len(STEPS) + self._end

@@ -30,7 +30,8 @@ def norms(run) -> list[float]:
 
 
 def draw(t, run) -> None:
-    st.dataframe({"token": list(range(len(norms(run)))), "norm": norms(run)}, key="toy_norms")
+    values = norms(run)
+    st.dataframe({"token": list(range(len(values))), "norm": values}, key="toy_norms")
 
 
 def add() -> None:

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from llmviz.engine.models.quant_methods import Int8Outliers, gptq_block
+from llmviz.engine.models.quant_methods import Int8Outliers, gptq_block, int4_grid, int8_rows
 from llmviz.errors import ConfigError
 from llmviz.trace.config import CALIBRATED_QUANT, QUANT_MODES
 
@@ -42,8 +42,8 @@ class QuantLinear(nn.Module):
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
         if mode == "int8":
-            scale = (w.abs().amax(dim=1) / 127).clamp(min=1e-12)  # [out]
-            self.register_buffer("q", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))  # [out, in]
+            q, scale = int8_rows(w)  # [out, in] int8, [out]
+            self.register_buffer("q", q)
             self.register_buffer("scale", scale.to(self.dtype))
         else:
             if self.in_features % group:
@@ -51,8 +51,7 @@ class QuantLinear(nn.Module):
                                   "choose a quant_group that divides every projection's width (e.g. 32)")
             if grid is None:  # round to nearest on each group's own min-max grid
                 g = w.reshape(self.out_features, -1, group)  # [out, in/G, G]
-                low, high = g.amin(-1), g.amax(-1)
-                scale = ((high - low) / 15).clamp(min=1e-6)  # [out, in/G]
+                scale, low = int4_grid(g)  # [out, in/G] each
                 q = ((g - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)
             else:
                 q, scale, low = (t.to(w.device) for t in grid)

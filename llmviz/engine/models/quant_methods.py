@@ -55,8 +55,8 @@ class Int8Outliers(nn.Module):
         self.name, self.threshold, self.dtype = name, threshold, linear.weight.dtype
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
-        scale = (w.abs().amax(dim=1) / 127).clamp(min=1e-12)  # [out]
-        self.register_buffer("q", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))  # [out, in]
+        q, scale = int8_rows(w)  # [out, in], [out]
+        self.register_buffer("q", q)
         self.register_buffer("scale", scale.to(self.dtype))
         self.mode, self.kernel = "llm-int8", "reference"
 
@@ -92,9 +92,17 @@ def layer_error(weight: torch.Tensor, approx: torch.Tensor, inputs: torch.Tensor
     return float(((x @ (weight.double() - approx.double()).T) ** 2).sum() / x.shape[0])
 
 
-def _grid(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A group's int4 grid from its columns w [out, G]: (scale, low) per row, as round-to-nearest int4 sets it."""
-    low, high = w.amin(dim=1), w.amax(dim=1)
+def int8_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Absmax int8 per row of w [out, in]: (q [out, in] int8, scale [out]), w ~ q * scale (round-to-nearest int8's
+    weights and LLM.int8()'s alike)."""
+    scale = (w.abs().amax(dim=1) / 127).clamp(min=1e-12)
+    return (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8), scale
+
+
+def int4_grid(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The min-max int4 grid of groups w [..., G]: (scale, low) per group, w ~ q * scale + low with q in 0..15
+    (round-to-nearest int4 sets it from each group's own columns; GPTQ from its columns as they stand)."""
+    low, high = w.amin(dim=-1), w.amax(dim=-1)
     return ((high - low) / 15).clamp(min=1e-6), low
 
 
@@ -124,7 +132,7 @@ def gptq(weight: torch.Tensor, h: torch.Tensor, group: int, block: int = GPTQ_BL
         for j in range(end - start):
             c = start + j
             if c % group == 0:  # the group's grid, from its columns as the earlier blocks' errors left them
-                scale[:, c // group], low[:, c // group] = _grid(w[:, c:c + group])
+                scale[:, c // group], low[:, c // group] = int4_grid(w[:, c:c + group])
             s, lo = scale[:, c // group], low[:, c // group]
             qc = ((w1[:, j] - lo) / s).round().clamp(0, 15)
             q[:, c] = qc.to(torch.int32)

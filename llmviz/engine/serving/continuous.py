@@ -26,7 +26,7 @@ import torch
 
 from llmviz.engine.kv import make_kv_cache
 from llmviz.engine.loading.model import LoadedModel
-from llmviz.engine.recording import Recorder, is_recorded
+from llmviz.engine.recording import Recorder
 from llmviz.engine.sampling import sample_rows
 from llmviz.engine.sequence import Sequence
 from llmviz.engine.serving.driver import Clock, Planned, Policy, Recording, drive, step_once
@@ -71,10 +71,6 @@ class ServeConfig:
             raise ConfigError(f"capture_steps is a tuple of step indices, got {self.capture_steps!r}")
         if self.pool_blocks is not None and (not isinstance(self.pool_blocks, int) or self.pool_blocks < 1):
             raise ConfigError(f"pool_blocks must be >= 1, got {self.pool_blocks}")
-
-    def records(self, index: int) -> bool:
-        """Whether step `index` is recorded as a StepTrace (engine/recording.is_recorded), by either scheduler."""
-        return is_recorded(self.capture, self.capture_steps, index)
 
 
 @dataclass

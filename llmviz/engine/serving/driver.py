@@ -75,6 +75,7 @@ class Policy(ABC):
     """A scheduler: which rows each step feeds and what it does with what they draw. The driver runs it."""
 
     name: str = ""
+    plans_on_device = False  # its plan runs forward passes (a speculative draft): plan_ms waits for the device
 
     def __init__(self, lm, capture: str = "off", chosen: tuple = ()):
         self.lm, self.capture, self.chosen = lm, capture, tuple(chosen)
@@ -142,7 +143,8 @@ def step_once(policy: Policy):
     began = time.perf_counter()
     with torch.inference_mode(), typed_out_of_memory(f"step {index} of the {policy.name} schedule", SMALLER):
         planned = policy.plan(index)
-        synchronize(device)
+        if policy.plans_on_device:  # elsewhere the plan is host work only: no sync on the hot path
+            synchronize(device)
         planned_at = time.perf_counter()
         ran, kv, paused = None, None, 0.0
         if planned is not None:

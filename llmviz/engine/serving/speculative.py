@@ -73,6 +73,7 @@ class Speculator(Policy):
     models alike (a layout must truncate: every stock one does; the ring as far as its rollback slots reach)."""
 
     name = "speculative"
+    plans_on_device = True  # the draft's steps
 
     def __init__(self, target: LoadedModel, draft: LoadedModel, prompt_ids: list[int], k: int,
                  sampling: SamplingConfig | None = None, seed: int = 0, max_new: int = 32, capture: str = "off",

@@ -113,10 +113,14 @@ class StaticBatching(Batching):
             self._end()
         return k, batch
 
-    def _end(self) -> None:
+    def _read_batch(self, ran: int) -> None:
+        """The running batch's outputs and the steps that drew them, after `ran` of its steps."""
         for seq, r in zip(self.seqs, self.batch, strict=True):
             self.outputs[r.id] = seq.ids[seq.prompt_len:][:r.output_len]
-            self.token_steps[r.id] = list(range(self.first, self.first + r.output_len))
+            self.token_steps[r.id] = list(range(self.first, self.first + min(r.output_len, ran)))
+
+    def _end(self) -> None:
+        self._read_batch(self.k)
         self.batches.pop(0)
         self.k = 0
         self.cache = None  # let go before the next batch's is allocated (one batch's cache at a time)
@@ -147,9 +151,7 @@ class StaticBatching(Batching):
     def result(self) -> dict:
         """Every request's tokens and the steps that drew them (fewer where `until` stopped the run mid-batch)."""
         if self.k:  # stopped inside a batch: what it drew so far
-            for seq, r in zip(self.seqs, self.batch, strict=True):
-                self.outputs[r.id] = seq.ids[seq.prompt_len:][:r.output_len]
-                self.token_steps[r.id] = list(range(self.first, self.first + min(r.output_len, self.k)))
+            self._read_batch(self.k)
         return {"scheduler": self.name, "slots": self.config.slots, "records": self.records,
                 "layout": self.config.layout, "backend": self.config.backend,
                 "outputs": dict(sorted(self.outputs.items())), "token_steps": dict(sorted(self.token_steps.items())),

@@ -71,7 +71,8 @@ def check_finite(logits: torch.Tensor, rows: list[int] | None = None) -> None:
 def sample_rows(logits: torch.Tensor, seqs) -> torch.Tensor:
     """logits [b, V] -> [b]: row i drawn with sequence i's settings, generator and history; -1 for a row
     that had already finished (its logits came from a pad slot)."""
-    check_finite(logits, [i for i, s in enumerate(seqs) if not s.finished])
+    live = [i for i, s in enumerate(seqs) if not s.finished]
+    check_finite(logits, None if len(live) == len(seqs) else live)  # every row: no copy of the logits
     if all(s.sampling.greedy and s.sampling.repetition_penalty == 1.0 and not s.finished for s in seqs):
         return logits.float().argmax(dim=-1)
     out = torch.full((logits.shape[0],), -1, dtype=torch.long, device=logits.device)

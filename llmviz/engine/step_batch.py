@@ -66,6 +66,7 @@ class PackedGroup:
     tokens: torch.Tensor  # [g * width] their tokens' indices in the packed row, row-major
     width: int  # new tokens per row
     first_col: int  # the column of each row's first real token in the padded layout (its mask's rows)
+    span: tuple | None = None  # (first row, end row, first token, end token) when the rows are consecutive: slices
 
 
 @dataclass
@@ -143,16 +144,23 @@ def build_step(rows: list[list[int]], starts: list[int], *, backend: str, window
     ids = torch.full((b, n), PAD_ID, dtype=torch.long)
     positions = torch.zeros((b, n), dtype=torch.long)
     real = torch.zeros((b, n), dtype=torch.bool)
-    last_cols = torch.zeros(b, dtype=torch.long)
+    at_rows, at_cols, values, places, last = [], [], [], [], [0] * b  # the real slots, gathered in Python first
     for i, (row, start) in enumerate(zip(rows, starts, strict=True)):
         k = len(row)
         if not k:
             continue
         first = n - k if padding == "left" else 0
-        ids[i, first:first + k] = torch.tensor(row, dtype=torch.long)
-        positions[i, first:first + k] = torch.arange(start, start + k)
-        real[i, first:first + k] = True
-        last_cols[i] = first + k - 1
+        at_rows += [i] * k
+        at_cols += range(first, first + k)
+        values += row
+        places += range(start, start + k)
+        last[i] = first + k - 1
+    if values:  # one write per tensor, not four per row
+        where = (torch.tensor(at_rows), torch.tensor(at_cols))
+        ids[where] = torch.tensor(values, dtype=torch.long)
+        positions[where] = torch.tensor(places, dtype=torch.long)
+        real[where] = True
+    last_cols = torch.tensor(last, dtype=torch.long)
     uniform = all(k == n for k in n_real) and len(set(starts)) == 1
     key_len = static_len or max(s + k for s, k in zip(starts, n_real, strict=True))
     step = StepBatch(ids.to(device), positions.to(device), real.to(device),
@@ -182,8 +190,10 @@ def _packed_groups(n_real: tuple, n: int, padding: str, device) -> tuple:
     for rows in groups:
         k = n_real[rows[0]]
         tokens = [t for i in rows for t in range(offsets[i], offsets[i] + k)]
+        consecutive = rows == list(range(rows[0], rows[0] + len(rows)))  # a decode group ahead of the chunks, a chunk
+        span = (rows[0], rows[-1] + 1, tokens[0], tokens[-1] + 1) if consecutive else None
         out.append(PackedGroup(torch.tensor(rows, device=device), torch.tensor(tokens, device=device), k,
-                               n - k if padding == "left" else 0))
+                               n - k if padding == "left" else 0, span))
     return tuple(out)
 
 

@@ -149,17 +149,18 @@ def test_a_seed_that_would_overflow_for_a_later_row_is_refused(tiny):
 @pytest.mark.parametrize("kind", ["llama_gqa_rope3", "mistral", "gpt2"])
 @pytest.mark.parametrize("layout", ["paged", "contiguous"])
 def test_a_packed_step_of_chunks_and_decode_rows_equals_each_row_alone(model_dirs, kind, layout):
-    """C15's varlen batch: a prefill chunk from mid-prompt, a decode row and a chunk from 0, packed end to end
-    outside attention, give each row the logits it gets fed alone (RoPE or learned positions, GQA, a window)."""
+    """C15's varlen batch: a prefill chunk from mid-prompt, a decode row, a chunk from 0 and a second decode row,
+    packed end to end outside attention, give each row the logits it gets fed alone (RoPE or learned positions, GQA,
+    a window). The decode rows (1 and 3) are not consecutive: their group is read by index, a chunk through views."""
     from llmviz.engine.capture import RunContext
     from llmviz.errors import ConfigError
 
     lm = load_model(str(model_dirs[kind]))
-    history = [[(5 * i + 11 * t) % 240 + 7 for t in range(n)] for i, n in enumerate((9, 6, 0))]  # cached first
-    new = [[31, 32, 33, 34, 35], [40], [50, 51, 52]]  # then fed in one step: a chunk, a decode, a prompt
+    history = [[(5 * i + 11 * t) % 240 + 7 for t in range(n)] for i, n in enumerate((9, 6, 0, 4))]  # cached first
+    new = [[31, 32, 33, 34, 35], [40], [50, 51, 52], [60]]  # then in one step: a chunk, a decode, a prompt, a decode
 
     def run(rows_now, ids, packed):
-        cache = make_kv_cache(layout, lm.cfg, 64, capacity=3, block_size=4)
+        cache = make_kv_cache(layout, lm.cfg, 64, capacity=4, block_size=4)
         for i in ids:
             cache.add(i)
         with torch.inference_mode():
@@ -168,9 +169,9 @@ def test_a_packed_step_of_chunks_and_decode_rows_equals_each_row_alone(model_dir
                     feed(lm.model, cache, [history[i]], [i])
             return feed(lm.model, cache, rows_now, ids, packed=packed), cache
 
-    packed, cache = run(new, [0, 1, 2], packed=True)
-    assert [cache.length(i) for i in range(3)] == [14, 7, 3]
-    for i in range(3):
+    packed, cache = run(new, [0, 1, 2, 3], packed=True)
+    assert [cache.length(i) for i in range(4)] == [14, 7, 3, 5]
+    for i in range(4):
         alone, _ = run([new[i]], [i], packed=False)
         gap = (packed[i] - alone[0]).abs().max().item()
         assert gap <= TOL, f"{kind} {layout} row {i}: |Δlogit| {gap}"

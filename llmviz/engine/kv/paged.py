@@ -127,11 +127,9 @@ class PagedKVCache(KVCache):
             if table == list(range(table[0], table[0] + len(table))):  # in order in the pool: no indirection
                 return BlockAddress(None, None, (table[0], table[0] + len(table)))
         width = max(1, max(len(self.tables[s]) for s in step.seq_ids))
-        tables = torch.zeros((step.batch, width), dtype=torch.long)
-        for i, seq_id in enumerate(step.seq_ids):
-            table = self.tables[seq_id]
-            tables[i, :len(table)] = torch.tensor(table, dtype=torch.long)
-        tables = tables.to(self.device)
+        # [b, width], a short table padded with block 0 (its slots lie past the row's length: masked, never read)
+        tables = torch.tensor([[*self.tables[s], *[0] * (width - len(self.tables[s]))] for s in step.seq_ids],
+                              dtype=torch.long, device=self.device)
         rows, pos = step.real_rows, step.real_positions  # [m] each
         slots = tables[rows, pos // bs] * bs + pos % bs  # [m]
         # the pool's [kv, blocks] as one axis: row (b, head, j) reads block tables[b, j] of that head, so a

@@ -149,14 +149,15 @@ def packed_attention(q, keys, values, mask: StepMask, scale: float, names: Layer
     h, hd = q.shape[1], q.shape[3]
     out = torch.empty_like(q[0])  # [h, m, hd]
     for g in step.groups:
-        rows, n = g.rows, g.width
-        q_g = q[0][:, g.tokens].view(h, len(rows), n, hd).transpose(0, 1)  # [g, h, n, hd]
-        whole = len(rows) == step.batch
-        k_g, v_g = (keys, values) if whole else (keys[rows], values[rows])  # [g, kv, n_k, hd]
+        # consecutive rows (the usual case: decode rows come first, a chunk is one row) are read through views
+        rows, tokens = (g.rows, g.tokens) if g.span is None else (slice(*g.span[:2]), slice(*g.span[2:]))
+        n, count = g.width, len(g.rows)
+        q_g = q[0][:, tokens].view(h, count, n, hd).transpose(0, 1)  # [g, h, n, hd]
+        k_g, v_g = keys[rows], values[rows]  # [g, kv, n_k, hd]
         m_g = mask.mask[rows][:, :, g.first_col:g.first_col + n]  # [g, 1, n, n_k]
         sub = StepMask(m_g, False, 0, mask.window, padded=True, sparse=mask.sparse)
         o_g = backend(q_g, k_g, v_g, sub, scale, names, ctx)  # [g, h, n, hd]
-        out[:, g.tokens] = o_g.transpose(0, 1).reshape(h, len(rows) * n, hd)
+        out[:, tokens] = o_g.transpose(0, 1).reshape(h, count * n, hd)
     return out[None]
 
 

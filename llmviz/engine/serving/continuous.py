@@ -222,6 +222,8 @@ class ContinuousScheduler(Batching):
         self._picked = picked
 
         def draw(logits: torch.Tensor) -> torch.Tensor:  # [b, V] -> [b], NOT_DRAWN for a row still prefilling
+            if len(picked) == len(plan):  # every row draws (a step of decode rows): no copy of the logits
+                return sample_rows(logits, [run.seq for run, _ in plan])
             ids = torch.full((len(plan),), NOT_DRAWN, dtype=torch.long, device=logits.device)
             if picked:
                 ids[picked] = sample_rows(logits[picked], [plan[i][0].seq for i in picked])

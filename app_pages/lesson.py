@@ -35,7 +35,8 @@ PAGE_FILES = {file.removesuffix(".py"): f"app_pages/{file}" for file, _, _, _ in
 
 def panels() -> dict:
     """The lesson's panels (the stock ones, any an added step brought) and the KV layouts page's locality section."""
-    return {**lesson_panels.panels(), "locality": lambda t, run: locality_view.section(t, state.settings())}
+    locality = lambda t, run: locality_view.section(t, state.settings(), titled=False)  # noqa: E731
+    return {**lesson_panels.panels(), "locality": locality}
 
 
 def ensure_decode_steps(run) -> None:
@@ -97,12 +98,12 @@ def show(t, run, step) -> None:
 def main() -> None:
     t = translator()
     check_built(STEPS, panels(), lambda key: key in t)  # a step without its panel or words fails here, by its id
-    if not presenter.active():  # a projector: the step's title says where we are
-        heading(t, "lesson")
     lesson_link.arrived()
     if lesson_class.role() and (found := lesson_class.record(t)) is not None:
         lesson_class.keep_pace(found)  # the teacher's step to the store; a following student to the teacher's
     at = POSITIONS.index(state.settings().lesson.at)
+    if at == 0 and not presenter.active():  # the intro once; from then on the step's title says where we are
+        heading(t, "lesson")
     lesson_nav.navigation(t, at)
     lesson_reveal.say_passed(t)
     lesson_class.say_refused(t)

@@ -9,7 +9,7 @@ from llmviz.ui import article_view, state, tokens_view
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, missing_note, shown_run, translator
 from llmviz.viz import embeddings
-from llmviz.viz.tokens import token_strip
+from llmviz.viz.tokens import token_chips
 
 MAX_ROWS = 128  # tokens drawn in the matrices (the tables list them all)
 MAX_STRIP = 96  # tokens drawn in the strip
@@ -27,8 +27,7 @@ def token_section(t, run, ids: list[int], texts: list[str], pieces: list[bytes])
                    help=t("tokens.vocab_help", tokenizer=card.get("tokenizer_vocab", "?")))
     hexes = [tk.hex_spaced(p) for p in pieces]
     shown = [g for g in groups if g.stop <= MAX_STRIP]
-    chart(t, token_strip(texts, ids, hexes, shown, t("tokens.strip_title"), t("tokens.strip_tokens"),
-                         t("tokens.strip_chars")), key="tokens_strip")
+    st.html(token_chips(texts, ids, hexes, shown, t("tokens.strip_title")))
     if len(ids) > MAX_STRIP:
         st.caption(t("tokens.truncated", shown=shown[-1].stop if shown else 0, n=len(ids)))
     entries = [run.trace.tokens[i]["piece"] for i in ids]

@@ -69,17 +69,61 @@ CUT_JS = """() => Array.from(document.querySelectorAll(['stMetricLabel', 'stMetr
   .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText.trim())"""
 
 
+# The step's layout: its title's top, the top of the panel's first chart, metric or control, the headings inside the
+# panel (the step's title is the page's only one), its tables whose columns run past their box (cut on the right), the
+# page scrolling sideways, Back and Next on one row, a chart toolbar shown (px from the top of the screen).
+LAYOUT_JS = """() => {
+ const top = (e) => e ? Math.round(e.getBoundingClientRect().top) : null;
+ const panel = document.querySelector('.st-key-lesson-panel');
+ const title = Array.from(document.querySelectorAll('[data-testid="stMain"] h3'))
+   .find(h => h.innerText.startsWith('§'));
+ const firsts = panel ? Array.from(panel.querySelectorAll('[data-testid="stSlider"], [data-testid="stButtonGroup"], '
+   + '[data-testid="stCheckbox"], [data-testid="stSelectbox"], [data-testid="stButton"], [data-testid="stRadio"], '
+   + '[data-testid="stMetric"], [data-testid="stPlotlyChart"], [data-testid="stDataFrame"], [data-testid="stTable"], '
+   + '.llmviz-chips')).map(e => e.getBoundingClientRect()).filter(r => r.height > 0).map(r => Math.round(r.top)) : [];
+ const main = document.querySelector('[data-testid="stMain"]');
+ const back = document.querySelector('.st-key-lesson_back'), next = document.querySelector('.st-key-lesson_next');
+ return {title_top: top(title), first_top: firsts.length ? Math.min(...firsts) : null,
+   headings_in_panel: panel ? Array.from(panel.querySelectorAll('h1, h2'))
+     .map(h => h.innerText.trim().slice(0, 40)) : [],
+   tables_cut: panel ? Array.from(panel.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller'))
+     .filter(e => e.scrollWidth > e.clientWidth + 1).length : 0,
+   sideways: document.documentElement.scrollWidth > document.documentElement.clientWidth + 1
+     || (main && main.scrollWidth > main.clientWidth + 1),
+   nav_one_row: !!(back && next) && Math.abs(back.getBoundingClientRect().top - next.getBoundingClientRect().top) < 4,
+   toolbars: Array.from(document.querySelectorAll('.modebar-container')).filter(e => e.offsetParent !== null).length};
+}"""
+
+
 def check_step(page, pos: str, height: int) -> dict:
     """What one step shows: the URL's position, the panel's top, the bottoms of its control and of its chart (px),
     whether both are inside the first screen (the lesson's one-screen rule; a panel without a chart, its control),
-    exceptions."""
+    its layout (LAYOUT_JS), exceptions."""
     box = page.locator(PANEL).first.bounding_box() if pos != END else None
     bottoms = page.evaluate(FIRST_SCREEN_JS) if pos != END else None
     inside = bool(bottoms) and bottoms["control"] is not None and bottoms["control"] <= height and (
         bottoms["chart"] is None or bottoms["chart"] <= height)
     return {"position": position(page.url), "panel_top": box and round(box["y"]), "bottoms": bottoms,
             "panel_in_first_screen": inside, "cut": sorted(set(page.evaluate(CUT_JS))) if pos != END else [],
-            "exceptions": exceptions(page)}
+            "layout": page.evaluate(LAYOUT_JS) if pos != END else None, "exceptions": exceptions(page)}
+
+
+def layout_faults(step: dict, height: int, first: bool, phone: bool) -> list[str]:
+    """What a step's layout gets wrong (the phone-first rules, and the desktop's): its title outside the top half of
+    the first screen (the lesson's first step excepted: its intro comes first), its panel's first chart, metric or
+    control outside the first screen, a second heading in the panel, a cut table, a sideways scroll, Back and Next on
+    two rows, a chart toolbar on a phone."""
+    lay, faults = step["layout"], []
+    if lay is None:
+        return faults
+    if not first and (lay["title_top"] is None or lay["title_top"] > height / 2):
+        faults.append(f"title at {lay['title_top']} px")
+    if lay["first_top"] is None or lay["first_top"] > height:
+        faults.append(f"first chart, metric or control at {lay['first_top']} px")
+    faults += [f"heading in the panel: {h}" for h in lay["headings_in_panel"]]
+    faults += ["a table cut"] * lay["tables_cut"]
+    faults += ["sideways scroll"] * bool(lay["sideways"]) + ["Back and Next on two rows"] * (not lay["nav_one_row"])
+    return faults + ["a chart toolbar"] * (phone and lay["toolbars"])
 
 
 def verdict_bottom(page) -> int | None:
@@ -89,11 +133,12 @@ def verdict_bottom(page) -> int | None:
 
 
 def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, height: int = 720,
-         reveal: tuple[str, ...] = (), think_s: float = 0.0) -> dict:
-    """The walk; returns per-step checks and times, the median key-to-drawn of steps without a measurement, and
-    each Reveal's seconds (pressed think_s seconds after its step was drawn: a student predicting)."""
-    page.set_viewport_size({"width": 1280, "height": height})
-    page.goto(f"{base_url}lesson?lang={lang}&present=1")
+         reveal: tuple[str, ...] = (), think_s: float = 0.0, width: int = 1280, present: bool = True) -> dict:
+    """The walk (in the presenter view, or not: a student's phone); returns per-step checks and times, the median
+    key-to-drawn of steps without a measurement, and each Reveal's seconds (pressed think_s seconds after its step
+    was drawn: a student predicting)."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{base_url}lesson?lang={lang}" + ("&present=1" if present else ""))
     wait_idle(page, 180)
     unfocus(page)
     steps, times, reveals, verdicts, states = [], [], {}, {}, {}
@@ -105,7 +150,7 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
         step = STEPS[i] if i < len(STEPS) else None
         if shots is not None and step is not None and (i == 0 or STEPS[i - 1].section != step.section):
             shots.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(shots / f"lesson_{lang}_{step.section}.png"))
+            page.screenshot(path=str(shots / f"lesson_{lang}_{width}_{step.section}.png"))
         if step is not None and step.claim in reveal:
             time.sleep(think_s)  # the server measures the claim meanwhile (measured as its step opens)
             reveals[step.claim] = round(click_to_idle(page, f".st-key-lesson_reveal_{step.claim} button"), 2)
@@ -116,10 +161,13 @@ def walk(page, base_url: str, lang: str = "zh", shots: Path | None = None, heigh
     back_at = position(page.url)
     forward = press(page, "ArrowRight", lang, END)
     if shots is not None:
-        page.screenshot(path=str(shots / f"lesson_{lang}_end.png"))
+        page.screenshot(path=str(shots / f"lesson_{lang}_{width}_end.png"))
     plain = [s["key_to_drawn_s"] for s, p in zip(steps, POSITIONS, strict=True)
              if s["key_to_drawn_s"] is not None and p not in reveal_positions(reveal)]
-    return {"lang": lang, "viewport": [1280, height], "steps": steps, "back_position": back_at,
+    faults = {p: f for i, (s, p) in enumerate(zip(steps, POSITIONS, strict=True))
+              if (f := layout_faults(s, height, first=i == 0, phone=width < 640))}
+    return {"lang": lang, "viewport": [width, height], "steps": steps, "layout_faults": faults,
+            "back_position": back_at,
             "back_s": round(back, 3), "forward_s": round(forward, 3),
             "median_key_to_drawn_s": round(statistics.median(plain), 3), "max_key_to_drawn_s": round(max(plain), 3),
             "reveal_s": reveals, "verdict_bottom": verdicts, "reveal_state": states}

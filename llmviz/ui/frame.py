@@ -14,7 +14,7 @@ import streamlit as st
 from llmviz.errors import ConfigError
 from llmviz.i18n.translator import LANGUAGES, Translator
 from llmviz.paths import APP_PAGES, ICON
-from llmviz.ui import client_gate, lesson_link, navigation, presenter, server, state
+from llmviz.ui import client_gate, lesson_link, navigation, phone, presenter, server, state
 from llmviz.ui.errors import guarded
 from llmviz.ui.markdown import escape
 from llmviz.ui.navigation import PLAYING
@@ -93,6 +93,7 @@ def framed() -> None:
     if page.url_path != "decode":  # the Decode page's url_path
         st.session_state[PLAYING] = False  # Play is the Decode page's: leaving it stops it
     presenter.frame()  # the presenter view's styles, when on
+    phone.frame()  # a phone's styles (none above its width)
     lesson_link.back_offer(t, page.url_path)  # opened from a lesson step: the way back to it
     guarded(t, page.run)  # no traceback reaches the browser
     presenter.footer(t)

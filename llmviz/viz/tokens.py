@@ -1,73 +1,63 @@
-"""The prompt as a strip of tokens, with the characters their bytes spell underneath (C1).
+"""The prompt as chips of tokens, with the characters their bytes spell underneath (C1).
 
-Top row of each line: one box per token (its text, or its bytes in hex when it is a piece of a
-character), with its id. Bottom row: one box per group of tokens that ends on a character boundary,
-spanning those tokens; the groups a byte-level tokenizer cut into bytes are highlighted. Lines break
-only between groups, so a character is never drawn across two lines.
+One chip per token: its text (or its bytes in hex when it is a piece of a character) and, on its own line, its id.
+Under the chips of each group of tokens that ends on a character boundary, one box spanning them, highlighted when a
+byte-level tokenizer cut that character into bytes. The groups are laid out as HTML that wraps to the screen's width
+(a phone's 390 px as a projector's 1280): a line breaks only between groups, so a character is never split across two
+lines, and no chip overlaps another (a Plotly strip of fixed columns did, at phone width).
 """
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
+from html import escape
 
 from llmviz.analysis.tokens import REPLACEMENT, TokenGroup, visible
-from llmviz.viz.style import finish
 
 TOKEN_FILL, BYTE_FILL = "#dbe8ff", "#ffe3c2"
 GROUP_FILL, SPLIT_FILL = "#f4f6fa", "#ffc98a"
-LINE_PITCH = 2.6  # vertical distance between two lines of the strip, in row units
+CHIPS_CLASS = "llmviz-chips"  # the container's class (a test finds the chips by it)
+
+STYLE = f"""<style>
+.{CHIPS_CLASS} {{ display: flex; flex-wrap: wrap; gap: 8px 6px; align-items: flex-start; }}
+.{CHIPS_CLASS} .grp {{ display: inline-flex; flex-direction: column; gap: 3px; max-width: 100%; }}
+.{CHIPS_CLASS} .toks {{ display: flex; flex-wrap: wrap; gap: 2px; }}
+.{CHIPS_CLASS} .tok {{ display: flex; flex-direction: column; align-items: center; min-width: 1.8em;
+  padding: 1px 5px; border: 1px solid #9aa7bd; border-radius: 4px; background: {TOKEN_FILL};
+  font-family: ui-monospace, monospace; font-size: 0.85rem; line-height: 1.25; white-space: pre; }}
+.{CHIPS_CLASS} .tok.byte {{ background: {BYTE_FILL}; }}
+.{CHIPS_CLASS} .id {{ display: block; font-size: 0.68rem; color: #555; }}
+.{CHIPS_CLASS} .chr {{ text-align: center; border: 1px solid #9aa7bd; border-radius: 4px; background: {GROUP_FILL};
+  font-size: 1rem; padding: 0 4px; white-space: pre; }}
+.{CHIPS_CLASS} .grp.split .chr {{ background: {SPLIT_FILL}; }}
+.llmviz-chips-title {{ font-weight: 600; font-size: 0.9rem; margin-bottom: 6px; }}
+.{CHIPS_CLASS} .tok.legend {{ background: none; border-style: dashed; align-items: flex-start; color: #555; }}
+.{CHIPS_CLASS} .pos {{ font-weight: 600; }}
+</style>"""
 
 
-def lines_of(groups: list[TokenGroup], per_row: int) -> list[list[TokenGroup]]:
-    """Groups packed greedily into lines of at most per_row tokens (a longer group gets a line alone)."""
-    lines: list[list[TokenGroup]] = [[]]
-    used = 0
+def token_chips(texts: list[str], ids: list[int], hexes: list[str], groups: list[TokenGroup], title: str) -> str:
+    """texts/ids/hexes: one entry per token (the token decoded alone, its id, its bytes in hex) -> the HTML (every
+    text escaped): the title (which says what the two rows are), then one block per group."""
+    blocks = []
     for g in groups:
-        if lines[-1] and used + g.size > per_row:
-            lines.append([])
-            used = 0
-        lines[-1].append(g)
-        used += g.size
-    return [line for line in lines if line]
+        chips = []
+        for i in range(g.start, g.stop):
+            piece = REPLACEMENT in texts[i]
+            label = hexes[i] if piece else visible(texts[i])
+            chips.append(f'<span class="tok{" byte" if piece else ""}" title="#{i} · {ids[i]} · {escape(hexes[i])}">'
+                         f'{escape(label)}<span class="id">{ids[i]}</span></span>')
+        blocks.append(f'<div class="grp{" split" if g.split else ""}"><div class="toks">{"".join(chips)}</div>'
+                      f'<div class="chr">{escape(visible(g.text))}</div></div>')
+    return (f'{STYLE}<div class="llmviz-chips-title">{escape(title)}</div>'
+            f'<div class="{CHIPS_CLASS}">{"".join(blocks)}</div>')
 
 
-def token_strip(texts: list[str], ids: list[int], hexes: list[str], groups: list[TokenGroup], title: str,
-                tokens_label: str, chars_label: str, per_row: int = 16) -> go.Figure:
-    """texts/ids/hexes: one entry per token (the token decoded alone, its id, its bytes in hex)."""
-    shapes, tx, ty, tt, th, gx, gy, gt = [], [], [], [], [], [], [], []
-    lines = lines_of(groups, per_row)
-    for li, line in enumerate(lines):
-        y_tok, y_chr = -li * LINE_PITCH, -li * LINE_PITCH - 1.05
-        col = 0
-        for g in line:
-            left = col
-            for i in range(g.start, g.stop):
-                piece = REPLACEMENT in texts[i]
-                shapes.append(_box(col - 0.46, col + 0.46, y_tok, BYTE_FILL if piece else TOKEN_FILL))
-                tx.append(col)
-                ty.append(y_tok)
-                label = hexes[i] if piece else visible(texts[i])
-                tt.append(f"{label}<br><span style='font-size:10px;color:#666'>{ids[i]}</span>")
-                th.append(f"#{i} · {ids[i]} · {hexes[i]}")
-                col += 1
-            shapes.append(_box(left - 0.46, col - 1 + 0.46, y_chr, SPLIT_FILL if g.split else GROUP_FILL))
-            gx.append((left + col - 1) / 2)
-            gy.append(y_chr)
-            gt.append(visible(g.text))
-    fig = go.Figure([
-        go.Scatter(x=tx, y=ty, text=tt, hovertext=th, mode="text", hoverinfo="text", showlegend=False,
-                   textfont={"size": 13}),
-        go.Scatter(x=gx, y=gy, text=gt, mode="text", hoverinfo="skip", showlegend=False, textfont={"size": 16}),
-    ])
-    width = max(per_row, max((sum(g.size for g in line) for line in lines), default=1))
-    first = [0.0, -1.05]
-    return finish(fig, title, height=70 + 95 * len(lines), shapes=shapes, plot_bgcolor="rgba(0,0,0,0)",
-                  xaxis={"visible": False, "range": [-0.6, width - 0.4]},
-                  yaxis={"range": [-(len(lines) - 1) * LINE_PITCH - 1.6, 0.55], "tickmode": "array",
-                         "tickvals": first, "ticktext": [tokens_label, chars_label], "showgrid": False,
-                         "zeroline": False, "fixedrange": True})
-
-
-def _box(x0: float, x1: float, y: float, fill: str) -> dict:
-    return {"type": "rect", "x0": x0, "x1": x1, "y0": y - 0.45, "y1": y + 0.45, "fillcolor": fill,
-            "line": {"color": "#9aa7bd", "width": 1}, "layer": "below"}
+def field_chips(corner: str, positions: list, rows: dict[str, list]) -> str:
+    """One chip per position, its fields one under another (a token, its id or segment, ...), after a legend chip
+    naming them: a table with a column per position that wraps on a phone instead of running off the screen."""
+    legend = "".join(f'<span class="id">{escape(str(name))}</span>' for name in rows)
+    chips = [f'<span class="tok legend"><span class="pos">{escape(corner)}</span>{legend}</span>']
+    for i, p in enumerate(positions):
+        fields = "".join(f'<span class="id">{escape(str(values[i]))}</span>' for values in rows.values())
+        chips.append(f'<span class="tok"><span class="pos">{escape(str(p))}</span>{fields}</span>')
+    return f'{STYLE}<div class="{CHIPS_CLASS}">{"".join(chips)}</div>'

@@ -1,7 +1,8 @@
 """The lesson in a real browser: Debian's chromium drives every step with the keyboard (→ and Space
 forward, ← back) in the presenter view at 1280x720, in Chinese: each step reached in order, the URL's `lesson=`
-naming it, the live panel's control and chart inside the first screen (in English too), no exception; and
-one Reveal measured, its verdict inside the first screen, and shown at the end.
+naming it, the live panel's control and chart inside the first screen (in English too), no layout fault, no
+exception; one Reveal measured, its verdict inside the first screen, and shown at the end; and the whole lesson on a
+390x844 phone, each step read from its first screen.
 Slow (a minute on two cores): CI runs it as its second step. Skipped where /usr/bin/chromium is absent."""
 
 from __future__ import annotations
@@ -117,4 +118,30 @@ def test_a_reveal_lands_on_the_end_page(walked):
     assert k1["id"] == "K1" and k1["measured"] is not None and k1["low"] <= k1["measured"] <= k1["high"]
     assert k1["article"] == pytest.approx(68 / 35 - 1, rel=1e-6)
     names = sorted(p.name for p in shots.glob("*.png"))
-    assert names[0] == "lesson_zh_1.1.png" and "lesson_zh_end.png" in names and len(names) == 10
+    assert names[0] == "lesson_zh_1280_1.1.png" and "lesson_zh_1280_end.png" in names and len(names) == 10
+
+
+def test_no_step_has_a_layout_fault_on_the_desktop(walked, walked_en):
+    """At 1280x720: each step's title in the top half, no second heading in its panel, no cut table, no sideways
+    scroll, Back and Next on one row (scripts/lesson_walk.layout_faults)."""
+    for result in (walked[0], walked_en):
+        assert result["layout_faults"] == {}, result["lang"]
+
+
+@pytest.fixture(scope="module")
+def walked_phone(tmp_path_factory):
+    """The whole lesson at 390x844 in Chinese, not presenting: a student's phone."""
+    with AppServer() as server, chromium() as browser:
+        return walk(browser.new_page(), server.url(""), lang="zh", width=390, height=844, present=False)
+
+
+def test_on_a_phone_every_step_is_read_from_its_first_screen(walked_phone):
+    """From the second step on, the step's title in the top half of the first screen and its panel's first chart,
+    metric or control inside it; Back, the chapters and Next in one row; no chart toolbar, no table cut, no sideways
+    scroll, no exception."""
+    assert walked_phone["viewport"] == [390, 844]
+    assert [s["position"] for s in walked_phone["steps"]][1:] == list(POSITIONS[1:])
+    assert walked_phone["layout_faults"] == {}
+    assert [s["exceptions"] for s in walked_phone["steps"]] == [[]] * len(POSITIONS)
+    titles = [s["layout"]["title_top"] for s in walked_phone["steps"][1:] if s["layout"]]
+    assert len(titles) == len(POSITIONS) - 2 and max(titles) <= 422  # every step but the first and the end

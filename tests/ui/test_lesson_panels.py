@@ -5,6 +5,7 @@ once and the figure it changes is read again."""
 
 import json
 import math
+import re
 
 import pytest
 from page_probes import metrics
@@ -53,12 +54,22 @@ def test_the_prompts_tokens_against_the_tokenizer(prompt_ids):
     assert metrics(at)[z("tokens.col_id")] == str(prompt_ids[-1])
 
 
-def test_berts_view_is_seven_positions():
+def chip_fields(at) -> list[list[str]]:
+    """The position chips of the step's table (viz/tokens.field_chips): per chip, its position then its fields."""
+    body = next(h.proto.body for h in at.html if 'class="tok legend"' in h.proto.body)
+    chips = re.findall(r'<span class="tok">((?:<span class="(?:pos|id)">[^<]*</span>)+)</span>', body)
+    return [re.findall(r'<span class="(?:pos|id)">([^<]*)</span>', c) for c in chips]
+
+
+def test_berts_view_is_seven_positions(prompt_ids):
     at = at_step("1.1.2")
     m = metrics(at)
     assert (m[z("tokens.n_tokens")], m[z("tokens.vocab")], m[z("lesson.last_position")]) == ("7", "21,128", "6")
+    # BERT's input as the article draws it: [CLS] 济 南 的 冬 天 [SEP], one segment, positions 0..6
+    assert chip_fields(at) == [[str(i), tok, "0"] for i, tok in enumerate(["[CLS]", *JINAN, "[SEP]"])]
     at.segmented_control(key="lesson_ctl_bert").set_value("here").run()
     assert metrics(at)[z("tokens.vocab")] == "9,216"  # the embedded vocabulary (its card)
+    assert [c[:2] for c in chip_fields(at)] == [[str(i), str(t)] for i, t in enumerate(prompt_ids)]  # the tokenizer's
 
 
 def test_prefill_shapes_from_the_config(config, prompt_ids):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from page_probes import charts, engine_prefill, metrics, open_page, open_replay
@@ -43,8 +45,9 @@ def test_jinan_bytes_are_regrouped(model_dirs, kind):
     assert list(groups["bytes (hex)"]) == ["e6 b5 8e", "e5 8d 97", "e7 9a 84", "e5 86 ac", "e5 a4 a9"]
     assert list(groups["token positions"]) == ["0–2", "3–5", "6–8", "9–11", "12–14"]
     assert set(groups["each token decoded alone"]) == {"\ufffd \ufffd \ufffd"}
-    strip = charts(at)[translate("en", "tokens.strip_title")]
-    assert strip["data"][1]["text"] == list(JINAN)
+    chips = next(h.proto.body for h in at.html if "llmviz-chips" in h.proto.body)  # the token chips (C1)
+    assert re.findall(r'<div class="chr">(.*?)</div>', chips) == list(JINAN)
+    assert re.findall(r'<span class="id">(\d+)</span>', chips) == [str(i) for i in table_with(at, "id")["id"]]
     assert any("15 byte tokens" in m.value for m in at.markdown)
 
 

@@ -36,8 +36,10 @@ def cell(c: dict, i: int) -> str:
     return f"{c['median'][i]:.3f} ({c['min'][i]:.3f}–{c['max'][i]:.3f})"
 
 
-def section(t, s: Settings) -> None:
-    st.header(t("locality.title"))
+def section(t, s: Settings, titled: bool = True) -> None:
+    """The section (titled on the KV layouts page; in a lesson step, whose own title says what it is, without)."""
+    if titled:
+        st.header(t("locality.title"))
     st.markdown(t("locality.intro"))
     o = layouts_run.options()
     pressed = st.button(t("locality.run"), key="kv_locality_run", disabled=not server.engine_available())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.ui import presenter, state
+from llmviz.ui import phone, presenter, state
 from llmviz.ui.lesson import lesson_class, lesson_reveal
 from llmviz.ui.lesson.lesson_steps import CHAPTERS, POSITIONS, STEPS
 
@@ -39,6 +39,12 @@ def navigation(t, at: int) -> None:
     if not presenter.active():
         st.progress(at / (len(POSITIONS) - 1), text=progress)
     here = STEPS[at].section if at < len(STEPS) else CHAPTERS[-1]
+    with st.container(key=phone.NAV_KEY):  # one row on a phone too (ui/phone.py)
+        row(t, at, here, progress)
+
+
+def row(t, at: int, here: str, progress: str) -> None:
+    """Back, the chapter list, (the class's line or the progress, while presenting) and Next."""
     if presenter.active() or lesson_class.role():
         left, middle, where, right = st.columns([1, 2.2, 0.8, 1], vertical_alignment="center")
         with where:  # a class's line in place of the progress: the code and the counts matter more to a room

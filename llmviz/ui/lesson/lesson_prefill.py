@@ -20,7 +20,7 @@ from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal
 from llmviz.viz import embeddings
 from llmviz.viz.attention import attention_heatmap
-from llmviz.viz.tokens import token_strip
+from llmviz.viz.tokens import field_chips, token_chips
 
 KV_DTYPES = ("fp32", "fp16", "bf16", "int8")  # what one cached number may take (the article's is fp32)
 SHOWN_ROWS = 64  # prompt tokens drawn in a panel's matrix
@@ -40,9 +40,7 @@ def tokens(t, run) -> None:
     """The prompt cut into tokens (C1); the control picks one, whose id and bytes are shown."""
     ids, pieces, texts = prompt_pieces(run)
     groups = [g for g in tk.group_by_character(pieces) if g.stop <= 96]
-    chart(t, token_strip(texts, ids, [tk.hex_spaced(p) for p in pieces], groups, t("tokens.strip_title"),
-                         t("tokens.strip_tokens"), t("tokens.strip_chars")),
-             key="lesson_tokens_strip")
+    st.html(token_chips(texts, ids, [tk.hex_spaced(p) for p in pieces], groups, t("tokens.strip_title")))
     i = st.select_slider(t("lesson.ctl.token"), options=list(range(len(ids))), key=ctl("tokens"),
                          format_func=lambda i: f"{i} · {literal(tk.label(pieces[i]))}")  # its options are markdown
     cols = st.columns([1, 1, 1, 2])  # the bytes' label and hex (up to 4 bytes) need room in Chinese at 1280 px
@@ -75,9 +73,9 @@ def bert(t, run) -> None:
 
 
 def across(corner: str, positions: list, rows: dict[str, list], key: str) -> None:
-    """A table with one column per position and a row per field (text: a column holds a token and a number)."""
-    st.dataframe({corner: list(rows), **{str(p): [str(v[i]) for v in rows.values()] for i, p in enumerate(positions)}},
-                 hide_index=True, key=key)
+    """One chip per position, its fields under it (viz/tokens.field_chips): they wrap on a phone."""
+    with st.container(key=key):
+        st.html(field_chips(corner, positions, rows))
 
 
 def embedding(t, run) -> None:

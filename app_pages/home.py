@@ -3,7 +3,7 @@
 import streamlit as st
 
 from llmviz.trace.config import ATTN_BACKENDS, DTYPES
-from llmviz.ui import demo, names, server, state
+from llmviz.ui import demo, names, phone, server, state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
 from llmviz.ui.compare.compare_view import switch_reference
 from llmviz.ui.navigation import KEEP
@@ -89,9 +89,12 @@ def main() -> None:
     t = translator()
     heading(t, "home")
     st.page_link("app_pages/lesson.py", label=t("home.lesson"), icon=":material/school:")  # offered first
-    st.graphviz_chart(phases_dot(t("home.dia.prompt"), t("home.dia.prefill"), t("home.dia.cache"),
-                                 t("home.dia.decode"), t("home.dia.token"),
-                                 (t("home.dia.write"), t("home.dia.read"), t("home.dia.append"))))
+    labels = (t("home.dia.prompt"), t("home.dia.prefill"), t("home.dia.cache"), t("home.dia.decode"),
+              t("home.dia.token"), (t("home.dia.write"), t("home.dia.read"), t("home.dia.append")))
+    with st.container(key=f"{phone.WIDE_ONLY}-phases"):  # the styles show one of the two (ui/phone.py)
+        st.graphviz_chart(phases_dot(*labels))
+    with st.container(key=f"{phone.PHONE_ONLY}-phases"), st.expander(t("home.dia.open")):  # tall: the prompt first
+        st.graphviz_chart(phases_dot(*labels, rankdir="TB"))
     picker(t)
     run = shown_run(t, link_home=False)
     if run is not None:

@@ -64,6 +64,12 @@ def draw(seed: int) -> dict:
             "outputs": tuple(rng.randint(3, 24) for _ in range(4)), "group": rng.choice((2, 4))}
 
 
+def gaps(lengths: tuple) -> str:
+    """The worked sum written out, each term shown: (9 − 4) + (9 − 9) + (9 − 5), not "9 minus the sum of the lengths"
+    (which reads as 9 − 13)."""
+    return " + ".join(f"({max(lengths)} − {x})" for x in lengths)
+
+
 def question(chapter: str, facts: RunFacts, picked: dict) -> Question:
     """The chapter's question on this run and this draw."""
     c, n, eb = facts.config, facts.prompt, facts.element_bytes
@@ -86,12 +92,13 @@ def question(chapter: str, facts: RunFacts, picked: dict) -> Question:
                         100 * kv_read / (weights + kv_read), "%", 0.05)
     if chapter == "3.1":
         lengths = facts.batch or (n,)
-        return Question(chapter, "padding", {"lengths": lengths, "longest": max(lengths), "count": len(lengths)},
-                        sum(max(lengths) - x for x in lengths), "slots", 0.0)
+        return Question(chapter, "padding", {"lengths": lengths, "longest": max(lengths), "count": len(lengths),
+                                              "gaps": gaps(lengths)}, sum(max(lengths) - x for x in lengths), "slots", 0.0)
     if chapter == "3.2":
         outputs = picked["outputs"]
-        return Question(chapter, "idle_slots", {"outputs": outputs, "longest": max(outputs), "count": len(outputs)},
-                        sum(max(outputs) - x for x in outputs), "slots", 0.0)
+        return Question(chapter, "idle_slots", {"outputs": outputs, "longest": max(outputs), "count": len(outputs),
+                                                 "gaps": gaps(outputs)}, sum(max(outputs) - x for x in outputs), "slots",
+                        0.0)
     if chapter == "4.1":
         longest = c["max_position_embeddings"]
         return Question(chapter, "longest_cache", {"longest": longest, "kv": kv, "hd": hd, "eb": eb, "layers": layers},

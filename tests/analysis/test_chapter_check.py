@@ -49,6 +49,9 @@ def test_each_chapters_answer_by_hand(config):
         "4.2": 128 * PER_TOKEN_LAYER * 4,
         "5": 2 * 32 * 2 * 4 * 4,  # 8 heads in groups of 4: 2 KV heads
     })
+    # the worked sums written term by term, as arithmetic ("9 minus the sum of the lengths" read as 9 − 17)
+    assert question("3.1", facts, PICKED).values["gaps"] == "(9 − 9) + (9 − 3) + (9 − 5)"
+    assert question("3.2", facts, PICKED).values["gaps"] == "(12 − 5) + (12 − 12) + (12 − 7) + (12 − 12)"
 
 
 def test_grading_forgives_rounding_only(config):

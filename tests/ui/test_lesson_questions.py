@@ -64,10 +64,13 @@ def test_the_padding_of_the_lessons_batch(count):
 
 
 def test_the_end_lists_the_answers(hf, count):
-    at = open_app(PAGE, lang="en", lesson="1.1.8")  # §1.1's end: the recap is the tab shown first
+    at = open_app(PAGE, lang="en", lesson="1.1.8")  # §1.1's end: its question, the tab shown first
     n = count(at.session_state["llmviz_settings"].prompt)
-    assert any(f"[{n}, {hf['num_attention_heads']}, {hf['head_dim']}]" in m.value for m in at.markdown)
+    shapes = f"[{n}, {hf['num_attention_heads']}, {hf['head_dim']}]"
+    assert not any(shapes in m.value for m in at.markdown)  # the recap waits: its numbers hold the answer
+    assert translate("en", "lesson.recap_after") in [c.value for c in at.caption]
     answer(at, "1.1", n * per_token(hf) / hf["num_hidden_layers"])
+    assert any(shapes in m.value for m in at.markdown)  # answered: the recap, with the run's shapes
     at.button(key="lesson_next").click().run()
     at = open_app(PAGE, lang="en", lesson="end")
     at.session_state[ANSWERS_KEY] = {"1.1": {"chapter": "1.1", "question": "q", "given": 1.0, "answer": 2.0,

@@ -1,5 +1,6 @@
-"""The end of a chapter in the lesson: a three-line recap in the article's terms with the numbers of the
-student's run, and one question answered from that run (analysis/chapter_check.py), graded exactly; the answers
+"""The end of a chapter in the lesson: one question answered from the student's run (analysis/chapter_check.py),
+graded exactly, then a three-line recap in the article's terms with the numbers of that run (after the answer: the
+recap's numbers hold it); the answers
 given are kept for the end's summary and its downloads. The numbers a question adds are the student's own draw
 (a seed kept for the session), so that neighbours get different questions.
 """
@@ -80,12 +81,13 @@ def recap(t, run, chapter: str) -> None:
         "layer_bytes", "model_bytes", "token_bytes", "hundred_bytes", "weights", "longest_bytes")}))
 
 
-def ask(t, run, chapter: str) -> None:
-    """The chapter's question, its answer box and its grade (with the worked answer once graded)."""
+def ask(t, run, chapter: str) -> bool:
+    """The chapter's question, its answer box and its grade (with the worked answer once graded). Whether it is
+    settled: answered, or not askable here."""
     f = facts(run, chapter)
     if chapter == "3.1" and not f.batch:  # a recording: the lesson's batch needs the model's tokenizer
         st.caption(t("lesson.q.needs_tokenizer"))
-        return
+        return True
     q = question(chapter, f, picked())
     text = t(f"lesson.q.{q.key}", **words(q.values))
     st.markdown(f"**{t('lesson.q.title')}** {text}")
@@ -105,8 +107,14 @@ def ask(t, run, chapter: str) -> None:
         box = st.success if entry["right"] else st.warning
         box(t("lesson.q.right" if entry["right"] else "lesson.q.wrong", given=shown_answer(entry["given"], q.unit),
               answer=shown_answer(q.answer, q.unit)) + " " + worked)
+        return True
+    return False
 
 
 def chapter_end(t, run, chapter: str) -> None:
-    recap(t, run, chapter)
-    ask(t, run, chapter)
+    """The question first; the recap once it is answered (its numbers would give the answer away: §1.1's names a
+    layer's bytes, §4.1's the cache's)."""
+    if ask(t, run, chapter):
+        recap(t, run, chapter)
+    else:
+        st.caption(t("lesson.recap_after"))

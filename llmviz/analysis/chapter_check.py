@@ -93,12 +93,13 @@ def question(chapter: str, facts: RunFacts, picked: dict) -> Question:
     if chapter == "3.1":
         lengths = facts.batch or (n,)
         return Question(chapter, "padding", {"lengths": lengths, "longest": max(lengths), "count": len(lengths),
-                                              "gaps": gaps(lengths)}, sum(max(lengths) - x for x in lengths), "slots", 0.0)
+                                              "gaps": gaps(lengths)},
+                        sum(max(lengths) - x for x in lengths), "slots", 0.0)
     if chapter == "3.2":
         outputs = picked["outputs"]
         return Question(chapter, "idle_slots", {"outputs": outputs, "longest": max(outputs), "count": len(outputs),
-                                                 "gaps": gaps(outputs)}, sum(max(outputs) - x for x in outputs), "slots",
-                        0.0)
+                                                 "gaps": gaps(outputs)},
+                        sum(max(outputs) - x for x in outputs), "slots", 0.0)
     if chapter == "4.1":
         longest = c["max_position_embeddings"]
         return Question(chapter, "longest_cache", {"longest": longest, "kv": kv, "hd": hd, "eb": eb, "layers": layers},

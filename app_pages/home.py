@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from llmviz.i18n.translator import shown_device
 from llmviz.trace.config import ATTN_BACKENDS, DTYPES
 from llmviz.ui import demo, names, phone, server, state
 from llmviz.ui.chrome import heading, literal, shown_run, translator
@@ -50,7 +51,8 @@ def picker(t) -> None:
     with right:
         model_box(t)
         a, b, c = st.columns(3)
-        a.selectbox(t("home.device"), DEVICES, key="home_device", **KEEP)
+        a.selectbox(t("home.device"), DEVICES, key="home_device", **KEEP,
+                    format_func=lambda d: t("home.device_auto") if d == "auto" else shown_device(d))
         b.selectbox(t("home.dtype"), DTYPES, key="home_dtype", **KEEP)
         c.selectbox(t("home.attn"), ATTN_BACKENDS, key="home_attn", **KEEP, format_func=lambda v: names.label(
             t, ATTN_BACKENDS, v), help=f"{names.abouts(t, ATTN_BACKENDS)}\n\n{t('home.attn_help')}")
@@ -77,7 +79,7 @@ def model_card(t, run) -> None:
     cols[0].metric(t("card.d_model"), c["hidden_size"])
     cols[1].metric(t("card.position"), t("card.rope") if c["position"] == "rope" else t("card.learned"))
     cols[2].metric(t("card.dtype"), literal(str(card["dtype"])))  # a metric's value is markdown too: a file's text
-    cols[3].metric(t("card.device"), literal(str(card["device"])))
+    cols[3].metric(t("card.device"), literal(str(shown_device(card["device"]))))
     cols[4].metric(t("card.weight_bytes"), f"{card['weight_bytes'] / 2**20:,.1f} MiB")
     n = len(run.trace.prompt_ids)
     st.markdown(t("home.prompt_tokens", n=n, prompt=literal(run.trace.prompt)))  # a link's prompt: any text

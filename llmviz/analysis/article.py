@@ -259,7 +259,8 @@ class Term:
     page: str
 
 
-# The lesson's glossary, in the article's order: every term the article uses that the app shows.
+# The lesson's glossary, in the article's order: every term the article uses that the app shows, and the app's own
+# words a Chinese sentence relies on (eager / SDPA, the claims), glossed once here.
 GLOSSARY = (
     Term("token", "token", "C1", "tokens"),
     Term("prefill", "Prefill（预填充）", "C3", "prefill"),
@@ -274,6 +275,7 @@ GLOSSARY = (
     Term("batching", "批处理", "C13", "batch"),
     Term("throughput", "吞吐量", "K5", "batch"),
     Term("flash_attention", "Flash Attention", "C14", "compare"),
+    Term("attention_backend", "eager / SDPA", "C14", "compare"),  # the app's words for K6's two sides, glossed once
     Term("continuous_batching", "持续批处理", "C15", "serving"),
     Term("speculative_decoding", "推测解码", "C16", "serving"),
     Term("oom", "内存溢出（OOM）", "C17", "memory"),
@@ -282,6 +284,7 @@ GLOSSARY = (
     Term("local_attention", "局部注意力", "C20", "prefill"),
     Term("quantization", "量化", "C21", "compare"),
     Term("fp8", "FP8", "C21", "compare"),
+    Term("claim", "论断", "K1", "claims"),  # the article's measured figures, K1-K11: one word for them everywhere
 )
 # The article's terms the app names differently: the Claims page's table of them, from the glossary.
 RENAMED = ("continuous_batching", "speculative_decoding", "operator_fusion", "sparse_attention", "local_attention",
@@ -291,7 +294,7 @@ TERMS = tuple((g.id, g.article, g.concept) for g in sorted((g for g in GLOSSARY 
 
 # One spelling per term in the Chinese interface: the article's word, and the words a catalogue must not
 # use for it. The one place the other word for token may appear is its gloss, where the Tokens page names it.
-ONE_SPELLING = {"持续批处理": ("连续批处理",), "推测解码": ("投机解码",), "token": ("词元",)}
+ONE_SPELLING = {"持续批处理": ("连续批处理",), "推测解码": ("投机解码",), "token": ("词元",), "论断": ("结论",)}
 GLOSSES = ("token（词元）",)
 
 

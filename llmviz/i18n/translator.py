@@ -36,10 +36,24 @@ _COUNTED = ("token", "step", "position", "prompt", "row", "layer", "head", "requ
 _ONE = re.compile(r"(?<![\d.,\-])\b1 (" + "|".join(_COUNTED) + r")s\b")
 
 
+_DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?")
+
+
+def shown_device(value):
+    """A device as a sentence names it: CPU, CUDA, CUDA:1, MPS (torch's lower-case names are for code and URLs);
+    anything else as it is."""
+    m = _DEVICE.fullmatch(value) if isinstance(value, str) else None
+    return m[1].upper() + (m[2] or "") if m else value
+
+
 def translate(lang: str, key: str, **values) -> str:
+    """The message in `lang` with its values; a `device` value by its shown name (shown_device), in every
+    language."""
     text = catalog(lang)[key]
     if not values:
         return text
+    if "device" in values:
+        values = {**values, "device": shown_device(values["device"])}
     text = text.format(**values)
     return _ONE.sub(r"1 \1", text) if lang == "en" else text
 

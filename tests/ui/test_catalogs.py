@@ -9,7 +9,7 @@ import re
 import string
 
 import pytest
-from catalog_scan import english_fragments, leaks
+from catalog_scan import english_fragments, latin_words, leaks
 from streamlit.testing.v1 import AppTest
 from ui_helpers import APP, LANGUAGE_SWITCH, PROMPT, declared_pages, page_file, rendered_text
 
@@ -84,7 +84,7 @@ def test_the_glossary_uses_the_words_every_catalogue_uses():
     en, zh = catalog("en"), catalog("zh")
     assert all(f"term.{g.id}" in en and f"glossary.{g.id}" in en and f"glossary.{g.id}" in zh for g in GLOSSARY)
     spelled = {g.article: zh[f"term.{g.id}"] for g in GLOSSARY if g.article in ONE_SPELLING}
-    assert spelled == {"token": "token", "持续批处理": "持续批处理", "推测解码": "推测解码"}
+    assert spelled == {"token": "token", "持续批处理": "持续批处理", "推测解码": "推测解码", "论断": "论断"}
     assert [g.article for g in GLOSSARY if other_spellings(g.article + zh[f"glossary.{g.id}"])] == []
 
 
@@ -227,3 +227,55 @@ def test_bold_closes_where_markdown_can_close_it():
                 if punct(inner[-1]) and after and not after.isspace() and not punct(after):
                     found.append((lang, key))
     assert found == []
+
+
+# Names a Chinese sentence may hold besides ALLOWED_WORDS: people, papers, companies, chips, formats, method and
+# layer names, units (a word with "_", "." or "/" is code, a path or a unit, and passes as such).
+NAMES = {
+    "ascii", "ada", "ampere", "apple", "bert-base", "dettmers", "devlin", "esc", "flops", "fp64", "hugging", "face",
+    "fastertransformer", "frantar", "gpt-2-124m", "hbm2e", "hessian", "hopper", "iclr", "kwon", "layernorm",
+    "llama-2-7b", "llama-3-8b", "logit", "lens", "modelscope", "nvidia", "nan", "oom", "python", "qk", "redis",
+    "sosp", "sxm", "sxm4", "sentencepiece", "tf32", "transformer", "u+fffd", "dtype", "eps", "fc", "proj",
+    "flash-attn", "gptq-int4", "llm-int8", "kv-heads", "llmviz", "log-sum-exp", "logits", "mixed-poisson", "pickle",
+    "sparse-block", "sparse-global", "sparse-local", "e-6", "bitsandbytes",
+}
+DEVICES_LOWER = {"cpu", "cuda", "mps"}  # torch's names, for code: a sentence says CPU, CUDA, MPS
+# The pages' English names: a Chinese sentence names a page by its Chinese title (“文章的论断”页面, not Claims 页面)
+PAGE_WORDS = {"Home", "Lesson", "Tokens", "Layer", "Compare", "Layouts", "Batch", "Batching", "Serving", "Memory",
+              "Claims", "Trace"}
+
+
+def english_in_chinese(text: str) -> list[str]:
+    """The Latin words of a Chinese message that are neither code, nor a unit, nor an allowed term or name: English
+    inside a Chinese sentence (对 Reveal 将要计时的…, Claims 页面, lower-case cpu)."""
+    found = []
+    for w in latin_words(text):
+        low = w.lower()
+        allowed = (low in ALLOWED_WORDS or low in NAMES or len(w) == 1 or re.search(r"[_./]", w)
+                   or re.fullmatch(r"[a-z]?\d[\w.]*|[kc]\d+(-[kc]\d+)?", low))
+        if w in DEVICES_LOWER or w in PAGE_WORDS or not allowed:
+            found.append(w)
+    return found
+
+
+def test_no_english_word_in_a_chinese_sentence():
+    """Issue 50: code, model, unit and method names only; pages by their Chinese names; devices in capitals."""
+    zh = catalog("zh")
+    found = {key: words for key, text in zh.items() if (words := english_in_chinese(text))}
+    assert found == {}
+
+
+def test_the_english_word_check_catches_them():
+    assert english_in_chinese("测量之前：对 Reveal 将要计时的这次运行") == ["Reveal"]
+    assert english_in_chinese("在 Compare 页面打开；请选择 auto 或 cpu") == ["Compare", "cpu"]
+    assert english_in_chinese("二值（binary）运算；`cpu` 与 {device}；CPU 上的 SDPA 相对 eager；kv_heads") == []
+
+
+def test_a_device_is_named_in_capitals_in_every_sentence():
+    """torch's cpu/cuda/mps are code; a sentence (any message's `device` value) says CPU, CUDA:1, MPS."""
+    from llmviz.i18n.translator import shown_device, translate
+
+    assert [shown_device(d) for d in ("cpu", "cuda", "cuda:1", "mps", "auto", "?", None)] == [
+        "CPU", "CUDA", "CUDA:1", "MPS", "auto", "?", None]
+    said = translate("zh", "common.capture_note_light", device="cpu", threads=2, capture="meta")
+    assert "CPU" in said and "cpu" not in said

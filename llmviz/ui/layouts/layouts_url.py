@@ -37,7 +37,7 @@ def parse_lengths(text: str) -> list[int] | None:
 class LayoutsSettings:
     bs: int = field(default=4, metadata=url("kv_bs", one_of(KV_BLOCK_SIZES)))
     max: int = field(default=128, metadata=url("kv_max", one_of(KV_MAX_SEQS)))
-    prompts: str = field(default="Return the\nThis module provides",
+    prompts: str = field(default="人工智能\n该模块提供了",  # the readers' language (the model reads both)
                          metadata=url("kv_prompts", lambda text: len(extra_prompts(text)) <= KV_MAX_EXTRA))
     step: int = field(default=0, metadata=url("kv_step", between(0, KV_LONGEST)))  # of the longest run
     model: str = field(default=RANDOM_MODELS[0], metadata=url("kv_model", one_of((*RANDOM_MODELS, "home"))))

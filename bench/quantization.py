@@ -1,7 +1,7 @@
 """Weight quantization by method on one model (C21; the article's "8-bit"/"4-bit" slip): round-to-nearest int8 and
 int4, LLM.int8() and GPTQ int4, each by held-out perplexity and the bytes its weights take.
 
-    python bench/quant_methods.py [--model llmviz-tiny] [--groups 32,128] [--threads 1]
+    python bench/quantization.py [--model llmviz-tiny] [--groups 32,128] [--threads 1]
 
 Prints one JSON object. Perplexity: assets/corpus/heldout.txt through the engine's KV cache, one prefill per
 512-token window, on the CPU (not a timing); GPTQ is calibrated on training-split text (labs/calibration.py), never
@@ -60,7 +60,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     groups = [int(g) for g in args.groups.split(",")]
     rows = [measure(args.model, mode, group) for mode in MODES for group in (groups if mode in GROUPED else groups[:1])]
-    print(json.dumps({"bench": "quant_methods", "machine": machine("cpu"), "model": args.model,
+    print(json.dumps({"bench": "quantization", "machine": machine("cpu"), "model": args.model,
                       "what": "held-out perplexity (assets/corpus/heldout.txt, 512-token windows) and weight bytes "
                               "per weight-quantization method; GPTQ calibrated on training-split pydoc topics",
                       "rows": rows}))

@@ -86,11 +86,20 @@ def test_the_cache_in_bytes_by_hand(config, prompt_ids):
     m = metrics(at_step("1.1.6"))
     assert m[z("lesson.shape_cache", layer=0)] == f"[{n}, {kv}, {hd}]"
     assert m[z("lesson.model_bytes")] == f"{n * kv * hd * 2 * 4 * layers:,} B"  # fp32: 4 bytes a number
+    # the same cache as the engine holds it (the article's slip at §4.1: k_cache.shape has a batch and a layer axis)
+    assert m[z("lesson.shape_engine", layer=0)] == f"[1, {kv}, {n}, {hd}]"
+    assert m[z("lesson.shape_engine_all")] == f"[{layers}, 2, 1, {kv}, {n}, {hd}]"
     at = at_step("1.1.7")
     assert metrics(at)[z("lesson.article_layer")] == "24,576 B"  # the article's "24 KB": one layer, not twelve
     at.segmented_control(key="lesson_ctl_kv_bytes").set_value("fp16").run()
     m = metrics(at)
     assert m[z("lesson.article_layer")] == "12,288 B" and m[z("lesson.here_layer")] == f"{n * kv * hd * 2 * 2:,} B"
+    at.segmented_control(key="lesson_ctl_kv_bytes").set_value("int8").run()
+    captions = [c.value for c in at.caption]
+    assert metrics(at)[z("lesson.article_layer")] == "6,144 B"  # 4 x 12 x 64 x 2 x 1
+    # the sentence under the figures reads the same arithmetic, and says the run's own cache is fp32 (the map's)
+    assert any("4 × 12 × 64 × 2 × 1 字节 = 6,144 字节" in c and f"= 每层 {n * kv * hd * 2:,} 字节" in c for c in captions)
+    assert z("lesson.kv_bytes_stored", dtype="int8", stored="fp32") in captions
 
 
 def test_the_slip_is_shown_whole_beside_the_panel():
@@ -131,10 +140,15 @@ def test_the_articles_6_mb_and_64_mb():
 def test_what_a_budget_holds(config):
     per_token = config["num_hidden_layers"] * 2 * config["num_key_value_heads"] * (
         config["hidden_size"] // config["num_attention_heads"]) * 4
+    context = config["max_position_embeddings"]
     at = at_step("4.1.4")
-    assert metrics(at)[z("lesson.fits_tokens")] == f"{64 * 2**20 // per_token:,}"
-    at.select_slider(key="lesson_ctl_max_seq").set_value(1).run()
-    assert metrics(at)[z("lesson.fits_tokens")] == f"{2**20 // per_token:,}"
+    assert metrics(at)[z("lesson.fits_tokens")] == f"{context // 4:,}"  # a quarter of one whole sequence's cache
+    options = at.select_slider(key="lesson_ctl_max_seq").options
+    assert len(options) == 5  # a sixteenth of the whole context's cache up to all of it, never past the context
+    at.select_slider(key="lesson_ctl_max_seq").set_value(per_token * context).run()
+    assert metrics(at)[z("lesson.fits_tokens")] == f"{context:,}"
+    at.select_slider(key="lesson_ctl_max_seq").set_value(per_token * context // 16).run()
+    assert metrics(at)[z("lesson.fits_tokens")] == f"{context // 16:,}"
 
 
 def test_gqa_shares_kv_heads(config):

@@ -91,13 +91,17 @@ def oom_budget(t, run) -> None:
 
 def max_seq(t, run) -> None:
     """The longest cache a budget holds, for this model in fp32 (C17; the article's max_seq_len=1024): the control
-    is the budget."""
-    budget_mib = st.select_slider(t("lesson.ctl.budget"), options=[1, 4, 16, 64, 256, 1024], value=64,
-                                  key=ctl("max_seq"))
+    is the budget, from a sixteenth of one sequence at the model's whole context to all of it, so what fits never
+    passes the context a sequence can reach."""
+    context = int(run.trace.model_card["config"]["max_position_embeddings"])
     per_token = kv_bytes_per_token(Setup(shape_of(run), dtype="fp32"))
+    budgets = [per_token * context // part for part in (16, 8, 4, 2, 1)]
+    budget = st.select_slider(t("lesson.ctl.budget_bytes"), options=budgets, value=budgets[2], format_func=human,
+                              key=ctl("max_seq"))
     cols = st.columns(2)
     cols[0].metric(t("lesson.per_token"), f"{per_token:,} B")
-    cols[1].metric(t("lesson.fits_tokens"), f"{budget_mib * 2**20 // per_token:,}")
+    cols[1].metric(t("lesson.fits_tokens"), f"{budget // per_token:,}")
+    st.caption(t("lesson.fits_context", context=context, whole=human(per_token * context)))
 
 
 def kv_dtype(t, run) -> None:

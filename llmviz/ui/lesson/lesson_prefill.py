@@ -14,7 +14,7 @@ from llmviz.analysis import attention as at
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.kv_memory import kv_bytes
 from llmviz.analysis.model_map import shape_text
-from llmviz.analysis.predict import ELEMENT_BYTES
+from llmviz.analysis.predict import ELEMENT_BYTES, format_of
 from llmviz.trace import hooks
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal
@@ -144,10 +144,15 @@ def kv_shape(t, run) -> None:
     layer = st.select_slider(t("prefill.layer"), options=list(range(layers)), key=ctl("kv_shape"))
     _, kv, n, hd = steps[0].hook(hooks.k(layer)).shape  # [b, kv_heads, n, head_dim] as the engine holds it
     eb = int(steps[0].kv["element_bytes"])
+    b = steps[0].hook(hooks.k(layer)).shape[0]
     cols = st.columns(3)
     cols[0].metric(t("lesson.shape_cache", layer=layer), shape_text((n, kv, hd)))
     cols[1].metric(t("lesson.layer_bytes"), f"{kv_bytes(n, kv, hd, eb):,} B")
     cols[2].metric(t("lesson.model_bytes"), f"{kv_bytes(n, kv, hd, eb, layers):,} B")
+    # the same K as the engine holds it: with the batch's axis, and every layer's K and V together
+    engine, whole = st.columns(2)
+    engine.metric(t("lesson.shape_engine", layer=layer), shape_text((b, kv, n, hd)))
+    whole.metric(t("lesson.shape_engine_all"), shape_text((layers, 2, b, kv, n, hd)))
     st.caption(t("lesson.kv_shape_note", dtype=literal(str(steps[0].kv["dtype"])), eb=eb))
 
 
@@ -162,7 +167,11 @@ def kv_bytes_panel(t, run) -> None:
     theirs = kv_bytes(ex.tokens, ex.kv_heads, ex.head_dim, eb)
     ours = kv_bytes(n, kv["kv_heads"], kv["head_dim"], eb)
     cache_bytes(t, theirs, ex.layers, ours, layers)
-    st.caption(t("lesson.kv_bytes_formula", n=n, kv=kv["kv_heads"], hd=kv["head_dim"], eb=eb, layers=layers))
+    st.caption(t("lesson.kv_bytes_formula", n=n, kv=kv["kv_heads"], hd=kv["head_dim"], eb=eb, layers=layers,
+                 ours=ours, theirs=theirs, dtype=dtype))
+    stored = str(kv.get("kv_dtype") or format_of(int(kv["element_bytes"])))  # the run's format (a codec's name)
+    if dtype != stored:  # the figures above are this dtype's arithmetic; the run's cache (the map) is its own
+        st.caption(t("lesson.kv_bytes_stored", dtype=dtype, stored=literal(stored)))
 
 
 def cache_bytes(t, theirs: int, their_layers: int, ours: int, our_layers: int) -> None:

@@ -98,7 +98,8 @@ def test_the_cache_in_bytes_by_hand(config, prompt_ids):
     captions = [c.value for c in at.caption]
     assert metrics(at)[z("lesson.article_layer")] == "6,144 B"  # 4 x 12 x 64 x 2 x 1
     # the sentence under the figures reads the same arithmetic, and says the run's own cache is fp32 (the map's)
-    assert any("4 × 12 × 64 × 2 × 1 字节 = 6,144 字节" in c and f"= 每层 {n * kv * hd * 2:,} 字节" in c for c in captions)
+    ours = f"= 每层 {n * kv * hd * 2:,} 字节"
+    assert any("4 × 12 × 64 × 2 × 1 字节 = 6,144 字节" in c and ours in c for c in captions)
     assert z("lesson.kv_bytes_stored", dtype="int8", stored="fp32") in captions
 
 

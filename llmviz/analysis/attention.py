@@ -47,6 +47,14 @@ def scores_from_qk(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
     return (q.astype(np.float64) @ k.astype(np.float64).T) * scale
 
 
+def weighted_values(probs: np.ndarray, v: np.ndarray, row: int) -> np.ndarray:
+    """What attention outputs for one query (C3): probs [n, n_k] (a head's softmax rows), v [n_k, head_dim] (its KV
+    head's values), `row` the query -> [row + 2, head_dim]: each key's value scaled by its probability, p[row, j] *
+    v[j] for j = 0..row (the causal keys), then their sum, which is the head's output for that query."""
+    parts = probs[row, : row + 1, None] * v[: row + 1]  # [row + 1, head_dim]
+    return np.concatenate([parts, parts.sum(axis=0, keepdims=True)])
+
+
 def masked(scores: np.ndarray) -> np.ndarray:
     """Where the mask hid a key: True at the -inf entries of recorded scores [..., n, n_k]."""
     return np.isneginf(scores)

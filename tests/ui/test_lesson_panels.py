@@ -242,3 +242,30 @@ def test_the_ridge_button_measures_this_machine():
     raw = at.session_state["llmviz_device_limits"]  # measured on whatever device this machine has
     here = float(metrics(at)[z("lesson.ridge_here", device=raw["device"])])
     assert here == pytest.approx(raw["peak"]["gflop_per_s"] / raw["dram"]["gb_per_s"], abs=0.05)
+
+
+def test_attentions_output_is_the_probabilities_times_v():
+    """Step 1.1.5's third view: a query's softmax row times V, row by row, then summed, as drawn; checked against the
+    engine: every head's P·V, joined and put through the layer's o_proj, is the recorded attention output."""
+    import numpy as np
+    import torch
+    from page_probes import charts, engine_prefill
+    from plotly_data import array
+
+    from llmviz.trace import hooks
+
+    at = at_step("1.1.5")
+    at.segmented_control(key="lesson_ctl_scores").set_value("output").run()
+    drawn = next(f for title, f in charts(at).items() if title.startswith(z("lesson.output_title", query="")[:4]))
+    z_drawn = array(drawn["data"][0]["z"])  # [row + 2, hd]: p_j V_j for j <= row, then the sum
+    lm, step = engine_prefill(EMBEDDED_WEIGHTS.parent, JINAN)
+    probs, v = step.hook(hooks.probs(0)).array[0], step.hook(hooks.v(0)).array[0]  # [h, n, n], [kv, n, hd]
+    n, heads, kv = probs.shape[1], probs.shape[0], v.shape[0]
+    assert z_drawn.shape == (n + 1, v.shape[2])  # the last query: every key, then the sum
+    assert np.allclose(z_drawn[-1], probs[0, -1] @ v[0], atol=1e-5)
+    assert np.allclose(z_drawn[:-1].sum(axis=0), z_drawn[-1], atol=1e-5)
+    per_head = np.concatenate([probs[h] @ v[h // (heads // kv)] for h in range(heads)], axis=-1)  # [n, h * hd]
+    o_proj = lm.model.layers[0].attn.o_proj
+    with torch.no_grad():
+        out = o_proj(torch.from_numpy(per_head)).numpy()
+    assert np.allclose(out, step.hook(hooks.attn_out(0)).array[0], atol=1e-4)

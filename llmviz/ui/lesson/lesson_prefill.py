@@ -114,19 +114,27 @@ def qkv(t, run) -> None:
                                        t("tokens.value"), tk.byte_notes(pieces)), key="lesson_q")
 
 
+STAGES = ("scores", "softmax", "output")  # the scores panel's three views of one head: QKᵀ/√d_k, softmax, × V
+
+
 def scores(t, run) -> None:
-    """Q Kᵀ / √d_k [n, n] with the causal mask, or after softmax (the control) (C3)."""
+    """Q Kᵀ / √d_k [n, n] with the causal mask, after softmax, or what attention outputs: a query's probabilities
+    times V, summed (the control; then a second picks the query) (C3). Layer 0, head 0, as recorded."""
     step = run.trace.steps[0]
     sh = head_shapes(step)
     pieces = prompt_pieces(run)[1]
     labels, notes = tk.position_labels(pieces), tk.byte_notes(pieces)
-    after = st.toggle(t("lesson.ctl.softmax"), key=ctl("scores"))
+    stage = st.segmented_control(t("lesson.ctl.stage"), STAGES, default="scores", required=True, key=ctl("scores"),
+                                 format_func=lambda s: t(f"lesson.stage.{s}"))
     s = step.hook(hooks.scores(0)).array[0, 0]  # [b, h, n, n_k] -> layer 0, head 0: [n, n_k]
     cols = st.columns(2)
     cols[0].metric(t("lesson.shape_scores"), shape_text(s.shape))
     cols[1].metric(t("lesson.scale"), f"1/√{sh.head_dim} = {sh.scale:.4g}")
-    if after:
-        probs = step.hook(hooks.probs(0)).array[0, 0]
+    probs = step.hook(hooks.probs(0)).array[0, 0] if stage != "scores" else None
+    if stage == "output":
+        output(t, step, probs, labels, sh)
+        return
+    if stage == "softmax":
         fig = attention_heatmap(probs, labels, labels, t("prefill.probs_title", layer=0, head=0), t("prefill.axis_key"),
                                 t("prefill.axis_query"), t("prefill.prob"), probabilities=True, hidden=at.masked(s),
                                 notes=notes)
@@ -134,6 +142,21 @@ def scores(t, run) -> None:
         fig = attention_heatmap(s, labels, labels, t("prefill.scores_title", layer=0, head=0), t("prefill.axis_key"),
                                 t("prefill.axis_query"), t("prefill.score"), notes=notes)
     chart(t, fig, key="lesson_scores")
+
+
+def output(t, step, probs, labels: list[str], sh) -> None:
+    """The query the student picks: each key's V row scaled by its probability, and their sum, the head's output
+    for that query (analysis/attention.weighted_values), from the recorded softmax and V."""
+    n = probs.shape[0]
+    row = st.select_slider(t("lesson.ctl.query"), options=list(range(n)), value=n - 1, key=ctl("scores_row"),
+                           format_func=lambda i: labels[i])
+    v = step.hook(hooks.v(0)).array[0, sh.kv_head(0)]  # [b, kv, n, hd] -> head 0's KV head: [n, hd]
+    parts = at.weighted_values(probs, v, row)  # [row + 2, hd]: p_j * V_j for each key j, then the sum
+    rows = [t("lesson.weighted_row", p=f"{probs[row, j]:.3f}", token=labels[j]) for j in range(row + 1)]
+    title = t("lesson.output_title", query=labels[row])
+    chart(t, embeddings.matrix_heatmap(parts, [*rows, t("lesson.output_row")], title, "head_dim",
+                                       t("prefill.axis_key"), t("tokens.value")), key="lesson_output")
+    st.caption(t("lesson.output_note", query=labels[row], n=row + 1, total=f"{probs[row, : row + 1].sum():.3f}"))
 
 
 def kv_shape(t, run) -> None:

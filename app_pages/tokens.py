@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from llmviz.analysis import positions, projection
+from llmviz.analysis import projection
 from llmviz.analysis import tokens as tk
 from llmviz.analysis.recorded import missing_tensors
 from llmviz.ui import article_view, state, tokens_view
@@ -79,25 +79,7 @@ def embedding_section(t, step, labels: list[str], notes: list[str]) -> None:
 
 def position_section(t, run, step, labels: list[str]) -> None:
     st.header(t("tokens.pos_header"))
-    config = run.trace.model_card["config"]
-    pos = step.hook("pos").array[0]  # [b, n, pos_dim] -> [n, pos_dim]
-    rows = min(pos.shape[0], MAX_ROWS)
-    if config["position"] != "rope":
-        st.markdown(t("tokens.pos_learned_explain", d=pos.shape[1], table=config["max_position_embeddings"]))
-        chart(t, embeddings.matrix_heatmap(pos[:rows], labels, t("tokens.pos_learned_title", n=pos.shape[0],
-                                                                   d=pos.shape[1]),
-                                           t("tokens.axis_dim"), t("tokens.axis_position"),
-                                           t("tokens.value")), key="tokens_pos")
-        return
-    rates = positions.rope_rates(pos, step.positions[0])
-    st.markdown(t("tokens.pos_rope_explain", pairs=pos.shape[1], hd=2 * pos.shape[1]))
-    chart(t, embeddings.angle_heatmap(positions.wrap_angles(pos[:rows]), pos[:rows], labels,
-                                      t("tokens.pos_rope_title", n=pos.shape[0], pairs=pos.shape[1]),
-                                      t("tokens.axis_pair"), t("tokens.axis_position"), t("tokens.angle")),
-          key="tokens_pos")
-    if rates is not None:
-        st.caption(t("tokens.pos_rope_rates", first=f"{rates.rates[0]:.3g}", last=f"{rates.rates[-1]:.3g}",
-                     wave=f"{rates.wavelengths[-1]:,.0f}", pair=len(rates.rates) - 1))
+    tokens_view.position_chart(t, run, step, labels, MAX_ROWS, key="tokens_pos")
 
 
 def main() -> None:

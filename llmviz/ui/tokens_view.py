@@ -1,14 +1,16 @@
-"""Two sections of the Tokens page (C1, C2): which characters the vocabulary holds whole and which it
-spells in UTF-8 bytes, and the article's 济南的冬天 as BERT reads it (facts, no weights) beside the loaded model's
-tokens."""
+"""Sections of the Tokens page (C1, C2), some shared with the lesson: which characters the vocabulary holds whole and
+which it spells in UTF-8 bytes, the article's 济南的冬天 as BERT reads it (facts, no weights) beside the loaded model's
+tokens, and the positions of this run (RoPE's angles or the learned rows)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.analysis import article
+from llmviz.analysis import article, positions
 from llmviz.analysis import tokens as tk
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal
+from llmviz.viz import embeddings
 
 
 def character_section(t, groups) -> None:
@@ -46,3 +48,27 @@ def bert_section(t, run, ids: list[int], texts: list[str]) -> None:
                   bos="" if bos is not None and ids and ids[0] == bos else t("tokens.bert_bos")))
     if run.trace.prompt != "济南的冬天":
         st.caption(t("tokens.bert_other_prompt"))
+
+
+def position_chart(t, run, step, labels: list[str], rows: int, key: str) -> None:
+    """The positions this run fed (C2), as its model encodes them: RoPE's rotation angle of each position and
+    dimension pair (the recorded `pos` hook [n, pairs]), or the learned position rows [n, d]; the first `rows`."""
+    config = run.trace.model_card["config"]
+    pos = step.hook("pos").array[0]  # [b, n, pos_dim] -> [n, pos_dim]
+    rows = min(pos.shape[0], rows)
+    if config["position"] != "rope":
+        st.markdown(t("tokens.pos_learned_explain", d=pos.shape[1], table=config["max_position_embeddings"]))
+        chart(t, embeddings.matrix_heatmap(pos[:rows], labels, t("tokens.pos_learned_title", n=pos.shape[0],
+                                                                   d=pos.shape[1]),
+                                           t("tokens.axis_dim"), t("tokens.axis_position"),
+                                           t("tokens.value")), key=key)
+        return
+    rates = positions.rope_rates(pos, step.positions[0])
+    st.markdown(t("tokens.pos_rope_explain", pairs=pos.shape[1], hd=2 * pos.shape[1]))
+    chart(t, embeddings.angle_heatmap(positions.wrap_angles(pos[:rows]), pos[:rows], labels,
+                                      t("tokens.pos_rope_title", n=pos.shape[0], pairs=pos.shape[1]),
+                                      t("tokens.axis_pair"), t("tokens.axis_position"), t("tokens.angle")),
+          key=key)
+    if rates is not None:
+        st.caption(t("tokens.pos_rope_rates", first=f"{rates.rates[0]:.3g}", last=f"{rates.rates[-1]:.3g}",
+                     wave=f"{rates.wavelengths[-1]:,.0f}", pair=len(rates.rates) - 1))

@@ -269,3 +269,20 @@ def test_attentions_output_is_the_probabilities_times_v():
     with torch.no_grad():
         out = o_proj(torch.from_numpy(per_head)).numpy()
     assert np.allclose(out, step.hook(hooks.attn_out(0)).array[0], atol=1e-4)
+
+
+def test_the_positions_are_this_runs_rope_angles(config, prompt_ids):
+    """Step 1.1.3's second view: the positions the run fed (0 .. n-1) and RoPE's angle of each position and pair,
+    against the formula by hand: position p, pair i turns by p * theta ** (-2i / head_dim)."""
+    import numpy as np
+    from page_probes import charts
+    from plotly_data import array
+
+    at = at_step("1.1.3")
+    at.segmented_control(key="lesson_ctl_embedding_view").set_value("positions").run()
+    n, hd = len(prompt_ids), config["hidden_size"] // config["num_attention_heads"]
+    assert metrics(at)[z("lesson.positions_fed")] == f"0 … {n - 1}"
+    heat = charts(at)[z("tokens.pos_rope_title", n=n, pairs=hd // 2)]["data"][0]
+    theta = config.get("rope_theta", 10000.0)
+    by_hand = np.arange(n)[:, None] * theta ** (-2 * np.arange(hd // 2)[None, :] / hd)  # [n, pairs]
+    assert np.allclose(array(heat["customdata"]), by_hand, rtol=1e-5, atol=1e-5)

@@ -16,6 +16,7 @@ from llmviz.analysis.kv_memory import kv_bytes
 from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import ELEMENT_BYTES, format_of
 from llmviz.trace import hooks
+from llmviz.ui import tokens_view
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal
 from llmviz.viz import embeddings
@@ -79,10 +80,19 @@ def across(corner: str, positions: list, rows: dict[str, list], key: str) -> Non
 
 
 def embedding(t, run) -> None:
-    """The prompt's embeddings [n, d] (C2); the control says how many of the d columns are drawn."""
+    """The prompt's embeddings [n, d] (C2), or the positions this run fed as its model encodes them (the first
+    control); the second says how many of the d columns are drawn."""
     step, (_, pieces, _) = run.trace.steps[0], prompt_pieces(run)
     embed = step.hook("embed").array[0]  # [b, n, d] -> [n, d]
     n, d = embed.shape
+    view = st.segmented_control(t("lesson.ctl.vectors"), ("tokens", "positions"), default="tokens", required=True,
+                                key=ctl("embedding_view"), format_func=lambda v: t(f"lesson.vectors.{v}"))
+    if view == "positions":
+        ids = [int(p) for p in step.positions[0]]  # the positions fed: 0 .. n-1 for a prompt
+        st.metric(t("lesson.positions_fed"), f"{ids[0]} … {ids[-1]}" if len(ids) > 1 else str(ids[0]))
+        tokens_view.position_chart(t, run, step, tk.position_labels(pieces)[:SHOWN_ROWS], SHOWN_ROWS,
+                                   key="lesson_positions")
+        return
     shown = st.slider(t("lesson.ctl.columns"), 1, d, min(d, 64), key=ctl("embedding"))
     st.metric(t("lesson.shape"), shape_text((n, d)))
     chart(t, embeddings.matrix_heatmap(embed[:SHOWN_ROWS, :shown], tk.position_labels(pieces)[:SHOWN_ROWS],
@@ -213,5 +223,5 @@ FIRST_LAYER = tuple(hooks.layer_hook_name(0, p) for p in ("attn_in", "q", "k", "
 
 def needs(panel: str, layers: int) -> tuple[str, ...]:
     """The prefill's recorded tensors a panel reads (a trace recorded without them says so instead of drawing)."""
-    return {"embedding": ("embed",), "qkv": FIRST_LAYER, "scores": FIRST_LAYER,
+    return {"embedding": ("embed", "pos"), "qkv": FIRST_LAYER, "scores": FIRST_LAYER,
             "kv_shape": tuple(hooks.every_layer("k", layers))}.get(panel, ())

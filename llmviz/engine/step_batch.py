@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from llmviz.errors import ConfigError
-from llmviz.trace.sparsity import BlockSparse
+from llmviz.trace.sparsity import BlockSparse, window_allows
 
 PAD_ID = 0  # the id fed in a pad slot; its output is never read and its K/V never stored
 
@@ -222,10 +222,8 @@ def step_mask(step: StepBatch, window: int | BlockSparse, key_positions: torch.T
         k_pos = torch.arange(total, device=step.ids.device)[None, None, :]  # [1, 1, n_k]
     else:
         k_pos = key_positions[:, None, :]  # [b, 1, n_k]
-    diff = step.positions[:, :, None] - k_pos  # [b, n, n_k]
-    allowed = diff >= 0  # causal; also hides slots past the row's own length
-    if window:
-        allowed &= diff < window
+    # causal (which also hides the slots past a row's own length), within the window if any: trace/sparsity's rule
+    allowed = window_allows(step.positions[:, :, None], k_pos, window)  # [b, n, n_k]
     if sparse is not None:  # the rule of trace/sparsity.py, on the positions of queries and keys
         allowed &= sparse.allows(step.positions[:, :, None], k_pos)
     if not step.uniform:

@@ -38,3 +38,12 @@ class BlockSparse:
     def describe(self) -> str:
         return (f"block-sparse: blocks of {self.block}, the {self.local} nearest and the first "
                 f"{self.global_blocks} visible")
+
+
+def window_allows(query_pos, key_pos, window: int):
+    """The sliding window (C20, the article's 局部注意力): a query sees the `window` latest positions up to its own
+    (causal); 0 = no window, every earlier position. On numpy arrays or torch tensors alike: the engine's mask
+    (engine/step_batch.step_mask) and the lesson's drawing read this one rule."""
+    diff = query_pos - key_pos
+    return (diff >= 0) & (diff < window) if window else diff >= 0
+

@@ -142,3 +142,24 @@ def test_fp16_overflow_is_caught_in_the_ring_too(tiny):
     ring.write(0, step, k, k)
     with pytest.raises(KVOverflowError):
         ring.check_overflow()
+
+
+@pytest.mark.parametrize("window", [1, 2, 5, 9, 40])
+def test_the_lessons_window_rule_is_the_engines_mask(window):
+    """trace/sparsity.window_allows (what the lesson draws, in numpy) against the mask the engine builds for a step
+    (engine/step_batch.step_mask): a prompt from 0 and a shorter row from position 3 in one padded batch; a window of
+    one (each query sees itself), one inside the rows, one as long as the longest row, one beyond it (no window)."""
+    import numpy as np
+
+    from llmviz.engine.step_batch import build_step, step_mask
+    from llmviz.trace.sparsity import window_allows
+
+    rows, starts = [[5] * 9, [6] * 4], [0, 3]
+    step = build_step(rows, starts, backend="eager", windows=(window,), device=torch.device("cpu"))
+    mask = step_mask(step, window).mask[:, 0].numpy()  # [b, n, n_k]
+    keys = np.arange(mask.shape[-1])
+    for i, (row, start) in enumerate(zip(rows, starts, strict=True)):
+        queries = np.arange(start, start + len(row))
+        expected = window_allows(queries[:, None], keys[None, :], window)  # [len(row), n_k]
+        assert (mask[i, : len(row)] == expected).all(), (window, i)
+        assert expected.sum() == sum(min(q + 1, window) for q in queries)  # by hand: the window, or all before it

@@ -167,6 +167,10 @@ def test_the_block_sparse_mask_counted_by_loops(prompt_ids):
         at.segmented_control(key="lesson_ctl_sparse").set_value(block).run()
         seen = sum(1 for q in range(n) for k in range(q + 1) if q // block - k // block < 2 or k // block < 1)
         assert metrics(at)[z("lesson.keys_seen")] == str(seen)
+    at.segmented_control(key="lesson_ctl_sparse_kind").set_value("window").run()  # the article's 局部注意力
+    for window in (2, 6):
+        at.segmented_control(key="lesson_ctl_sparse_window").set_value(window).run()
+        assert metrics(at)[z("lesson.keys_seen")] == str(sum(min(q + 1, window) for q in range(n)))
 
 
 def test_one_more_token_and_every_steps_logits_are_the_oracles(app_model):

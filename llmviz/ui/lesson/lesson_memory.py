@@ -21,7 +21,7 @@ from llmviz.analysis.predict import (
     layer_slots,
     weight_bytes,
 )
-from llmviz.trace.sparsity import BlockSparse
+from llmviz.trace.sparsity import BlockSparse, window_allows
 from llmviz.ui.charts import chart
 from llmviz.ui.lesson.lesson_prefill import ctl
 from llmviz.viz import kv_layouts
@@ -132,18 +132,23 @@ def gqa(t, run) -> None:
 
 
 def sparse(t, run) -> None:
-    """Which keys each query sees under a block-sparse mask (C20; the engine's rule): the control sets the block."""
+    """Which keys each query sees (C20; the engine's rules, trace/sparsity.py): under a block-sparse mask, or a
+    sliding window (the article's 局部注意力), the first control; the second sets the block or the window."""
     n = len(run.trace.prompt_ids)
+    kind = st.segmented_control(t("lesson.ctl.pattern"), ("block", "window"), default="block", required=True,
+                                key=ctl("sparse_kind"), format_func=lambda k: t(f"lesson.pattern.{k}"))
     control, seen_col, share_col = st.columns([2, 1, 1])  # the counts beside the control: the map in one screen
-    block = control.segmented_control(t("lesson.ctl.block"), (1, 2, 4, 8), default=2, required=True,
-                                      key=ctl("sparse"))
+    key = ctl("sparse" if kind == "block" else "sparse_window")  # a block and a window each keep their own
+    size = control.segmented_control(t(f"lesson.ctl.{kind}"), (1, 2, 4, 8) if kind == "block" else (2, 3, 4, 6),
+                                     default=2, required=True, key=key)
     pos = np.arange(n)
-    seen = BlockSparse(block, local=2, global_blocks=1).allows(pos[:, None], pos[None, :])  # [n, n] bool
+    seen = (BlockSparse(size, local=2, global_blocks=1).allows(pos[:, None], pos[None, :]) if kind == "block"
+            else window_allows(pos[:, None], pos[None, :], size))  # [n, n] bool
     causal = n * (n + 1) // 2
     seen_col.metric(t("lesson.keys_seen"), int(seen.sum()))
     share_col.metric(t("lesson.of_causal"), f"{100 * seen.sum() / causal:.0f}%")
     labels = [str(i) for i in range(n)]
-    chart(t, attention_heatmap(seen.astype(float), labels, labels, t("lesson.sparse_title", block=block),
+    chart(t, attention_heatmap(seen.astype(float), labels, labels, t(f"lesson.{kind}_title", size=size),
                                t("prefill.axis_key"), t("prefill.axis_query"), t("lesson.visible"),
                                probabilities=True, hidden=~seen), key="lesson_sparse")
 

@@ -24,6 +24,13 @@ def _loader(load_fn):
     return load_fn or models.load
 
 
+def article_cache(tokens: int) -> dict:
+    """The article's 6 MB at 1,024 tokens from a real cache of its shapes, one layer (llmviz/labs/article_cache.py)."""
+    from llmviz.labs.article_cache import article_cache_bytes
+
+    return article_cache_bytes(tokens)
+
+
 # --- the article's claims ----------------------------------------------------------------------------------------
 def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None,
            patience: float = 1.0, on_batch=None) -> dict:

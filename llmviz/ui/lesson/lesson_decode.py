@@ -15,7 +15,7 @@ from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import Setup, Shape, in_millions, kv_read_bytes, step_flops, weight_read_bytes
 from llmviz.analysis.tokens import cache_labels
 from llmviz.trace import hooks
-from llmviz.ui import measure, state
+from llmviz.ui import measure, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import with_bold_tail
 from llmviz.ui.latency import slowdown_view
@@ -92,6 +92,12 @@ def kv_bytes_1024(t, run) -> None:
     theirs = kv_bytes(tokens, ex.kv_heads, ex.head_dim, ex.element_bytes)
     ours = kv_bytes(tokens, config["num_kv_heads"], config["head_dim"], ex.element_bytes)
     cache_bytes(t, theirs, ex.layers, ours, config["num_layers"])
+    if server.engine_available():  # the article's layer allocated for real: what torch holds, not the formula
+        from llmviz import service
+
+        real = service.measure.article_cache(tokens)
+        st.caption(t("lesson.real_cache", tokens=tokens, shape=shape_text(real["shape"][0]), dtype=real["dtype"],
+                     held=f"{real['bytes']:,}", human=human(real["bytes"])))
 
 
 def intensity(t, run) -> None:

@@ -70,6 +70,10 @@ def test_berts_view_is_seven_positions(prompt_ids):
     at.segmented_control(key="lesson_ctl_bert").set_value("here").run()
     assert metrics(at)[z("tokens.vocab")] == "9,216"  # the embedded vocabulary (its card)
     assert [c[:2] for c in chip_fields(at)] == [[str(i), str(t)] for i, t in enumerate(prompt_ids)]  # the tokenizer's
+    at.segmented_control(key="lesson_ctl_bert").set_value("bert_sum").run()  # BERT's input, random tables, said so
+    assert metrics(at)[z("lesson.shape")] == "[7, 768]"
+    assert z("lesson.bert_sum_note", token="[21128, 768]", position="[512, 768]", segment="[2, 768]") in [
+        c.value for c in at.caption]
 
 
 def test_prefill_shapes_from_the_config(config, prompt_ids):

@@ -12,6 +12,7 @@ import streamlit as st
 from llmviz.analysis import article
 from llmviz.analysis import attention as at
 from llmviz.analysis import tokens as tk
+from llmviz.analysis.bert_input import bert_input
 from llmviz.analysis.kv_memory import kv_bytes
 from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import ELEMENT_BYTES, format_of
@@ -55,8 +56,11 @@ def bert(t, run) -> None:
     """济南的冬天 as BERT reads it, or as this model does (the control); the positions run across (one screen)."""
     ids, _, texts = prompt_pieces(run)
     view = article.bert_view("济南的冬天")
-    which = st.segmented_control(t("lesson.ctl.reader"), ("bert", "here"), default="bert", required=True,
+    which = st.segmented_control(t("lesson.ctl.reader"), ("bert", "bert_sum", "here"), default="bert", required=True,
                                  key=ctl("bert"), format_func=lambda w: t(f"lesson.reader.{w}"))
+    if which == "bert_sum":
+        bert_sum(t, view)
+        return
     cols = st.columns(3)
     if which == "bert":
         cols[0].metric(t("tokens.n_tokens"), len(view["tokens"]))
@@ -71,6 +75,18 @@ def bert(t, run) -> None:
         cols[2].metric(t("lesson.last_position"), len(ids) - 1)
         across(t("tokens.bert_col_position"), list(range(len(ids))),
                {t("tokens.col_id"): ids, t("tokens.col_text"): [tk.visible(x) for x in texts]}, key="lesson_bert_here")
+
+
+def bert_sum(t, view: dict) -> None:
+    """BERT's input for the article's example: token + position + segment rows, summed (analysis/bert_input.py),
+    on random tables of BERT's shapes, said so; the first 64 of 768 columns drawn."""
+    got = bert_input(view["tokens"], view["positions"], view["segments"])
+    shapes = {k: shape_text(v) for k, v in got.shapes.items()}
+    st.metric(t("lesson.shape"), shape_text(got.summed.shape))
+    labels = [f"{p}:{tok}" for p, tok in zip(view["positions"], view["tokens"], strict=True)]
+    chart(t, embeddings.matrix_heatmap(got.summed[:, :64], labels, t("lesson.bert_sum_title"), t("tokens.axis_dim"),
+                                       t("tokens.axis_token"), t("tokens.value")), key="lesson_bert_sum")
+    st.caption(t("lesson.bert_sum_note", **shapes))
 
 
 def across(corner: str, positions: list, rows: dict[str, list], key: str) -> None:

@@ -181,6 +181,7 @@ SLIPS = (  # in the article's order (§1.1 first, §5 last): the pages list them
     Slip("only_q", "1.2", ("C5",)),
     Slip("decode_25ms", "1.2", ("C7",)),
     Slip("block_tables", "2.1", ("C9",)),
+    Slip("norm_fusion", "2.2", ("C10",)),
     Slip("half_kv_bound", "2.2", ("C11",)),
     Slip("prefetch", "2.2", ("C12",)),
     Slip("flash_import", "3.1", ("C14",)),
@@ -206,6 +207,19 @@ def decode_read_times(tokens: int = 1024, quoted_ms: float = 25.0, memory_share:
     return {"read_mb": read / 1e6, "fast_ms": fast, "slow_ms": slow, "fast_gbps": A100_BANDWIDTH_GBPS,
             "slow_gbps": A100_40GB_BANDWIDTH_GBPS, "moved_gb": moved / 1e9, "times": moved / read,
             "fast_times": quoted_ms / fast, "slow_times": quoted_ms / slow}
+
+
+def norm_fusion(config: dict, cached: int = 1024) -> dict:
+    """§2.2's LayerNorm + QKV kernel: what it saves is writing each layer's normed input [n, d] (fp32) and reading it
+    back once (the fused QKV matmul already reads it once, the engine's fused-qkv switch): 2 x n x d x 4 B a layer.
+    At one decode step after `cached` tokens, against the bytes that step reads (weights and cache); at a prefill of
+    `cached` tokens, in bytes."""
+    d, layers = config["hidden_size"], config["num_layers"]
+    setup = Setup(Shape.from_config(config))
+    saved_decode = 2 * d * 4 * layers
+    read = weight_read_bytes(setup) + kv_read_bytes(setup, cached + 1)
+    return {"saved_kb": saved_decode / 1024, "read_mb": read / 2**20, "share": saved_decode / read,
+            "prefill_mib": 2 * cached * d * 4 * layers / 2**20, "cached": cached, "d": d, "layers": layers}
 
 
 def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -> dict[str, dict]:
@@ -235,6 +249,7 @@ def slip_values(gpt2: dict, llama2: dict, llama3: dict, gqa_card: dict | None) -
                                               4, gpt2["num_layers"]) / MIB},
         # the GPT-2 shape at the decode claims' 1,024 cached tokens (the Reveal's K4), all fp32; Llama-2-7B in fp16
         # with the fp32 cache .half() halves, at the 2,048 tokens of its context
+        "norm_fusion": norm_fusion(gpt2),  # GPT-2's shape (the decode claims' model), 1,024 cached tokens
         "half_kv_bound": {"needed": 2 * (1 - 1 / HALF_KV_SPEEDUP), "speedup": HALF_KV_SPEEDUP,
                           **{f"{name}_{k}": v for name, share in (("gpt2", kv_share(gpt2, 1025, "fp32", "fp32")),
                                                                   ("llama2", kv_share(llama2, 2048, "fp16", "fp32")))

@@ -108,7 +108,7 @@ STOCK = (
     Step("2.1.2", "paged", "kv_layouts", ("C9",), slips=("block_tables",), map=GROWING),
     Step("2.1.3", "claim", "kv_layouts", ("K3", "C8", "C9"), claim="K3"),
     # §2.2 graph optimizations
-    Step("2.2.1", "claim", "compare", ("K11", "C10"), claim="K11"),
+    Step("2.2.1", "claim", "compare", ("K11", "C10"), claim="K11", slips=("norm_fusion",)),
     Step("2.2.2", "claim", "compare", ("K4", "C11"), claim="K4", slips=("half_kv_bound",)),
     Step("2.2.3", "locality", "kv_layouts", ("C12",), slips=("prefetch",), map=GROWING),  # the article's prefetch loop
     # §3.1 prefill tuning

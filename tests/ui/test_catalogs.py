@@ -237,7 +237,7 @@ NAMES = {
     "llama-2-7b", "llama-3-8b", "logit", "lens", "modelscope", "nvidia", "nan", "oom", "python", "qk", "redis",
     "sosp", "sxm", "sxm4", "sentencepiece", "tf32", "transformer", "u+fffd", "dtype", "eps", "fc", "proj",
     "flash-attn", "gptq-int4", "llm-int8", "kv-heads", "llmviz", "log-sum-exp", "logits", "mixed-poisson", "pickle",
-    "sparse-block", "sparse-global", "sparse-local", "e-6", "bitsandbytes",
+    "sparse-block", "sparse-global", "sparse-local", "e-6", "bitsandbytes", "kib", "triton",
 }
 DEVICES_LOWER = {"cpu", "cuda", "mps"}  # torch's names, for code: a sentence says CPU, CUDA, MPS
 # The pages' English names: a Chinese sentence names a page by its Chinese title (“文章的论断”页面, not Claims 页面)

@@ -147,8 +147,8 @@ def test_the_articles_slips_and_terms_are_listed_with_their_evidence(lang):
     assert translate(lang, "article.slips_title") in [h.value for h in at.header]
     texts = [m.value for m in at.markdown]
     says = [v for v in texts if v.startswith("**§")]  # one per slip: its section, then the article's sentence
-    order = [(1, 1)] * 5 + [(1, 2)] * 3 + [(2, 1), (2, 2), (2, 2), (3, 1), (3, 1), (4, 1), (4, 1), (4, 2), (4, 2),
-                                          (4, 2), (5,), (5,)]  # the article's sections, counted by hand (20)
+    order = [(1, 1)] * 5 + [(1, 2)] * 3 + [(2, 1), (2, 2), (2, 2), (2, 2), (3, 1), (3, 1), (4, 1), (4, 1), (4, 2),
+                                          (4, 2), (4, 2), (5,), (5,)]  # the article's sections, counted by hand (21)
     assert [tuple(int(p) for p in v[3:v.index("**", 3)].split(".")) for v in says] == order
     assert len(says) == len(SLIPS) and {v.split(" · ", 1)[1] for v in says} == {
         translate(lang, f"slip.{s.id}.says") for s in SLIPS}
@@ -158,6 +158,8 @@ def test_the_articles_slips_and_terms_are_listed_with_their_evidence(lang):
     by_id = {s.id: evidence[translate(lang, f"slip.{s.id}.says")] for s in SLIPS}
     assert "16 MiB" in by_id["oom_budget"] and "64 MiB" in by_id["oom_budget"]
     assert "24,576 B" in by_id["per_layer"] and "72 MiB" in by_id["per_layer"]
+    # §2.2's norm + QKV kernel on GPT-2's shape: 2 x 768 x 4 B a layer x 12 layers = 72 KiB a decode step
+    assert "72 KiB" in by_id["norm_fusion"] and "Triton" in by_id["norm_fusion"]
     assert "== False" in by_id["bert_decodes"] and "5." in by_id["kv_cache_dtype"]  # read from transformers 5.x
     assert not any("{" in e for e in by_id.values())
     terms = next(d.value for d in at.dataframe if translate(lang, "article.col_article_term") in d.value.columns)

@@ -31,6 +31,15 @@ def article_cache(tokens: int) -> dict:
     return article_cache_bytes(tokens)
 
 
+def fp8_support(device: str = "auto") -> dict:
+    """What this machine's device does with FP8, read now (llmviz/engine/platform/fp8.py): the article's FP8 on an
+    A100 beside this machine's and the lent GPU's."""
+    from llmviz.engine.platform.devices import resolve_device
+    from llmviz.engine.platform.fp8 import fp8_facts
+
+    return fp8_facts(resolve_device(device))
+
+
 # --- the article's claims ----------------------------------------------------------------------------------------
 def claims(ids=None, quick: bool = True, device: str = "auto", load_fn=None, progress: Progress | None = None,
            patience: float = 1.0, on_batch=None) -> dict:

@@ -56,6 +56,27 @@ def slips_notes(t, ids: tuple[str, ...] | None = None) -> None:
             st.markdown(t("article.evidence_line", text=evidence(t, s.id)))
             if s.id == "bert_decodes":
                 masks(t)
+            if s.id == "a100_fp8":
+                fp8_here(t)
+
+
+def fp8_here(t) -> None:
+    """Beside the datasheet's A100: what this machine's device does with FP8, read now (the a100_fp8 slip)."""
+    from llmviz.ui import server
+
+    if not server.engine_available():
+        return
+    from llmviz import service
+    from llmviz.i18n.translator import shown_device
+
+    f = service.measure.fp8_support()
+    yes_no = {True: t("article.yes"), False: t("article.no")}
+    if f["tensor_cores"] is None:
+        st.caption(t("article.fp8_here", device=shown_device(f["device"]), max=f"{f['max']:g}",
+                     stores=yes_no[f["stores"]], multiplies=yes_no[f["multiplies"]]))
+    else:
+        st.caption(t("article.fp8_here_cuda", name=f["name"], capability=".".join(map(str, f["capability"])),
+                     cores=yes_no[f["tensor_cores"]], stores=yes_no[f["stores"]], multiplies=yes_no[f["multiplies"]]))
 
 
 def masks(t) -> None:

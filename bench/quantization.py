@@ -26,27 +26,16 @@ sys.path.insert(0, str(ROOT))
 from common import machine  # noqa: E402
 
 from llmviz import service  # noqa: E402
-from llmviz.engine.models.quant_methods import LLM_INT8_THRESHOLD, count_outliers  # noqa: E402
-from llmviz.labs.evaluation import engine_perplexity, heldout_ids  # noqa: E402
+from llmviz.labs.quant_eval import GROUPED, quant_row  # noqa: E402
 from llmviz.trace.config import EngineConfig  # noqa: E402
 
 MODES = ("none", "int8", "int4", "llm-int8", "gptq-int4")
-GROUPED = ("int4", "gptq-int4")  # the modes a group size changes
 
 
 def measure(model: str, mode: str, group: int) -> dict:
     began = time.perf_counter()
     lm = service.models.load(model, EngineConfig(device="cpu", quant=mode, quant_group=group))
-    load_s = time.perf_counter() - began
-    with count_outliers() as seen:
-        ppl = engine_perplexity(lm, heldout_ids(lm.tokenizer))
-    row = {"quant": mode, "group": group if mode in GROUPED else None, "perplexity": round(ppl, 3),
-           "weight_bytes": lm.weight_bytes, "load_s": round(load_s, 2)}
-    if mode == "llm-int8":
-        row |= {"threshold": LLM_INT8_THRESHOLD, "outlier_columns": sum(n for _, n, _ in seen),
-                "column_calls": sum(width for _, _, width in seen)}
-    if "calibration_tokens" in lm.options:
-        row["calibration_tokens"] = lm.options["calibration_tokens"]
+    row = quant_row(lm, mode, group, time.perf_counter() - began)
     print(json.dumps(row), file=sys.stderr, flush=True)
     return row
 

@@ -121,10 +121,18 @@ def weight_bytes(setup: Setup) -> int:
         out_rows = _block_out_rows(s, setup.kv_head_count)
         scales = out_rows if bits == 8 else 2 * matrices // setup.quant_group  # int8: one per row; int4: scale+zero
         blocks = matrices * bits // 8 + (scales + small) * e
+    return s.num_layers * blocks + unquantized_bytes(setup)
+
+
+def unquantized_bytes(setup: Setup) -> int:
+    """Bytes of the weights no quantization switch touches, in dtype: the embedding tables (and an untied output
+    head), a learned position table, the final norm. Why int4 weights of a small-vocabulary-heavy model are not an
+    eighth of fp32's."""
+    s, e = setup.shape, ELEMENT_BYTES[setup.dtype]
     final_norm = s.hidden_size * (2 if s.norm == "layer" else 1)
     tables = s.vocab_size * s.hidden_size * (1 if s.tie_embeddings else 2)
     tables += s.max_position_embeddings * s.hidden_size * (s.position == "learned")
-    return s.num_layers * blocks + (final_norm + tables) * e
+    return (final_norm + tables) * e
 
 
 def _block_out_rows(s: Shape, kv_heads: int) -> int:

@@ -31,6 +31,14 @@ def article_cache(tokens: int) -> dict:
     return article_cache_bytes(tokens)
 
 
+def quantization(lm, mode: str, group: int) -> dict:
+    """A model loaded with a weight-quantization method measured on held-out text (llmviz/labs/quant_eval.py): its
+    perplexity, weight bytes, and the method's own counts."""
+    from llmviz.labs.quant_eval import quant_row
+
+    return quant_row(lm, mode, group)
+
+
 def fp8_support(device: str = "auto") -> dict:
     """What this machine's device does with FP8, read now (llmviz/engine/platform/fp8.py): the article's FP8 on an
     A100 beside this machine's and the lent GPU's."""

@@ -299,3 +299,31 @@ def test_the_positions_are_this_runs_rope_angles(config, prompt_ids):
     theta = config.get("rope_theta", 10000.0)
     by_hand = np.arange(n)[:, None] * theta ** (-2 * np.arange(hd // 2)[None, :] / hd)  # [n, pairs]
     assert np.allclose(array(heat["customdata"]), by_hand, rtol=1e-5, atol=1e-5)
+
+
+def test_step_5_2_measures_the_methods_on_heldout_text(app_model):
+    """LLM.int8() measured live beside fp32 (the reference, measured first): each row's perplexity is the engine's
+    held-out perplexity of that model, LLM.int8()'s outlier columns are counted, and the 4-bit weights' share is
+    explained by the fp32 tables (the vocabulary's rows by hand)."""
+    import torch
+
+    from llmviz import service
+    from llmviz.labs.evaluation import engine_perplexity, heldout_ids
+    from llmviz.trace.config import EngineConfig
+
+    at = open_app(PAGE, model=app_model, lang="zh", lesson="5.2")
+    at.segmented_control(key="lesson_ctl_quant").set_value("int4").run()
+    vocab, d = 9216, 256  # the embedded model's table: one embedding, which the output head shares (tied), fp32
+    assert any(f"{vocab:,} 行" in c.value for c in at.caption)
+    at.segmented_control(key="lesson_ctl_quant").set_value("llm-int8").run()
+    at.button(key="lesson_quant_measure").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(df.value for df in at.dataframe if z("lesson.quant_col_ppl") in df.value.columns)
+    assert list(table[z("lesson.quant_col_method")]) == ["none", "llm-int8"]
+    torch.set_num_threads(2)
+    for method, shown in zip(("none", "llm-int8"), table[z("lesson.quant_col_ppl")], strict=True):
+        lm = service.models.load(app_model, EngineConfig(device="cpu", quant=method))
+        assert float(shown) == pytest.approx(engine_perplexity(lm, heldout_ids(lm.tokenizer)), abs=0.01)
+    assert any(c.value.startswith("LLM.int8()：这里有") for c in at.caption)
+    kept = vocab * d * 4 + d * 4  # the table and the final norm, fp32: 9.0 MiB, 41% of 22.0 MiB
+    assert any(f"{kept / 2**20:.1f} MiB" in c.value and "41%" in c.value for c in at.caption)

@@ -19,10 +19,12 @@ from llmviz.analysis.predict import (
     Shape,
     kv_bytes_per_token,
     layer_slots,
+    unquantized_bytes,
     weight_bytes,
 )
 from llmviz.trace.sparsity import BlockSparse, window_allows
 from llmviz.ui.charts import chart
+from llmviz.ui.lesson import lesson_quant
 from llmviz.ui.lesson.lesson_prefill import ctl
 from llmviz.viz import kv_layouts
 from llmviz.viz.attention import attention_heatmap
@@ -154,7 +156,9 @@ def sparse(t, run) -> None:
 
 
 def quant(t, run) -> None:
-    """Every weight's bytes as stored (C21): fp32, fp16, int8 or 4-bit block matrices with their scales."""
+    """Every weight's bytes as stored (C21): fp32, fp16, int8 or 4-bit block matrices with their scales, and why a
+    4-bit model is not an eighth of fp32 (the tables stay as they are); then the methods measured on held-out text
+    (lesson_quant.py)."""
     choice = st.segmented_control(t("lesson.ctl.weights"), ("fp32", "fp16", *[q for q in QUANT_BITS if q != "none"]),
                                   default="fp32", required=True, key=ctl("quant"))
     shape = shape_of(run)
@@ -163,6 +167,11 @@ def quant(t, run) -> None:
     cols = st.columns(2)
     cols[0].metric(t("lesson.weights"), human(weight_bytes(setup)), help=f"{weight_bytes(setup):,} B")
     cols[1].metric(t("lesson.of_fp32"), f"{100 * weight_bytes(setup) / base:.1f}%")
+    if choice not in ("fp32", "fp16"):
+        kept = unquantized_bytes(Setup(shape))
+        st.caption(t("lesson.quant_why_tied" if shape.tie_embeddings else "lesson.quant_why", kept=human(kept),
+                     share=f"{100 * kept / base:.0f}%", vocab=shape.vocab_size))
+    lesson_quant.measured(t, run, choice)
 
 
 PANELS = {"contiguous": contiguous, "paged": paged, "oom_budget": oom_budget, "max_seq": max_seq,

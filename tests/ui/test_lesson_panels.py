@@ -321,9 +321,9 @@ def test_step_5_2_measures_the_methods_on_heldout_text(app_model):
     table = next(df.value for df in at.dataframe if z("lesson.quant_col_ppl") in df.value.columns)
     assert list(table[z("lesson.quant_col_method")]) == ["none", "llm-int8"]
     torch.set_num_threads(2)
-    for method, shown in zip(("none", "llm-int8"), table[z("lesson.quant_col_ppl")], strict=True):
+    for method, ppl in zip(("none", "llm-int8"), table[z("lesson.quant_col_ppl")], strict=True):
         lm = service.models.load(app_model, EngineConfig(device="cpu", quant=method))
-        assert float(shown) == pytest.approx(engine_perplexity(lm, heldout_ids(lm.tokenizer)), abs=0.01)
+        assert float(ppl) == pytest.approx(engine_perplexity(lm, heldout_ids(lm.tokenizer)), abs=0.01)
     assert any(c.value.startswith("LLM.int8()：这里有") for c in at.caption)
     kept = vocab * d * 4 + d * 4  # the table and the final norm, fp32: 9.0 MiB, 41% of 22.0 MiB
     assert any(f"{kept / 2**20:.1f} MiB" in c.value and "41%" in c.value for c in at.caption)

@@ -7,6 +7,7 @@ torch until it is called.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from llmviz.service import models
@@ -24,8 +25,10 @@ def _loader(load_fn):
     return load_fn or models.load
 
 
+@functools.lru_cache(maxsize=64)
 def article_cache(tokens: int) -> dict:
-    """The article's 6 MB at 1,024 tokens from a real cache of its shapes, one layer (llmviz/labs/article_cache.py)."""
+    """The article's 6 MB at 1,024 tokens from a real cache of its shapes, one layer (llmviz/labs/article_cache.py);
+    kept per token count (the allocator's answer does not change within a process; callers only read it)."""
     from llmviz.labs.article_cache import article_cache_bytes
 
     return article_cache_bytes(tokens)
@@ -39,9 +42,10 @@ def quantization(lm, mode: str, group: int) -> dict:
     return quant_row(lm, mode, group)
 
 
+@functools.lru_cache(maxsize=8)
 def fp8_support(device: str = "auto") -> dict:
-    """What this machine's device does with FP8, read now (llmviz/engine/platform/fp8.py): the article's FP8 on an
-    A100 beside this machine's and the lent GPU's."""
+    """What this machine's device does with FP8, read once per process (llmviz/engine/platform/fp8.py): the
+    article's FP8 on an A100 beside this machine's and the lent GPU's."""
     from llmviz.engine.platform.devices import resolve_device
     from llmviz.engine.platform.fp8 import fp8_facts
 

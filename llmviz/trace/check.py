@@ -197,7 +197,9 @@ KV_OPTIONAL = {"kv_dtype": TEXT, "seq_lens": COUNTS, "seq_ids": COUNTS, "bytes_p
                "slots_allocated": COUNT, "wasted_slots": WHOLE, "rows": COUNTS, "capacity": COUNT,
                "block_size": POSITIVE, "num_blocks": COUNT,
                "blocks_free": COUNT, "block_tables": TABLES, "bytes_held": COUNT, "bytes_copied_step": COUNT,
-               "bytes_copied_total": COUNT, "window": POSITIVE, "rollback": COUNT, "slots_per_row": POSITIVE}
+               "bytes_copied_total": COUNT, "window": POSITIVE, "rollback": COUNT, "slots_per_row": POSITIVE,
+               "storage_shape": (lambda v: v is None or (COUNTS[0](v) and 0 < len(v) <= 8),
+                                 "a list of at most 8 whole numbers >= 0, or null")}
 # A compiled decode step's timings["compile"]: whether its forward pass included compiling the graph (a timing to
 # leave out of a mean) or reused a graph compiled before. Absent on an eager step.
 COMPILE_STATES = ("compiled now", "reused")

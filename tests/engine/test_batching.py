@@ -146,9 +146,18 @@ def test_a_seed_that_would_overflow_for_a_later_row_is_refused(tiny):
     Session(tiny, PROMPTS[:2], EngineConfig(seed=2**64 - 2))  # rows 0 and 1 fit
 
 
+ARRANGEMENTS = {  # (cached first, then fed in one step) per row
+    # a chunk, a decode, a prompt, a decode: the decode rows 1 and 3 are not consecutive (their group by index)
+    "apart": ((9, 6, 0, 4), ([31, 32, 33, 34, 35], [40], [50, 51, 52], [60])),
+    # two decode rows first, then two chunks: the decode group is rows 0-1, read through views (its span)
+    "together": ((6, 4, 9, 0), ([40], [60], [31, 32, 33, 34, 35], [50, 51, 52])),
+}
+
+
 @pytest.mark.parametrize("kind", ["llama_gqa_rope3", "mistral", "gpt2"])
 @pytest.mark.parametrize("layout", ["paged", "contiguous"])
-def test_a_packed_step_of_chunks_and_decode_rows_equals_each_row_alone(model_dirs, kind, layout):
+@pytest.mark.parametrize("arrangement", list(ARRANGEMENTS))
+def test_a_packed_step_of_chunks_and_decode_rows_equals_each_row_alone(model_dirs, kind, layout, arrangement):
     """C15's varlen batch: a prefill chunk from mid-prompt, a decode row, a chunk from 0 and a second decode row,
     packed end to end outside attention, give each row the logits it gets fed alone (RoPE or learned positions, GQA,
     a window). The decode rows (1 and 3) are not consecutive: their group is read by index, a chunk through views."""
@@ -156,8 +165,8 @@ def test_a_packed_step_of_chunks_and_decode_rows_equals_each_row_alone(model_dir
     from llmviz.errors import ConfigError
 
     lm = load_model(str(model_dirs[kind]))
-    history = [[(5 * i + 11 * t) % 240 + 7 for t in range(n)] for i, n in enumerate((9, 6, 0, 4))]  # cached first
-    new = [[31, 32, 33, 34, 35], [40], [50, 51, 52], [60]]  # then in one step: a chunk, a decode, a prompt, a decode
+    cached, new = ARRANGEMENTS[arrangement]
+    history = [[(5 * i + 11 * t) % 240 + 7 for t in range(n)] for i, n in enumerate(cached)]  # cached first
 
     def run(rows_now, ids, packed):
         cache = make_kv_cache(layout, lm.cfg, 64, capacity=4, block_size=4)
@@ -170,7 +179,7 @@ def test_a_packed_step_of_chunks_and_decode_rows_equals_each_row_alone(model_dir
             return feed(lm.model, cache, rows_now, ids, packed=packed), cache
 
     packed, cache = run(new, [0, 1, 2, 3], packed=True)
-    assert [cache.length(i) for i in range(4)] == [14, 7, 3, 5]
+    assert [cache.length(i) for i in range(4)] == [c + len(r) for c, r in zip(cached, new, strict=True)]
     for i in range(4):
         alone, _ = run([new[i]], [i], packed=False)
         gap = (packed[i] - alone[0]).abs().max().item()

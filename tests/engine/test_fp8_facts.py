@@ -18,7 +18,7 @@ def test_the_cpu_stores_and_multiplies_fp8_without_tensor_cores():
     facts = fp8_facts(torch.device("cpu"))
     assert facts["max"] == 448.0  # E4M3's largest normal: 1.75 x 2^8
     assert facts["stores"] is True and facts["tensor_cores"] is None and facts["capability"] is None
-    assert isinstance(facts["multiplies"], bool)
+    assert facts["multiplies"] is True  # torch 2.13's CPU build runs _scaled_mm (in software): 16 ones summed to 16
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the lent one's capability)")

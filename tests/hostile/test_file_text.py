@@ -40,6 +40,13 @@ def test_the_scan_finds_each_kind_of_live_link():
     forms = [URL, "www.evil.example", "me@evil.example", "[c](y)", "![i](y)", "<a href='y'>"]
     assert [live_markdown(f"x {f}") for f in forms] == [True] * len(forms)
     assert [live_markdown(f"x {escape(f)}") for f in forms] == [False] * len(forms)
+    # st.html (the token chips): a tag leads out, escaped text and a bare URL do not
+    from html import escape as html_escape
+
+    from markup_scan import HTML_OUT
+
+    assert HTML_OUT.search("<a href='y'>t</a>") and HTML_OUT.search("<img src=y>")
+    assert not HTML_OUT.search(f"<span>{html_escape(forms[-1])} {URL}</span>")
 
 
 SHOWS_CARD = ("trace", "home", "lesson", "tokens", "prefill")  # the pages that name the model or its fields

@@ -42,6 +42,6 @@ def leaks(texts: list[str], fragments: dict[str, str]) -> dict[str, str]:
 def latin_words(text: str) -> list[str]:
     """The Latin words a Chinese message shows as prose: code in backticks, {placeholders}, links' targets and URLs
     left out, and a gloss in full-width parentheses right after Chinese text (二值（binary）) left out too."""
-    text = re.sub(r"`[^`]*`|\{[^}]*\}|\]\([^)]*\)|https?://\S+", " ", text)
+    text = re.sub(r"`[^`]*`|\{[^}]*\}|\]\([^)]*\)|https?://\S+|<[a-z/][^>]*>", " ", text)  # and a tag (<br>)
     text = re.sub(r"(?<=[\u4e00-\u9fff])（[A-Za-z][A-Za-z -]*）", " ", text)
     return [w.strip(".-/") for w in re.findall(r"[A-Za-z][A-Za-z0-9_.+\-/]*", text)]

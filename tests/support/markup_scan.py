@@ -5,7 +5,8 @@ Streamlit's frontend reads an element's body, label, help, value (a metric's bod
 for some widgets, options as GitHub-flavoured markdown (react-markdown with remark-gfm). There a string is live
 when it holds `](` or `![` that no backslash escapes, a raw `<a`, or, once its escapes are read, one of GFM's
 autolink literals: `http://`, `https://`, `www.` and an email's `x@y.z` (the rule of mdast-util-gfm-autolink-literal;
-checked against Chromium by tests/ui/test_browser_markup.py). Plotly reads `<a href>` in any text it draws. The
+checked against Chromium by tests/ui/test_browser_markup.py). Plotly reads `<a href>` in any text it draws; st.html
+(the token chips) is HTML, not markdown: there only a tag that survived escaping leads out (a text URL is text). The
 scan walks every element's protobuf, blocks (tabs, expanders) included, so a new element kind is covered without
 being named here.
 """
@@ -29,6 +30,7 @@ MARKDOWN_OPTIONS = {"select_slider", "radio", "button_group"}
 BRACKETS = re.compile(r"(?<!\\)(?:\]\(|!\[)|(?<!\\)<\s*a\b", re.IGNORECASE)
 AUTOLINK = re.compile(r"(?:https?://|www\.)[-\w]|[-.\w+]@[-\w]+\.[-\w]", re.IGNORECASE)  # on the unescaped text
 LINK_TAG = re.compile(r"<\s*/?\s*a(?![\w-])", re.IGNORECASE)  # plotly's is `<a ` or `<a>`: this is wider
+HTML_OUT = re.compile(r"<\s*(?:a|img|iframe|link|script)(?![\w-])", re.IGNORECASE)  # st.html's live tags
 
 
 def unescaped(markdown: str) -> str:
@@ -68,6 +70,9 @@ def live_links(at) -> list[str]:
             continue
         if kind == "plotly_chart":
             found += [f"plotly: {s}" for s in _figure_strings(json.loads(proto.spec)) if LINK_TAG.search(s)]
+            continue
+        if kind == "html":  # st.html: HTML as written (sanitized), never markdown: only a real tag leads out
+            found += [f"html.body: {proto.body}"] if HTML_OUT.search(proto.body) else []
             continue
         fields = MARKDOWN_FIELDS | ({"options"} if kind in MARKDOWN_OPTIONS else set())
         found += [f"{kind}.{field}: {text}" for field, text in _strings(proto, fields) if live_markdown(text)]

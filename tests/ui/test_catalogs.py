@@ -239,6 +239,8 @@ NAMES = {
     "flash-attn", "gptq-int4", "llm-int8", "kv-heads", "llmviz", "log-sum-exp", "logits", "mixed-poisson", "pickle",
     "sparse-block", "sparse-global", "sparse-local", "e-6", "bitsandbytes", "kib", "triton",
 }
+# Words ALLOWED_WORDS lets through as the embedded model's example prompts or code, English prose in a sentence
+ENGLISH_PROSE = {"the", "of", "this", "list", "return", "from", "import", "module", "provides", "left", "right"}
 DEVICES_LOWER = {"cpu", "cuda", "mps"}  # torch's names, for code: a sentence says CPU, CUDA, MPS
 # The pages' English names: a Chinese sentence names a page by its Chinese title (“文章的论断”页面, not Claims 页面)
 PAGE_WORDS = {"Home", "Lesson", "Tokens", "Layer", "Compare", "Layouts", "Batch", "Batching", "Serving", "Memory",
@@ -251,7 +253,7 @@ def english_in_chinese(text: str) -> list[str]:
     found = []
     for w in latin_words(text):
         low = w.lower()
-        allowed = (low in ALLOWED_WORDS or low in NAMES or len(w) == 1 or re.search(r"[_./]", w)
+        allowed = (low in ALLOWED_WORDS - ENGLISH_PROSE or low in NAMES or len(w) == 1 or re.search(r"[_./]", w)
                    or re.fullmatch(r"[a-z]?\d[\w.]*|[kc]\d+(-[kc]\d+)?", low))
         if w in DEVICES_LOWER or w in PAGE_WORDS or not allowed:
             found.append(w)
@@ -268,6 +270,7 @@ def test_no_english_word_in_a_chinese_sentence():
 def test_the_english_word_check_catches_them():
     assert english_in_chinese("测量之前：对 Reveal 将要计时的这次运行") == ["Reveal"]
     assert english_in_chinese("在 Compare 页面打开；请选择 auto 或 cpu") == ["Compare", "cpu"]
+    assert english_in_chinese("模型续写 Return the list") == ["Return", "the", "list"]
     assert english_in_chinese("二值（binary）运算；`cpu` 与 {device}；CPU 上的 SDPA 相对 eager；kv_heads") == []
 
 

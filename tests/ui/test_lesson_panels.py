@@ -90,9 +90,19 @@ def test_the_cache_in_bytes_by_hand(config, prompt_ids):
     m = metrics(at_step("1.1.6"))
     assert m[z("lesson.shape_cache", layer=0)] == f"[{n}, {kv}, {hd}]"
     assert m[z("lesson.model_bytes")] == f"{n * kv * hd * 2 * 4 * layers:,} B"  # fp32: 4 bytes a number
-    # the same cache as the engine holds it (the article's slip at §4.1: k_cache.shape has a batch and a layer axis)
+    # the same cache with its batch and layer axes (the article's slip at §4.1: k_cache.shape has more than three):
+    # as attention reads it, and the contiguous cache's tensor as torch holds it, max_seq slots a row (the run's own)
     assert m[z("lesson.shape_engine", layer=0)] == f"[1, {kv}, {n}, {hd}]"
-    assert m[z("lesson.shape_engine_all")] == f"[{layers}, 2, 1, {kv}, {n}, {hd}]"
+    from llmviz.engine.loading.model import load_model
+    from llmviz.engine.session import Session
+    from llmviz.ui.settings import Settings
+
+    settings = Settings(model=str(EMBEDDED_WEIGHTS.parent), prompt=JINAN)
+    lm = load_model(str(EMBEDDED_WEIGHTS.parent), device=settings.device, dtype=settings.dtype)
+    session = Session(lm, JINAN, settings.engine_config(lm.cfg.max_position_embeddings))
+    held = list(session.cache.storage[0].shape)  # what torch allocated for the lesson's run
+    assert held[:4] == [layers, 2, 1, kv] and held[5] == hd
+    assert m[z("lesson.shape_engine_all", layout="contiguous")] == str(held)
     at = at_step("1.1.7")
     assert metrics(at)[z("lesson.article_layer")] == "24,576 B"  # the article's "24 KB": one layer, not twelve
     at.segmented_control(key="lesson_ctl_kv_bytes").set_value("fp16").run()

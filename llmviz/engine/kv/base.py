@@ -185,6 +185,8 @@ class KVCache(ABC):
             "bytes_per_token": self.bytes_per_token(),
             "bytes_allocated": self.bytes_allocated(), "bytes_used": self.bytes_used(),
             "slots_allocated": self.slots_allocated(), "wasted_slots": self.slots_allocated() - self.tokens_used,
+            # the first stored tensor's shape as torch holds it (a layout that keeps one tensor per sequence: None)
+            "storage_shape": list(stored[0].shape) if (stored := getattr(self, "storage", None)) else None,
             **self._snapshot_extra(),
         }
 

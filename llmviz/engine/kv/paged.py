@@ -127,7 +127,7 @@ class PagedKVCache(KVCache):
             if table == list(range(table[0], table[0] + len(table))):  # in order in the pool: no indirection
                 return BlockAddress(None, None, (table[0], table[0] + len(table)))
         width = max(1, max(len(self.tables[s]) for s in step.seq_ids))
-        # [b, width], a short table padded with block 0 (its slots lie past the row's length: masked, never read)
+        # [b, width], a short table padded with block 0 (gathered with the rest, then masked: past the row's length)
         tables = torch.tensor([[*self.tables[s], *[0] * (width - len(self.tables[s]))] for s in step.seq_ids],
                               dtype=torch.long, device=self.device)
         rows, pos = step.real_rows, step.real_positions  # [m] each

@@ -15,7 +15,7 @@ from llmviz.analysis.chapter_check import RunFacts, draw, question, recap_values
 from llmviz.analysis.kv_memory import human
 from llmviz.analysis.predict import ELEMENT_BYTES
 from llmviz.errors import LlmvizError
-from llmviz.ui import lesson_link, server, state
+from llmviz.ui import lesson_link, presenter, server, state
 from llmviz.ui.lesson import class_wall, lesson_class
 
 ANSWERS_KEY = "llmviz_lesson_answers"  # {chapter: entry}, in the order answered
@@ -113,8 +113,12 @@ def ask(t, run, chapter: str) -> bool:
 
 def chapter_end(t, run, chapter: str) -> None:
     """The question first; the recap once it is answered (its numbers would give the answer away: §1.1's names a
-    layer's bytes, §4.1's the cache's)."""
+    layer's bytes, §4.1's the cache's). On a projector, whose room answers on its phones, the recap waits folded for
+    the teacher to open."""
     if ask(t, run, chapter):
         recap(t, run, chapter)
+    elif presenter.active() or lesson_class.role() == "teacher":  # the room answers on its phones: the teacher opens it
+        with st.expander(t("lesson.recap_open")):
+            recap(t, run, chapter)
     else:
         st.caption(t("lesson.recap_after"))

@@ -169,8 +169,9 @@ def quant(t, run) -> None:
     cols[1].metric(t("lesson.of_fp32"), f"{100 * weight_bytes(setup) / base:.1f}%")
     if choice not in ("fp32", "fp16"):
         kept = unquantized_bytes(Setup(shape))
+        bits = QUANT_BITS[choice]
         st.caption(t("lesson.quant_why_tied" if shape.tie_embeddings else "lesson.quant_why", kept=human(kept),
-                     share=f"{100 * kept / base:.0f}%", vocab=shape.vocab_size))
+                     share=f"{100 * kept / base:.0f}%", vocab=shape.vocab_size, bits=bits, part=32 // bits))
     lesson_quant.measured(t, run, choice)
 
 

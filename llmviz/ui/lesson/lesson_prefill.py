@@ -16,10 +16,11 @@ from llmviz.analysis.bert_input import bert_input
 from llmviz.analysis.kv_memory import kv_bytes
 from llmviz.analysis.model_map import shape_text
 from llmviz.analysis.predict import ELEMENT_BYTES, format_of
+from llmviz.analysis.recorded import missing_tensors
 from llmviz.trace import hooks
 from llmviz.ui import tokens_view
 from llmviz.ui.charts import chart
-from llmviz.ui.chrome import literal
+from llmviz.ui.chrome import literal, missing_note
 from llmviz.viz import embeddings
 from llmviz.viz.attention import attention_heatmap
 from llmviz.viz.tokens import field_chips, token_chips
@@ -104,6 +105,9 @@ def embedding(t, run) -> None:
     view = st.segmented_control(t("lesson.ctl.vectors"), ("tokens", "positions"), default="tokens", required=True,
                                 key=ctl("embedding_view"), format_func=lambda v: t(f"lesson.vectors.{v}"))
     if view == "positions":
+        if missing := missing_tensors(step, ("pos",)):  # a recording captured without its positions
+            missing_note(t, step, missing)
+            return
         ids = [int(p) for p in step.positions[0]]  # the positions fed: 0 .. n-1 for a prompt
         st.metric(t("lesson.positions_fed"), f"{ids[0]} … {ids[-1]}" if len(ids) > 1 else str(ids[0]))
         tokens_view.position_chart(t, run, step, tk.position_labels(pieces)[:SHOWN_ROWS], SHOWN_ROWS,
@@ -175,14 +179,15 @@ def output(t, step, probs, labels: list[str], sh) -> None:
     for that query (analysis/attention.weighted_values), from the recorded softmax and V."""
     n = probs.shape[0]
     row = st.select_slider(t("lesson.ctl.query"), options=list(range(n)), value=n - 1, key=ctl("scores_row"),
-                           format_func=lambda i: labels[i])
+                           format_func=lambda i: literal(labels[i]))  # its options are markdown
     v = step.hook(hooks.v(0)).array[0, sh.kv_head(0)]  # [b, kv, n, hd] -> head 0's KV head: [n, hd]
     parts = at.weighted_values(probs, v, row)  # [row + 2, hd]: p_j * V_j for each key j, then the sum
     rows = [t("lesson.weighted_row", p=f"{probs[row, j]:.3f}", token=labels[j]) for j in range(row + 1)]
     title = t("lesson.output_title", query=labels[row])
     chart(t, embeddings.matrix_heatmap(parts, [*rows, t("lesson.output_row")], title, "head_dim",
                                        t("prefill.axis_key"), t("tokens.value")), key="lesson_output")
-    st.caption(t("lesson.output_note", query=labels[row], n=row + 1, total=f"{probs[row, : row + 1].sum():.3f}"))
+    st.caption(t("lesson.output_note", query=literal(labels[row]), n=row + 1,
+                 total=f"{probs[row, : row + 1].sum():.3f}"))
 
 
 def kv_shape(t, run) -> None:
@@ -191,18 +196,21 @@ def kv_shape(t, run) -> None:
     steps = run.trace.steps
     layers = run.trace.model_card["config"]["num_layers"]
     layer = st.select_slider(t("prefill.layer"), options=list(range(layers)), key=ctl("kv_shape"))
-    _, kv, n, hd = steps[0].hook(hooks.k(layer)).shape  # [b, kv_heads, n, head_dim] as the engine holds it
-    eb = int(steps[0].kv["element_bytes"])
-    b = steps[0].hook(hooks.k(layer)).shape[0]
+    b, kv, n, hd = steps[0].hook(hooks.k(layer)).shape  # [b, kv_heads, n, head_dim]: what attention reads
+    snap = steps[0].kv
+    eb = int(snap["element_bytes"])
     cols = st.columns(3)
     cols[0].metric(t("lesson.shape_cache", layer=layer), shape_text((n, kv, hd)))
     cols[1].metric(t("lesson.layer_bytes"), f"{kv_bytes(n, kv, hd, eb):,} B")
     cols[2].metric(t("lesson.model_bytes"), f"{kv_bytes(n, kv, hd, eb, layers):,} B")
-    # the same K as the engine holds it: with the batch's axis, and every layer's K and V together
-    engine, whole = st.columns(2)
-    engine.metric(t("lesson.shape_engine", layer=layer), shape_text((b, kv, n, hd)))
-    whole.metric(t("lesson.shape_engine_all"), shape_text((layers, 2, b, kv, n, hd)))
-    st.caption(t("lesson.kv_shape_note", dtype=literal(str(steps[0].kv["dtype"])), eb=eb))
+    # the same K with the batch's axis, as attention reads it; and the cache's tensor as torch holds it (every layer,
+    # K and V, the batch's rows, every slot a layout keeps: a contiguous cache's max_seq), when the run recorded it
+    read, stored = st.columns(2)
+    read.metric(t("lesson.shape_engine", layer=layer), shape_text((b, kv, n, hd)))
+    if snap.get("storage_shape"):
+        stored.metric(t("lesson.shape_engine_all", layout=literal(str(snap["layout"]))),
+                      shape_text(snap["storage_shape"]))
+    st.caption(t("lesson.kv_shape_note", dtype=literal(str(snap["dtype"])), eb=eb))
 
 
 def kv_bytes_panel(t, run) -> None:
@@ -235,9 +243,10 @@ PANELS = {"tokens": tokens, "bert": bert, "embedding": embedding, "qkv": qkv, "s
           "kv_bytes": kv_bytes_panel}
 # The trace's tensors each panel reads (a trace recorded without them says so instead of drawing)
 FIRST_LAYER = tuple(hooks.layer_hook_name(0, p) for p in ("attn_in", "q", "k", "scores", "probs"))
+SCORES = (*FIRST_LAYER, hooks.v(0))  # the scores panel's output view reads V too
 
 
 def needs(panel: str, layers: int) -> tuple[str, ...]:
     """The prefill's recorded tensors a panel reads (a trace recorded without them says so instead of drawing)."""
-    return {"embedding": ("embed", "pos"), "qkv": FIRST_LAYER, "scores": FIRST_LAYER,
+    return {"embedding": ("embed",), "qkv": FIRST_LAYER, "scores": SCORES,
             "kv_shape": tuple(hooks.every_layer("k", layers))}.get(panel, ())

@@ -38,11 +38,12 @@ def measured(t, run, choice: str) -> None:
 
                     return service.measure.quantization(lm, m, GROUP)
 
-            row = measure.run(t, f"{STORE}_one", (s.model, m), work, text=t("lesson.quant_running", method=m))
-            if row is None:
-                return
+            row = measure.run(t, f"{STORE}_one", (s.model, m), work, text=t("lesson.quant_running", method=m),
+                              what=(STORE, m))  # "about N s" from this method's last run: GPTQ's is its calibration
+            if row is None:  # said why; the rows measured before it are kept
+                break
             done = {**done, (s.model, m): row}
-        measure.keep(STORE, None, done)
+            measure.keep(STORE, None, done)
     shown = {m: r for (model, m), r in done.items() if model == s.model}
     if not shown:
         return

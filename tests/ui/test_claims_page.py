@@ -172,6 +172,7 @@ def test_the_articles_slips_and_terms_are_listed_with_their_evidence(lang):
     assert list(terms[translate(lang, "article.col_article_term")]) == [zh for _, zh, _ in TERMS]
 
 
+@pytest.mark.slow  # ~70 s on two cores (two claims measured on GPT-2's shape): the default suite stays under 10 minutes
 def test_k10_and_k11_show_the_articles_figures_and_the_traffic_beside_this_machines():
     """Issue 22: K11's predicted traffic saving, by hand from the model's shapes: per layer unfused reads the
     input three times (3·n·d), fused once, both read the weights (d·o) and write the outputs (n·o); K10's 120 tok/s

@@ -61,7 +61,8 @@ def test_no_legend_under_the_toolbar_or_over_the_axis_title():
 
 TITLE_JS = """(el) => { const t = el.querySelector('.g-gtitle');
   return [el.getBoundingClientRect().right, t ? t.getBoundingClientRect().right : null, t ? t.textContent : ''] }"""
-CHARTED = ("1.1.1", "1.1.3", "1.1.4", "1.1.5", "1.2.1", "1.2.2", "1.2.3", "2.1.1", "2.1.2", "4.2.1", "5.1")
+# 1.1.1's tokens are HTML chips that wrap (viz/tokens.py), not a chart: test_browser_phone and the walks cover them
+CHARTED = ("1.1.3", "1.1.4", "1.1.5", "1.2.1", "1.2.2", "1.2.3", "2.1.1", "2.1.2", "4.2.1", "5.1")
 
 
 @pytest.mark.slow  # ~30 s of a browser

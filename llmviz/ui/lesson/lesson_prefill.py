@@ -102,8 +102,9 @@ def embedding(t, run) -> None:
     step, (_, pieces, _) = run.trace.steps[0], prompt_pieces(run)
     embed = step.hook("embed").array[0]  # [b, n, d] -> [n, d]
     n, d = embed.shape
-    view = st.segmented_control(t("lesson.ctl.vectors"), ("tokens", "positions"), default="tokens", required=True,
-                                key=ctl("embedding_view"), format_func=lambda v: t(f"lesson.vectors.{v}"))
+    left, right = st.columns([2, 3])  # the two controls on one row: the chart stays in the first screen
+    view = left.segmented_control(t("lesson.ctl.vectors"), ("tokens", "positions"), default="tokens", required=True,
+                                  key=ctl("embedding_view"), format_func=lambda v: t(f"lesson.vectors.{v}"))
     if view == "positions":
         if missing := missing_tensors(step, ("pos",)):  # a recording captured without its positions
             missing_note(t, step, missing)
@@ -113,7 +114,7 @@ def embedding(t, run) -> None:
         tokens_view.position_chart(t, run, step, tk.position_labels(pieces)[:SHOWN_ROWS], SHOWN_ROWS,
                                    key="lesson_positions")
         return
-    shown = st.slider(t("lesson.ctl.columns"), 1, d, min(d, 64), key=ctl("embedding"))
+    shown = right.slider(t("lesson.ctl.columns"), 1, d, min(d, 64), key=ctl("embedding"))
     st.metric(t("lesson.shape"), shape_text((n, d)))
     chart(t, embeddings.matrix_heatmap(embed[:SHOWN_ROWS, :shown], tk.position_labels(pieces)[:SHOWN_ROWS],
                                        t("tokens.embed_title", n=n, d=d), t("tokens.axis_dim"),

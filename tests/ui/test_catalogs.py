@@ -241,6 +241,7 @@ NAMES = {
 }
 # Words ALLOWED_WORDS lets through as the embedded model's example prompts or code, English prose in a sentence
 ENGLISH_PROSE = {"the", "of", "this", "list", "return", "from", "import", "module", "provides", "left", "right"}
+TERMS_AND_NAMES = (ALLOWED_WORDS - ENGLISH_PROSE) | NAMES  # what a Chinese sentence may hold in Latin letters
 DEVICES_LOWER = {"cpu", "cuda", "mps"}  # torch's names, for code: a sentence says CPU, CUDA, MPS
 # The pages' English names: a Chinese sentence names a page by its Chinese title (“文章的论断”页面, not Claims 页面)
 PAGE_WORDS = {"Home", "Lesson", "Tokens", "Layer", "Compare", "Layouts", "Batch", "Batching", "Serving", "Memory",
@@ -253,7 +254,7 @@ def english_in_chinese(text: str) -> list[str]:
     found = []
     for w in latin_words(text):
         low = w.lower()
-        allowed = (low in ALLOWED_WORDS - ENGLISH_PROSE or low in NAMES or len(w) == 1 or re.search(r"[_./]", w)
+        allowed = (low in TERMS_AND_NAMES or len(w) == 1 or re.search(r"[_./]", w)
                    or re.fullmatch(r"[a-z]?\d[\w.]*|[kc]\d+(-[kc]\d+)?", low))
         if w in DEVICES_LOWER or w in PAGE_WORDS or not allowed:
             found.append(w)

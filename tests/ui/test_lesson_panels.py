@@ -290,7 +290,8 @@ def test_attentions_output_is_the_probabilities_times_v():
     per_head = np.concatenate([probs[h] @ v[h // (heads // kv)] for h in range(heads)], axis=-1)  # [n, h * hd]
     o_proj = lm.model.layers[0].attn.o_proj
     with torch.no_grad():
-        out = o_proj(torch.from_numpy(per_head)).numpy()
+        weight = o_proj.weight  # on the run's device (a GPU where there is one)
+        out = o_proj(torch.from_numpy(per_head).to(weight.device, weight.dtype)).float().cpu().numpy()
     assert np.allclose(out, step.hook(hooks.attn_out(0)).array[0], atol=1e-4)
 
 
@@ -315,7 +316,6 @@ def test_step_5_2_measures_the_methods_on_heldout_text(app_model):
     """LLM.int8() measured live beside fp32 (the reference, measured first): each row's perplexity is the engine's
     held-out perplexity of that model, LLM.int8()'s outlier columns are counted, and the 4-bit weights' share is
     explained by the fp32 tables (the vocabulary's rows by hand)."""
-    import torch
 
     from llmviz import service
     from llmviz.labs.evaluation import engine_perplexity, heldout_ids
@@ -330,10 +330,9 @@ def test_step_5_2_measures_the_methods_on_heldout_text(app_model):
     assert not at.exception, [e.value for e in at.exception]
     table = next(df.value for df in at.dataframe if z("lesson.quant_col_ppl") in df.value.columns)
     assert list(table[z("lesson.quant_col_method")]) == ["none", "llm-int8"]
-    torch.set_num_threads(2)
     for method, ppl in zip(("none", "llm-int8"), table[z("lesson.quant_col_ppl")], strict=True):
         lm = service.models.load(app_model, EngineConfig(device="cpu", quant=method))
-        assert float(ppl) == pytest.approx(engine_perplexity(lm, heldout_ids(lm.tokenizer)), abs=0.01)
+        assert float(ppl) == pytest.approx(engine_perplexity(lm, heldout_ids(lm.tokenizer)), rel=2e-4)  # any device
     assert any(c.value.startswith("LLM.int8()：这里有") for c in at.caption)
     kept = vocab * d * 4 + d * 4  # the table and the final norm, fp32: 9.0 MiB, 41% of 22.0 MiB
     assert any(f"{kept / 2**20:.1f} MiB" in c.value and "41%" in c.value for c in at.caption)

@@ -9,12 +9,18 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis.kv_memory import human
+from llmviz.analysis.predict import QUANT_BITS
+from llmviz.trace.config import EngineConfig
 from llmviz.ui import measure, server, state
 
 STORE = "llmviz_lesson_quant"  # {(model, method): row}, in the session
-METHOD = {"fp32": "none", "fp16": None, "int8": "int8", "int4": "int4", "llm-int8": "llm-int8",
-          "gptq-int4": "gptq-int4"}  # the panel's choice -> the engine's quant switch (fp16 is a dtype, not measured)
-GROUP = 32  # the 4-bit methods' group size (the engine's default)
+GROUP = EngineConfig().quant_group  # the 4-bit methods' group size: the engine's default
+
+
+def method(choice: str) -> str | None:
+    """The panel's choice as the engine's quant switch: fp32 is "none", a quant mode is itself (QUANT_BITS, the one
+    table of them); fp16 is a dtype, not measured here (None)."""
+    return "none" if choice == "fp32" else choice if choice in QUANT_BITS else None
 
 
 def rows() -> dict:
@@ -23,7 +29,7 @@ def rows() -> dict:
 
 def measured(t, run, choice: str) -> None:
     """The button that measures the chosen method (and fp32, the reference, once), then every row measured so far."""
-    mode, s = METHOD.get(choice), state.settings()
+    mode, s = method(choice), state.settings()
     if mode is None or not server.engine_available() or run.key is None:  # a replayed recording: its model may be gone
         return
     done = rows()

@@ -91,7 +91,13 @@ LAYOUT_JS = """() => {
    sideways: document.documentElement.scrollWidth > document.documentElement.clientWidth + 1
      || (main && main.scrollWidth > main.clientWidth + 1),
    nav_one_row: !!(back && next) && Math.abs(back.getBoundingClientRect().top - next.getBoundingClientRect().top) < 4,
-   toolbars: Array.from(document.querySelectorAll('.modebar-container')).filter(e => e.offsetParent !== null).length};
+   toolbars: Array.from(document.querySelectorAll('.modebar-container')).filter(e => e.offsetParent !== null).length,
+   titles_crossed: panel ? Array.from(panel.querySelectorAll('.js-plotly-plot')).filter(p => {
+     const a = p.querySelector('.g-gtitle'), b = p.querySelector('.g-ytitle');
+     if (!a || !b) return false;
+     const r = a.getBoundingClientRect(), s = b.getBoundingClientRect();
+     return r.width > 0 && s.width > 0 && r.left < s.right - 1 && s.left < r.right - 1 && r.top < s.bottom - 6
+       && s.top < r.bottom - 6; }).length : 0};  // text boxes pad their line: 6 px apart is touching, not over
 }"""
 
 
@@ -111,8 +117,8 @@ def check_step(page, pos: str, height: int) -> dict:
 def layout_faults(step: dict, height: int, first: bool, phone: bool) -> list[str]:
     """What a step's layout gets wrong (the phone-first rules, and the desktop's): its title outside the top half of
     the first screen (the lesson's first step excepted: its intro comes first), its panel's first chart, metric or
-    control outside the first screen, a second heading in the panel, a cut table, a sideways scroll, Back and Next on
-    two rows, a chart toolbar on a phone."""
+    control outside the first screen, a second heading in the panel, a cut table, a y axis's title running into its
+    chart's title, a sideways scroll, Back and Next on two rows, a chart toolbar on a phone."""
     lay, faults = step["layout"], []
     if lay is None:
         return faults
@@ -121,7 +127,7 @@ def layout_faults(step: dict, height: int, first: bool, phone: bool) -> list[str
     if lay["first_top"] is None or lay["first_top"] > height:
         faults.append(f"first chart, metric or control at {lay['first_top']} px")
     faults += [f"heading in the panel: {h}" for h in lay["headings_in_panel"]]
-    faults += ["a table cut"] * lay["tables_cut"]
+    faults += ["a table cut"] * lay["tables_cut"] + ["a y axis's title over its chart's title"] * lay["titles_crossed"]
     faults += ["sideways scroll"] * bool(lay["sideways"]) + ["Back and Next on two rows"] * (not lay["nav_one_row"])
     return faults + ["a chart toolbar"] * (phone and lay["toolbars"])
 

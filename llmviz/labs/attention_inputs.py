@@ -14,9 +14,10 @@ from llmviz.errors import ConfigError
 
 
 @torch.inference_mode()
-def attention_inputs(model: DecoderModel, ids: torch.Tensor, layer: int = 0, backend: str = "sdpa"):
-    """Layer `layer`'s attention inputs for the whole sequence ids [b, n] (positions 0..n-1, no cache): q [b, h, n,
-    hd], keys and values [b, kv, n, hd] and the StepMask. Only the layers before it run."""
+def layer_input(model: DecoderModel, ids: torch.Tensor, layer: int = 0, backend: str = "sdpa"):
+    """What layer `layer`'s attention starts from for the whole sequence ids [b, n] (positions 0..n-1, no cache):
+    the normed hidden state [b, n, d], the rope tables and the StepMask, and the layer's block. Only the layers
+    before it run."""
     if not 0 <= layer < model.cfg.num_layers:
         raise ConfigError(f"layer must be 0..{model.cfg.num_layers - 1}, got {layer}")
     step = whole_sequence(ids, backend, layer_windows(model.cfg))
@@ -25,5 +26,13 @@ def attention_inputs(model: DecoderModel, ids: torch.Tensor, layer: int = 0, bac
     for i, block in enumerate(model.layers[:layer]):
         x = block(x, rope, None, step, step.masks[step.layer_windows[i]], ctx)
     block = model.layers[layer]
-    q, k, v = block.attn.qkv(block.attn_norm(x), rope)
-    return q, k, v, step.masks[step.layer_windows[layer]]
+    return block, block.attn_norm(x), rope, step.masks[step.layer_windows[layer]]
+
+
+@torch.inference_mode()
+def attention_inputs(model: DecoderModel, ids: torch.Tensor, layer: int = 0, backend: str = "sdpa"):
+    """Layer `layer`'s attention inputs for the whole sequence ids [b, n]: q [b, h, n, hd], keys and values
+    [b, kv, n, hd] and the StepMask (layer_input, then the layer's projections)."""
+    block, x, rope, mask = layer_input(model, ids, layer, backend)
+    q, k, v = block.attn.qkv(x, rope)
+    return q, k, v, mask

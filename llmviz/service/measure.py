@@ -110,6 +110,14 @@ def prefill_sweep(lm: LoadedModel, lengths, repeats: int = 3, backend: str = "sd
     return sweep(lm, lengths, repeats, backend, str(lm.device), progress)
 
 
+def attention_growth(lm: LoadedModel, repeats: int = 7, progress: Progress | None = None) -> dict:
+    """Layer 0's score matrix and attention time against prompt length beside its Q/K/V projection (the O(n²) term;
+    llmviz/labs/attention_growth.py, C3)."""
+    from llmviz.labs.attention_growth import attention_growth as sweep
+
+    return sweep(lm, None, repeats, progress)
+
+
 def locality_sweep(lm: LoadedModel, lengths=None, steps: int = 8, repeats: int = 3, progress: Progress | None = None,
                    **options) -> dict:
     """Decode ms/token from paged blocks in order against the same blocks scattered (llmviz/labs/locality.py, C12)."""

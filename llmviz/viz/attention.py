@@ -9,9 +9,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import HOVER_CELLS, MASKED_COLOR, finish, plain, token_ticks
+from llmviz.viz.style import HOVER_CELLS, MASKED_COLOR, at_gloss, finish, plain, text_px, token_ticks
 
 PLAIN = {"showgrid": False, "zeroline": False}
+
+
+AROUND_PLOT = 240  # px of a map's figure outside its plot: the title, the keys' slanted labels, the x axis's title
 
 
 def attention_heatmap(z: np.ndarray, q_labels: list[str], k_labels: list[str], title: str, x_title: str,
@@ -34,7 +37,10 @@ def attention_heatmap(z: np.ndarray, q_labels: list[str], k_labels: list[str], t
     fig = go.Figure(go.Heatmap(z=shown, **scale, colorbar={"title": {"text": value_title}}, xgap=0, ygap=0,
                                customdata=pairs, hovertemplate=("%{customdata[0]} → %{customdata[1]}" if hover else
                                                                 "%{y} → %{x}") + ": %{z:.3f}<extra></extra>"))
-    side = min(560, 180 + 22 * n)
+    # tall enough for the rows and for the y axis's title, which runs along the plot (else it runs into the title);
+    # that title on two lines at its gloss, "query (attending token)", for a page that caps the height (the lesson)
+    side = min(560, max(180 + 22 * n, AROUND_PLOT + text_px(y_title)))
+    y_title = at_gloss(y_title)
     return finish(fig, title, height=side, plot_bgcolor=MASKED_COLOR,
                   xaxis={"title": {"text": x_title}, **PLAIN, **token_ticks(k_labels, n_k)},
                   yaxis={"title": {"text": y_title}, "autorange": "reversed", **PLAIN, **token_ticks(q_labels, n)})

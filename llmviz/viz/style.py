@@ -103,6 +103,21 @@ def token_ticks(labels: list[str] | None, count: int) -> dict:
     return {"tickmode": "array", "tickvals": list(range(count)), "ticktext": [plain(x) for x in labels[:count]]}
 
 
+def text_px(text: str, size: int = 14) -> int:
+    """About how long `text` runs in px at the figures' font size: a CJK character a full em, any other half."""
+    return sum(size if ord(c) > 0x2E7F else size // 2 for c in text)
+
+
+def at_gloss(title: str) -> str:
+    """An axis title on two lines where its gloss begins ("query<br>(attending token)", "查询<br>（发出关注的 token）"):
+    a title along a short plot stays beside it."""
+    for mark in (" (", "（"):
+        head, sep, tail = title.partition(mark)
+        if sep and head:
+            return f"{head}<br>{sep.strip()}{tail}"
+    return title
+
+
 def plain(text: str) -> str:
     """A label shown as itself: plotly reads a subset of HTML in any text it draws (an `<a href>` becomes a live
     link), and a token's piece can come from an uploaded trace. Its entities show as the characters."""

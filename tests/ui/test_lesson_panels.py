@@ -295,6 +295,27 @@ def test_attentions_output_is_the_probabilities_times_v():
     assert np.allclose(out, step.hook(hooks.attn_out(0)).array[0], atol=1e-4)
 
 
+def test_the_score_matrix_grows_as_n_squared_against_the_config(config):
+    """Step 1.1.5's fourth view, measured when opened: the lengths double up to the longest prompt the config's
+    context takes, the score matrix counted per length is heads x n x n from the config, its last doubling's ratio
+    (511/256)² by hand; the times are this machine's (each with its min and max), so only their form is checked."""
+    from page_probes import charts
+
+    at = at_step("1.1.5")
+    at.segmented_control(key="lesson_ctl_scores").set_value("growth").run()
+    assert not at.error, [e.value for e in at.error]
+    m, heads = metrics(at), config["num_attention_heads"]
+    assert m[z("lesson.growth_scores", a=256, b=511)] == f"×{(511 / 256) ** 2:.2f}" == "×3.98"
+    assert re.fullmatch(r"×\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)", m[z("lesson.growth_attention", a=256, b=511)])
+    table = next(d.value for d in at.dataframe if z("lesson.growth_col_bytes") in d.value.columns)
+    lengths = [32, 64, 128, 256, config["max_position_embeddings"] - 1]
+    assert list(table[z("lesson.growth_col_n")]) == lengths
+    assert list(table[z("lesson.growth_col_scores", h=heads)]) == [f"{heads * n * n:,}" for n in lengths]
+    assert list(table[z("lesson.growth_col_bytes")]) == [human(4 * heads * n * n) for n in lengths]
+    drawn = charts(at)[z("lesson.growth_title", model="llmviz-tiny")]
+    assert [tr["x"] for tr in drawn["data"]] == [lengths] * 4  # attention, its n² guide, projection, its n guide
+
+
 def test_the_positions_are_this_runs_rope_angles(config, prompt_ids):
     """Step 1.1.3's second view: the positions the run fed (0 .. n-1) and RoPE's angle of each position and pair,
     against the formula by hand: position p, pair i turns by p * theta ** (-2i / head_dim)."""

@@ -21,6 +21,7 @@ from llmviz.trace import hooks
 from llmviz.ui import tokens_view
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal, missing_note
+from llmviz.ui.lesson import lesson_growth
 from llmviz.viz import embeddings
 from llmviz.viz.attention import attention_heatmap
 from llmviz.viz.tokens import field_chips, token_chips
@@ -145,18 +146,23 @@ def qkv(t, run) -> None:
                                        t("tokens.value"), tk.byte_notes(pieces)), key="lesson_q")
 
 
-STAGES = ("scores", "softmax", "output")  # the scores panel's three views of one head: QKᵀ/√d_k, softmax, × V
+STAGES = ("scores", "softmax", "output", "growth")  # the scores panel's views of one head: QKᵀ/√d_k, softmax, × V;
+# and the O(n²) term, measured (lesson_growth.py)
 
 
 def scores(t, run) -> None:
     """Q Kᵀ / √d_k [n, n] with the causal mask, after softmax, or what attention outputs: a query's probabilities
-    times V, summed (the control; then a second picks the query) (C3). Layer 0, head 0, as recorded."""
+    times V, summed (the control; then a second picks the query) (C3). Layer 0, head 0, as recorded. Or how the
+    score matrix and its time grow with the prompt's length, measured (lesson_growth.py)."""
+    stage = st.segmented_control(t("lesson.ctl.stage"), STAGES, default="scores", required=True, key=ctl("scores"),
+                                 format_func=lambda s: t(f"lesson.stage.{s}"))
+    if stage == "growth":
+        lesson_growth.growth(t, run)
+        return
     step = run.trace.steps[0]
     sh = head_shapes(step)
     pieces = prompt_pieces(run)[1]
     labels, notes = tk.position_labels(pieces), tk.byte_notes(pieces)
-    stage = st.segmented_control(t("lesson.ctl.stage"), STAGES, default="scores", required=True, key=ctl("scores"),
-                                 format_func=lambda s: t(f"lesson.stage.{s}"))
     s = step.hook(hooks.scores(0)).array[0, 0]  # [b, h, n, n_k] -> layer 0, head 0: [n, n_k]
     cols = st.columns(2)
     cols[0].metric(t("lesson.shape_scores"), shape_text(s.shape))

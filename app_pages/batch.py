@@ -5,16 +5,15 @@ import json
 
 import streamlit as st
 
-from llmviz.analysis.batch_grid import CATEGORIES, batch_grid, throughput_table
+from llmviz.analysis.batch_grid import throughput_table
 from llmviz.trace.config import PADDINGS, RANDOM_MODELS
 from llmviz.ui import article_view, state
-from llmviz.ui.batch import batch_run
+from llmviz.ui.batch import batch_run, batch_view
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import heading, literal, table_csv, translator
 from llmviz.ui.claims import claim_rounds, claims_run, shared_runs
 from llmviz.ui.navigation import KEEP
-from llmviz.ui.trace_file import generated_text
-from llmviz.viz.batch import batch_grid_figure, throughput_figure
+from llmviz.viz.batch import throughput_figure
 
 
 def controls(t, s) -> tuple[int, str]:
@@ -32,30 +31,6 @@ def controls(t, s) -> tuple[int, str]:
     action = "start" if a.button(t("batch.run"), type="primary") else ""
     action = "next" if b.button(t("batch.next")) else action
     return int(max_new), "end" if c.button(t("batch.to_end")) else action
-
-
-def grid(t, run, max_new: int) -> None:
-    steps = run.trace.steps
-    done = len(steps) >= max_new
-    g = batch_grid(steps)
-    tokens = run.trace.tokens
-    pieces = [[tokens[i]["text"] if i >= 0 else "" for i in row] for row in g.ids.tolist()]
-    cols = st.columns(4)
-    cols[0].metric(t("batch.rows"), g.kinds.shape[0])
-    cols[1].metric(t("batch.slots"), g.slots, help=t("batch.slots_help"))
-    cols[2].metric(t("batch.wasted"), g.wasted, help=t("batch.wasted_help"))
-    cols[3].metric(t("batch.utilization"), f"{g.utilization:.0%}")
-    names = {k: t(f"batch.kind.{k}") for k in CATEGORIES}
-    labels = [t("batch.row", i=i) for i in range(g.kinds.shape[0])]
-    chart(t, batch_grid_figure(g, pieces, names, t("batch.grid_title", steps=len(steps) - 1),
-                               t("batch.x"), t("batch.y"), labels), key="batch_grid")
-    last = steps[-1]
-    st.table({t("batch.col.row"): labels, t("batch.col.prompt"): [literal(p) for p in run.trace.prompts],
-              t("batch.col.output"): [literal(generated_text(run.trace, r)) for r in range(len(labels))],
-              t("batch.col.finished"): [t(f"batch.end.{f or 'max_new_tokens'}") if f or done else "…"
-                                        for f in last.row_finished]})
-    st.caption(t("batch.timed", ms=last.timings["total_ms"], device=last.timings["device"],
-                 threads=last.timings["threads"]))
 
 
 def throughput(t, s) -> None:
@@ -105,7 +80,7 @@ def main() -> None:
     elif run is not None and action:
         batch_run.advance(t, run, max_new, to_end=action == "end")
     if run is not None:
-        grid(t, run, max_new)
+        batch_view.grid(t, run.trace, len(run.trace.steps) >= max_new)
     throughput(t, s)
     state.sync_url()
 

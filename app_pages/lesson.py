@@ -15,6 +15,7 @@ from llmviz.ui.frame import PAGES
 from llmviz.ui.layouts import locality_view
 from llmviz.ui.lesson import (
     class_wall,
+    lesson_claim_views,
     lesson_class,
     lesson_decode,
     lesson_end,
@@ -53,6 +54,7 @@ def live(t, run, step) -> None:
     """The step's live panel (or its claim's prediction and reveal)."""
     if step.claim is not None:
         lesson_reveal.panel(t, step.claim)
+        lesson_claim_views.panel(t, step.claim)  # K5's batch grid, K7's Gantt
         lesson_workload.panel(t, step)  # K7's step in a class: the class's own requests
         return
     layers = run.trace.model_card["config"]["num_layers"]

@@ -31,7 +31,7 @@ def batch_grid_figure(grid: BatchGrid, pieces: list[list[str]], names: dict, tit
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=names[kind],
                                  marker={"size": 12, "symbol": "square", "color": COLORS[kind]}))
     prefill_end = int((grid.step_of_column == 0).sum()) - 0.5
-    finish(fig, title, height=120 + 36 * b,
+    finish(fig, title, height=190 + 36 * b,  # the legend under it wraps to two rows in a narrow column
                   shapes=[{"type": "line", "x0": prefill_end, "x1": prefill_end, "y0": -0.5, "y1": b - 0.5,
                            "line": {"color": "#333333", "width": 2, "dash": "dot"}}],
                   xaxis={"title": {"text": x_title}, "showgrid": False, "zeroline": False},

@@ -21,6 +21,8 @@ RNG = np.random.default_rng(0)
 LABELS = [f"t{i}" for i in range(80)]
 KEPT = np.array([1, 1, 0, 1, 0, 0, 1, 1, 1, 0], bool)
 
+GROWTH_MS = {"median": [0.2, 0.5, 1.9], "min": [0.1, 0.4, 1.5], "max": [0.3, 0.7, 2.2]}
+
 CASES = {
     "q": lambda: decode.vector_heatmap(RNG.standard_normal((4, 64)), "head", "head_dim", "Q", "value"),
     "attention, labelled": lambda: decode.attention_row(RNG.random((4, 30)), LABELS, 0, "head", "t", "weight"),
@@ -38,8 +40,7 @@ CASES = {
                                             ("pos", "ms"), "t"),
     "latency sweep": lambda: decode.latency_sweep([64, 128, 256], [1.0, 1.2, 1.5], [0.9, 1.1, 1.4],
                                                   [1.1, 1.3, 1.7], (0.002, 0.9), ("median", "fit"), ("n", "ms"), "t"),
-    "growth": lambda: timing.growth_lines([32, 64, 128], {p: {"median": [0.2, 0.5, 1.9], "min": [0.1, 0.4, 1.5],
-                                                               "max": [0.3, 0.7, 2.2]} for p in ("attention", "projection")},
+    "growth": lambda: timing.growth_lines([32, 64, 128], {p: GROWTH_MS for p in ("attention", "projection")},
                                           {"attention": "a", "projection": "p"}, {"attention": "n²", "projection": "n"},
                                           "t", ("n", "ms")),
     "spans": lambda: timing.span_bars(["embed", "layer 0", "head"], [0.1, 2.0, 0.3], "t", "ms"),

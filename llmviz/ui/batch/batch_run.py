@@ -57,7 +57,12 @@ class BatchRun:
 
 
 def key_of(s: Settings, max_new: int) -> tuple:
-    return s.model, s.device, s.dtype, s.attn, s.seed, tuple(prompts_of(s)), s.batch.padding, max_new
+    return run_key(s, prompts_of(s), s.batch.padding, max_new)
+
+
+def run_key(s: Settings, prompts, padding: str, max_new: int) -> tuple:
+    """What a batch's run depends on: the model and engine settings, its prompts, padding and new tokens."""
+    return s.model, s.device, s.dtype, s.attn, s.seed, tuple(prompts), padding, max_new
 
 
 def shown(s: Settings, max_new: int) -> BatchRun | None:
@@ -68,15 +73,22 @@ def shown(s: Settings, max_new: int) -> BatchRun | None:
 def start(t, s: Settings, max_new: int) -> BatchRun | None:
     """Prefill the batch (capture off: the grid needs only the ids, the snapshot and the timings); in a public
     server's queue when it is heavy (8 prompts of 2,000 tokens on gpt2-124m-random: about a minute of CPU)."""
+    run = begin(t, s, prompts_of(s), s.batch.padding, max_new)
+    if run is not None:
+        st.session_state[BATCH_KEY] = run
+    return run
+
+
+def begin(t, s: Settings, prompts: list[str], padding: str, max_new: int) -> BatchRun | None:
+    """`prompts` as one padded batch on the settings' model, its prefill run; None after a message."""
     try:
         from llmviz import service
 
-        prompts = prompts_of(s)
         check(prompts)
         lm = server.model(s.model, s.device, s.dtype)
         tokens = [len(service.models.tokens(lm, p)) for p in prompts]
         check_work(len(tokens), max(tokens) + max_new, server.policy().public)
-        config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=s.batch.padding,
+        config = EngineConfig(device=s.device, dtype=s.dtype, attn_backend=s.attn, padding=padding,
                               sampling=s.sampling(), seed=s.seed, capture="off", logit_lens_top_k=0,
                               max_seq_len=min(lm.cfg.max_position_embeddings, max(tokens) + max_new + 1))
         with st.spinner(t("batch.running")), measure.heavy(t, run_seconds(lm.cfg.to_dict(), tokens, 0, s.dtype)):
@@ -86,8 +98,20 @@ def start(t, s: Settings, max_new: int) -> BatchRun | None:
     except (LlmvizError, MemoryError) as exc:
         explain(t, exc)
         return None
-    run = BatchRun(key_of(s, max_new), handle, max(tokens), lm.cfg.to_dict())
-    st.session_state[BATCH_KEY] = run
+    return BatchRun(run_key(s, prompts, padding, max_new), handle, max(tokens), lm.cfg.to_dict())
+
+
+def whole(t, s: Settings, prompts: tuple[str, ...], padding: str, max_new: int, store: str) -> BatchRun | None:
+    """`prompts` through the prefill and its decode steps up to max_new (a lesson step's batch, drawn whole), kept
+    in the session under `store` for these settings; the kept run when it is there."""
+    kept = st.session_state.get(store)
+    if kept is not None and kept.key == run_key(s, prompts, padding, max_new):
+        return kept
+    run = begin(t, s, list(prompts), padding, max_new)
+    if run is None:
+        return None
+    advance(t, run, max_new, to_end=True)
+    st.session_state[store] = run
     return run
 
 

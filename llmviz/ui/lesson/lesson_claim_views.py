@@ -1,0 +1,81 @@
+"""What a claim's step draws under its prediction and Reveal, so that the step shows what it measures, not only
+the number (§3.1 K5, §3.2 K7; their full pages draw the same with every control):
+
+- K5 (C13): the article's own batch, 济南的冬天 and 人工智能 padded to one length (its `pad_sequences`), run on
+  the student's model: the grid of computed slots, the padded ones counted (ui/batch/batch_view.py, the Batch
+  page's); K5 itself is measured on equal rows, which pad nothing, and the caption says so.
+- K7 (C15): K7's own workload (the `mixed` trace, 8 slots, the embedded model, both schedulers: the claim's lab),
+  served here when the student asks, as the Serving page's Gantt; the slot utilization under it is the claim's
+  rule (analysis/serving.metrics) on this run, a count that is the same on every run (a fixed trace, greedy).
+  In a class, K7's step draws the class's own requests instead (lesson_workload.py).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.analysis.serving import STATES, metrics
+from llmviz.analysis.serving_timeline import binned_timeline
+from llmviz.trace.config import EMBEDDED_MODEL
+from llmviz.ui import measure, state
+from llmviz.ui.batch import batch_run, batch_view
+from llmviz.ui.charts import chart, fitted
+from llmviz.ui.lesson import lesson_class
+from llmviz.ui.serving import serving_run
+from llmviz.viz.serving import gantt
+
+ARTICLE_BATCH = ("济南的冬天", "人工智能")  # §3.1's `batch`, padded to its longest row
+ARTICLE_PADDING = "left"  # pad_sequences pads in front of a row by default
+NEW_TOKENS = 4  # the prefill and three decode steps: a finished row's idle slots would need longer outputs
+BATCH_STORE = "llmviz_lesson_k5_batch"
+K7_TRACE, K7_SLOTS = "mixed", 8  # K7's lab (analysis/claimdefs/k07_continuous.py; labs/claim_labs.SLOTS)
+K7_ENGINE = ("sdpa", "contiguous")  # ServeConfig's backend and static layout, which K7's lab leaves as they are
+
+
+def k5_view(t) -> None:
+    s = state.settings()
+    run = batch_run.whole(t, s, ARTICLE_BATCH, ARTICLE_PADDING, NEW_TOKENS, BATCH_STORE)
+    if run is None:  # said why
+        return
+    batch_view.grid(t, run.trace, done=True, key="lesson_k5_grid", table=False)
+    st.caption(t("lesson.k5_grid_note"))
+
+
+def k7_wanted() -> tuple:
+    return (state.settings().device, EMBEDDED_MODEL, K7_TRACE, K7_SLOTS, *K7_ENGINE)
+
+
+def k7_view(t) -> None:
+    wanted = k7_wanted()
+    pressed = st.button(t("lesson.k7_run"), key="lesson_k7_run")
+    results = serving_run.batching(t, wanted, K7_TRACE) if pressed else measure.kept(serving_run.BATCHING_KEY, wanted)
+    if results is None:
+        st.caption(t("lesson.k7_none_yet"))
+        return
+    used = {name: metrics(r)["slot_utilization"] for name, r in results.items()}
+    which = st.segmented_control(t("serving.show"), ("static", "continuous"), default="continuous", required=True,
+                                 key="lesson_k7_which", format_func=lambda n: t(f"serving.sched.{n}"))
+    cols = st.columns(2)
+    for col, name in zip(cols, ("static", "continuous"), strict=True):
+        col.metric(t("lesson.k7_used", sched=t(f"serving.sched.{name}")), f"{used[name]:.1%}")
+    cells = binned_timeline(results[which])
+    note = t("serving.gantt_binned", rows=cells.per_row, cols=cells.per_column) if cells.aggregated else None
+    names, title = {k: t(f"serving.state.{k}") for k in STATES}, t("serving.gantt", sched=t(f"serving.sched.{which}"))
+    chart(t, gantt(cells, names, title, t("serving.x_step"), t("serving.y_request"), None, note, row_px=12),
+          key="lesson_k7_gantt")
+    st.caption(t("lesson.k7_note", requests=len(results[which]["token_steps"]), slots=K7_SLOTS))
+
+
+VIEWS = {"K5": k5_view, "K7": k7_view}
+
+
+def panel(t, claim_id: str) -> None:
+    """The claim's picture, folded under its Reveal (the prediction and the verdict keep the first screen), drawn
+    (and K5's batch run) only while the student holds it open; it stays open across the runs a press makes."""
+    view = VIEWS.get(claim_id)
+    if view is None or (claim_id == "K7" and lesson_class.role() is not None):  # a class: its own (lesson_workload)
+        return
+    folded = st.expander(t(f"lesson.view.{claim_id}"), key=f"lesson_view_{claim_id}", on_change="rerun")
+    with folded, fitted(None):  # below the first screen: the Gantt's 32 rows at their height, not the panel's cap
+        if folded.open:
+            view(t)

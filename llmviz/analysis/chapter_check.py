@@ -100,10 +100,11 @@ def question(chapter: str, facts: RunFacts, picked: dict) -> Question:
         return Question(chapter, "idle_slots", {"outputs": outputs, "longest": max(outputs), "count": len(outputs),
                                                  "gaps": gaps(outputs)},
                         sum(max(outputs) - x for x in outputs), "slots", 0.0)
-    if chapter == "4.1":
-        longest = c["max_position_embeddings"]
-        return Question(chapter, "longest_cache", {"longest": longest, "kv": kv, "hd": hd, "eb": eb, "layers": layers},
-                        kv_bytes(longest, kv, hd, eb, layers) / MIB, "MiB", 0.05)
+    if chapter == "4.1":  # `more` sequences: one at the longest context is the budget slider's end at step 4.1.4
+        longest, count = c["max_position_embeddings"], picked["more"]
+        return Question(chapter, "longest_cache", {"longest": longest, "count": count, "kv": kv, "hd": hd, "eb": eb,
+                                                   "layers": layers},
+                        count * kv_bytes(longest, kv, hd, eb, layers) / MIB, "MiB", 0.05)
     if chapter == "4.2":
         later = picked["later"]
         return Question(chapter, "longer_step", {"n": n, "later": later, "kv": kv, "hd": hd, "eb": eb,

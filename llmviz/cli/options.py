@@ -22,6 +22,7 @@ SWITCH_HELP = {  # the command line's words for each switch (the pages' are in t
     "kv-dtype": "KV storage dtype (auto: the model's)",
     "kv-block-size": "tokens per block of the paged layout",
     "kv-pool-blocks": "blocks in the paged pool (default: enough for every prompt to reach --max-seq-len)",
+    "kv-budget-bytes": "the KV cache's bytes at most (C17): past it a cache is refused, a paged pool sized to it",
     "kv-heads": "grouped-query attention: mean-pool the K/V heads down to N at load (lossy; C19)",
     "fused-qkv": "q/k/v (and a gated MLP's gate/up) as one matmul, or split (C10)",
     "sliding-window": "every layer attends to the last W tokens; a contiguous cache becomes a ring buffer (C20)",

@@ -98,7 +98,7 @@ class Session:
                                        kv_dtype=config.kv_dtype, model_dtype=lm.dtype, device=device,
                                        block_size=config.kv_block_size, pool_blocks=config.kv_pool_blocks,
                                        window=config.sliding_window,
-                                       rollback=config.kv_rollback)
+                                       rollback=config.kv_rollback, budget=config.kv_budget_bytes)
         for seq in self.sequences:
             self.cache.add(seq.seq_id)
         self._check_budget()

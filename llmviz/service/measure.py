@@ -118,6 +118,14 @@ def attention_growth(lm: LoadedModel, repeats: int = 7, progress: Progress | Non
     return sweep(lm, None, repeats, progress)
 
 
+def kv_budget(lm: LoadedModel, ids: list[int], budget: int, tokens: int, per_token: int) -> dict:
+    """One request under one KV budget three ways: contiguous at the context (refused), at the max_seq_len the
+    budget holds, and paged (llmviz/labs/kv_budget.py, C17)."""
+    from llmviz.labs.kv_budget import budget_runs
+
+    return budget_runs(lm, ids, budget, tokens, per_token)
+
+
 def locality_sweep(lm: LoadedModel, lengths=None, steps: int = 8, repeats: int = 3, progress: Progress | None = None,
                    **options) -> dict:
     """Decode ms/token from paged blocks in order against the same blocks scattered (llmviz/labs/locality.py, C12)."""

@@ -161,6 +161,7 @@ class EngineConfig:
     max_seq_len: int | None = None  # None: the model's context, capped at DEFAULT_MAX_SEQ (per sequence)
     kv_block_size: int = 16  # tokens per block of the paged layout (C9)
     kv_pool_blocks: int | None = None  # blocks in the paged pool; None: enough for every sequence to reach max_seq
+    kv_budget_bytes: int | None = None  # the KV cache's bytes at most (C17): past it a run is refused; None: no cap
     sliding_window: int | None = None  # every layer attends to the last W tokens only; the cache evicts (C20)
     # Block-sparse attention (C20, trace/sparsity.py): blocks of sparse_block positions, each query seeing its
     # sparse_local nearest blocks and the first sparse_global; None: off. A mask only: the cache keeps every token.
@@ -205,6 +206,9 @@ class EngineConfig:
                               "the keys, and the engine applies one")
         if self.kv_pool_blocks is not None and (not isinstance(self.kv_pool_blocks, int) or self.kv_pool_blocks < 1):
             raise ConfigError(f"kv_pool_blocks must be a positive integer, got {self.kv_pool_blocks!r}")
+        budget = self.kv_budget_bytes
+        if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
+            raise ConfigError(f"kv_budget_bytes must be a positive whole number of bytes, got {budget!r}")
         if not isinstance(self.quant_group, int) or self.quant_group < 1:
             raise ConfigError(f"quant_group must be a positive integer, got {self.quant_group!r}")
         if not isinstance(self.kv_rollback, int) or self.kv_rollback < 0:

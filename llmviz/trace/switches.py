@@ -88,6 +88,7 @@ SWITCHES = {s.name: s for s in (
     Switch("kv-dtype", "kv_dtype", str, KV_DTYPES, exact=False, concept="C11"),
     Switch("kv-block-size", "kv_block_size", int, concept="C9"),
     Switch("kv-pool-blocks", "kv_pool_blocks", int, concept="C9"),
+    Switch("kv-budget-bytes", "kv_budget_bytes", int, concept="C17"),
     Switch("kv-heads", "kv_heads", int, exact=False, concept="C19"),
     Switch("fused-qkv", "fused_qkv", str, FUSED_CHOICES, concept="C10"),
     Switch("sliding-window", "sliding_window", int, exact=False, concept="C20"),

@@ -45,7 +45,7 @@ def test_each_chapters_answer_by_hand(config):
         "2.2": 100 * 12 * PER_TOKEN_LAYER * 4 / (weights + 12 * PER_TOKEN_LAYER * 4),
         "3.1": (9 - 3) + (9 - 5),  # padded to the longest, 9
         "3.2": (12 - 5) + (12 - 7),  # the slots idle until the longest of 12 finishes
-        "4.1": 512 * PER_TOKEN_LAYER * 4 / 2**20,  # 2 MiB at the longest context
+        "4.1": 3 * 512 * PER_TOKEN_LAYER * 4 / 2**20,  # 3 sequences of 2 MiB at the longest context
         "4.2": 128 * PER_TOKEN_LAYER * 4,
         "5": 2 * 32 * 2 * 4 * 4,  # 8 heads in groups of 4: 2 KV heads
     })
@@ -97,10 +97,10 @@ def test_a_gqa_models_questions_count_kv_heads_not_heads(gqa):
     by_hand = {  # chapter: (right, the slip with all 32 heads)
         "1.1": (10 * GQA_LAYER, 10 * SLIP_LAYER),  # 20,480 B, not 81,920 B
         "1.2": ((10 + 3) * GQA_TOKEN, (10 + 3) * SLIP_TOKEN),  # 425,984 B, not 1,703,936 B
-        "4.1": (131_072 * GQA_TOKEN / 2**20, 131_072 * SLIP_TOKEN / 2**20),  # 2^17 x 2^15 / 2^20: 4,096 MiB, not 16,384
+        "4.1": (3 * 131_072 * GQA_TOKEN / 2**20, 3 * 131_072 * SLIP_TOKEN / 2**20),  # 3 x 2^17 x 2^15 / 2^20 MiB
         "4.2": (128 * GQA_TOKEN, 128 * SLIP_TOKEN),  # 4,194,304 B, not 16,777,216 B
     }
-    assert by_hand["1.1"][0] == 20_480 and by_hand["1.2"][0] == 425_984 and by_hand["4.1"][0] == 4096
+    assert by_hand["1.1"][0] == 20_480 and by_hand["1.2"][0] == 425_984 and by_hand["4.1"][0] == 3 * 4096
     assert by_hand["4.2"][0] == 4_194_304
     for chapter, (right, slip) in by_hand.items():
         q = question(chapter, facts, PICKED)

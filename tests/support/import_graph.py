@@ -151,7 +151,7 @@ UI_FAMILIES = {  # family -> the other families it may import; lowest first
     "decode": (), "prefill": (), "serving": (),
     "batch": ("claims",),  # the Batch page judges its sweep as the batch claim and shares that run
     "compare": ("claims",), "latency": ("claims",), "layouts": ("claims",),
-    "lesson": ("claims", "latency", "serving"),
+    "lesson": ("claims", "latency", "serving", "batch"),  # K5's step draws the Batch page's grid
 }
 URL_SECTIONS = ("llmviz.ui.batch.batch_url", "llmviz.ui.compare.compare_url", "llmviz.ui.layouts.layouts_url",
                 "llmviz.ui.lesson.lesson_steps")

@@ -171,6 +171,24 @@ def test_what_a_budget_holds(config):
     assert metrics(at)[z("lesson.fits_tokens")] == f"{context // 16:,}"
 
 
+def test_a_request_past_the_budget_is_refused_by_the_engine(config):
+    """Step 4.1.4's run: the prompt grown to the context's last position under a quarter of one whole sequence's
+    cache: a row reserved at the context is refused before it starts, the max_seq_len the budget holds (a quarter of
+    the context) ends the request there, and a pool of that many tokens in blocks of 16 refuses the next token."""
+    context = config["max_position_embeddings"]
+    held = context // 4
+    at = at_step("4.1.4")
+    assert at.select_slider(key="lesson_ctl_request").value == context - 1
+    at.button(key="lesson_budget_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    table = at.table[0].value
+    assert list(table[z("lesson.budget.col_outcome")]) == [
+        z("lesson.budget.refused_start"), z("lesson.budget.ended", n=held),
+        z("lesson.budget.refused_at", n=held) + z("lesson.budget.blocks", n=held // 16)]
+    said = at.code[0].value
+    assert said.startswith("KVCacheTooLargeError: ") and "\nKVCacheFullError: " in said
+
+
 def test_gqa_shares_kv_heads(config):
     heads = config["num_attention_heads"]
     at = at_step("4.2.4")

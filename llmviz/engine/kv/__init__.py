@@ -55,14 +55,18 @@ def unregister_kv_layout(name: str) -> None:
 def make_kv_cache(layout: str, cfg: ModelConfig, max_seq: int, *, capacity: int = 1, kv_dtype: str = "auto",
                   model_dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
                   block_size: int = 16, pool_blocks: int | None = None, window: int | None = None,
-                  rollback: int = 0) -> KVCache:
+                  rollback: int = 0, budget: int | None = None) -> KVCache:
     """A cache for up to `capacity` sequences of up to `max_seq` tokens each.
 
     With a sliding `window`, contiguous is built as the ring of window + rollback slots per sequence (memory
     stays flat however long it runs; llmviz.trace.config.stored_layout); the other layouts keep every token
     (the mask alone applies the window) and say so in their snapshot. Every class takes every option and uses
-    those it needs."""
+    those it needs. `budget`: the bytes the cache may hold (C17): a layout that reserves refuses past it before
+    allocating (KVCacheTooLargeError), a paged pool is sized to it, and any layout stops at a step past it
+    (KVCacheFullError)."""
     cls = KV_LAYOUT_CLASSES.get(stored_layout(layout, max_seq, window, rollback))
     codec = codec_for(kv_dtype, model_dtype)
-    return cls(cfg, max_seq, capacity, codec, torch.device(device), block_size=block_size, pool_blocks=pool_blocks,
-               window=window, rollback=rollback)
+    cache = cls(cfg, max_seq, capacity, codec, torch.device(device), block_size=block_size, pool_blocks=pool_blocks,
+                window=window, rollback=rollback, budget=budget)
+    cache.budget = budget  # refused before allocating by the layouts that reserve; held at each step by all
+    return cache

@@ -14,10 +14,11 @@ from llmviz.errors import ConfigError, KVCacheFullError
 
 
 class BlockPool:
-    def __init__(self, num_blocks: int):
+    def __init__(self, num_blocks: int, fixes: str = "raise kv_pool_blocks (--kv-pool-blocks), use a shorter "
+                 "max_seq_len, or run fewer sequences"):
         if num_blocks <= 0:
             raise ConfigError(f"a block pool needs at least one block, got {num_blocks}")
-        self.num_blocks = num_blocks
+        self.num_blocks, self.fixes = num_blocks, fixes  # fixes: what to do when it runs dry
         self._free = deque(range(num_blocks))
         self.refs = [0] * num_blocks
 
@@ -43,9 +44,7 @@ class BlockPool:
 
     def allocate(self) -> int:
         if not self._free:
-            raise KVCacheFullError(f"the KV block pool is full ({self.num_blocks} blocks in use): raise "
-                                   "kv_pool_blocks (--kv-pool-blocks), use a shorter max_seq_len, or run fewer "
-                                   "sequences")
+            raise KVCacheFullError(f"the KV block pool is full ({self.num_blocks} blocks in use): {self.fixes}")
         block = self._free.popleft()
         self.refs[block] = 1
         return block

@@ -26,12 +26,13 @@ class RowAddress:
 class ContiguousKVCache(KVCache):
     layout = "contiguous"
 
-    def __init__(self, cfg, max_seq, capacity, codec, device, slots: int | None = None, **_):
+    def __init__(self, cfg, max_seq, capacity, codec, device, slots: int | None = None, budget: int | None = None,
+                 **_):
         super().__init__(cfg, max_seq, capacity, codec, device)
         self.slots = slots or max_seq  # slots per row: max_seq, or the ring's window + rollback
         check_fits(self.bytes_per_token() * self.slots * capacity, device,
                    f"the KV cache ({capacity} x {self.slots} tokens, {codec.name})",
-                   "use a shorter max_seq_len or an fp16/bf16 KV cache")
+                   "use a shorter max_seq_len, a paged cache or an fp16/bf16 KV cache", budget=budget)
         shape = (cfg.num_layers, 2, capacity, cfg.num_kv_heads, self.slots)
         self.storage = [torch.zeros((*shape, p.width), dtype=p.dtype, device=device) for p in self.planes]
         self._free_rows = list(range(capacity))

@@ -38,17 +38,24 @@ class BlockAddress:
 class PagedKVCache(KVCache):
     layout = "paged"
 
-    def __init__(self, cfg, max_seq, capacity, codec, device, block_size=16, pool_blocks=None, **_):
+    def __init__(self, cfg, max_seq, capacity, codec, device, block_size=16, pool_blocks=None,
+                 budget: int | None = None, **_):
         super().__init__(cfg, max_seq, capacity, codec, device)
         self.block_size = block_size
-        # default: enough blocks for every sequence to reach max_seq (the pool never runs dry)
-        self.num_blocks = pool_blocks or capacity * math.ceil(max_seq / block_size)
-        check_fits(self.bytes_per_token() * self.num_blocks * block_size, device,
+        # default: enough blocks for every sequence to reach max_seq (the pool never runs dry), or, under a KV
+        # budget, the blocks it holds (at least one): a sequence then takes blocks as it grows until the pool is
+        # empty (KVCacheFullError at the token that needs one more)
+        need = capacity * math.ceil(max_seq / block_size)
+        block_bytes = self.bytes_per_token() * block_size
+        self.num_blocks = pool_blocks or (need if budget is None else max(1, min(need, budget // block_bytes)))
+        check_fits(block_bytes * self.num_blocks, device,
                    f"the KV block pool ({self.num_blocks} blocks of {block_size} tokens, {codec.name})",
-                   "use fewer blocks, a shorter max_seq_len or an fp16/bf16 KV cache")
+                   "use fewer blocks, a shorter max_seq_len or an fp16/bf16 KV cache", budget=budget)
         shape = (cfg.num_layers, 2, cfg.num_kv_heads, self.num_blocks, block_size)
         self.storage = [torch.zeros((*shape, p.width), dtype=p.dtype, device=device) for p in self.planes]
-        self.pool = BlockPool(self.num_blocks)
+        sized = pool_blocks is None and budget is not None  # the budget sized the pool: raising it is the fix
+        self.pool = BlockPool(self.num_blocks, *(("raise kv_budget_bytes (--kv-budget-bytes), use a shorter "
+                                                  "request, or run fewer sequences",) if sized else ()))
         self.tables: dict[int, list[int]] = {}
         self.prefix: PrefixIndex | None = None  # prefix sharing, when enabled (C22)
 

@@ -35,12 +35,13 @@ class RingAddress:
 class RingKVCache(ContiguousKVCache):
     layout = "ring"
 
-    def __init__(self, cfg, max_seq, capacity, codec, device, window: int | None = None, rollback: int = 0, **_):
+    def __init__(self, cfg, max_seq, capacity, codec, device, window: int | None = None, rollback: int = 0,
+                 budget: int | None = None, **_):
         if not window:
             raise ConfigError("the ring buffer keeps a sliding window's keys: it needs a window of at least 1 token")
         self.window, self.rollback = window, rollback
         self._slot_pos: dict[int, list[int]] = {}  # per sequence: the position each slot holds (-1: none)
-        super().__init__(cfg, max_seq, capacity, codec, device, slots=min(max_seq, window + rollback))
+        super().__init__(cfg, max_seq, capacity, codec, device, slots=min(max_seq, window + rollback), budget=budget)
 
     def _reserve(self, step: StepBatch) -> RingAddress:
         rows = torch.tensor([self._row[s] for s in step.seq_ids], dtype=torch.long, device=self.device)

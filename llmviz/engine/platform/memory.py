@@ -23,8 +23,11 @@ def free_bytes(device: torch.device) -> int:
 
 
 def check_fits(nbytes: int, device: torch.device, what: str, fixes: str,
-               error: type[LlmvizError] = KVCacheTooLargeError) -> None:
-    """Refuse, with the figures and the fix, an allocation that would not fit in free memory."""
+               error: type[LlmvizError] = KVCacheTooLargeError, budget: int | None = None) -> None:
+    """Refuse, with the figures and the fix, an allocation that would not fit in free memory, or past `budget`
+    bytes (a KV budget the user set: EngineConfig.kv_budget_bytes, C17), before anything is allocated."""
+    if budget is not None and nbytes > budget:
+        raise error(f"{what} needs {nbytes:,} B but the KV budget is {budget:,} B (kv_budget_bytes); {fixes}")
     free = free_bytes(device)
     if nbytes > HEADROOM * free:
         raise error(

@@ -24,7 +24,7 @@ from llmviz.analysis.predict import (
 )
 from llmviz.trace.sparsity import BlockSparse, window_allows
 from llmviz.ui.charts import chart
-from llmviz.ui.lesson import lesson_quant
+from llmviz.ui.lesson import lesson_budget, lesson_quant
 from llmviz.ui.lesson.lesson_prefill import ctl
 from llmviz.viz import kv_layouts
 from llmviz.viz.attention import attention_heatmap
@@ -104,6 +104,7 @@ def max_seq(t, run) -> None:
     cols[0].metric(t("lesson.per_token"), f"{per_token:,} B")
     cols[1].metric(t("lesson.fits_tokens"), f"{budget // per_token:,}")
     st.caption(t("lesson.fits_context", context=context, whole=human(per_token * context)))
+    lesson_budget.refusal(t, run, budget, per_token)  # the request run under this budget: the engine's refusal
 
 
 def kv_dtype(t, run) -> None:

@@ -42,6 +42,14 @@ def quantization(lm, mode: str, group: int) -> dict:
     return quant_row(lm, mode, group)
 
 
+def block_tables(lm: LoadedModel) -> dict:
+    """The article's two prompts in one paged cache, each request's block table read from the engine (vLLM's
+    drawing; llmviz/labs/block_table.py, C9)."""
+    from llmviz.labs.block_table import two_requests
+
+    return two_requests(lm)
+
+
 @functools.lru_cache(maxsize=8)
 def fp8_support(device: str = "auto") -> dict:
     """What this machine's device does with FP8, read once per process (llmviz/engine/platform/fp8.py): the

@@ -58,6 +58,31 @@ def slips_notes(t, ids: tuple[str, ...] | None = None) -> None:
                 masks(t)
             if s.id == "a100_fp8":
                 fp8_here(t)
+            if s.id == "block_tables":
+                block_tables_drawn(t)
+
+
+TABLES_KEY = "llmviz_slip_block_tables"  # the engine's run for the drawing, once a session
+
+
+def block_tables_drawn(t) -> None:
+    """vLLM's block table drawn as its paper draws it, from the engine's own paged cache: the article's two prompts,
+    their logical blocks and the physical blocks their tables name (the block_tables slip)."""
+    from llmviz.trace.config import EMBEDDED_MODEL
+    from llmviz.ui import server
+    from llmviz.ui.charts import chart
+    from llmviz.viz.block_table import block_table_figure
+
+    if not server.engine_available():
+        return
+    got = st.session_state.get(TABLES_KEY)
+    if got is None:
+        got = st.session_state[TABLES_KEY] = service.measure.block_tables(server.model(EMBEDDED_MODEL, "cpu", "fp32"))
+    labels = [t("article.tables_logical", prompt=p) for p in got["prompts"]]
+    chart(t, block_table_figure(got["tables"], got["texts"], labels, t("article.tables_pool"), t("layouts.free"),
+                                t("article.tables_title", block=got["block"])), key="slip_block_tables")
+    st.caption(t("article.tables_note", a=" → ".join(map(str, got["tables"][0])),
+                 b=" → ".join(map(str, got["tables"][1])), block=got["block"], model=got["model"]))
 
 
 def fp8_here(t) -> None:

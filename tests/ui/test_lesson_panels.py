@@ -128,6 +128,21 @@ def test_the_slip_is_shown_whole_beside_the_panel():
     assert evidence[0].endswith("MiB。")
 
 
+def test_the_block_tables_slip_draws_the_engines_tables():
+    """Step 2.1.2's slip: vLLM's drawing, its arrows from each request's logical block to the physical block the
+    engine's table names, as the caption lists them (the lab's own test works the tables by hand)."""
+    from page_probes import charts
+
+    at = at_step("2.1.2")
+    fig = charts(at)[z("article.tables_title", block=4)]
+    arrows = [a for a in fig["layout"]["annotations"] if a.get("showarrow")]
+    caption = next(c.value for c in at.caption if c.value.startswith(z("article.tables_note", a="", b="", block=4,
+                                                                          model="")[:8]))
+    tables = [[int(b) for b in part.split(" → ")] for part in re.findall(r"(\d+(?: → \d+)+)", caption)]
+    assert len(tables) == 2 and len(arrows) == sum(map(len, tables))
+    assert sorted(a["y"] for a in arrows) == sorted(b for t in tables for b in t)  # each arrow ends at its block
+
+
 def test_decode_feeds_one_row(config, prompt_ids):
     at = at_step("1.2.1")
     m = metrics(at)

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from llmviz.viz.style import finish, legend_below
+from llmviz.viz.style import finish, lean, legend_below
 
 SEQ_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#72b7b2")
 LAYOUT_COLORS = {"contiguous": "#4c78a8", "dynamic": "#f58518", "paged": "#54a24b"}
@@ -165,3 +165,16 @@ def sweep_lines(result: dict, names: dict, title: str, x_title: str, y_title: st
     return finish(fig, title, height=420, xaxis={"title": {"text": x_title}},
                   yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
                   legend=legend_below())
+
+
+def read_order(tables: dict[str, list[int]], names: dict[str, str], title: str, axes: tuple[str, str]) -> go.Figure:
+    """The pool block each of a sequence's logical blocks lies in, in the order a decode step reads them, one line
+    per block order ({order: its block table}): blocks in order climb at a fixed stride (the address a prefetcher
+    predicts), scattered ones jump."""
+    colors = {"in_order": seq_color(0), "scattered": seq_color(1)}
+    traces = [{"type": "scatter", "x": list(range(len(table))), "y": list(table), "name": names[order],
+               "mode": "lines+markers", "line": {"color": colors.get(order, "#888888")},
+               "hovertemplate": f"{axes[0]} %{{x}} → {axes[1]} %{{y}}<extra></extra>"}
+              for order, table in tables.items()]
+    return lean(traces, title, 300, legend=legend_below(), plot_bgcolor="#fafbfd",
+                xaxis={"title": {"text": axes[0]}}, yaxis={"title": {"text": axes[1]}})

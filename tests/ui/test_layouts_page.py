@@ -193,3 +193,16 @@ def test_the_locality_section_measures_blocks_in_order_and_scattered(app_model, 
     first = result["ms_per_token"]["scattered"]
     assert frame[translate(lang, "locality.col_scattered")][0].startswith(f"{first['median'][0]:.3f} (")
     assert any(translate(lang, "timed.locality", steps=8, repeats=1, factor=4) in c.value for c in at.caption)
+    # the prefetch loop tied to it: in order, the pool's blocks 0, 1, 2, ... (a fixed stride); scattered, the run's
+    # own table, the same count of blocks from a pool four times larger; the sentence reads the table's ratio
+    from page_probes import charts
+
+    longest = result["lengths"][-1]
+    order = charts(at)[translate(lang, "locality.order_title", tokens=longest, block=16)]
+    blocks = -(-longest // 16)  # the blocks the longest run's cache holds, its decode steps' included
+    in_order, scattered = (tr["y"] for tr in order["data"])
+    assert list(in_order) == list(range(len(in_order))) and len(in_order) >= blocks
+    pool = 4 * -(-result["max_seq"] // 16)  # four times the blocks a sequence of max_seq needs
+    assert len(scattered) == len(in_order) and max(scattered) < pool and list(scattered) != list(in_order)
+    ratio = result["ms_per_token"]["scattered"]["median"][-1] / result["ms_per_token"]["in_order"]["median"][-1]
+    assert any(f"{100 * (ratio - 1):+.1f}%" in m.value for m in at.markdown)

@@ -14,7 +14,7 @@ import plotly.io as pio
 import pytest
 from plotly_data import array
 
-from llmviz.viz import decode, timing
+from llmviz.viz import decode, kv_layouts, timing
 from llmviz.viz.style import SCALES, lean
 
 RNG = np.random.default_rng(0)
@@ -43,6 +43,8 @@ CASES = {
     "growth": lambda: timing.growth_lines([32, 64, 128], {p: GROWTH_MS for p in ("attention", "projection")},
                                           {"attention": "a", "projection": "p"}, {"attention": "n²", "projection": "n"},
                                           "t", ("n", "ms")),
+    "read order": lambda: kv_layouts.read_order({"in_order": [0, 1, 2], "scattered": [7, 2, 11]},
+                                                {"in_order": "a", "scattered": "b"}, "t", ("x", "y")),
     "spans": lambda: timing.span_bars(["embed", "layer 0", "head"], [0.1, 2.0, 0.3], "t", "ms"),
 }
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.ui import measure, server
+from llmviz.ui.charts import chart
 from llmviz.ui.chrome import literal
 from llmviz.ui.layouts import layouts_run
 from llmviz.ui.settings import Settings
+from llmviz.viz.kv_layouts import read_order
 
 LOCALITY_KEY = "llmviz_locality"
 STEPS = 8
@@ -56,3 +58,18 @@ def section(t, s: Settings, titled: bool = True) -> None:
                  hide_index=True, key="kv_locality")
     st.caption(t("locality.timed", model=literal(result["model"]), device=result["device"],
                  threads=result["threads"], what=t.timed(result)))
+    addresses(t, result)
+
+
+def addresses(t, result: dict) -> None:
+    """The article's prefetch loop tied to the measurement: the pool block each logical block of the longest run
+    lay in, in the order a decode step reads them (the in-order run's fixed stride is `k_cache + i*stride`), and the
+    measured difference beside the article's ~15%."""
+    longest = {order: result["tables"][order][-1] for order in ("in_order", "scattered")}
+    names = {order: t(f"locality.name_{order}") for order in longest}
+    tokens = longest["in_order"]["tokens"]
+    chart(t, read_order({o: v["blocks"] for o, v in longest.items()}, names,
+                        t("locality.order_title", tokens=tokens, block=result["block_size"]),
+                        (t("locality.axis_logical"), t("locality.axis_pool"))), key="kv_locality_order")
+    ratio = result["scattered_over_in_order"][-1]
+    st.markdown(t("locality.prefetch_link", tokens=tokens, slower=f"{100 * (ratio - 1):+.1f}%"))

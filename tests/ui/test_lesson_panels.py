@@ -298,6 +298,19 @@ def test_the_ridge_button_measures_this_machine():
     raw = at.session_state["llmviz_device_limits"]  # measured on whatever device this machine has
     here = float(metrics(at)[z("lesson.ridge_here", device=raw["device"])])
     assert here == pytest.approx(raw["peak"]["gflop_per_s"] / raw["dram"]["gb_per_s"], abs=0.05)
+    # §1.2's memory share under it: a decode step's bytes by hand, the embedded model's 23,077,888 B of fp32 weights
+    # (tied: the table is read whole as the head) and 10 tokens' K and V (9 cached and the new one, 8,192 B each)
+    weights, kv = 23_077_888, 10 * 8_192
+    table = at.table[0].value
+    change = dict(zip(table[z("lesson.mem.col.switch")], table[z("lesson.mem.col.change")], strict=True))
+    assert change[z("lesson.mem.remedy.weights_fp16")] == f"{-100 * (weights / 2) / (weights + kv):+.1f}%" == "-49.8%"
+    assert change[z("lesson.mem.remedy.kv_fp16")] == f"{-100 * (kv / 2) / (weights + kv):+.1f}%" == "-0.2%"
+    m = metrics(at)
+    step_ms, memory_ms = (float(m[z(f"lesson.mem.{k}")].removesuffix(" ms")) for k in ("step_ms", "memory_ms"))
+    cache = raw.get("cache")
+    gb_s = cache["gb_per_s"] if cache and weights + kv <= cache["bytes"] else raw["dram"]["gb_per_s"]
+    assert memory_ms == pytest.approx((weights + kv) / (gb_s * 1e6), abs=0.006)  # the metric shows two decimals
+    assert float(m[z("lesson.mem.share")].removesuffix("%")) == pytest.approx(100 * memory_ms / step_ms, abs=1.5)
 
 
 def test_attentions_output_is_the_probabilities_times_v():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from llmviz.analysis import claim_spec
 from llmviz.analysis.serving import STATES, metrics
 from llmviz.analysis.serving_timeline import binned_timeline
 from llmviz.trace.config import EMBEDDED_MODEL
@@ -66,16 +67,19 @@ def k7_view(t) -> None:
     st.caption(t("lesson.k7_note", requests=len(results[which]["token_steps"]), slots=K7_SLOTS))
 
 
-VIEWS = {"K5": k5_view, "K7": k7_view}
+VIEWS = {"C13": k5_view, "C15": k7_view}  # by the concept a claim's step draws (its claim's first): padded
+# batching's grid, continuous batching's Gantt (a claim's id is written only where it is declared)
+IN_A_CLASS = ("C15",)  # a class draws its own requests there instead (lesson_workload.py)
 
 
 def panel(t, claim_id: str) -> None:
     """The claim's picture, folded under its Reveal (the prediction and the verdict keep the first screen), drawn
     (and K5's batch run) only while the student holds it open; it stays open across the runs a press makes."""
-    view = VIEWS.get(claim_id)
-    if view is None or (claim_id == "K7" and lesson_class.role() is not None):  # a class: its own (lesson_workload)
+    concept = claim_spec.claim(claim_id).concepts[0]
+    view = VIEWS.get(concept)
+    if view is None or (concept in IN_A_CLASS and lesson_class.role() is not None):
         return
-    folded = st.expander(t(f"lesson.view.{claim_id}"), key=f"lesson_view_{claim_id}", on_change="rerun")
+    folded = st.expander(t(f"lesson.view.{concept}"), key=f"lesson_view_{claim_id}", on_change="rerun")
     with folded, fitted(None):  # below the first screen: the Gantt's 32 rows at their height, not the panel's cap
         if folded.open:
             view(t)

@@ -19,6 +19,7 @@ from llmviz.ui import measure, server, state
 from llmviz.ui.charts import chart
 from llmviz.ui.chrome import with_bold_tail
 from llmviz.ui.latency import slowdown_view
+from llmviz.ui.lesson import lesson_memshare
 from llmviz.ui.lesson.lesson_prefill import cache_bytes, ctl
 from llmviz.ui.trace_file import ids_text
 from llmviz.viz import decode as fig
@@ -115,10 +116,10 @@ def intensity(t, run) -> None:
     cols[1].metric(t("lesson.bytes_read"), human(read), help=f"{read:,} B")
     cols[2].metric(t("lesson.intensity"), f"{flops / read:.2f}")
     st.caption(t("lesson.intensity_note", cached=cached))
-    ridges(t, flops / read)
+    ridges(t, run, flops / read)
 
 
-def ridges(t, intensity: float) -> None:
+def ridges(t, run, intensity: float) -> None:
     """The A100's ridge point beside this machine's, measured by the Claims page's probes (kept in the session, one
     button here): the balance of FLOPs and bytes the article speaks of, on the hardware at hand."""
     from llmviz.ui.latency.roofline_view import LIMITS_KEY, limits_of, run_probes
@@ -136,6 +137,7 @@ def ridges(t, intensity: float) -> None:
     cols[1].metric(t("lesson.ridge_here", device=raw["device"]), f"{here:.1f}")
     st.caption(t("lesson.ridge_note", a100=a100, here=here, intensity=intensity,
                  bound=t("lesson.ridge_memory" if intensity < here else "lesson.ridge_compute")))
+    lesson_memshare.memory_share(t, run, raw)  # §1.2's 60% and "optimise the memory subsystem", on this run
 
 
 def slowdown(t, run) -> None:

@@ -268,6 +268,40 @@ def test_no_english_word_in_a_chinese_sentence():
     assert found == {}
 
 
+# What the Chinese docs may name besides a page's words: tools, protocols and systems a reader looks up by that name
+DOC_NAMES = {
+    "english", "readme", "hub", "haproxy", "chromium", "websocket", "safetensors", "ttft", "itl", "nat", "ipv4", "ipv6",
+    "http", "cookie", "pypi", "fifo", "pip", "wheel", "numpy", "markdown", "glibc", "arena", "chroot", "root", "ping",
+    "linux", "cpython", "pydoc", "bpe", "gil", "sqlite", "redis-py", "epyc", "ctrl-c", "smollm", "ci", "ai", "px",
+    "inf", "serve-class",
+}
+
+
+def doc_paragraphs(text: str) -> list[str]:
+    """A markdown file's paragraphs (lines joined, so code in backticks that wraps a line stays code), fenced code
+    left out."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    return [" ".join(p.split("\n")) for p in re.split(r"\n\s*\n", text)]
+
+
+def test_the_chinese_docs_have_no_english_word_in_a_sentence():
+    """Issue 50's docs pass: docs/zh names pages by their Chinese titles, writes code as code and each term one way
+    (the catalogues' spellings)."""
+    from pathlib import Path
+
+    found = {}
+    for path in sorted((Path(__file__).resolve().parents[2] / "docs" / "zh").glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        if spellings := other_spellings(text):
+            found[f"{path.name}: other spellings"] = spellings
+        for para in doc_paragraphs(text):
+            if re.search(r"[\u4e00-\u9fff]", para):
+                words = [w for w in english_in_chinese(para) if w.lower() not in DOC_NAMES or w in PAGE_WORDS]
+                if words:
+                    found.setdefault(path.name, []).extend(words)
+    assert found == {}
+
+
 def test_the_english_word_check_catches_them():
     assert english_in_chinese("测量之前：对 Reveal 将要计时的这次运行") == ["Reveal"]
     assert english_in_chinese("在 Compare 页面打开；请选择 auto 或 cpu") == ["Compare", "cpu"]

@@ -144,3 +144,37 @@ def test_the_embedded_model_under_each_method():
         Session(lms["llm-int8"], prompt, EngineConfig(device="cpu", quant="llm-int8", logit_lens_top_k=0)).step()
     first = [n for name, n, _ in seen if name.startswith("layers.0.attn.") and name.endswith(("q_proj", "qkv_proj"))]
     assert first == [crossing]
+
+
+def obs_by_hand(w: np.ndarray, h: np.ndarray, scale: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """The paper's update in its first (OBS) form, column by column: round column j on the row's grid, then spread
+    its error over the columns not yet rounded by the inverse of H restricted to them, recomputed each time (no
+    Cholesky factor, no blocks: another road to the same numbers)."""
+    w, q = w.copy(), np.zeros(w.shape, dtype=int)
+    cols = w.shape[1]
+    for j in range(cols):
+        hinv = np.linalg.inv(h[j:, j:])  # the remaining columns' inverse Hessian, j first
+        q[:, j] = np.clip(np.round((w[:, j] - low) / scale), 0, 15)
+        err = (w[:, j] - (q[:, j] * scale + low)) / hinv[0, 0]
+        w[:, j + 1:] -= np.outer(err, hinv[0, 1:])
+    return q
+
+
+def test_gptq_on_a_4x4_layer_is_the_obs_update_by_hand():
+    """A 4 x 4 layer, one group of 4 per row (its grid from the row as it stands), no damping: the engine's
+    Cholesky form of GPTQ rounds every weight as the OBS update written out in numpy does, and leaves a smaller
+    layer error than round-to-nearest on the same grid."""
+    w = np.array([[0.9, -0.35, 0.12, 0.5], [-0.7, 0.25, 0.61, -0.1], [0.05, 0.8, -0.45, 0.3],
+                  [0.33, -0.2, 0.74, -0.66]])
+    x = np.array([[1.0, 0.8, 0.1, -0.2], [0.5, 0.45, -0.3, 0.1], [-0.2, -0.1, 0.9, 0.85], [0.3, 0.2, 0.4, 0.5],
+                  [1.2, 1.1, -0.4, -0.3], [-0.6, -0.5, 0.2, 0.1]])  # correlated columns: 0 with 1, 2 with 3
+    h = 2 * x.T @ x / len(x)
+    q, scale, low = gptq(torch.tensor(w), torch.tensor(h), group=4, block=4, damp=0.0)
+    grid_scale, grid_low = (w.max(axis=1) - w.min(axis=1)) / 15, w.min(axis=1)  # min-max int4, by hand
+    assert np.allclose(scale[:, 0].numpy(), grid_scale) and np.allclose(low[:, 0].numpy(), grid_low)
+    assert q.numpy().tolist() == obs_by_hand(w, h, grid_scale, grid_low).tolist()
+    rtn = np.clip(np.round((w - grid_low[:, None]) / grid_scale[:, None]), 0, 15)
+    assert q.numpy().tolist() != rtn.astype(int).tolist()  # the updates changed some rounding
+    approx = lambda qq: qq * grid_scale[:, None] + grid_low[:, None]  # noqa: E731
+    err = lambda a: float(np.sum((x @ (w - a).T) ** 2))  # noqa: E731
+    assert err(approx(q.numpy())) < err(approx(rtn))

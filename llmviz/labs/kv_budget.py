@@ -35,18 +35,17 @@ def setup_config(setup: str, context: int, budget: int, per_token: int, device: 
 def one_setup(lm: LoadedModel, ids: list[int], config: EngineConfig, tokens: int) -> dict:
     """{outcome: done | ended | refused, held: positions in the cache at the end, max_seq, bytes: the cache's
     tensors, and for a refusal the error's type and message}."""
-    out = {"max_seq": config.max_seq_len, "held": 0, "bytes": 0}
+    out, session = {"max_seq": config.max_seq_len, "held": 0, "bytes": 0}, None
     try:
         session = Session(lm, None, config, prompt_ids=[ids])
         out["bytes"] = session.cache.bytes_allocated()
         while session.cache.length(0) < tokens and not session.finished:
             session.step()
-        out["held"] = session.cache.length(0)
-        out["outcome"] = "done" if out["held"] >= tokens else "ended"
+        out["outcome"] = "done" if session.cache.length(0) >= tokens else "ended"
     except (KVCacheTooLargeError, KVCacheFullError, PromptError) as exc:
-        held = session.cache.length(0) if "session" in locals() else 0
-        out.update(outcome="refused", held=held, error=type(exc).__name__, message=str(exc))
-    if "session" in locals():
+        out.update(outcome="refused", error=type(exc).__name__, message=str(exc))
+    if session is not None:  # the cache as the run left it (refused at its start: none was made)
+        out["held"] = session.cache.length(0)
         out["blocks"] = len(session.cache.snapshot().get("block_tables", [[]])[0])
     return out
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from page_probes import metrics
-from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file, shown, table_with
+from ui_helpers import EMBEDDED_WEIGHTS, open_app, page_file, shown
 
 from llmviz.analysis.kv_memory import human
 from llmviz.i18n.translator import translate
@@ -353,7 +353,7 @@ def test_the_score_matrix_grows_as_n_squared_against_the_config(config):
     m, heads = metrics(at), config["num_attention_heads"]
     assert m[z("lesson.growth_scores", a=256, b=511)] == f"×{(511 / 256) ** 2:.2f}" == "×3.98"
     assert re.fullmatch(r"×\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)", m[z("lesson.growth_attention", a=256, b=511)])
-    table = table_with(at, z("lesson.growth_col_bytes"))
+    table = next(t.value for t in at.table if z("lesson.growth_col_bytes") in t.value.columns)
     lengths = [32, 64, 128, 256, config["max_position_embeddings"] - 1]
     assert list(table[z("lesson.growth_col_n")]) == lengths
     assert list(table[z("lesson.growth_col_scores", h=heads)]) == [f"{heads * n * n:,}" for n in lengths]

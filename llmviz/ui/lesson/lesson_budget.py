@@ -16,7 +16,6 @@ from llmviz.ui.chrome import literal
 from llmviz.ui.lesson.lesson_prefill import ctl
 
 STORE = "llmviz_lesson_budget"
-SETUPS = ("reserved", "shorter", "paged")  # labs/kv_budget.SETUPS, in its order
 
 
 def lengths(prompt: int, context: int) -> list[int]:
@@ -57,11 +56,12 @@ def refusal(t, run, budget: int, per_token: int) -> None:
     if result is None:
         return
     runs = result["runs"]
+    setups = list(runs)  # the lab's order: reserved, shorter, paged
     st.table({t("lesson.budget.col_setup"): [t(f"lesson.budget.setup.{x}", max_seq=runs[x]["max_seq"],
-                                              block=result["block"]) for x in SETUPS],
-              t("lesson.budget.col_outcome"): [outcome(t, runs[x]) for x in SETUPS],
-              t("lesson.budget.col_bytes"): [human(runs[x]["bytes"]) if runs[x]["bytes"] else "—" for x in SETUPS]})
-    said = [f"{runs[x]['error']}: {runs[x]['message']}" for x in SETUPS if runs[x]["outcome"] == "refused"]
+                                              block=result["block"]) for x in setups],
+              t("lesson.budget.col_outcome"): [outcome(t, runs[x]) for x in setups],
+              t("lesson.budget.col_bytes"): [human(runs[x]["bytes"]) if runs[x]["bytes"] else "—" for x in setups]})
+    said = [f"{runs[x]['error']}: {runs[x]['message']}" for x in setups if runs[x]["outcome"] == "refused"]
     if said:
         st.caption(t("lesson.budget.messages"))
         st.code("\n".join(said), language=None, wrap_lines=True)

@@ -66,11 +66,10 @@ def growth(t, run) -> None:
     chart(t, growth_lines(n, parts, names, guides, t("lesson.growth_title", model=result["model"]),
                           (t("lesson.growth_axis_n"), "ms")), key="lesson_growth")
     cell = "{median:.3f} ({min:.3f}–{max:.3f})".format
-    st.dataframe({t("lesson.growth_col_n"): n,
-                  t("lesson.growth_col_scores", h=result["heads"]): [f"{x:,}" for x in result["score_numbers"]],
-                  t("lesson.growth_col_bytes"): [human(b) for b in result["score_bytes"]],
-                  t("lesson.growth_col_attention"): [cell(**x) for x in result["attention_ms"]],
-                  t("lesson.growth_col_projection"): [cell(**x) for x in result["projection_ms"]]},
-                 hide_index=True, key="lesson_growth_table")
+    st.table({t("lesson.growth_col_n"): n,  # a table wraps its cells: whole in the lesson's column and on a phone
+              t("lesson.growth_col_scores", h=result["heads"]): [f"{x:,}" for x in result["score_numbers"]],
+              t("lesson.growth_col_bytes"): [human(b) for b in result["score_bytes"]],
+              t("lesson.growth_col_attention"): [cell(**x) for x in result["attention_ms"]],
+              t("lesson.growth_col_projection"): [cell(**x) for x in result["projection_ms"]]})
     st.caption(t("lesson.growth_note", model=literal(result["model"]), device=result["device"],
                  threads=result["threads"], what=t.timed(result)))

@@ -358,7 +358,7 @@ def test_the_score_matrix_grows_as_n_squared_against_the_config(config):
     assert list(table[z("lesson.growth_col_n")]) == lengths
     assert list(table[z("lesson.growth_col_scores", h=heads)]) == [f"{heads * n * n:,}" for n in lengths]
     assert list(table[z("lesson.growth_col_bytes")]) == [human(4 * heads * n * n) for n in lengths]
-    drawn = charts(at)[z("lesson.growth_title", model="llmviz-tiny")]
+    drawn = charts(at)[z("lesson.growth_title")]
     assert [tr["x"] for tr in drawn["data"]] == [lengths] * 4  # attention, its n² guide, projection, its n guide
 
 

@@ -63,7 +63,7 @@ def growth(t, run) -> None:
     names = {p: t(f"lesson.growth_{p}_line") for p in PARTS}
     guides = {"attention": t("lesson.growth_guide_n2"), "projection": t("lesson.growth_guide_n")}
     parts = {p: {k: [x[k] for x in result[f"{p}_ms"]] for k in ("median", "min", "max")} for p in PARTS}
-    chart(t, growth_lines(n, parts, names, guides, t("lesson.growth_title", model=result["model"]),
+    chart(t, growth_lines(n, parts, names, guides, t("lesson.growth_title"),
                           (t("lesson.growth_axis_n"), "ms")), key="lesson_growth")
     cell = "{median:.3f} ({min:.3f}–{max:.3f})".format
     st.table({t("lesson.growth_col_n"): n,  # a table wraps its cells: whole in the lesson's column and on a phone

@@ -41,6 +41,7 @@ def test_k5_draws_the_articles_batch_padded_in_front():
     assert (grid[0, :long] == 0).all() and int(m[z("batch.wasted")]) >= long - short
 
 
+@pytest.mark.slow  # K7's workload served twice, once by the page and once by the claim's lab: ~14 s on two cores
 def test_k7_serves_the_claims_workload_and_counts_its_busy_slots():
     from llmviz import service
     from llmviz.analysis.claimdefs.k07_continuous import rule

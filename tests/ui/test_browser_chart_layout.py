@@ -44,9 +44,11 @@ def test_no_legend_under_the_toolbar_or_over_the_axis_title():
             page.wait_for_selector(".js-plotly-plot .legend", timeout=15_000)  # plotly draws after the run
             assert exceptions(page) == [], path
             for i, chart in enumerate(page.query_selector_all(".js-plotly-plot")):
+                if not chart.is_visible():  # in a tab not open (2.1.2's slips: vLLM's block tables, no legend)
+                    continue
                 chart.scroll_into_view_if_needed()
                 chart.hover()
-                page.wait_for_selector(".modebar", state="visible", timeout=5_000)
+                chart.wait_for_selector(".modebar", state="visible", timeout=5_000)  # its own (a hidden tab has one)
                 buttons = {b.get_attribute("data-title") for b in chart.query_selector_all(".modebar-btn")}
                 assert "Download plot as a PNG" in buttons and not {"Zoom in", "Zoom out", "Autoscale"} & buttons
                 boxes = chart.evaluate(BOXES)

@@ -98,9 +98,9 @@ def test_the_whole_quick_run():
     rounds = [c for c in charts if c.startswith("claims_rounds_")]  # each timed effect's rounds
     assert rounds == [f"claims_rounds_{c['id']}_{e['name']}" for c in kept["claims"] for e in c["effects"]
                       if e.get("per_round")]
-    # K1's fit; the slips' two BERT masks
+    # K1's fit; the slips' two BERT masks and vLLM's block tables, drawn from the engine's paged cache
     assert [c for c in charts if c not in rounds] == ["claims_fit_0", "article_mask_bidirectional",
-                                                      "article_mask_causal"]
+                                                      "article_mask_causal", "slip_block_tables"]
     assert any("Prefill ms ≈" in m.value for m in at.markdown)
     assert json.loads(json.dumps(kept["claims"][0]["figures"]))["longest"] == 510
 

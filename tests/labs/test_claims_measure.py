@@ -53,6 +53,7 @@ def test_k9_prefix_sharing_counts_whole_blocks_of_the_hand_formula(measurer):
     assert j["verdict"] == HOLDS  # the shared-prompt trace shares most of its prompt blocks
 
 
+@pytest.mark.slow  # GPT-2-124M decoding at 1,024 tokens until K4 decides: 25-60 s on two cores
 def test_k4_and_k2_share_one_decode_pair_at_a_long_context_and_the_kv_bytes_halve(measurer):
     f4 = measurer.measure("K4")
     assert f4["specs"] == ["kv-dtype=fp32", "kv-dtype=bf16"]  # on a CPU the half-precision cache is bf16

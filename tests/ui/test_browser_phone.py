@@ -43,6 +43,11 @@ def looks():
             page = browser.new_page(viewport={"width": width, "height": height})
             page.goto(server.url("", lang="zh"))
             wait_idle(page, 120)
+            # the phone styles (ui/phone.py, an st.html <style>) in the page before its layout is read: on a loaded
+            # machine the containers they hide were seen drawn before them (CI's slow suite, once)
+            page.wait_for_function("() => Array.from(document.querySelectorAll('style'))"
+                                   ".some(s => s.textContent.includes('st-key-phone-only'))", timeout=30_000)
+            page.wait_for_timeout(300)  # one layout after the style lands
             out[width] = page.evaluate(LOOK) | {"exceptions": exceptions(page)}
     return out
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmviz.analysis.kv_memory import KVExample, kv_bytes
-from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, predict, step_flops, weight_read_bytes
+from llmviz.analysis.predict import (
+    Setup,
+    Shape,
+    decode_read_bytes,
+    kv_read_bytes,
+    predict,
+    step_flops,
+    weight_read_bytes,
+)
 
 MIB = 2**20
 # The article's GPU, from NVIDIA's A100 datasheet (80 GB SXM4): dense FP16 on the tensor cores, and HBM2e bandwidth.
@@ -220,7 +228,7 @@ def norm_fusion(config: dict, cached: int = 1024) -> dict:
     d, layers = config["hidden_size"], config["num_layers"]
     setup = Setup(Shape.from_config(config))
     saved_decode = 2 * d * 4 * layers
-    read = weight_read_bytes(setup) + kv_read_bytes(setup, cached + 1)
+    read = decode_read_bytes(setup, cached)
     return {"saved_kb": saved_decode / 1024, "read_mb": read / 2**20, "share": saved_decode / read,
             "prefill_mib": 2 * cached * d * 4 * layers / 2**20, "cached": cached, "d": d, "layers": layers}
 

@@ -27,6 +27,7 @@ KINDS = (RATIO, SHARE, POINTS)
 # The models a claim's lab runs: the embedded one, the GPT-2-124M shape (2,048 tokens of context), or the plan's
 # base model (the embedded one in a quick run, the GPT-2 shape in a full one)
 EMBEDDED, LONG, BASE = "embedded", "long", "base"
+SERVING_SLOTS = 8  # the serving claims' slots (their lab: labs/claim_labs.serving_lab; K7's Gantt in the lesson)
 MODELS = (EMBEDDED, LONG, BASE)
 _ID = re.compile(r"K[1-9][0-9]*")
 

@@ -158,6 +158,11 @@ def kv_bytes_per_token(setup: Setup) -> int:
     return 2 * kv * per_head * setup.shape.num_layers
 
 
+def decode_read_bytes(setup: Setup, cached: int) -> int:
+    """What one decode step reads after `cached` tokens: the weights, and the cache with the new token in it (C7)."""
+    return weight_read_bytes(setup) + kv_read_bytes(setup, cached + 1)
+
+
 def kv_read_bytes(setup: Setup, cached: int) -> int:
     """KV bytes one decode step reads with `cached` tokens in the cache (the new one included)."""
     per_layer = kv_bytes_per_token(setup) // setup.shape.num_layers

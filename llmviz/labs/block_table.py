@@ -8,11 +8,12 @@ own cache (its snapshot's block tables), not drawn by hand.
 from __future__ import annotations
 
 from llmviz.analysis import tokens as tk
+from llmviz.analysis.article import ARTICLE_BATCH
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.session import Session
 from llmviz.trace.config import EngineConfig, SamplingConfig
 
-PROMPTS = ("济南的冬天", "人工智能")  # the article's batch (§3.1)
+PROMPTS = ARTICLE_BATCH  # the article's batch (§3.1)
 BLOCK = 4  # tokens per block: the paper's figure uses 4
 STEPS = 9  # the prefill, then decode steps until both requests have taken a block after the other's
 

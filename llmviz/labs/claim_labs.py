@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, is_dataclass
 
-from llmviz.analysis.claim_spec import ClaimSpec
+from llmviz.analysis.claim_spec import SERVING_SLOTS, ClaimSpec
 from llmviz.engine.loading.model import LoadedModel
 from llmviz.engine.serving.continuous import ServeConfig
 from llmviz.engine.serving.requests import load_trace
@@ -23,7 +23,7 @@ from llmviz.labs.speculative import alone_decode, speculate
 from llmviz.trace.config import EMBEDDED_DRAFT, LAYOUT_SWEEP_BACKEND, LAYOUT_SWEEP_BLOCK, LAYOUT_SWEEP_STEPS
 from llmviz.trace.progress import within
 
-SLOTS = 8  # the serving claims' slots
+SLOTS = SERVING_SLOTS  # the serving claims' slots, declared beside the claims
 
 
 def prefill_lab(m, claim: ClaimSpec) -> dict:

@@ -54,12 +54,8 @@ def slips_notes(t, ids: tuple[str, ...] | None = None) -> None:
         with st.container(border=True):
             st.markdown(f"**§{s.section}** · {t(f'slip.{s.id}.says')}")
             st.markdown(t("article.evidence_line", text=evidence(t, s.id)))
-            if s.id == "bert_decodes":
-                masks(t)
-            if s.id == "a100_fp8":
-                fp8_here(t)
-            if s.id == "block_tables":
-                block_tables_drawn(t)
+            if (drawn := SLIP_DRAWINGS.get(s.id)) is not None:
+                drawn(t)
 
 
 TABLES_KEY = "llmviz_slip_block_tables"  # the engine's run for the drawing, once a session
@@ -118,6 +114,10 @@ def masks(t) -> None:
                                        t(f"article.mask_{name}", seen=int(seen.sum()), total=n * n),
                                        t("prefill.axis_key"), t("prefill.axis_query"), t("lesson.visible"),
                                        probabilities=True, hidden=~seen), key=f"article_mask_{name}")
+
+
+# what a slip draws beside its evidence, read from this machine or its engine
+SLIP_DRAWINGS = {"bert_decodes": masks, "a100_fp8": fp8_here, "block_tables": block_tables_drawn}
 
 
 def terms_table(t, key: str = "article_terms") -> None:

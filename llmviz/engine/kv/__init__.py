@@ -62,11 +62,11 @@ def make_kv_cache(layout: str, cfg: ModelConfig, max_seq: int, *, capacity: int 
     stays flat however long it runs; llmviz.trace.config.stored_layout); the other layouts keep every token
     (the mask alone applies the window) and say so in their snapshot. Every class takes every option and uses
     those it needs. `budget`: the bytes the cache may hold (C17): a layout that reserves refuses past it before
-    allocating (KVCacheTooLargeError), a paged pool is sized to it, and any layout stops at a step past it
-    (KVCacheFullError)."""
+    allocating (KVCacheTooLargeError), a paged pool is sized to it, and a layout that grows stops at the step that
+    takes it past (KVCacheFullError)."""
     cls = KV_LAYOUT_CLASSES.get(stored_layout(layout, max_seq, window, rollback))
     codec = codec_for(kv_dtype, model_dtype)
     cache = cls(cfg, max_seq, capacity, codec, torch.device(device), block_size=block_size, pool_blocks=pool_blocks,
                 window=window, rollback=rollback, budget=budget)
-    cache.budget = budget  # refused before allocating by the layouts that reserve; held at each step by all
+    cache.budget = budget  # refused before allocating by a preallocated layout; held at each step by one that grows
     return cache

@@ -53,6 +53,7 @@ def _store_outside_graph(cache: KVCache, layer: int, step: StepBatch, kp: list, 
 class KVCache(ABC):
     layout: str = ""
     budget: int | None = None  # bytes the cache may hold (EngineConfig.kv_budget_bytes; make_kv_cache sets it)
+    preallocated = False  # True: it allocates all it holds when made (checked against the budget then, not per step)
 
     def __init__(self, cfg: ModelConfig, max_seq: int, capacity: int, codec, device: torch.device):
         if max_seq <= 0 or capacity <= 0:
@@ -95,7 +96,7 @@ class KVCache(ABC):
         address = self._reserve(step)
         for seq_id, n in zip(step.seq_ids, step.n_real, strict=True):
             self._lengths[seq_id] += n
-        if self.budget is not None and self.bytes_allocated() > self.budget:  # a layout that grows as it goes
+        if self.budget is not None and not self.preallocated and self.bytes_allocated() > self.budget:  # it grew
             raise KVCacheFullError(f"the KV cache now holds {self.bytes_allocated():,} B, past its budget of "
                                    f"{self.budget:,} B (kv_budget_bytes): raise it, or use a shorter max_seq_len")
         return address

@@ -25,6 +25,7 @@ class RowAddress:
 
 class ContiguousKVCache(KVCache):
     layout = "contiguous"
+    preallocated = True  # its rows (and the ring's, a subclass), checked against a budget before allocating
 
     def __init__(self, cfg, max_seq, capacity, codec, device, slots: int | None = None, budget: int | None = None,
                  **_):

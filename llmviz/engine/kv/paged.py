@@ -37,6 +37,7 @@ class BlockAddress:
 
 class PagedKVCache(KVCache):
     layout = "paged"
+    preallocated = True  # its pool, checked against a budget before allocating
 
     def __init__(self, cfg, max_seq, capacity, codec, device, block_size=16, pool_blocks=None,
                  budget: int | None = None, **_):

@@ -26,8 +26,8 @@ def lengths(prompt: int, context: int) -> list[int]:
 def outcome(t, r: dict) -> str:
     """What the engine did with one setup, in words (a refusal's error by name in the messages under the table);
     a paged run's blocks taken."""
-    said = t("lesson.budget.refused_start" if r["outcome"] == "refused" and r["held"] == 0 else
-             "lesson.budget.refused_at" if r["outcome"] == "refused" else f"lesson.budget.{r['outcome']}", n=r["held"])
+    key = r["outcome"] if r["outcome"] != "refused" else "refused_at" if r["held"] else "refused_start"
+    said = t(f"lesson.budget.{key}", n=r["held"])
     return said + (t("lesson.budget.blocks", n=r["blocks"]) if r.get("blocks") else "")
 
 

@@ -15,25 +15,24 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.analysis import claim_spec
-from llmviz.analysis.serving import STATES, metrics
-from llmviz.analysis.serving_timeline import binned_timeline
+from llmviz.analysis.article import ARTICLE_BATCH
+from llmviz.analysis.serving import STATES
 from llmviz.trace.config import EMBEDDED_MODEL
 from llmviz.ui import measure, state
 from llmviz.ui.batch import batch_run, batch_view
 from llmviz.ui.charts import chart, fitted
 from llmviz.ui.lesson import lesson_class
 from llmviz.ui.serving import serving_run
+from llmviz.ui.serving.serving_view import batching_view
 from llmviz.viz.serving import gantt
 
-ARTICLE_BATCH = ("济南的冬天", "人工智能")  # §3.1's `batch`, padded to its longest row
 ARTICLE_PADDING = "left"  # pad_sequences pads in front of a row by default
 NEW_TOKENS = 4  # the prefill and three decode steps: a finished row's idle slots would need longer outputs
 BATCH_STORE = "llmviz_lesson_k5_batch"
-K7_TRACE, K7_SLOTS = "mixed", 8  # K7's lab (analysis/claimdefs/k07_continuous.py; labs/claim_labs.SLOTS)
-K7_ENGINE = ("sdpa", "contiguous")  # ServeConfig's backend and static layout, which K7's lab leaves as they are
+SCHEDULERS = ("static", "continuous")
 
 
-def k5_view(t) -> None:
+def k5_view(t, spec: claim_spec.ClaimSpec) -> None:
     s = state.settings()
     run = batch_run.whole(t, s, ARTICLE_BATCH, ARTICLE_PADDING, NEW_TOKENS, BATCH_STORE)
     if run is None:  # said why
@@ -42,29 +41,37 @@ def k5_view(t) -> None:
     st.caption(t("lesson.k5_grid_note"))
 
 
-def k7_wanted() -> tuple:
-    return (state.settings().device, EMBEDDED_MODEL, K7_TRACE, K7_SLOTS, *K7_ENGINE)
+def claim_workload(spec: claim_spec.ClaimSpec) -> tuple:
+    """The Serving page's run of a serving claim's own workload: its lab's trace on its model (the embedded one),
+    the serving claims' slots, and the backend and static layout ServeConfig has, which the lab leaves as they are
+    (device, model, trace, slots, backend, layout: serving_run.batching's key)."""
+    from llmviz import service
+
+    engine = service.serving.serve_config()
+    return (state.settings().device, EMBEDDED_MODEL, spec.lab.options["trace"], claim_spec.SERVING_SLOTS,
+            engine.backend, engine.layout)
 
 
-def k7_view(t) -> None:
-    wanted = k7_wanted()
+def k7_view(t, spec: claim_spec.ClaimSpec) -> None:
+    wanted = claim_workload(spec)
+    trace = wanted[2]
     pressed = st.button(t("lesson.k7_run"), key="lesson_k7_run")
-    results = serving_run.batching(t, wanted, K7_TRACE) if pressed else measure.kept(serving_run.BATCHING_KEY, wanted)
+    results = serving_run.batching(t, wanted, trace) if pressed else measure.kept(serving_run.BATCHING_KEY, wanted)
     if results is None:
         st.caption(t("lesson.k7_none_yet"))
         return
-    used = {name: metrics(r)["slot_utilization"] for name, r in results.items()}
-    which = st.segmented_control(t("serving.show"), ("static", "continuous"), default="continuous", required=True,
+    view = batching_view(results)  # the Serving page's figures of this run, derived once per run
+    which = st.segmented_control(t("serving.show"), SCHEDULERS, default="continuous", required=True,
                                  key="lesson_k7_which", format_func=lambda n: t(f"serving.sched.{n}"))
-    cols = st.columns(2)
-    for col, name in zip(cols, ("static", "continuous"), strict=True):
-        col.metric(t("lesson.k7_used", sched=t(f"serving.sched.{name}")), f"{used[name]:.1%}")
-    cells = binned_timeline(results[which])
+    for col, name in zip(st.columns(2), SCHEDULERS, strict=True):
+        col.metric(t("lesson.k7_used", sched=t(f"serving.sched.{name}")),
+                   f"{view['metrics'][name]['slot_utilization']:.1%}")
+    cells = view["timeline"][which]
     note = t("serving.gantt_binned", rows=cells.per_row, cols=cells.per_column) if cells.aggregated else None
     names, title = {k: t(f"serving.state.{k}") for k in STATES}, t("serving.gantt", sched=t(f"serving.sched.{which}"))
     chart(t, gantt(cells, names, title, t("serving.x_step"), t("serving.y_request"), None, note, row_px=12),
           key="lesson_k7_gantt")
-    st.caption(t("lesson.k7_note", requests=len(results[which]["token_steps"]), slots=K7_SLOTS))
+    st.caption(t("lesson.k7_note", requests=len(results[which]["token_steps"]), slots=wanted[3]))
 
 
 VIEWS = {"C13": k5_view, "C15": k7_view}  # by the concept a claim's step draws (its claim's first): padded
@@ -75,11 +82,12 @@ IN_A_CLASS = ("C15",)  # a class draws its own requests there instead (lesson_wo
 def panel(t, claim_id: str) -> None:
     """The claim's picture, folded under its Reveal (the prediction and the verdict keep the first screen), drawn
     (and K5's batch run) only while the student holds it open; it stays open across the runs a press makes."""
-    concept = claim_spec.claim(claim_id).concepts[0]
+    spec = claim_spec.claim(claim_id)
+    concept = spec.concepts[0]
     view = VIEWS.get(concept)
     if view is None or (concept in IN_A_CLASS and lesson_class.role() is not None):
         return
     folded = st.expander(t(f"lesson.view.{concept}"), key=f"lesson_view_{claim_id}", on_change="rerun")
     with folded, fitted(None):  # below the first screen: the Gantt's 32 rows at their height, not the panel's cap
         if folded.open:
-            view(t)
+            view(t, spec)

@@ -14,17 +14,11 @@ import streamlit as st
 
 from llmviz.analysis import article
 from llmviz.analysis.kv_memory import human
-from llmviz.analysis.predict import Setup, Shape, kv_read_bytes, weight_read_bytes
+from llmviz.analysis.predict import Setup, Shape, decode_read_bytes
 
 # each switch that reads fewer bytes per decode step, and the lesson step that measures it
 REMEDIES = (("weights_fp16", {"dtype": "fp16", "kv_dtype": "fp32"}, "5.2"), ("weights_int8", {"quant": "int8"}, "5.2"),
             ("kv_fp16", {"kv_dtype": "fp16"}, "4.2.3"), ("gqa_half", None, "4.2.4"))
-
-
-def step_bytes(setup: Setup, cached: int) -> int:
-    """What one decode step reads with `cached` tokens already in the cache: the weights and the cache, itself
-    included."""
-    return weight_read_bytes(setup) + kv_read_bytes(setup, cached + 1)
 
 
 def bandwidth(raw: dict, nbytes: int) -> tuple[float, str]:
@@ -45,7 +39,7 @@ def memory_share(t, run, raw: dict) -> None:
     config = run.trace.model_card["config"]
     shape, cached = Shape.from_config(config), len(run.trace.prompt_ids)
     setup = Setup(shape, dtype=run.trace.engine_config.get("dtype", "fp32"))
-    read = step_bytes(setup, cached)
+    read = decode_read_bytes(setup, cached)
     gb_s, where = bandwidth(raw, read)
     memory_ms, step_ms = read / (gb_s * 1e6), statistics.median(decode)  # bytes / (GB/s x 1e9) x 1e3 = ms
     cols = st.columns(3)
@@ -60,7 +54,7 @@ def memory_share(t, run, raw: dict) -> None:
             if kv < 2 or kv % 2:
                 continue
             changes = {"kv_heads": kv // 2}
-        nbytes = step_bytes(Setup(shape, **{"dtype": setup.dtype, **changes}), cached)
+        nbytes = decode_read_bytes(Setup(shape, **{"dtype": setup.dtype, **changes}), cached)
         rows.append((t(f"lesson.mem.remedy.{name}"), human(nbytes), f"{nbytes / (gb_s * 1e6):.2f}",
                      f"{100 * (nbytes / read - 1):+.1f}%", step))
     st.table({t(f"lesson.mem.col.{c}"): [r[i] for r in rows]

@@ -81,6 +81,7 @@ def test_k4_and_k2_share_one_decode_pair_at_a_long_context_and_the_kv_bytes_halv
     assert 0 < j["figures"]["bound_ms"] < j["figures"]["decode_ms_per_token"]  # Python's overhead comes on top
 
 
+@pytest.mark.slow  # K11 measured on GPT-2-124M's shape at 1,025 tokens: ~20-30 s on two cores
 def test_k11_traffic_by_hand(measurer):
     f = measurer.measure("K11")
     n, d, out = f["prompt_tokens"], 768, (12 + 2 * 12) * 64  # the GPT-2 shape: q, k and v outputs
